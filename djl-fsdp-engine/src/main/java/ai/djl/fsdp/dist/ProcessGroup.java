@@ -1,0 +1,78 @@
+package ai.djl.fsdp.dist;
+
+import ai.djl.ndarray.NDArray;
+
+/**
+ * The ranks of one job and the collectives they run together, on DJL {@link NDArray}s.
+ *
+ * <p>The semantics are NCCL's: every rank calls the same collectives in the same order; outputs
+ * are caller-provided arrays written in place; {@code allGather} and {@code reduceScatter} move
+ * equal-sized pieces, so the larger array holds exactly {@link #size()} times the elements of the
+ * smaller one (callers pad, as FSDP does). Supported element types are float32, float16, int32
+ * and int64 (and bfloat16 where the backend can reduce it). Arrays must be contiguous.
+ *
+ * <p>The asynchronous forms run in call order on the group's own stream of work and return a
+ * {@link Work} to wait on; the synchronous forms wait before returning. An error on any rank
+ * (a rank that died, a timeout) fails the pending and all later work with an exception that
+ * names the rank.
+ */
+public interface ProcessGroup extends AutoCloseable {
+
+    /** Returns this process's rank, {@code 0 <= rank < size}. */
+    int rank();
+
+    /** Returns the number of ranks in the group (the world size). */
+    int size();
+
+    /** Returns this process's rank among the ranks of its node. */
+    int localRank();
+
+    /** Returns the backend's name, such as {@code socket} or {@code nccl}. */
+    String backend();
+
+    /**
+     * Gathers every rank's {@code input} into {@code output}, rank {@code r}'s elements at offset
+     * {@code r * input.size()}.
+     */
+    Work allGatherAsync(NDArray input, NDArray output);
+
+    /**
+     * Reduces {@code input} element-wise across ranks and leaves piece {@code rank()} of the
+     * result (elements {@code [rank * output.size(), (rank + 1) * output.size())}) in {@code
+     * output}.
+     */
+    Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op);
+
+    /** Reduces {@code array} element-wise across ranks, in place. */
+    Work allReduceAsync(NDArray array, ReduceOp op);
+
+    /** Copies {@code root}'s {@code array} into every other rank's {@code array}. */
+    Work broadcastAsync(NDArray array, int root);
+
+    /** Returns once every rank has called it. */
+    void barrier();
+
+    /** The synchronous form of {@link #allGatherAsync}. */
+    default void allGather(NDArray input, NDArray output) {
+        allGatherAsync(input, output).await();
+    }
+
+    /** The synchronous form of {@link #reduceScatterAsync}. */
+    default void reduceScatter(NDArray input, NDArray output, ReduceOp op) {
+        reduceScatterAsync(input, output, op).await();
+    }
+
+    /** The synchronous form of {@link #allReduceAsync}. */
+    default void allReduce(NDArray array, ReduceOp op) {
+        allReduceAsync(array, op).await();
+    }
+
+    /** The synchronous form of {@link #broadcastAsync}. */
+    default void broadcast(NDArray array, int root) {
+        broadcastAsync(array, root).await();
+    }
+
+    /** Releases the group's connections; outstanding work fails. */
+    @Override
+    void close();
+}
