@@ -1,0 +1,92 @@
+package ai.djl.fsdp.optim;
+
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.optimizer.Optimizer;
+
+import java.util.List;
+
+/**
+ * The optimizer step on shards: the user's DJL {@link Optimizer} (with its learning-rate {@code
+ * Tracker}) updates each trainable flat parameter's shard with the shard's gradient, after
+ * optional clipping of the global gradient norm.
+ *
+ * <p>Element-wise optimizers (SGD, Adam, AdamW, ...) give on a shard exactly what they give on the
+ * whole parameter; their state is created per shard, so it is sharded too.
+ */
+public final class ShardedOptimizer {
+
+    private final Optimizer optimizer;
+    private final List<FlatParameter> trainable;
+    private final ProcessGroup group;
+    private final float maxGradNorm;
+
+    /**
+     * Creates the step.
+     *
+     * @param optimizer the user's optimizer
+     * @param trainable the flat parameters to update
+     * @param group the ranks, to sum the squared norm over when gradients are sharded
+     * @param maxGradNorm the largest global gradient norm, or a non-positive value for no clipping
+     */
+    public ShardedOptimizer(
+            Optimizer optimizer,
+            List<FlatParameter> trainable,
+            ProcessGroup group,
+            float maxGradNorm) {
+        this.optimizer = optimizer;
+        this.trainable = List.copyOf(trainable);
+        this.group = group;
+        this.maxGradNorm = maxGradNorm;
+    }
+
+    /**
+     * Clips (if asked), updates every shard and zeroes the gradients.
+     *
+     * @return the global gradient norm before clipping, or NaN when not clipping
+     */
+    public float step() {
+        if (trainable.isEmpty()) {
+            return Float.NaN;
+        }
+        float norm = maxGradNorm > 0 ? clip() : Float.NaN;
+        for (FlatParameter flat : trainable) {
+            optimizer.update(flat.getId(), flat.getShard(), flat.getGradient());
+            flat.zeroGradient();
+        }
+        return norm;
+    }
+
+    /** Scales the gradients so their global norm is at most {@code maxGradNorm}, as PyTorch does. */
+    private float clip() {
+        boolean sharded = trainable.stream().anyMatch(FlatParameter::isSharded);
+        float norm;
+        try (NDManager scope =
+                trainable.get(0).getShard().getManager().getParentManager().newSubManager()) {
+            NDArray sumOfSquares = scope.zeros(new Shape(1));
+            for (FlatParameter flat : trainable) {
+                // An alias in the scope keeps the temporaries out of the shard's state manager.
+                NDArray gradient = flat.getGradient().stopGradient();
+                gradient.attach(scope);
+                sumOfSquares.addi(gradient.square().sum().toType(DataType.FLOAT32, false));
+            }
+            // Replicated gradients already hold the global norm; shards hold one piece each.
+            if (sharded && group.size() > 1) {
+                group.allReduce(sumOfSquares, ReduceOp.SUM);
+            }
+            norm = (float) Math.sqrt(sumOfSquares.getFloat(0));
+        }
+        float coefficient = maxGradNorm / (norm + 1e-6f);
+        if (coefficient < 1) {
+            for (FlatParameter flat : trainable) {
+                flat.getGradient().muli(coefficient);
+            }
+        }
+        return norm;
+    }
+}

@@ -1,0 +1,28 @@
+package ai.djl.fsdp.trainer;
+
+import ai.djl.Model;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.training.TrainingConfig;
+
+/**
+ * The entry point of FSDP training: an existing DJL program replaces {@code
+ * model.newTrainer(config)} by {@link #newTrainer} and keeps everything else.
+ */
+public final class FullyShardedDataParallel {
+
+    private FullyShardedDataParallel() {}
+
+    /**
+     * Returns a trainer for {@code model} that shards it over {@code group}'s ranks.
+     *
+     * @param model the model, on this rank's device
+     * @param trainingConfig the DJL training configuration (loss, optimizer, listeners, one device)
+     * @param group the ranks that train together
+     * @param fsdpConfig how to shard
+     * @return the trainer
+     */
+    public static FsdpTrainer newTrainer(
+            Model model, TrainingConfig trainingConfig, ProcessGroup group, FsdpConfig fsdpConfig) {
+        return new FsdpTrainer(model, trainingConfig, group, fsdpConfig);
+    }
+}

@@ -1,0 +1,89 @@
+package ai.djl.fsdp.trainer;
+
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.Work;
+import ai.djl.ndarray.NDArray;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A process group that counts the bytes this rank sends, as the ring algorithms (those of the
+ * socket backend and NCCL) move them: an all-gather or reduce-scatter sends {@code (N-1)/N} of the
+ * full buffer, an all-reduce twice that, a broadcast the whole array from every rank but the last
+ * in the ring.
+ */
+final class MeteredProcessGroup implements ProcessGroup {
+
+    private final ProcessGroup group;
+    private final AtomicLong sentBytes = new AtomicLong();
+
+    MeteredProcessGroup(ProcessGroup group) {
+        this.group = group;
+    }
+
+    /** Returns the bytes sent since the last call, and starts counting again from zero. */
+    long takeSentBytes() {
+        return sentBytes.getAndSet(0);
+    }
+
+    private static long bytes(NDArray array) {
+        return array.size() * array.getDataType().getNumOfBytes();
+    }
+
+    @Override
+    public int rank() {
+        return group.rank();
+    }
+
+    @Override
+    public int size() {
+        return group.size();
+    }
+
+    @Override
+    public int localRank() {
+        return group.localRank();
+    }
+
+    @Override
+    public String backend() {
+        return group.backend();
+    }
+
+    @Override
+    public Work allGatherAsync(NDArray input, NDArray output) {
+        sentBytes.addAndGet(bytes(input) * (size() - 1));
+        return group.allGatherAsync(input, output);
+    }
+
+    @Override
+    public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
+        sentBytes.addAndGet(bytes(output) * (size() - 1));
+        return group.reduceScatterAsync(input, output, op);
+    }
+
+    @Override
+    public Work allReduceAsync(NDArray array, ReduceOp op) {
+        sentBytes.addAndGet(2 * bytes(array) * (size() - 1) / size());
+        return group.allReduceAsync(array, op);
+    }
+
+    @Override
+    public Work broadcastAsync(NDArray array, int root) {
+        if (size() > 1 && rank() != Math.floorMod(root - 1, size())) {
+            sentBytes.addAndGet(bytes(array));
+        }
+        return group.broadcastAsync(array, root);
+    }
+
+    @Override
+    public void barrier() {
+        group.barrier();
+    }
+
+    @Override
+    public void close() {
+        group.close();
+    }
+}

@@ -1,0 +1,66 @@
+package ai.djl.fsdp.wrap;
+
+import ai.djl.nn.Block;
+import ai.djl.util.Pair;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+
+/** Applies a {@link WrapPolicy} to a model's block tree. */
+public final class WrapPlanner {
+
+    private WrapPlanner() {}
+
+    /**
+     * Returns the blocks below {@code root} that become units, in the order a depth-first walk of
+     * the children meets them (the usual order of their calls in forward).
+     *
+     * @param root the model's top block
+     * @param policy the policy
+     * @return the units' blocks, never empty
+     * @throws IllegalArgumentException if the policy accepts no block; the message lists the
+     *     block classes the model contains
+     */
+    public static List<WrapTarget> plan(Block root, WrapPolicy policy) {
+        List<WrapTarget> targets = new ArrayList<>();
+        collect(root, "", policy, targets);
+        if (targets.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "The wrap policy matches no block of the model, so there would be no FSDP unit."
+                            + " The model contains these block classes: "
+                            + String.join(", ", blockClasses(root))
+                            + ". Name the repeated layer among them, e.g."
+                            + " WrapPolicy.byLayerClass(\"GPT2Block\").");
+        }
+        return Collections.unmodifiableList(targets);
+    }
+
+    private static void collect(
+            Block parent, String prefix, WrapPolicy policy, List<WrapTarget> targets) {
+        for (Pair<String, Block> child : parent.getChildren()) {
+            String path = prefix + child.getKey();
+            if (policy.shouldWrap(child.getValue())) {
+                targets.add(new WrapTarget(path, parent, child.getValue()));
+            } else {
+                collect(child.getValue(), path + '_', policy, targets);
+            }
+        }
+    }
+
+    /** The simple class names of the blocks below {@code root} that hold parameters. */
+    private static Set<String> blockClasses(Block root) {
+        Set<String> names = new TreeSet<>();
+        List<Block> pending = new ArrayList<>(root.getChildren().values());
+        while (!pending.isEmpty()) {
+            Block block = pending.remove(pending.size() - 1);
+            if (!block.getParameters().isEmpty()) {
+                names.add(block.getClass().getSimpleName());
+            }
+            pending.addAll(block.getChildren().values());
+        }
+        return names;
+    }
+}
