@@ -146,8 +146,7 @@ public final class FlatParameter implements AutoCloseable {
      */
     public void restoreParameterArrays(ProcessGroup group) {
         startGather(group);
-        awaitGather();
-        List<NDArray> views = viewsOf(full);
+        List<NDArray> views = viewsOf(getFull());
         for (int i = 0; i < parameters.size(); i++) {
             Parameter parameter = parameters.get(i);
             NDArray array = views.get(i).duplicate();

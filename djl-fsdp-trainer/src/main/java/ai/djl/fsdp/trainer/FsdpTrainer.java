@@ -10,17 +10,21 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
 import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.Trainer;
 import ai.djl.training.TrainingConfig;
 import ai.djl.training.dataset.Batch;
 import ai.djl.training.dataset.Dataset;
+import ai.djl.training.initializer.Initializer;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.translate.TranslateException;
+import ai.djl.util.Pair;
 
 import java.io.IOException;
 import java.util.List;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
@@ -60,6 +64,12 @@ public class FsdpTrainer extends Trainer {
         this.group = new MeteredProcessGroup(group);
         this.config = config;
         this.optimizer = trainingConfig.getOptimizer();
+        // What Model.newTrainer does before constructing DJL's trainer.
+        for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
+            if (pair.getKey() != null && pair.getValue() != null) {
+                model.getBlock().setInitializer(pair.getKey(), pair.getValue());
+            }
+        }
         if (model.getBlock().isInitialized()) {
             shard();
         }

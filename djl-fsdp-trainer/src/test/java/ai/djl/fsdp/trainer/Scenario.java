@@ -1,0 +1,209 @@
+package ai.djl.fsdp.trainer;
+
+import ai.djl.Device;
+import ai.djl.Model;
+import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import ai.djl.pytorch.engine.PtNDArray;
+import ai.djl.pytorch.jni.JniUtils;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.GradientCollector;
+import ai.djl.training.Trainer;
+import ai.djl.training.initializer.NormalInitializer;
+import ai.djl.training.loss.Loss;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.training.tracker.Tracker;
+import ai.djl.util.Pair;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * One training run of {@link TinyLm}, either with DJL's ordinary trainer on the global batches or
+ * with FSDP on one rank's share of them; the two must agree.
+ *
+ * @param strategy the sharding strategy (FSDP runs)
+ * @param worldSize the number of ranks the global batch is split over
+ * @param accumulation micro-batches per optimizer step
+ * @param maxGradNorm the clipping norm, 0 for none
+ * @param freeze whether the second unit's layer norm is frozen (a unit mixing both kinds)
+ * @param adam whether to use AdamW (else SGD with momentum)
+ * @param steps optimizer steps
+ */
+record Scenario(
+        ShardingStrategy strategy,
+        int worldSize,
+        int accumulation,
+        float maxGradNorm,
+        boolean freeze,
+        boolean adam,
+        int steps) {
+
+    static final int LOCAL_BATCH = 2;
+    static final int SEQUENCE = 3;
+
+    /** What a run produced: each optimizer step's loss and the final parameters by name. */
+    record Result(double[] losses, Map<String, float[]> parameters, ShardingStats stats) {}
+
+    String describe() {
+        return strategy + " nproc=" + worldSize + " accumulation=" + accumulation
+                + " maxGradNorm=" + maxGradNorm + " freeze=" + freeze + " adam=" + adam;
+    }
+
+    /** Runs FSDP as {@code group}'s rank; the losses are this rank's micro-batch means. */
+    Result runFsdp(ProcessGroup group) {
+        FsdpConfig.Builder config = FsdpConfig.builder()
+                .optShardingStrategy(strategy)
+                .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
+                .optGradientAccumulationSteps(accumulation);
+        if (maxGradNorm > 0) {
+            config.optMaxGradNorm(maxGradNorm);
+        }
+        try (Model model = newModel()) {
+            double[] losses = new double[steps];
+            ShardingStats stats = null;
+            try (FsdpTrainer trainer = FullyShardedDataParallel.newTrainer(
+                    model, trainingConfig(), group, config.build())) {
+                initialize(trainer);
+                for (int step = 0; step < steps; step++) {
+                    for (int micro = 0; micro < accumulation; micro++) {
+                        int firstRow = (micro * worldSize + group.rank()) * LOCAL_BATCH;
+                        losses[step] += trainOn(trainer, step, firstRow, LOCAL_BATCH, null)
+                                / accumulation;
+                    }
+                    stats = trainer.getShardingStats();
+                }
+            }
+            // Closing the trainer gathered the trained parameters back into the model.
+            return new Result(losses, parametersOf(model), stats);
+        }
+    }
+
+    /** Runs DJL's ordinary trainer on the whole global batch of each step. */
+    Result runReference() {
+        try (Model model = newModel(); Trainer trainer = model.newTrainer(trainingConfig())) {
+            initialize(trainer);
+            double[] losses = new double[steps];
+            int globalBatch = worldSize * accumulation * LOCAL_BATCH;
+            for (int step = 0; step < steps; step++) {
+                losses[step] = trainOn(trainer, step, 0, globalBatch, model);
+            }
+            return new Result(losses, parametersOf(model), null);
+        }
+    }
+
+    private Model newModel() {
+        Model model = Model.newInstance("tiny-lm", Device.cpu());
+        model.setBlock(new TinyLm());
+        return model;
+    }
+
+    private DefaultTrainingConfig trainingConfig() {
+        Optimizer optimizer = adam
+                ? Optimizer.adamW().optLearningRateTracker(Tracker.fixed(0.05f)).build()
+                : Optimizer.sgd()
+                        .setLearningRateTracker(Tracker.fixed(0.2f))
+                        .optMomentum(0.9f)
+                        .build();
+        return new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
+                .optOptimizer(optimizer)
+                .optDevices(new Device[] {Device.cpu()});
+    }
+
+    private void initialize(Trainer trainer) {
+        Engine.getInstance().setRandomSeed(1234);
+        if (freeze) {
+            ((TinyLm) trainer.getModel().getBlock()).freezeMiddleNorm();
+        }
+        trainer.initialize(new Shape(LOCAL_BATCH, SEQUENCE));
+    }
+
+    /**
+     * Trains on rows {@code [firstRow, firstRow + rows)} of step {@code step}'s global batch and
+     * returns the loss. With {@code referenceModel} it is the reference's whole step: clipping by
+     * hand, the optimizer, and zeroing the gradients DJL's collector leaves in place.
+     */
+    private double trainOn(Trainer trainer, int step, int firstRow, int rows, Model referenceModel) {
+        NDManager manager = trainer.getManager();
+        try (NDManager scope = manager.newSubManager()) {
+            int[][] tokens = globalTokens(step);
+            int[] data = new int[rows * SEQUENCE];
+            int[] labels = new int[rows * SEQUENCE];
+            for (int r = 0; r < rows; r++) {
+                for (int t = 0; t < SEQUENCE; t++) {
+                    data[r * SEQUENCE + t] = tokens[firstRow + r][t];
+                    labels[r * SEQUENCE + t] = tokens[firstRow + r][t + 1];
+                }
+            }
+            NDList x = new NDList(scope.create(data, new Shape(rows, SEQUENCE)));
+            NDList y = new NDList(scope.create(labels, new Shape(rows, SEQUENCE, 1)));
+            double loss;
+            try (GradientCollector collector = trainer.newGradientCollector()) {
+                NDList predictions = trainer.forward(x, y);
+                NDArray value = trainer.getLoss().evaluate(y, predictions);
+                loss = value.getFloat();
+                collector.backward(value);
+            }
+            if (referenceModel != null && maxGradNorm > 0) {
+                clipByHand(referenceModel);
+            }
+            trainer.step();
+            if (referenceModel != null) {
+                for (Pair<String, Parameter> pair : referenceModel.getBlock().getParameters()) {
+                    if (pair.getValue().requiresGradient()) {
+                        JniUtils.zeroGrad((PtNDArray) pair.getValue().getArray());
+                    }
+                }
+            }
+            return loss;
+        }
+    }
+
+    private void clipByHand(Model model) {
+        double sumOfSquares = 0;
+        for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+            if (pair.getValue().requiresGradient()) {
+                NDArray gradient = pair.getValue().getArray().getGradient();
+                sumOfSquares += gradient.square().sum().getFloat();
+            }
+        }
+        float norm = (float) Math.sqrt(sumOfSquares);
+        float coefficient = maxGradNorm / (norm + 1e-6f);
+        if (coefficient < 1) {
+            for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+                if (pair.getValue().requiresGradient()) {
+                    pair.getValue().getArray().getGradient().muli(coefficient);
+                }
+            }
+        }
+    }
+
+    /** Token rows of step {@code step}'s global batch; each row holds inputs and next tokens. */
+    private int[][] globalTokens(int step) {
+        Random random = new Random(1000L + step);
+        int rows = worldSize * accumulation * LOCAL_BATCH;
+        int[][] tokens = new int[rows][SEQUENCE + 1];
+        for (int[] row : tokens) {
+            for (int t = 0; t < row.length; t++) {
+                row[t] = random.nextInt(TinyLm.VOCAB);
+            }
+        }
+        return tokens;
+    }
+
+    private static Map<String, float[]> parametersOf(Model model) {
+        Map<String, float[]> parameters = new LinkedHashMap<>();
+        for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+            parameters.put(pair.getKey(), pair.getValue().getArray().toFloatArray());
+        }
+        return parameters;
+    }
+}

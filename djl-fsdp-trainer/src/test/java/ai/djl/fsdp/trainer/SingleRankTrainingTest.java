@@ -1,0 +1,21 @@
+package ai.djl.fsdp.trainer;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * FSDP on one rank must train exactly as DJL's ordinary trainer: the tape, the recompute and the
+ * flat parameters change nothing numerically.
+ */
+class SingleRankTrainingTest {
+
+    @ParameterizedTest
+    @EnumSource(ShardingStrategy.class)
+    void matchesDjlTrainer(ShardingStrategy strategy) {
+        Scenario scenario = new Scenario(strategy, 1, 2, 0.5f, true, false, 3);
+        Scenario.Result reference = scenario.runReference();
+        Scenario.Result fsdp = scenario.runFsdp(new SingleRankGroup());
+        Equivalence.assertSameTraining(scenario.describe(), reference.losses(), fsdp.losses(),
+                reference.parameters(), fsdp.parameters());
+    }
+}
