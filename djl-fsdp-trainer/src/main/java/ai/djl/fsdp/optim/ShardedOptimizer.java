@@ -10,6 +10,7 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.training.optimizer.Optimizer;
 
 import java.util.List;
+import java.util.stream.Collectors;
 
 /**
  * The optimizer step on shards: the user's DJL {@link Optimizer} (with its learning-rate {@code
@@ -60,6 +61,12 @@ public final class ShardedOptimizer {
             flat.zeroGradient();
         }
         return norm;
+    }
+
+    /** Returns the bytes of the state the optimizer keeps for this rank's shards. */
+    public long stateBytes() {
+        return OptimizerState.bytes(optimizer,
+                trainable.stream().map(FlatParameter::getId).collect(Collectors.toSet()));
     }
 
     /** Scales the gradients so their global norm is at most {@code maxGradNorm}, as PyTorch does. */

@@ -12,20 +12,13 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Parameters of one unit, all trainable or all frozen, laid end to end in one 1-D buffer padded to
- * a multiple of the shard count; this rank keeps one contiguous shard of it.
- *
- * <p>The shard lives in a manager of its own, together with the shard's accumulated gradient and
- * whatever state the optimizer keeps for it (DJL optimizers create their state with {@code
- * weight.zerosLike()}, in the weight's manager), so that manager's contents are the rank's model
- * state for these parameters. The gathered full buffer lives in a scope that {@link #reshard()}
- * closes.
+ * a multiple of the shard count; this rank keeps one contiguous shard of it, and the shard's
+ * accumulated gradient, in a manager of its own. The gathered full buffer lives in a scope that
+ * {@link #reshard()} closes.
  */
 public final class FlatParameter implements AutoCloseable {
 
@@ -299,22 +292,6 @@ public final class FlatParameter implements AutoCloseable {
     /** Returns the bytes of this rank's accumulated gradient. */
     public long gradientBytes() {
         return gradient == null ? 0 : gradient.size() * gradient.getDataType().getNumOfBytes();
-    }
-
-    /** Returns the bytes the optimizer keeps for this rank's shard. */
-    public long optimizerStateBytes() {
-        Set<NDArray> own = Collections.newSetFromMap(new IdentityHashMap<>());
-        own.add(shard);
-        if (gradient != null) {
-            own.add(gradient);
-        }
-        long bytes = 0;
-        for (NDArray array : stateManager.getManagedArrays()) {
-            if (!own.contains(array) && !array.isReleased()) {
-                bytes += array.size() * array.getDataType().getNumOfBytes();
-            }
-        }
-        return bytes;
     }
 
     @Override

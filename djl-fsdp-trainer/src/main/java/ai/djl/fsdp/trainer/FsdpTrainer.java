@@ -196,16 +196,15 @@ public class FsdpTrainer extends Trainer {
     public ShardingStats getShardingStats() {
         long parameters = 0;
         long gradients = 0;
-        long optimizerState = 0;
         long unsharded = 0;
         for (FlatParameter flat : sharded().flatParameters()) {
             parameters += flat.shardBytes();
             gradients += flat.gradientBytes();
-            optimizerState += flat.optimizerStateBytes();
             unsharded += flat.getNumel() * flat.getShard().getDataType().getNumOfBytes();
         }
         return new ShardingStats(
-                parameters, gradients, optimizerState, unsharded, sentBytesLastStep);
+                parameters, gradients, shardedOptimizer.stateBytes(), unsharded,
+                sentBytesLastStep);
     }
 
     /** Returns the FSDP configuration. */

@@ -1,5 +1,9 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroups;
+
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -14,7 +18,10 @@ class SingleRankTrainingTest {
     void matchesDjlTrainer(ShardingStrategy strategy) {
         Scenario scenario = new Scenario(strategy, 1, 2, 0.5f, true, false, 3);
         Scenario.Result reference = scenario.runReference();
-        Scenario.Result fsdp = scenario.runFsdp(new SingleRankGroup());
+        Scenario.Result fsdp;
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
+            fsdp = scenario.runFsdp(group);
+        }
         Equivalence.assertSameTraining(scenario.describe(), reference.losses(), fsdp.losses(),
                 reference.parameters(), fsdp.parameters());
     }

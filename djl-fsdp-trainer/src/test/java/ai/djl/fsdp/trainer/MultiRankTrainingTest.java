@@ -1,0 +1,139 @@
+package ai.djl.fsdp.trainer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.testing.RankProcesses;
+
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * FSDP on 2 and 3 ranks (real processes on loopback) against DJL's ordinary trainer on the same
+ * global batches, in every strategy: with gradient accumulation, clipping and a unit mixing frozen
+ * and trainable parameters (SGD with momentum), and plainly with AdamW. One launch per world size
+ * runs all of them; each rank also reports what it holds and sends, checked against what the
+ * strategy implies from the units' sizes.
+ */
+class MultiRankTrainingTest {
+
+    /** The trainable and frozen element counts of each flat unit of {@link TinyLm}, root first. */
+    private static List<long[]> unitSizes(boolean freeze) {
+        long mixer = 2L * TinyLm.WIDTH + TinyLm.WIDTH * TinyLm.WIDTH + TinyLm.WIDTH;
+        long norm = 2L * TinyLm.WIDTH;
+        long root = (long) TinyLm.VOCAB * TinyLm.WIDTH + TinyLm.VOCAB;
+        return List.of(
+                new long[] {root, 0},
+                new long[] {mixer, 0},
+                freeze ? new long[] {mixer - norm, norm} : new long[] {mixer, 0},
+                new long[] {mixer, 0});
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {2, 3})
+    void matchesDjlTrainerAndAccountsItsBytes(int worldSize, @TempDir Path directory)
+            throws Exception {
+        List<Scenario> scenarios = new ArrayList<>();
+        for (ShardingStrategy strategy : ShardingStrategy.values()) {
+            scenarios.add(new Scenario(strategy, worldSize, 2, 0.5f, true, false, 3));
+            scenarios.add(new Scenario(strategy, worldSize, 1, 0f, false, true, 3));
+        }
+        List<String> args = new ArrayList<>();
+        args.add(directory.toString());
+        scenarios.forEach(s -> args.add(ScenarioFiles.format(s)));
+        try (RankProcesses job = RankProcesses.builder(ScenarioRankMain.class)
+                .worldSize(worldSize)
+                .args(args.toArray(new String[0]))
+                .timeout(Duration.ofMinutes(4))
+                .start()) {
+            job.await().assertAllSucceeded();
+        }
+        for (int i = 0; i < scenarios.size(); i++) {
+            Scenario scenario = scenarios.get(i);
+            Scenario.Result reference = scenario.runReference();
+            double[] meanLosses = new double[scenario.steps()];
+            Scenario.Result rank0 = null;
+            for (int rank = 0; rank < worldSize; rank++) {
+                Scenario.Result result =
+                        ScenarioFiles.read(directory.resolve((i + 1) + "-rank" + rank));
+                for (int step = 0; step < meanLosses.length; step++) {
+                    meanLosses[step] += result.losses()[step] / worldSize;
+                }
+                if (rank == 0) {
+                    rank0 = result;
+                } else {
+                    for (String name : rank0.parameters().keySet()) {
+                        assertArrayEquals(rank0.parameters().get(name),
+                                result.parameters().get(name), scenario.describe()
+                                        + ": every rank ends with the same " + name);
+                    }
+                }
+                assertAccounting(scenario, result.stats());
+            }
+            Equivalence.assertSameTraining(scenario.describe(), reference.losses(), meanLosses,
+                    reference.parameters(), rank0.parameters());
+        }
+    }
+
+    private static void assertAccounting(Scenario scenario, ShardingStats stats) {
+        int n = scenario.worldSize();
+        boolean sharded = scenario.strategy().isSharded();
+        long parameters = 0;
+        long gradients = 0;
+        long unsharded = 0;
+        long flats = 0;
+        long sentPerMicroBatch = 0;
+        for (int unit = 0; unit < 4; unit++) {
+            long[] sizes = unitSizes(scenario.freeze()).get(unit);
+            // The root is gathered once per micro-batch; FULL_SHARD gathers a unit twice
+            // (forward and recompute), SHARD_GRAD_OP once.
+            int gathers = unit == 0 || scenario.strategy() == ShardingStrategy.SHARD_GRAD_OP
+                    ? 1 : 2;
+            for (int kind = 0; kind < 2; kind++) {
+                long numel = sizes[kind];
+                if (numel == 0) {
+                    continue;
+                }
+                flats++;
+                unsharded += numel * 4;
+                long held = sharded ? (numel + n - 1) / n * 4 : numel * 4;
+                parameters += held;
+                boolean trainable = kind == 0;
+                if (trainable) {
+                    gradients += held;
+                }
+                if (sharded) {
+                    sentPerMicroBatch += gathers * (n - 1) * held;
+                    if (trainable) {
+                        sentPerMicroBatch += (n - 1) * held; // reduce-scatter
+                    }
+                } else if (trainable) {
+                    sentPerMicroBatch += 2 * held * (n - 1) / n; // all-reduce
+                }
+            }
+        }
+        long sent = sentPerMicroBatch * scenario.accumulation();
+        if (scenario.maxGradNorm() > 0 && sharded) {
+            sent += 2 * 4 * (n - 1) / n; // the squared norm's all-reduce
+        }
+        String what = scenario.describe();
+        assertEquals(unsharded, stats.unshardedParameterBytes(), what + ": unsharded bytes");
+        assertEquals(parameters, stats.parameterBytes(), what + ": parameter bytes");
+        assertEquals(gradients, stats.gradientBytes(), what + ": gradient bytes");
+        // SGD with momentum keeps one array per trainable shard, AdamW two.
+        assertEquals((scenario.adam() ? 2 : 1) * gradients, stats.optimizerStateBytes(),
+                what + ": optimizer state bytes");
+        assertEquals(sent, stats.sentBytesLastStep(), what + ": bytes sent per step");
+        if (sharded) {
+            // 1/N of a replica, plus at most N-1 padding elements per flat parameter.
+            assertTrue(parameters * n <= unsharded + flats * (n - 1) * 4, what + ": 1/N");
+        }
+    }
+}
