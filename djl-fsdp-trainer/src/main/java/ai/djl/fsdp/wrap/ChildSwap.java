@@ -58,7 +58,12 @@ public final class ChildSwap {
                 }
             }
         } catch (ReflectiveOperationException e) {
+            new ChildSwap(restores).restore();
             throw new IllegalStateException("Cannot replace a child of " + parent.getClass(), e);
+        } catch (RuntimeException e) {
+            // Leave the parent as it was: no half-wrapped model.
+            new ChildSwap(restores).restore();
+            throw e;
         }
         return new ChildSwap(restores);
     }
