@@ -48,13 +48,16 @@ class MultiRankTrainingTest {
         List<String> args = new ArrayList<>();
         args.add(directory.toString());
         scenarios.forEach(s -> args.add(ScenarioFiles.format(s)));
+        args.add(ScenarioRankMain.FIT);
+        RankProcesses.Results results;
         try (RankProcesses job = RankProcesses.builder(ScenarioRankMain.class)
                 .worldSize(worldSize)
                 .args(args.toArray(new String[0]))
                 .timeout(Duration.ofMinutes(4))
                 .start()) {
-            job.await().assertAllSucceeded();
+            results = job.await().assertAllSucceeded();
         }
+        assertFitMatches(worldSize, directory.resolve(args.size() - 1 + "-rank0"), results);
         for (int i = 0; i < scenarios.size(); i++) {
             Scenario scenario = scenarios.get(i);
             Scenario.Result reference = scenario.runReference();
@@ -79,6 +82,26 @@ class MultiRankTrainingTest {
             }
             Equivalence.assertSameTraining(scenario.describe(), reference.losses(), meanLosses,
                     reference.parameters(), rank0.parameters());
+        }
+    }
+
+    /**
+     * EasyTrain.fit over global batches split across the ranks ends where DJL's fit on the whole
+     * batches ends; the listeners saw every batch and epoch; only rank 0 logged.
+     */
+    private static void assertFitMatches(
+            int worldSize, Path rank0File, RankProcesses.Results results) throws Exception {
+        FitScenario.Result reference = FitScenario.runReference();
+        Scenario.Result fit = ScenarioFiles.read(rank0File);
+        assertEquals(FitScenario.EPOCHS * FitScenario.BATCHES, (int) fit.losses()[0],
+                "training batches the listener saw");
+        assertEquals(FitScenario.EPOCHS, (int) fit.losses()[1], "epochs the listener saw");
+        Equivalence.assertSameTraining("EasyTrain.fit on " + worldSize + " ranks",
+                new double[0], new double[0], reference.parameters(), fit.parameters());
+        String logged = "Epoch " + FitScenario.EPOCHS + " finished";
+        assertTrue(results.rank(0).output().contains(logged), "rank 0 logs");
+        for (int rank = 1; rank < worldSize; rank++) {
+            assertTrue(!results.rank(rank).output().contains(logged), "rank " + rank + " is quiet");
         }
     }
 

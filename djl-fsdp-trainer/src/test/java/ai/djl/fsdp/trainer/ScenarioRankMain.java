@@ -3,6 +3,7 @@ package ai.djl.fsdp.trainer;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.translate.TranslateException;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -13,20 +14,30 @@ import java.util.Arrays;
  * named on the command line with FSDP and writes what it produced to {@code <dir>/<i>-rank<r>}.
  *
  * <p>Arguments: the output directory, then scenarios as {@code STRATEGY,accumulation,maxGradNorm,
- * freeze,adam,steps}.
+ * freeze,adam,steps}, or {@code fit} for {@link FitScenario}.
  */
 public final class ScenarioRankMain {
 
+    /** The argument that runs {@link FitScenario}. */
+    static final String FIT = "fit";
+
     private ScenarioRankMain() {}
 
-    public static void main(String[] args) throws IOException {
+    public static void main(String[] args) throws IOException, TranslateException {
         Path directory = Path.of(args[0]);
         DistributedEnv env = DistributedEnv.fromEnvironment();
         try (ProcessGroup group = ProcessGroups.init(env)) {
             for (int i = 1; i < args.length; i++) {
-                Scenario scenario = ScenarioFiles.parse(args[i], group.size());
-                Scenario.Result result = scenario.runFsdp(group);
-                ScenarioFiles.write(directory.resolve(i + "-rank" + group.rank()), result);
+                Path file = directory.resolve(i + "-rank" + group.rank());
+                if (FIT.equals(args[i])) {
+                    FitScenario.Result fit = FitScenario.runFsdp(group);
+                    ScenarioFiles.write(file, new Scenario.Result(
+                            new double[] {fit.trainingBatches(), fit.epochs()},
+                            fit.parameters(), new ShardingStats(0, 0, 0, 0, 0)));
+                } else {
+                    Scenario scenario = ScenarioFiles.parse(args[i], group.size());
+                    ScenarioFiles.write(file, scenario.runFsdp(group));
+                }
             }
         }
         System.out.println("ran " + Arrays.toString(Arrays.copyOfRange(args, 1, args.length)));

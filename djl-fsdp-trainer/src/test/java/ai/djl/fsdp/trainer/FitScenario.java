@@ -1,0 +1,131 @@
+package ai.djl.fsdp.trainer;
+
+import ai.djl.Device;
+import ai.djl.Model;
+import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.EasyTrain;
+import ai.djl.training.Trainer;
+import ai.djl.training.TrainingResult;
+import ai.djl.training.dataset.ArrayDataset;
+import ai.djl.training.initializer.NormalInitializer;
+import ai.djl.training.listener.TrainingListener;
+import ai.djl.training.listener.TrainingListenerAdapter;
+import ai.djl.training.loss.Loss;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.training.tracker.Tracker;
+import ai.djl.translate.TranslateException;
+import ai.djl.util.Pair;
+
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * {@code EasyTrain.fit} of {@link TinyLm} over a small dataset of global batches, with DJL's
+ * default listeners plus one that counts what it sees: once with DJL's ordinary trainer, once
+ * with FSDP, where each rank trains on its slice of every global batch.
+ */
+final class FitScenario {
+
+    static final int EPOCHS = 2;
+    static final int GLOBAL_BATCH = 6;
+    static final int BATCHES = 3;
+
+    /** What a fit produced. */
+    record Result(
+            Map<String, float[]> parameters,
+            int trainingBatches,
+            int validationBatches,
+            int epochs,
+            TrainingResult trainingResult) {}
+
+    /** Counts the listener calls a fit makes. */
+    static final class CountingListener extends TrainingListenerAdapter {
+        int trainingBatches;
+        int validationBatches;
+        int epochs;
+
+        @Override
+        public void onTrainingBatch(Trainer trainer, BatchData batchData) {
+            trainingBatches++;
+        }
+
+        @Override
+        public void onValidationBatch(Trainer trainer, BatchData batchData) {
+            validationBatches++;
+        }
+
+        @Override
+        public void onEpoch(Trainer trainer) {
+            epochs++;
+        }
+    }
+
+    private FitScenario() {}
+
+    static Result runReference() throws IOException, TranslateException {
+        return fit(null);
+    }
+
+    static Result runFsdp(ProcessGroup group) throws IOException, TranslateException {
+        return fit(group);
+    }
+
+    private static Result fit(ProcessGroup group) throws IOException, TranslateException {
+        CountingListener counter = new CountingListener();
+        DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
+                .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.2f)).build())
+                .optDevices(new Device[] {Device.cpu()})
+                .addTrainingListeners(TrainingListener.Defaults.logging())
+                .addTrainingListeners(counter);
+        try (Model model = Model.newInstance("tiny-lm", Device.cpu());
+                NDManager manager = NDManager.newBaseManager()) {
+            model.setBlock(new TinyLm());
+            ArrayDataset data = dataset(manager, 1);
+            ArrayDataset validation = dataset(manager, 2);
+            TrainingResult trainingResult;
+            try (Trainer trainer = group == null
+                    ? model.newTrainer(config)
+                    : FullyShardedDataParallel.newTrainer(model, config, group,
+                            FsdpConfig.builder()
+                                    .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
+                                    .build())) {
+                Engine.getInstance().setRandomSeed(1234);
+                trainer.initialize(new Shape(GLOBAL_BATCH, Scenario.SEQUENCE));
+                EasyTrain.fit(trainer, EPOCHS, data, validation);
+                trainingResult = trainer.getTrainingResult();
+            }
+            Map<String, float[]> parameters = new LinkedHashMap<>();
+            for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+                parameters.put(pair.getKey(), pair.getValue().getArray().toFloatArray());
+            }
+            return new Result(parameters, counter.trainingBatches, counter.validationBatches,
+                    counter.epochs, trainingResult);
+        }
+    }
+
+    /** Random next-token rows, in global batches of {@link #GLOBAL_BATCH}, in a fixed order. */
+    private static ArrayDataset dataset(NDManager manager, long seed) {
+        Random random = new Random(seed);
+        int rows = GLOBAL_BATCH * BATCHES;
+        int[] tokens = new int[rows * Scenario.SEQUENCE];
+        int[] labels = new int[rows * Scenario.SEQUENCE];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = random.nextInt(TinyLm.VOCAB);
+            labels[i] = random.nextInt(TinyLm.VOCAB);
+        }
+        return new ArrayDataset.Builder()
+                .setData(manager.create(tokens, new Shape(rows, Scenario.SEQUENCE)))
+                .optLabels(manager.create(labels, new Shape(rows, Scenario.SEQUENCE, 1)))
+                .setSampling(GLOBAL_BATCH, false)
+                .build();
+    }
+}
