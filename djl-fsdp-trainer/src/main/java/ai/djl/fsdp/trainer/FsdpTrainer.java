@@ -55,7 +55,7 @@ public class FsdpTrainer extends Trainer {
     FsdpTrainer(
             Model model, TrainingConfig trainingConfig, ProcessGroup group, FsdpConfig config) {
         super(model, new RankScopedTrainingConfig(
-                trainingConfig, group.rank() == 0 || config.isLogAllRanks()));
+                trainingConfig, group.rank() == 0 || config.isLogAllRanks(), group.rank() == 0));
         if (getDevices().length != 1) {
             throw new IllegalArgumentException(
                     "FSDP runs one device per rank; the training configuration names "
@@ -205,6 +205,26 @@ public class FsdpTrainer extends Trainer {
         return new ShardingStats(
                 parameters, gradients, shardedOptimizer.stateBytes(), unsharded,
                 sentBytesLastStep);
+    }
+
+    /**
+     * Runs {@code action} with every parameter of the model holding its full array, as in an
+     * unsharded model (to save a checkpoint, say), and frees those arrays afterwards. Every rank
+     * must call it: the arrays are gathered.
+     *
+     * @param action what to run
+     */
+    public void withFullParameters(Runnable action) {
+        if (sharded == null) {
+            action.run();
+            return;
+        }
+        sharded.gatherParameterArrays();
+        try {
+            action.run();
+        } finally {
+            sharded.releaseParameterArrays();
+        }
     }
 
     /** Returns the FSDP configuration. */

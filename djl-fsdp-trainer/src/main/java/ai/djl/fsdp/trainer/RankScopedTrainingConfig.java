@@ -6,6 +6,7 @@ import ai.djl.training.TrainingConfig;
 import ai.djl.training.evaluator.Evaluator;
 import ai.djl.training.initializer.Initializer;
 import ai.djl.training.listener.LoggingTrainingListener;
+import ai.djl.training.listener.SaveModelTrainingListener;
 import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
@@ -18,16 +19,26 @@ import java.util.stream.Collectors;
 
 /**
  * The user's training configuration as one rank sees it: on ranks other than 0 the logging
- * listener (log lines and the progress bar) is left out, so a job prints once.
+ * listener (log lines and the progress bar) is left out, so a job prints once; checkpoint writers
+ * run on rank 0 with the full parameters gathered ({@link FullModelListener}).
  */
 final class RankScopedTrainingConfig implements TrainingConfig {
 
     private final TrainingConfig config;
     private final boolean logging;
+    private final boolean writer;
 
-    RankScopedTrainingConfig(TrainingConfig config, boolean logging) {
+    /**
+     * Creates the rank's view.
+     *
+     * @param config the user's configuration
+     * @param logging whether this rank keeps its logging listeners
+     * @param writer whether this rank writes checkpoints (rank 0)
+     */
+    RankScopedTrainingConfig(TrainingConfig config, boolean logging, boolean writer) {
         this.config = config;
         this.logging = logging;
+        this.writer = writer;
     }
 
     @Override
@@ -62,11 +73,11 @@ final class RankScopedTrainingConfig implements TrainingConfig {
 
     @Override
     public List<TrainingListener> getTrainingListeners() {
-        if (logging) {
-            return config.getTrainingListeners();
-        }
         return config.getTrainingListeners().stream()
-                .filter(listener -> !(listener instanceof LoggingTrainingListener))
+                .filter(listener -> logging || !(listener instanceof LoggingTrainingListener))
+                .map(listener -> listener instanceof SaveModelTrainingListener
+                        ? new FullModelListener(listener, writer)
+                        : listener)
                 .collect(Collectors.toList());
     }
 }

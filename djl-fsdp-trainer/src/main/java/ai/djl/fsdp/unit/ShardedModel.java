@@ -142,8 +142,7 @@ public final class ShardedModel implements AutoCloseable {
             swaps.add(ChildSwap.replace(target.parent(), target.block(),
                     new UnitBlock(units.get(i), model)));
         }
-        model.allUnits().forEach(unit ->
-                unit.getFlatParameters().forEach(FlatParameter::releaseParameterArrays));
+        model.releaseParameterArrays();
         return model;
     }
 
@@ -417,7 +416,17 @@ public final class ShardedModel implements AutoCloseable {
             swaps.get(i).restore();
         }
         swaps.clear();
+        gatherParameterArrays();
+    }
+
+    /** Gives every parameter a copy of its full array (a collective: every rank calls it). */
+    public void gatherParameterArrays() {
         flatParameters().forEach(flat -> flat.restoreParameterArrays(group));
+    }
+
+    /** Frees the arrays {@link #gatherParameterArrays()} gave the parameters. */
+    public void releaseParameterArrays() {
+        flatParameters().forEach(FlatParameter::releaseParameterArrays);
     }
 
     @Override

@@ -28,5 +28,7 @@ class EasyTrainFitTest {
                 fsdp.trainingResult().getValidateLoss(), 1e-5);
         Equivalence.assertSameTraining("EasyTrain.fit", new double[0], new double[0],
                 reference.parameters(), fsdp.parameters());
+        Equivalence.assertSameTraining("checkpoint of the last epoch", new double[0],
+                new double[0], fsdp.parameters(), fsdp.checkpoint());
     }
 }

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.Device;
+import ai.djl.MalformedModelException;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.ProcessGroup;
@@ -15,6 +16,7 @@ import ai.djl.training.TrainingResult;
 import ai.djl.training.dataset.ArrayDataset;
 import ai.djl.training.initializer.NormalInitializer;
 import ai.djl.training.listener.TrainingListener;
+import ai.djl.training.listener.SaveModelTrainingListener;
 import ai.djl.training.listener.TrainingListenerAdapter;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
@@ -23,9 +25,13 @@ import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
 
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * {@code EasyTrain.fit} of {@link TinyLm} over a small dataset of global batches, with DJL's
@@ -38,9 +44,13 @@ final class FitScenario {
     static final int GLOBAL_BATCH = 6;
     static final int BATCHES = 3;
 
-    /** What a fit produced. */
+    /**
+     * What a fit produced; {@code checkpoint} holds the parameters of the last checkpoint DJL's
+     * SaveModelTrainingListener wrote (read back on the rank that wrote it, empty elsewhere).
+     */
     record Result(
             Map<String, float[]> parameters,
+            Map<String, float[]> checkpoint,
             int trainingBatches,
             int validationBatches,
             int epochs,
@@ -70,22 +80,25 @@ final class FitScenario {
 
     private FitScenario() {}
 
-    static Result runReference() throws IOException, TranslateException {
+    static Result runReference() throws Exception {
         return fit(null);
     }
 
-    static Result runFsdp(ProcessGroup group) throws IOException, TranslateException {
+    static Result runFsdp(ProcessGroup group) throws Exception {
         return fit(group);
     }
 
-    private static Result fit(ProcessGroup group) throws IOException, TranslateException {
+    private static Result fit(ProcessGroup group)
+            throws IOException, TranslateException, MalformedModelException {
         CountingListener counter = new CountingListener();
+        Path checkpoints = Files.createTempDirectory("fsdp-fit-checkpoints");
         DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                 .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
                 .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.2f)).build())
                 .optDevices(new Device[] {Device.cpu()})
                 .addTrainingListeners(TrainingListener.Defaults.logging())
-                .addTrainingListeners(counter);
+                .addTrainingListeners(counter)
+                .addTrainingListeners(new SaveModelTrainingListener(checkpoints.toString()));
         try (Model model = Model.newInstance("tiny-lm", Device.cpu());
                 NDManager manager = NDManager.newBaseManager()) {
             model.setBlock(new TinyLm());
@@ -103,13 +116,39 @@ final class FitScenario {
                 EasyTrain.fit(trainer, EPOCHS, data, validation);
                 trainingResult = trainer.getTrainingResult();
             }
-            Map<String, float[]> parameters = new LinkedHashMap<>();
-            for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
-                parameters.put(pair.getKey(), pair.getValue().getArray().toFloatArray());
+            return new Result(parametersOf(model), readCheckpoint(checkpoints),
+                    counter.trainingBatches, counter.validationBatches, counter.epochs,
+                    trainingResult);
+        } finally {
+            try (Stream<Path> files = Files.list(checkpoints)) {
+                for (Path file : files.collect(Collectors.toList())) {
+                    Files.delete(file);
+                }
             }
-            return new Result(parameters, counter.trainingBatches, counter.validationBatches,
-                    counter.epochs, trainingResult);
+            Files.delete(checkpoints);
         }
+    }
+
+    private static Map<String, float[]> readCheckpoint(Path directory)
+            throws IOException, MalformedModelException {
+        try (Stream<Path> files = Files.list(directory)) {
+            if (files.findAny().isEmpty()) {
+                return Map.of();
+            }
+        }
+        try (Model model = Model.newInstance("tiny-lm", Device.cpu())) {
+            model.setBlock(new TinyLm());
+            model.load(directory);
+            return parametersOf(model);
+        }
+    }
+
+    private static Map<String, float[]> parametersOf(Model model) {
+        Map<String, float[]> parameters = new LinkedHashMap<>();
+        for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+            parameters.put(pair.getKey(), pair.getValue().getArray().toFloatArray());
+        }
+        return parameters;
     }
 
     /** Random next-token rows, in global batches of {@link #GLOBAL_BATCH}, in a fixed order. */

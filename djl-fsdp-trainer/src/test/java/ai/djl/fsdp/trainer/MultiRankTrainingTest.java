@@ -87,7 +87,8 @@ class MultiRankTrainingTest {
 
     /**
      * EasyTrain.fit over global batches split across the ranks ends where DJL's fit on the whole
-     * batches ends; the listeners saw every batch and epoch; only rank 0 logged.
+     * batches ends (as rank 0's last checkpoint shows); the listeners saw every batch and epoch;
+     * only rank 0 logged.
      */
     private static void assertFitMatches(
             int worldSize, Path rank0File, RankProcesses.Results results) throws Exception {
@@ -96,7 +97,7 @@ class MultiRankTrainingTest {
         assertEquals(FitScenario.EPOCHS * FitScenario.BATCHES, (int) fit.losses()[0],
                 "training batches the listener saw");
         assertEquals(FitScenario.EPOCHS, (int) fit.losses()[1], "epochs the listener saw");
-        Equivalence.assertSameTraining("EasyTrain.fit on " + worldSize + " ranks",
+        Equivalence.assertSameTraining("checkpoint of EasyTrain.fit on " + worldSize + " ranks",
                 new double[0], new double[0], reference.parameters(), fit.parameters());
         String logged = "Epoch " + FitScenario.EPOCHS + " finished";
         assertTrue(results.rank(0).output().contains(logged), "rank 0 logs");
