@@ -18,6 +18,8 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 /**
  * Starts the ranks of one node as separate JVMs, like {@code torchrun}: the same {@code java} and
@@ -57,12 +59,13 @@ public final class Launcher {
     private final int nnodes;
     private final int nodeRank;
     private final String masterAddr;
-    private final Integer masterPort;
+    private final int masterPort;
     private final String jobToken;
     private final int threadsPerRank;
     private final List<String> javaOptions;
     private final List<String> mainCommand;
     private final Map<String, String> environment;
+    private final List<Integer> localRanks;
     private final Duration stopTimeout;
     private final PrintStream out;
     private final PrintStream err;
@@ -78,6 +81,7 @@ public final class Launcher {
         javaOptions = List.copyOf(builder.javaOptions);
         mainCommand = builder.mainCommand;
         environment = Map.copyOf(builder.environment);
+        localRanks = builder.localRanks;
         stopTimeout = builder.stopTimeout;
         out = builder.out;
         err = builder.err;
@@ -118,15 +122,14 @@ public final class Launcher {
      * @throws UncheckedIOException if a rank's JVM could not be started
      */
     public void run() throws InterruptedException {
-        int port = masterPort != null ? masterPort : freePort();
         // Also read by the shutdown hook's thread.
         List<RankProcess> ranks = new CopyOnWriteArrayList<>();
         BlockingQueue<RankProcess> exited = new LinkedBlockingQueue<>();
         Thread stopOnShutdown = new Thread(() -> stopAll(ranks), "fsdp-launch-shutdown");
         Runtime.getRuntime().addShutdownHook(stopOnShutdown);
         try {
-            for (int localRank = 0; localRank < nprocPerNode; localRank++) {
-                RankProcess rank = start(localRank, port);
+            for (int localRank : localRanks) {
+                RankProcess rank = start(localRank);
                 ranks.add(rank);
                 rank.process.onExit().thenRun(() -> exited.add(rank));
             }
@@ -146,7 +149,33 @@ public final class Launcher {
         }
     }
 
-    private RankProcess start(int localRank, int port) {
+    /**
+     * Returns the variables the launcher sets for a rank of this node (the rank's JVM also
+     * inherits this JVM's environment): what a caller that runs a rank in its own JVM (see
+     * {@link Builder#optLocalRanks}) hands to {@code DistributedEnv.fromVariables}.
+     *
+     * @param localRank the rank on this node
+     * @return the variables by name
+     */
+    public Map<String, String> rankEnvironment(int localRank) {
+        if (localRank < 0 || localRank >= nprocPerNode) {
+            throw new IllegalArgumentException(
+                    "local rank must be in [0, " + nprocPerNode + "), got " + localRank);
+        }
+        Map<String, String> env = new LinkedHashMap<>(environment);
+        env.put("RANK", Integer.toString(nodeRank * nprocPerNode + localRank));
+        env.put("WORLD_SIZE", Integer.toString(worldSize()));
+        env.put("LOCAL_RANK", Integer.toString(localRank));
+        env.put("LOCAL_WORLD_SIZE", Integer.toString(nprocPerNode));
+        env.put("GROUP_RANK", Integer.toString(nodeRank));
+        env.put("MASTER_ADDR", masterAddr);
+        env.put("MASTER_PORT", Integer.toString(masterPort));
+        env.put(JOB_TOKEN, jobToken);
+        env.put("OMP_NUM_THREADS", Integer.toString(threadsPerRank));
+        return env;
+    }
+
+    private RankProcess start(int localRank) {
         int rank = nodeRank * nprocPerNode + localRank;
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -160,16 +189,7 @@ public final class Launcher {
         ProcessBuilder builder = new ProcessBuilder(command);
         Map<String, String> env = builder.environment();
         SLURM_TASK_VARIABLES.forEach(env::remove);
-        env.putAll(environment);
-        env.put("RANK", Integer.toString(rank));
-        env.put("WORLD_SIZE", Integer.toString(worldSize()));
-        env.put("LOCAL_RANK", Integer.toString(localRank));
-        env.put("LOCAL_WORLD_SIZE", Integer.toString(nprocPerNode));
-        env.put("GROUP_RANK", Integer.toString(nodeRank));
-        env.put("MASTER_ADDR", masterAddr);
-        env.put("MASTER_PORT", Integer.toString(port));
-        env.put(JOB_TOKEN, jobToken);
-        env.put("OMP_NUM_THREADS", Integer.toString(threadsPerRank));
+        env.putAll(rankEnvironment(localRank));
         try {
             Process process = builder.start();
             process.getOutputStream().close();
@@ -265,6 +285,7 @@ public final class Launcher {
         private List<String> command;
         private List<String> mainCommand;
         private final Map<String, String> environment = new LinkedHashMap<>();
+        private List<Integer> localRanks;
         private Duration stopTimeout = Duration.ofSeconds(5);
         private PrintStream out = System.out;
         private PrintStream err = System.err;
@@ -340,8 +361,8 @@ public final class Launcher {
         }
 
         /**
-         * Sets the rendezvous port on the master node (default: a free port on one node, 29500
-         * on several).
+         * Sets the rendezvous port on the master node (default: a free port, picked when the
+         * launcher is built, on one node; 29500 on several).
          *
          * @param masterPort the TCP port
          * @return this builder
@@ -396,6 +417,19 @@ public final class Launcher {
          */
         public Builder optEnvironment(String name, String value) {
             environment.put(name, value);
+            return this;
+        }
+
+        /**
+         * Sets which of this node's ranks to start (default: all); the caller runs the others
+         * itself, in its own JVM, with {@link Launcher#rankEnvironment}. A benchmark that times
+         * rank 0 in-process starts ranks 1 to N-1 this way.
+         *
+         * @param localRanks local ranks in {@code [0, nprocPerNode)}
+         * @return this builder
+         */
+        public Builder optLocalRanks(List<Integer> localRanks) {
+            this.localRanks = List.copyOf(localRanks);
             return this;
         }
 
@@ -464,6 +498,17 @@ public final class Launcher {
             }
             if (masterAddr == null) {
                 masterAddr = InetAddress.getLoopbackAddress().getHostAddress();
+            }
+            if (masterPort == null) {
+                masterPort = freePort();
+            }
+            if (localRanks == null) {
+                localRanks = IntStream.range(0, nprocPerNode).boxed().collect(Collectors.toList());
+            }
+            for (int localRank : localRanks) {
+                require(
+                        localRank >= 0 && localRank < nprocPerNode,
+                        "local ranks must be in [0, " + nprocPerNode + "), got " + localRank);
             }
             if (jobToken == null || jobToken.isEmpty()) {
                 byte[] secret = new byte[16];

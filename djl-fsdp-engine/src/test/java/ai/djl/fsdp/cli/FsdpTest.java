@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 class FsdpTest {
@@ -64,7 +66,7 @@ class FsdpTest {
 
     @Test
     @Timeout(120)
-    void launchExitsWithTheFailedRanksCode() {
+    void launchExitsWithTheFailedRanksCode(@TempDir Path pidDirectory) {
         int code =
                 execute(
                         "launch",
@@ -77,7 +79,8 @@ class FsdpTest {
                         "ai.djl.fsdp.launch.RankProbe",
                         "fail",
                         "1",
-                        "3");
+                        "3",
+                        pidDirectory.toString());
         assertEquals(3, code);
         assertTrue(err.toString().contains("rank 1 exited with code 3"), err.toString());
     }

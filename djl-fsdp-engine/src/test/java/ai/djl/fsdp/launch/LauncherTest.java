@@ -2,20 +2,23 @@ package ai.djl.fsdp.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Starts real rank JVMs running {@link RankProbe}. */
 class LauncherTest {
@@ -71,7 +74,9 @@ class LauncherTest {
     void everyOutputLineCarriesItsRank() throws InterruptedException {
         probe(2, "report").build().run();
 
-        for (String line : lines(out)) {
+        List<String> lines = lines(out);
+        assertEquals(2 * 10, lines.size(), String.join("\n", lines));
+        for (String line : lines) {
             assertTrue(line.matches("\\[rank[01]\\] \\S+=\\S+"), line);
         }
         assertEquals(List.of("[rank0] stderr line", "[rank1] stderr line"), sorted(lines(err)));
@@ -79,24 +84,23 @@ class LauncherTest {
 
     @Test
     @Timeout(120)
-    void aFailingRankStopsTheOthersAndIsNamed() throws InterruptedException {
-        Launcher launcher = probe(3, "fail", "1", "3").optStopTimeout(java.time.Duration.ofSeconds(2)).build();
+    void aFailingRankStopsTheOthersAndIsNamed(@TempDir Path pidDirectory)
+            throws IOException, InterruptedException {
+        Launcher launcher =
+                probe(3, "fail", "1", "3", pidDirectory.toString())
+                        .optStopTimeout(Duration.ofSeconds(2))
+                        .build();
 
         RankFailedException failure = assertThrows(RankFailedException.class, launcher::run);
 
         assertEquals(1, failure.rank());
         assertEquals(3, failure.exitCode());
         assertTrue(failure.getMessage().contains("rank 1 exited with code 3"), failure.getMessage());
-        List<Long> pids =
-                lines(out).stream()
-                        .filter(line -> line.contains("pid="))
-                        .map(line -> Long.parseLong(line.substring(line.indexOf('=') + 1)))
-                        .collect(Collectors.toList());
-        assertEquals(3, pids.size(), String.join("\n", lines(out)));
-        for (long pid : pids) {
+        for (int rank = 0; rank < 3; rank++) {
+            long pid = Long.parseLong(Files.readString(pidDirectory.resolve("rank" + rank + ".pid")));
             assertFalse(
                     ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false),
-                    "rank process " + pid + " is still alive");
+                    "rank " + rank + " (process " + pid + ") is still alive");
         }
     }
 
@@ -154,6 +158,22 @@ class LauncherTest {
         assertEquals("4", reportOf(3).get("WORLD_SIZE"));
         assertEquals("1", reportOf(3).get("LOCAL_RANK"));
         assertEquals("29500", reportOf(3).get("MASTER_PORT"));
+    }
+
+    @Test
+    void aCallerCanRunSomeRanksItselfWithTheLaunchersEnvironment() throws InterruptedException {
+        Launcher launcher = probe(2, "report").optLocalRanks(List.of(1)).build();
+        Map<String, String> inProcess = launcher.rankEnvironment(0);
+
+        launcher.run();
+
+        assertTrue(lines(out).stream().noneMatch(line -> line.startsWith("[rank0]")));
+        Map<String, String> started = reportOf(1);
+        assertEquals("0", inProcess.get("RANK"));
+        assertEquals("1", started.get("RANK"));
+        for (String shared : List.of("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", Launcher.JOB_TOKEN)) {
+            assertEquals(inProcess.get(shared), started.get(shared), shared);
+        }
     }
 
     private Map<String, String> reportOf(int rank) {

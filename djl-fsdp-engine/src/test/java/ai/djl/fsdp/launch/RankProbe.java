@@ -1,11 +1,16 @@
 package ai.djl.fsdp.launch;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * A rank's main class for the launcher tests. {@code report} prints what the launcher gave the
- * rank (one {@code key=value} per line, one line on stderr) and exits 0; {@code fail RANK CODE}
- * makes rank {@code RANK} exit with {@code CODE} while every other rank sleeps for ten minutes.
+ * rank (one {@code key=value} per line, one line on stderr) and exits 0. {@code fail RANK CODE
+ * DIR}: every rank writes its process id to {@code DIR/rank<N>.pid}; rank {@code RANK} waits
+ * until all ranks have, then exits with {@code CODE}, while the others sleep for ten minutes.
  */
 public final class RankProbe {
 
@@ -22,8 +27,7 @@ public final class RankProbe {
 
     private RankProbe() {}
 
-    public static void main(String[] args) throws InterruptedException {
-        System.out.println("pid=" + ProcessHandle.current().pid());
+    public static void main(String[] args) throws IOException, InterruptedException {
         switch (args[0]) {
             case "report":
                 for (String name : VARIABLES) {
@@ -37,14 +41,27 @@ public final class RankProbe {
                 System.err.println("stderr line");
                 break;
             case "fail":
-                System.out.flush();
+                Path pids = Path.of(args[3]);
+                Files.writeString(
+                        pids.resolve("rank" + System.getenv("RANK") + ".pid"),
+                        Long.toString(ProcessHandle.current().pid()));
                 if (System.getenv("RANK").equals(args[1])) {
+                    int worldSize = Integer.parseInt(System.getenv("WORLD_SIZE"));
+                    while (pidFiles(pids) < worldSize) {
+                        Thread.sleep(20);
+                    }
                     System.exit(Integer.parseInt(args[2]));
                 }
                 Thread.sleep(600_000);
                 break;
             default:
                 throw new IllegalArgumentException("unknown mode " + args[0]);
+        }
+    }
+
+    private static long pidFiles(Path directory) throws IOException {
+        try (Stream<Path> files = Files.list(directory)) {
+            return files.filter(file -> file.toString().endsWith(".pid")).count();
         }
     }
 }
