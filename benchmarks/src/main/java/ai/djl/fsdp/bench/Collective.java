@@ -25,7 +25,7 @@ public enum Collective {
         public Run prepare(ProcessGroup group, NDManager manager, long elements) {
             int worldSize = group.size();
             long shard = shardOf(elements, worldSize);
-            NDArray input = manager.create(values(group.rank(), 0, shard));
+            NDArray input = manager.create(rankValues(group.rank(), 0, shard));
             NDArray output = manager.zeros(new Shape(elements));
             return new Run(() -> group.allGather(input, output), output) {
                 @Override
@@ -47,7 +47,7 @@ public enum Collective {
         public Run prepare(ProcessGroup group, NDManager manager, long elements) {
             int worldSize = group.size();
             long shard = shardOf(elements, worldSize);
-            NDArray input = manager.create(values(group.rank(), 0, elements));
+            NDArray input = manager.create(rankValues(group.rank(), 0, elements));
             NDArray output = manager.zeros(new Shape(shard));
             long offset = group.rank() * shard;
             return new Run(() -> group.reduceScatter(input, output, ReduceOp.SUM), output) {
@@ -72,7 +72,7 @@ public enum Collective {
         @Override
         public Run prepare(ProcessGroup group, NDManager manager, long elements) {
             int worldSize = group.size();
-            NDArray array = manager.create(values(group.rank(), 0, elements));
+            NDArray array = manager.create(rankValues(group.rank(), 0, elements));
             return new Run(() -> group.allReduce(array, ReduceOp.SUM), array) {
                 @Override
                 float expected(long index) {
@@ -149,7 +149,7 @@ public enum Collective {
         return worldSize * (worldSize + 1) / 2f + worldSize * (index % 7);
     }
 
-    private static float[] values(int rank, long from, long count) {
+    private static float[] rankValues(int rank, long from, long count) {
         float[] values = new float[Math.toIntExact(count)];
         for (int i = 0; i < values.length; i++) {
             values[i] = value(rank, from + i);
