@@ -61,6 +61,7 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException, InterruptedException {
+        CollectivesBenchRank.checkSettings(bytes, iterations, warmup, nproc);
         Path report = Files.createTempFile("fsdp-bench-collectives", ".txt");
         try {
             List<String> command =

@@ -67,20 +67,33 @@ public final class CollectivesBenchRank implements Callable<Integer> {
                 "--report=" + report);
     }
 
-    @Override
-    public Integer call() throws IOException {
-        DistributedEnv env = DistributedEnv.fromEnvironment();
-        int worldSize = env.worldSize();
+    /**
+     * Rejects settings the benchmark cannot run with, before any rank starts.
+     *
+     * @throws IllegalArgumentException naming the setting and what it must be
+     */
+    static void checkSettings(long bytes, int iterations, int warmup, int worldSize) {
         if (bytes <= 0 || bytes % ((long) Float.BYTES * worldSize) != 0) {
             throw new IllegalArgumentException(
-                    "--bytes must be a positive multiple of 4 bytes times "
+                    "--bytes must be a positive multiple of 4 bytes (a float32) times "
                             + worldSize
                             + " ranks, got "
                             + bytes);
         }
         if (iterations < 1 || warmup < 0) {
-            throw new IllegalArgumentException("--iters must be at least 1 and --warmup at least 0");
+            throw new IllegalArgumentException(
+                    "--iters must be at least 1 and --warmup at least 0, got "
+                            + iterations
+                            + " and "
+                            + warmup);
         }
+    }
+
+    @Override
+    public Integer call() throws IOException {
+        DistributedEnv env = DistributedEnv.fromEnvironment();
+        int worldSize = env.worldSize();
+        checkSettings(bytes, iterations, warmup, worldSize);
         Device device = deviceOf(env);
         List<String> lines = new ArrayList<>();
         ProcessGroupOptions options = ProcessGroupOptions.builder().optDevice(device).build();
