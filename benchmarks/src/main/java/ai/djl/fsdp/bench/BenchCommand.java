@@ -1,6 +1,7 @@
 package ai.djl.fsdp.bench;
 
 import ai.djl.fsdp.cli.Subcommand;
+
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;

@@ -5,18 +5,19 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+
 import java.util.Locale;
 import java.util.Optional;
 
 /**
- * The collectives the benchmarks time, each on float32 data whose results every rank can
- * compute on its own: rank {@code r}'s element {@code i} is {@code (r + 1) + i % 7}, so sums
- * over ranks are small integers and exact in float32.
+ * The collectives the benchmarks time, each on float32 data whose results every rank can compute on
+ * its own: rank {@code r}'s element {@code i} is {@code (r + 1) + i % 7}, so sums over ranks are
+ * small integers and exact in float32.
  *
- * <p>The size is that of the larger buffer, as in nccl-tests: the gathered output of
- * all-gather, the input of reduce-scatter, the array of all-reduce. The bus bandwidth factor
- * turns algorithm bandwidth into the bandwidth each link carries under a ring algorithm,
- * comparable across world sizes.
+ * <p>The size is that of the larger buffer, as in nccl-tests: the gathered output of all-gather,
+ * the input of reduce-scatter, the array of all-reduce. The bus bandwidth factor turns algorithm
+ * bandwidth into the bandwidth each link carries under a ring algorithm, comparable across world
+ * sizes.
  */
 public enum Collective {
     /** Every rank contributes {@code 1/N} of the elements and receives all of them. */
@@ -191,7 +192,8 @@ public enum Collective {
             for (int i = 0; i < actual.length; i++) {
                 float expected = expected(i);
                 if (actual[i] != expected) {
-                    return Optional.of("element " + i + " is " + actual[i] + ", expected " + expected);
+                    return Optional.of(
+                            "element " + i + " is " + actual[i] + ", expected " + expected);
                 }
             }
             return Optional.empty();

@@ -2,6 +2,12 @@ package ai.djl.fsdp.bench;
 
 import ai.djl.fsdp.launch.Launcher;
 import ai.djl.fsdp.launch.RankFailedException;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -10,10 +16,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
 
 /**
  * {@code bin/fsdp bench collectives}: starts {@code --nproc} ranks on this machine through the
@@ -32,7 +34,10 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
 
     @Spec private CommandSpec spec;
 
-    @Option(names = "--nproc", defaultValue = "2", description = "Ranks (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--nproc",
+            defaultValue = "2",
+            description = "Ranks (default: ${DEFAULT-VALUE}).")
     private int nproc;
 
     @Option(
@@ -56,7 +61,8 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
     @Option(
             names = "--jvm-opt",
             paramLabel = "OPT",
-            description = "A JVM option for every rank (repeatable; default: -Xmx for the buffers).")
+            description =
+                    "A JVM option for every rank (repeatable; default: -Xmx for the buffers).")
     private List<String> jvmOptions = new ArrayList<>();
 
     @Override
@@ -64,8 +70,7 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
         CollectivesBenchRank.checkSettings(bytes, iterations, warmup, nproc);
         Path report = Files.createTempFile("fsdp-bench-collectives", ".txt");
         try {
-            List<String> command =
-                    CollectivesBenchRank.command(bytes, iterations, warmup, report);
+            List<String> command = CollectivesBenchRank.command(bytes, iterations, warmup, report);
             Launcher.builder()
                     .setNprocPerNode(nproc)
                     .setCommand(command)
@@ -85,8 +90,8 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
     }
 
     /**
-     * A rank holds the larger buffer, its Java copy for filling, and the copy it checks: room
-     * for a few of them plus DJL.
+     * A rank holds the larger buffer, its Java copy for filling, and the copy it checks: room for a
+     * few of them plus DJL.
      */
     private List<String> defaultJvmOptions() {
         long heapMegabytes = 256 + 4 * bytes / (1 << 20);

@@ -8,12 +8,12 @@ import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.ndarray.NDManager;
 
 /**
- * A peer rank of {@link CollectivesBenchmark}: it runs one collective over and over, in step
- * with the benchmark thread (rank 0), which decides how many runs there are. When rank 0 closes
- * the group the next run fails and the peer exits.
+ * A peer rank of {@link CollectivesBenchmark}: it runs one collective over and over, in step with
+ * the benchmark thread (rank 0), which decides how many runs there are. When rank 0 closes the
+ * group the next run fails and the peer exits.
  *
- * <p>Arguments: the collective's label ({@code all_gather}, ...) and the larger buffer's size
- * in bytes; the job comes from the environment the {@code Launcher} sets.
+ * <p>Arguments: the collective's label ({@code all_gather}, ...) and the larger buffer's size in
+ * bytes; the job comes from the environment the {@code Launcher} sets.
  */
 public final class CollectivesBenchPeer {
 

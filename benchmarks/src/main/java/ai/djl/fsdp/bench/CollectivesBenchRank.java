@@ -7,6 +7,11 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.ndarray.NDManager;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -15,15 +20,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 
 /**
- * One rank of the collectives benchmark, started by {@link CollectivesBenchCommand} (or by
- * {@code bin/fsdp launch} on several nodes). For each collective it checks one run against the
- * locally computed result, runs the warm-up, then times the runs; rank 0 writes the report
- * lines. A wrong result ends the rank with exit code 1, which stops the job.
+ * One rank of the collectives benchmark, started by {@link CollectivesBenchCommand} (or by {@code
+ * bin/fsdp launch} on several nodes). For each collective it checks one run against the locally
+ * computed result, runs the warm-up, then times the runs; rank 0 writes the report lines. A wrong
+ * result ends the rank with exit code 1, which stops the job.
  */
 @Command(name = "collectives-rank", mixinStandardHelpOptions = true)
 public final class CollectivesBenchRank implements Callable<Integer> {

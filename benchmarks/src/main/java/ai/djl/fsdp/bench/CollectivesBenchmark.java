@@ -8,12 +8,7 @@ import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.launch.Launcher;
 import ai.djl.fsdp.launch.RankFailedException;
 import ai.djl.ndarray.NDManager;
-import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Collectors;
-import java.util.stream.IntStream;
+
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -28,11 +23,18 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
 /**
  * The CPU collectives under JMH. JMH forks one JVM, so the benchmark thread is rank 0 and the
  * trial's setup starts ranks 1 to N-1 as child JVMs through the {@link Launcher}, each running
- * {@link CollectivesBenchPeer} in step with it. One invocation is one collective over {@code
- * bytes} (the larger buffer).
+ * {@link CollectivesBenchPeer} in step with it. One invocation is one collective over {@code bytes}
+ * (the larger buffer).
  *
  * <pre>
  * java -cp 'benchmarks/target/benchmarks.jar:benchmarks/target/lib/*' org.openjdk.jmh.Main CollectivesBenchmark
@@ -41,7 +43,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Fork(value = 1, jvmArgsAppend = {"-Xmx1g", "-Dai.djl.pytorch.num_interop_threads=1"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Xmx1g", "-Dai.djl.pytorch.num_interop_threads=1"})
 @Warmup(iterations = 2, time = 2)
 @Measurement(iterations = 5, time = 2)
 public class CollectivesBenchmark {
@@ -90,7 +94,8 @@ public class CollectivesBenchmark {
         run.mismatch()
                 .ifPresent(
                         mismatch -> {
-                            throw new IllegalStateException(op + " gave a wrong result: " + mismatch);
+                            throw new IllegalStateException(
+                                    op + " gave a wrong result: " + mismatch);
                         });
     }
 
@@ -101,8 +106,8 @@ public class CollectivesBenchmark {
     }
 
     /**
-     * Leaves the group, which ends the peers' next collective and so the peers, and waits for
-     * them; only peers that do not end are stopped.
+     * Leaves the group, which ends the peers' next collective and so the peers, and waits for them;
+     * only peers that do not end are stopped.
      */
     @TearDown(Level.Trial)
     public void stopRanks() throws InterruptedException {

@@ -4,12 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.cli.Fsdp;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import picocli.CommandLine;
+
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.List;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import picocli.CommandLine;
 
 /** Runs the benchmark end to end on two CPU ranks with a small buffer. */
 class CollectivesBenchCommandTest {
@@ -23,8 +26,17 @@ class CollectivesBenchCommandTest {
 
         int code =
                 fsdp.execute(
-                        "bench", "collectives", "--nproc", "2", "--bytes", "65536", "--iters", "2",
-                        "--warmup", "1", "--jvm-opt=-Xmx256m");
+                        "bench",
+                        "collectives",
+                        "--nproc",
+                        "2",
+                        "--bytes",
+                        "65536",
+                        "--iters",
+                        "2",
+                        "--warmup",
+                        "1",
+                        "--jvm-opt=-Xmx256m");
 
         assertEquals(0, code, out.toString());
         List<String> lines = out.toString().lines().toList();
@@ -35,8 +47,14 @@ class CollectivesBenchCommandTest {
             assertTrue(
                     lines.get(i)
                             .matches(
-                                    "op=" + op + " bytes=65536 time_ms=" + number + " algbw_GBps="
-                                            + number + " busbw_GBps=" + number),
+                                    "op="
+                                            + op
+                                            + " bytes=65536 time_ms="
+                                            + number
+                                            + " algbw_GBps="
+                                            + number
+                                            + " busbw_GBps="
+                                            + number),
                     lines.get(i));
         }
     }

@@ -1,7 +1,5 @@
 package ai.djl.fsdp.cli;
 
-import java.io.PrintWriter;
-import java.util.ServiceLoader;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IVersionProvider;
@@ -11,12 +9,15 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
 
+import java.io.PrintWriter;
+import java.util.ServiceLoader;
+
 /**
  * The {@code bin/fsdp} command line. Its subcommands are whatever {@link Subcommand}s the modules
  * on the class path list in {@code META-INF/services/ai.djl.fsdp.cli.Subcommand}.
  *
- * <p>Exit codes: 0 on success, 1 when a subcommand fails, 2 for a command line that does not
- * parse, or a subcommand's own code.
+ * <p>Exit codes: 0 on success, 1 when a subcommand fails, 2 for a command line that does not parse,
+ * or a subcommand's own code.
  */
 @Command(
         name = "fsdp",
@@ -70,9 +71,9 @@ public final class Fsdp implements Runnable {
     }
 
     /**
-     * A failed subcommand is reported as one line naming the command and the cause chain, not
-     * as a stack trace: most failures are bad input or a peer that died, and the message says
-     * which. {@code --stacktrace} restores the trace for bugs.
+     * A failed subcommand is reported as one line naming the command and the cause chain, not as a
+     * stack trace: most failures are bad input or a peer that died, and the message says which.
+     * {@code --stacktrace} restores the trace for bugs.
      */
     private int reportFailure(Exception failure, CommandLine command, ParseResult parseResult) {
         PrintWriter err = command.getErr();

@@ -1,14 +1,16 @@
 package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.cli.Subcommand;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
+
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 
 /** {@code bin/fsdp launch}: starts this node's ranks through the {@link Launcher}. */
 @Command(
@@ -58,7 +60,9 @@ public final class LaunchCommand implements Subcommand {
     @Option(
             names = "--master-port",
             paramLabel = "PORT",
-            description = "Rendezvous port on node 0 (default: a free port on one node, 29500 on several).")
+            description =
+                    "Rendezvous port on node 0 (default: a free port on one node, 29500 on"
+                        + " several).")
     private Integer masterPort;
 
     @Option(
@@ -78,7 +82,8 @@ public final class LaunchCommand implements Subcommand {
             defaultValue = "5",
             paramLabel = "SECONDS",
             description =
-                    "Seconds stopped ranks get to exit before they are killed (default: ${DEFAULT-VALUE}).")
+                    "Seconds stopped ranks get to exit before they are killed (default:"
+                        + " ${DEFAULT-VALUE}).")
     private int stopTimeoutSeconds;
 
     @Parameters(

@@ -150,9 +150,9 @@ public final class Launcher {
     }
 
     /**
-     * Returns the variables the launcher sets for a rank of this node (the rank's JVM also
-     * inherits this JVM's environment): what a caller that runs a rank in its own JVM (see
-     * {@link Builder#optLocalRanks}) hands to {@code DistributedEnv.fromVariables}.
+     * Returns the variables the launcher sets for a rank of this node (the rank's JVM also inherits
+     * this JVM's environment): what a caller that runs a rank in its own JVM (see {@link
+     * Builder#optLocalRanks}) hands to {@code DistributedEnv.fromVariables}.
      *
      * @param localRank the rank on this node
      * @return the variables by name
@@ -205,8 +205,8 @@ public final class Launcher {
     }
 
     /**
-     * Asks every live rank (and anything it started) to terminate, then kills what is still
-     * alive after the stop timeout. Safe to call from the shutdown hook and again afterwards.
+     * Asks every live rank (and anything it started) to terminate, then kills what is still alive
+     * after the stop timeout. Safe to call from the shutdown hook and again afterwards.
      */
     private void stopAll(List<RankProcess> ranks) {
         List<RankProcess> alive = new ArrayList<>();
@@ -269,7 +269,9 @@ public final class Launcher {
         }
     }
 
-    /** Configures a {@link Launcher}; {@link #setNprocPerNode} and {@link #setCommand} are required. */
+    /**
+     * Configures a {@link Launcher}; {@link #setNprocPerNode} and {@link #setCommand} are required.
+     */
     public static final class Builder {
 
         private static final SecureRandom RANDOM = new SecureRandom();
@@ -349,8 +351,8 @@ public final class Launcher {
         }
 
         /**
-         * Sets the address of the node that runs rank 0 (default the loopback address on one
-         * node; required for several nodes).
+         * Sets the address of the node that runs rank 0 (default the loopback address on one node;
+         * required for several nodes).
          *
          * @param masterAddr a host name or IP address
          * @return this builder
@@ -385,9 +387,8 @@ public final class Launcher {
         }
 
         /**
-         * Sets each rank's intra-op thread count (default: this machine's cores divided among
-         * the node's ranks, at least 1), so that ranks sharing a machine do not oversubscribe
-         * it.
+         * Sets each rank's intra-op thread count (default: this machine's cores divided among the
+         * node's ranks, at least 1), so that ranks sharing a machine do not oversubscribe it.
          *
          * @param threadsPerRank the thread count
          * @return this builder
@@ -476,7 +477,8 @@ public final class Launcher {
             require(threadsPerRank >= 0, "threads per rank must be positive");
             require(command != null && !command.isEmpty(), "no command to run on the ranks");
             if (threadsPerRank == 0) {
-                threadsPerRank = Math.max(1, Runtime.getRuntime().availableProcessors() / nprocPerNode);
+                threadsPerRank =
+                        Math.max(1, Runtime.getRuntime().availableProcessors() / nprocPerNode);
             }
             if (jobToken == null) {
                 jobToken = System.getenv(JOB_TOKEN);

@@ -8,9 +8,9 @@ import java.io.PrintStream;
 import java.nio.charset.Charset;
 
 /**
- * Copies a rank's output stream line by line to the launcher's stream, each line prefixed with
- * the rank, on a daemon thread. Lines from different ranks never interleave within a line
- * because {@link PrintStream#println(String)} holds the stream's lock for the whole line.
+ * Copies a rank's output stream line by line to the launcher's stream, each line prefixed with the
+ * rank, on a daemon thread. Lines from different ranks never interleave within a line because
+ * {@link PrintStream#println(String)} holds the stream's lock for the whole line.
  */
 final class LinePrefixer {
 

@@ -2,20 +2,22 @@ package ai.djl.fsdp.tensor;
 
 import ai.djl.engine.Engine;
 import ai.djl.pytorch.jni.LibUtils;
+
 import com.sun.jna.Library;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The part of libtorch's stable C shim ({@code torch/csrc/inductor/aoti_torch/c/shim.h}) that
- * DJL's JNI lacks. A tensor handle here ({@code AtenTensorHandle}) is a heap-allocated {@code
+ * The part of libtorch's stable C shim ({@code torch/csrc/inductor/aoti_torch/c/shim.h}) that DJL's
+ * JNI lacks. A tensor handle here ({@code AtenTensorHandle}) is a heap-allocated {@code
  * at::Tensor*}, exactly what a {@code PtNDArray}'s handle is, so handles pass both ways. Every
- * function but the constant getters returns 0 on success; on failure libtorch has already
- * printed the C++ exception's message to stderr.
+ * function but the constant getters returns 0 on success; on failure libtorch has already printed
+ * the C++ exception's message to stderr.
  */
 interface AotiTorch extends Library {
 
@@ -69,11 +71,14 @@ interface AotiTorch extends Library {
         return Loaded.CUDA;
     }
 
-    /** Loads the libraries on first use (the holder idiom keeps CPU-only use from touching CUDA). */
+    /**
+     * Loads the libraries on first use (the holder idiom keeps CPU-only use from touching CUDA).
+     */
     final class Loaded {
 
         static final Path DIRECTORY = libtorchDirectory();
-        static final AotiTorch CPU = Native.load(DIRECTORY.resolve("libtorch_cpu.so").toString(), AotiTorch.class);
+        static final AotiTorch CPU =
+                Native.load(DIRECTORY.resolve("libtorch_cpu.so").toString(), AotiTorch.class);
         static final Cuda CUDA = loadCuda();
 
         private Loaded() {}

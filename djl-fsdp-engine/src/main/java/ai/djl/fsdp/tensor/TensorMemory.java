@@ -6,14 +6,15 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
+
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 
 /**
- * What collectives and mixed precision need from a PyTorch tensor that DJL does not offer:
- * its raw data pointer (the CUDA device pointer that NCCL reads and writes), bfloat16 tensors,
- * and PyTorch's current CUDA stream. Backed by libtorch's stable C shim through JNA.
+ * What collectives and mixed precision need from a PyTorch tensor that DJL does not offer: its raw
+ * data pointer (the CUDA device pointer that NCCL reads and writes), bfloat16 tensors, and
+ * PyTorch's current CUDA stream. Backed by libtorch's stable C shim through JNA.
  *
  * <p>DJL's own creation and cast calls abort the JVM when given {@code DataType.BFLOAT16} (and a
  * bfloat16 array reports {@code DataType.UNKNOWN}), so bfloat16 arrays must be made here; once
@@ -24,9 +25,9 @@ public final class TensorMemory {
     private TensorMemory() {}
 
     /**
-     * Returns the address of the array's first element: host memory for a CPU array, device
-     * memory for a GPU array. It addresses all the elements as one flat buffer only when the
-     * array is contiguous, and stays valid while the array is open.
+     * Returns the address of the array's first element: host memory for a CPU array, device memory
+     * for a GPU array. It addresses all the elements as one flat buffer only when the array is
+     * contiguous, and stays valid while the array is open.
      *
      * @param array a PyTorch-engine array
      * @return the data pointer
@@ -74,7 +75,9 @@ public final class TensorMemory {
         }
         Device device = manager.getDevice();
         int deviceType =
-                device.isGpu() ? torch.aoti_torch_device_type_cuda() : torch.aoti_torch_device_type_cpu();
+                device.isGpu()
+                        ? torch.aoti_torch_device_type_cuda()
+                        : torch.aoti_torch_device_type_cpu();
         int deviceIndex = device.isGpu() ? device.getDeviceId() : 0;
         LongByReference tensor = new LongByReference();
         check(
@@ -91,8 +94,8 @@ public final class TensorMemory {
     }
 
     /**
-     * Returns a bfloat16 copy of {@code source} (any element type), owned by the source's
-     * manager and on its device.
+     * Returns a bfloat16 copy of {@code source} (any element type), owned by the source's manager
+     * and on its device.
      *
      * @param source a PyTorch-engine array
      * @return the rounded copy
@@ -104,8 +107,8 @@ public final class TensorMemory {
     }
 
     /**
-     * Copies {@code source} into {@code target} in place, converting the element type (this is
-     * how values move into and out of bfloat16 buffers without a new allocation).
+     * Copies {@code source} into {@code target} in place, converting the element type (this is how
+     * values move into and out of bfloat16 buffers without a new allocation).
      *
      * @param source the array to read
      * @param target an array of the same shape (or one {@code source} broadcasts to)
@@ -138,7 +141,8 @@ public final class TensorMemory {
     private static Pointer handle(NDArray array) {
         if (!(array instanceof PtNDArray)) {
             throw new IllegalArgumentException(
-                    "Tensor memory needs a PyTorch-engine array, got " + array.getClass().getName());
+                    "Tensor memory needs a PyTorch-engine array, got "
+                            + array.getClass().getName());
         }
         return new Pointer(((PtNDArray) array).getHandle());
     }

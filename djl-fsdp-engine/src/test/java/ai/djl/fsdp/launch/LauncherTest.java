@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -16,9 +20,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
 
 /** Starts real rank JVMs running {@link RankProbe}. */
 class LauncherTest {
@@ -95,9 +96,11 @@ class LauncherTest {
 
         assertEquals(1, failure.rank());
         assertEquals(3, failure.exitCode());
-        assertTrue(failure.getMessage().contains("rank 1 exited with code 3"), failure.getMessage());
+        assertTrue(
+                failure.getMessage().contains("rank 1 exited with code 3"), failure.getMessage());
         for (int rank = 0; rank < 3; rank++) {
-            long pid = Long.parseLong(Files.readString(pidDirectory.resolve("rank" + rank + ".pid")));
+            long pid =
+                    Long.parseLong(Files.readString(pidDirectory.resolve("rank" + rank + ".pid")));
             assertFalse(
                     ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false),
                     "rank " + rank + " (process " + pid + ") is still alive");
@@ -119,7 +122,11 @@ class LauncherTest {
                 () -> Launcher.builder().setNprocPerNode(0).setCommand("bench").build());
         assertThrows(
                 IllegalArgumentException.class,
-                () -> Launcher.builder().setNprocPerNode(1).setCommand("com.example.Missing").build());
+                () ->
+                        Launcher.builder()
+                                .setNprocPerNode(1)
+                                .setCommand("com.example.Missing")
+                                .build());
         IllegalArgumentException noAddress =
                 assertThrows(
                         IllegalArgumentException.class,
@@ -171,7 +178,8 @@ class LauncherTest {
         Map<String, String> started = reportOf(1);
         assertEquals("0", inProcess.get("RANK"));
         assertEquals("1", started.get("RANK"));
-        for (String shared : List.of("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", Launcher.JOB_TOKEN)) {
+        for (String shared :
+                List.of("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", Launcher.JOB_TOKEN)) {
             assertEquals(inProcess.get(shared), started.get(shared), shared);
         }
     }

@@ -7,10 +7,10 @@ import java.util.List;
 import java.util.stream.Stream;
 
 /**
- * A rank's main class for the launcher tests. {@code report} prints what the launcher gave the
- * rank (one {@code key=value} per line, one line on stderr) and exits 0. {@code fail RANK CODE
- * DIR}: every rank writes its process id to {@code DIR/rank<N>.pid}; rank {@code RANK} waits
- * until all ranks have, then exits with {@code CODE}, while the others sleep for ten minutes.
+ * A rank's main class for the launcher tests. {@code report} prints what the launcher gave the rank
+ * (one {@code key=value} per line, one line on stderr) and exits 0. {@code fail RANK CODE DIR}:
+ * every rank writes its process id to {@code DIR/rank<N>.pid}; rank {@code RANK} waits until all
+ * ranks have, then exits with {@code CODE}, while the others sleep for ten minutes.
  */
 public final class RankProbe {
 

@@ -11,12 +11,15 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
-import java.nio.ByteBuffer;
+
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
 
 /** CPU checks of the shim calls; the CUDA stream is exercised by the NCCL tests on GPUs. */
 class TensorMemoryTest {
@@ -47,7 +50,8 @@ class TensorMemoryTest {
                 TensorMemory.dataPointer(array));
         // A view starts further into the same memory.
         NDArray tail = array.get("16:");
-        assertEquals(TensorMemory.dataPointer(array) + 16 * Float.BYTES, TensorMemory.dataPointer(tail));
+        assertEquals(
+                TensorMemory.dataPointer(array) + 16 * Float.BYTES, TensorMemory.dataPointer(tail));
     }
 
     @Test
@@ -63,7 +67,8 @@ class TensorMemoryTest {
         float[] expected = source.toFloatArray();
         float[] actual = back.toFloatArray();
         for (int i = 0; i < expected.length; i++) {
-            assertEquals(expected[i], actual[i], Math.abs(expected[i]) * BF16_ROUNDING, "element " + i);
+            assertEquals(
+                    expected[i], actual[i], Math.abs(expected[i]) * BF16_ROUNDING, "element " + i);
         }
     }
 
@@ -109,6 +114,7 @@ class TensorMemoryTest {
 
     @Test
     void cudaStreamNeedsAGpu() {
-        assertThrows(IllegalArgumentException.class, () -> TensorMemory.currentCudaStream(Device.cpu()));
+        assertThrows(
+                IllegalArgumentException.class, () -> TensorMemory.currentCudaStream(Device.cpu()));
     }
 }

@@ -3,9 +3,9 @@ package ai.djl.fsdp.dist.nccl;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * A raw address as a JavaCPP pointer: a tensor's device memory or a CUDA stream, which the
- * bindings take as {@link Pointer}s. It owns nothing; the address stays valid as long as the
- * tensor or stream it came from.
+ * A raw address as a JavaCPP pointer: a tensor's device memory or a CUDA stream, which the bindings
+ * take as {@link Pointer}s. It owns nothing; the address stays valid as long as the tensor or
+ * stream it came from.
  */
 final class DevicePointer extends Pointer {
 

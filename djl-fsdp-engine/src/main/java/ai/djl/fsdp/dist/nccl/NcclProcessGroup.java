@@ -12,6 +12,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.cuda.global.nccl;
@@ -21,12 +22,12 @@ import org.bytedeco.javacpp.Loader;
 
 /**
  * A {@link ProcessGroup} over NCCL: one rank per GPU, the communicator set up through the job's
- * {@link Store} (rank 0 publishes the NCCL unique id, the others read it), collectives straight
- * on the arrays' device memory on PyTorch's current CUDA stream.
+ * {@link Store} (rank 0 publishes the NCCL unique id, the others read it), collectives straight on
+ * the arrays' device memory on PyTorch's current CUDA stream.
  *
  * <p>Supported element types: float32, float16, bfloat16 (arrays made by {@link TensorMemory}),
- * float64, int32, int64, int8 and uint8. Arrays must be contiguous and on the group's device,
- * and must stay open until their {@link Work} is done.
+ * float64, int32, int64, int8 and uint8. Arrays must be contiguous and on the group's device, and
+ * must stay open until their {@link Work} is done.
  */
 public final class NcclProcessGroup implements ProcessGroup {
 
@@ -83,8 +84,8 @@ public final class NcclProcessGroup implements ProcessGroup {
     }
 
     /**
-     * Joins the NCCL communicator of the job on the given GPU; see {@link #create(Store, int,
-     * int, int)}.
+     * Joins the NCCL communicator of the job on the given GPU; see {@link #create(Store, int, int,
+     * int)}.
      *
      * @param store the job's store, through which the unique id travels
      * @param rank this process's rank
@@ -155,7 +156,12 @@ public final class NcclProcessGroup implements ProcessGroup {
         DevicePointer stream = enter();
         NcclStatus.checkNccl(
                 nccl.ncclAllGather(
-                        data(input), data(output), input.size(), type, comm, new CUstream_st(stream)),
+                        data(input),
+                        data(output),
+                        input.size(),
+                        type,
+                        comm,
+                        new CUstream_st(stream)),
                 "ncclAllGather",
                 rank);
         return new NcclWork(comm, rank, stream);
@@ -208,7 +214,13 @@ public final class NcclProcessGroup implements ProcessGroup {
         DevicePointer stream = enter();
         NcclStatus.checkNccl(
                 nccl.ncclBroadcast(
-                        data(array), data(array), array.size(), type, root, comm, new CUstream_st(stream)),
+                        data(array),
+                        data(array),
+                        array.size(),
+                        type,
+                        root,
+                        comm,
+                        new CUstream_st(stream)),
                 "ncclBroadcast",
                 rank);
         return new NcclWork(comm, rank, stream);
@@ -242,9 +254,9 @@ public final class NcclProcessGroup implements ProcessGroup {
     }
 
     /**
-     * Makes the group's GPU current on the calling thread (CUDA's current device is per thread,
-     * and the event recorded behind the collective must belong to the stream's device) and
-     * returns PyTorch's current stream there.
+     * Makes the group's GPU current on the calling thread (CUDA's current device is per thread, and
+     * the event recorded behind the collective must belong to the stream's device) and returns
+     * PyTorch's current stream there.
      */
     private DevicePointer enter() {
         NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
@@ -254,7 +266,10 @@ public final class NcclProcessGroup implements ProcessGroup {
     private DevicePointer data(NDArray array) {
         if (!device.equals(array.getDevice())) {
             throw new IllegalArgumentException(
-                    "This NCCL group runs on " + device + " but an array is on " + array.getDevice());
+                    "This NCCL group runs on "
+                            + device
+                            + " but an array is on "
+                            + array.getDevice());
         }
         return new DevicePointer(TensorMemory.dataPointer(array));
     }

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.fsdp.dist.CollectiveException;
+
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.cuda.global.nccl;
 
@@ -12,7 +13,11 @@ final class NcclStatus {
     static void checkNccl(int result, String call, int rank) {
         if (result != nccl.ncclSuccess) {
             throw new CollectiveException(
-                    call + " failed on rank " + rank + ": " + nccl.ncclGetErrorString(result).getString());
+                    call
+                            + " failed on rank "
+                            + rank
+                            + ": "
+                            + nccl.ncclGetErrorString(result).getString());
         }
     }
 

@@ -2,6 +2,7 @@ package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.Work;
+
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
@@ -9,8 +10,8 @@ import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.cuda.nccl.ncclComm;
 
 /**
- * A collective queued on a CUDA stream, tracked by an event recorded right behind it. The
- * event is released as soon as the collective is seen to be done.
+ * A collective queued on a CUDA stream, tracked by an event recorded right behind it. The event is
+ * released as soon as the collective is seen to be done.
  */
 final class NcclWork implements Work {
 
@@ -26,8 +27,7 @@ final class NcclWork implements Work {
                 cudart.cudaEventCreateWithFlags(created, cudart.cudaEventDisableTiming),
                 "cudaEventCreateWithFlags");
         NcclStatus.checkCuda(
-                cudart.cudaEventRecord(created, new CUstream_st(stream)),
-                "cudaEventRecord");
+                cudart.cudaEventRecord(created, new CUstream_st(stream)), "cudaEventRecord");
         event = created;
     }
 
@@ -59,7 +59,8 @@ final class NcclWork implements Work {
     /** A peer that failed surfaces as the communicator's asynchronous error, not as a CUDA one. */
     private void checkPeers() {
         int[] asyncError = new int[1];
-        NcclStatus.checkNccl(nccl.ncclCommGetAsyncError(comm, asyncError), "ncclCommGetAsyncError", rank);
+        NcclStatus.checkNccl(
+                nccl.ncclCommGetAsyncError(comm, asyncError), "ncclCommGetAsyncError", rank);
         if (asyncError[0] != nccl.ncclSuccess && asyncError[0] != nccl.ncclInProgress) {
             throw new CollectiveException(
                     "NCCL communicator failed on rank "

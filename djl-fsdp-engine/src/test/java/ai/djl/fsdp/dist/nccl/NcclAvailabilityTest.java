@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
+
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -15,7 +16,8 @@ class NcclAvailabilityTest {
     @Test
     void withoutAGpuNcclIsUnavailableWithAnExplanation() {
         Assumptions.assumeTrue(
-                Engine.getEngine("PyTorch").getGpuCount() == 0, "a GPU is present: see NcclProcessGroupTest");
+                Engine.getEngine("PyTorch").getGpuCount() == 0,
+                "a GPU is present: see NcclProcessGroupTest");
 
         assertFalse(NcclProcessGroup.isAvailable());
         UnsupportedOperationException error =

@@ -2,10 +2,12 @@ package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.launch.Launcher;
-import java.util.List;
+
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
+import java.util.List;
 
 /** Runs {@link NcclRankCheck} on one rank per GPU (at most two); skipped without a GPU. */
 class NcclProcessGroupTest {

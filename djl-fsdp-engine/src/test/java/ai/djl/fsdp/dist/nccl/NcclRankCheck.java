@@ -9,12 +9,13 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+
 import java.util.Arrays;
 
 /**
- * A rank of {@link NcclProcessGroupTest}: joins the NCCL group on GPU {@code LOCAL_RANK} and
- * checks every collective against values it computes itself; any mismatch throws, so the rank
- * exits non-zero. Rank {@code r} contributes {@code r + 1 + i} at index {@code i}.
+ * A rank of {@link NcclProcessGroupTest}: joins the NCCL group on GPU {@code LOCAL_RANK} and checks
+ * every collective against values it computes itself; any mismatch throws, so the rank exits
+ * non-zero. Rank {@code r} contributes {@code r + 1 + i} at index {@code i}.
  */
 public final class NcclRankCheck {
 
@@ -32,7 +33,8 @@ public final class NcclRankCheck {
                                 .optHostServer(rank == 0)
                                 .optToken(env.jobToken())
                                 .build();
-                NcclProcessGroup group = NcclProcessGroup.create(store, rank, size, env.localRank());
+                NcclProcessGroup group =
+                        NcclProcessGroup.create(store, rank, size, env.localRank());
                 NDManager manager = NDManager.newBaseManager(gpu, "PyTorch")) {
             NDArray shard = manager.arange(0f, SHARD, 1f).add(rank + 1);
             NDArray gathered = manager.zeros(new Shape((long) SHARD * size));
@@ -89,8 +91,12 @@ public final class NcclRankCheck {
         float[] values = actual.toFloatArray();
         if (!Arrays.equals(expected, values)) {
             throw new AssertionError(
-                    collective + " gave " + Arrays.toString(Arrays.copyOf(values, 8)) + "..., expected "
-                            + Arrays.toString(Arrays.copyOf(expected, 8)) + "...");
+                    collective
+                            + " gave "
+                            + Arrays.toString(Arrays.copyOf(values, 8))
+                            + "..., expected "
+                            + Arrays.toString(Arrays.copyOf(expected, 8))
+                            + "...");
         }
     }
 }
