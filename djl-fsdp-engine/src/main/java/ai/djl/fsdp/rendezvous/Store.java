@@ -15,8 +15,21 @@ public interface Store extends AutoCloseable {
     /** Stores {@code value} under {@code key}, replacing any earlier value. */
     void set(String key, byte[] value);
 
-    /** Returns the value under {@code key}, waiting until some rank has set it. */
-    byte[] get(String key);
+    /**
+     * Returns the value under {@code key}, waiting up to {@link #timeout()} until some rank has
+     * set it.
+     */
+    default byte[] get(String key) {
+        return get(key, timeout());
+    }
+
+    /**
+     * Returns the value under {@code key}, waiting up to {@code wait} until some rank has set it;
+     * a zero {@code wait} only looks.
+     *
+     * @throws StoreTimeoutException if the key was not set in time
+     */
+    byte[] get(String key, Duration wait);
 
     /** Adds {@code delta} to the counter under {@code key} (0 when absent) and returns the sum. */
     long add(String key, long delta);

@@ -1,0 +1,298 @@
+package ai.djl.fsdp.dist;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Who this process is in a distributed job: its rank, the world size, its place on its node, and
+ * where the job's rendezvous store lives.
+ *
+ * <p>Read from the variables that existing launchers already set, in this order of precedence:
+ *
+ * <ol>
+ *   <li>{@code RANK}, {@code WORLD_SIZE}, {@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code
+ *       MASTER_ADDR}, {@code MASTER_PORT}: torchrun, Kubeflow's PyTorchJob (which sets no local
+ *       rank: one process per pod) and this project's launcher;
+ *   <li>{@code SLURM_PROCID}, {@code SLURM_NTASKS}, {@code SLURM_LOCALID}, {@code
+ *       SLURM_NTASKS_PER_NODE} or {@code SLURM_TASKS_PER_NODE} (with {@code SLURM_NODEID}): a
+ *       Slurm step ({@code srun}); Slurm names no rendezvous host, so {@code MASTER_ADDR} must be
+ *       exported;
+ *   <li>none of them: a single process (rank 0 of 1).
+ * </ol>
+ *
+ * <p>{@code DJL_FSDP_JOB_TOKEN} is the secret that every rank presents to the store and to its
+ * ring neighbours; processes without it are refused.
+ */
+public final class DistributedEnv {
+
+    /** The port torchrun uses when none is given. */
+    public static final int DEFAULT_MASTER_PORT = 29500;
+
+    /** The environment variable holding the job's shared secret. */
+    public static final String JOB_TOKEN_VARIABLE = "DJL_FSDP_JOB_TOKEN";
+
+    private static final String LOOPBACK = "127.0.0.1";
+
+    private final int rank;
+    private final int worldSize;
+    private final int localRank;
+    private final int localWorldSize;
+    private final String masterAddr;
+    private final int masterPort;
+    private final String jobToken;
+
+    private DistributedEnv(
+            int rank,
+            int worldSize,
+            int localRank,
+            int localWorldSize,
+            String masterAddr,
+            int masterPort,
+            String jobToken) {
+        this.rank = rank;
+        this.worldSize = worldSize;
+        this.localRank = localRank;
+        this.localWorldSize = localWorldSize;
+        this.masterAddr = masterAddr;
+        this.masterPort = masterPort;
+        this.jobToken = jobToken;
+    }
+
+    /**
+     * Returns the environment of this process.
+     *
+     * @throws IllegalArgumentException if the variables are inconsistent; the message names them
+     */
+    public static DistributedEnv fromEnvironment() {
+        return fromVariables(System.getenv());
+    }
+
+    /**
+     * Returns the environment described by {@code variables} (a process environment).
+     *
+     * @throws IllegalArgumentException if the variables are inconsistent; the message names them
+     */
+    public static DistributedEnv fromVariables(Map<String, String> variables) {
+        Variables v = new Variables(variables);
+        if (v.isSet("RANK") || v.isSet("WORLD_SIZE")) {
+            return fromTorchrunStyle(v);
+        }
+        if (v.isSet("SLURM_PROCID")) {
+            return fromSlurm(v);
+        }
+        return single(v.text(JOB_TOKEN_VARIABLE).orElse(""));
+    }
+
+    /**
+     * Returns the environment of a job of one process, whose store listens on a free loopback
+     * port.
+     */
+    public static DistributedEnv single(String jobToken) {
+        return new DistributedEnv(0, 1, 0, 1, LOOPBACK, 0, Objects.requireNonNull(jobToken));
+    }
+
+    /**
+     * Returns an environment with explicit values, as a launcher sets them.
+     *
+     * @throws IllegalArgumentException if the values are inconsistent
+     */
+    public static DistributedEnv of(
+            int rank,
+            int worldSize,
+            int localRank,
+            int localWorldSize,
+            String masterAddr,
+            int masterPort,
+            String jobToken) {
+        check(worldSize >= 1, "WORLD_SIZE", worldSize, "must be at least 1");
+        check(rank >= 0 && rank < worldSize, "RANK", rank, "must be in [0, WORLD_SIZE=" + worldSize + ")");
+        check(localWorldSize >= 1 && localWorldSize <= worldSize,
+                "LOCAL_WORLD_SIZE", localWorldSize, "must be in [1, WORLD_SIZE=" + worldSize + "]");
+        check(localRank >= 0 && localRank < localWorldSize,
+                "LOCAL_RANK", localRank, "must be in [0, LOCAL_WORLD_SIZE=" + localWorldSize + ")");
+        check(masterPort >= 0 && masterPort <= 65535, "MASTER_PORT", masterPort, "must be a TCP port");
+        check(masterPort != 0 || worldSize == 1,
+                "MASTER_PORT", masterPort, "0 (any free port) only works for a single process");
+        if (masterAddr == null || masterAddr.isBlank()) {
+            throw new IllegalArgumentException("MASTER_ADDR is empty: set it to rank 0's host name");
+        }
+        return new DistributedEnv(
+                rank, worldSize, localRank, localWorldSize, masterAddr, masterPort,
+                Objects.requireNonNull(jobToken));
+    }
+
+    private static DistributedEnv fromTorchrunStyle(Variables v) {
+        int worldSize = v.requiredInt("WORLD_SIZE", "RANK is set");
+        int rank = v.requiredInt("RANK", "WORLD_SIZE is set");
+        int localWorldSize = v.intOr("LOCAL_WORLD_SIZE", 1);
+        int localRank = v.intOr("LOCAL_RANK", 0);
+        return of(rank, worldSize, localRank, localWorldSize, masterAddr(v, worldSize, false),
+                v.intOr("MASTER_PORT", DEFAULT_MASTER_PORT), v.text(JOB_TOKEN_VARIABLE).orElse(""));
+    }
+
+    private static DistributedEnv fromSlurm(Variables v) {
+        int rank = v.requiredInt("SLURM_PROCID", "");
+        int worldSize = v.requiredInt("SLURM_NTASKS", "SLURM_PROCID is set");
+        int localRank = v.intOr("SLURM_LOCALID", 0);
+        int localWorldSize;
+        if (v.isSet("SLURM_NTASKS_PER_NODE")) {
+            localWorldSize = v.requiredInt("SLURM_NTASKS_PER_NODE", "");
+        } else if (v.isSet("SLURM_TASKS_PER_NODE")) {
+            localWorldSize = tasksOnNode(v.text("SLURM_TASKS_PER_NODE").orElseThrow(),
+                    v.intOr("SLURM_NODEID", 0));
+        } else {
+            localWorldSize = 1;
+        }
+        return of(rank, worldSize, localRank, localWorldSize, masterAddr(v, worldSize, true),
+                v.intOr("MASTER_PORT", DEFAULT_MASTER_PORT), v.text(JOB_TOKEN_VARIABLE).orElse(""));
+    }
+
+    private static String masterAddr(Variables v, int worldSize, boolean slurm) {
+        Optional<String> addr = v.text("MASTER_ADDR");
+        if (addr.isPresent()) {
+            return addr.get();
+        }
+        if (worldSize == 1) {
+            return LOOPBACK;
+        }
+        if (slurm) {
+            throw new IllegalArgumentException(
+                    "MASTER_ADDR is not set: Slurm names no rendezvous host. Export the first node"
+                            + " of the job before srun, e.g. MASTER_ADDR=$(scontrol show hostnames"
+                            + " \"$SLURM_JOB_NODELIST\" | head -n 1)");
+        }
+        throw new IllegalArgumentException(
+                "MASTER_ADDR is not set: with WORLD_SIZE=" + worldSize
+                        + " every rank needs rank 0's host name in MASTER_ADDR");
+    }
+
+    /**
+     * Expands Slurm's compressed task counts, such as {@code 2(x3),1} (three nodes with two tasks,
+     * then one with one), and returns the count on node {@code nodeId}.
+     */
+    static int tasksOnNode(String tasksPerNode, int nodeId) {
+        List<Integer> perNode = new ArrayList<>();
+        for (String part : tasksPerNode.split(",")) {
+            String p = part.trim();
+            int repeat = 1;
+            int open = p.indexOf("(x");
+            if (open >= 0) {
+                if (!p.endsWith(")")) {
+                    throw badTasksPerNode(tasksPerNode);
+                }
+                repeat = parse("SLURM_TASKS_PER_NODE", p.substring(open + 2, p.length() - 1));
+                p = p.substring(0, open);
+            }
+            int tasks = parse("SLURM_TASKS_PER_NODE", p);
+            for (int i = 0; i < repeat; i++) {
+                perNode.add(tasks);
+            }
+        }
+        if (nodeId < 0 || nodeId >= perNode.size()) {
+            throw new IllegalArgumentException("SLURM_NODEID=" + nodeId + " has no entry in"
+                    + " SLURM_TASKS_PER_NODE=" + tasksPerNode);
+        }
+        return perNode.get(nodeId);
+    }
+
+    private static IllegalArgumentException badTasksPerNode(String value) {
+        return new IllegalArgumentException("SLURM_TASKS_PER_NODE='" + value
+                + "' is not in Slurm's form, such as '2(x3),1'");
+    }
+
+    private static int parse(String name, String value) {
+        try {
+            return Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + "='" + value + "' is not a whole number", e);
+        }
+    }
+
+    private static void check(boolean ok, String name, int value, String rule) {
+        if (!ok) {
+            throw new IllegalArgumentException(name + "=" + value + " " + rule);
+        }
+    }
+
+    /** Returns this process's rank, {@code 0 <= rank < worldSize}. */
+    public int rank() {
+        return rank;
+    }
+
+    /** Returns the number of processes in the job. */
+    public int worldSize() {
+        return worldSize;
+    }
+
+    /** Returns this process's rank among the processes on its node. */
+    public int localRank() {
+        return localRank;
+    }
+
+    /** Returns the number of processes on this node. */
+    public int localWorldSize() {
+        return localWorldSize;
+    }
+
+    /** Returns the host of rank 0, where the rendezvous store listens. */
+    public String masterAddr() {
+        return masterAddr;
+    }
+
+    /** Returns the store's port; 0 (a single process only) means any free port. */
+    public int masterPort() {
+        return masterPort;
+    }
+
+    /** Returns the job's shared secret, empty when none was given. */
+    public String jobToken() {
+        return jobToken;
+    }
+
+    /**
+     * Returns how many intra-op threads this process should use so that the processes of a node
+     * share its cores rather than thrash: the cores divided by the local world size, at least one.
+     */
+    public int intraOpThreads() {
+        return Math.max(1, Runtime.getRuntime().availableProcessors() / localWorldSize);
+    }
+
+    /** {@inheritDoc} The job token is not shown. */
+    @Override
+    public String toString() {
+        return "DistributedEnv{rank=" + rank + ", worldSize=" + worldSize + ", localRank=" + localRank
+                + ", localWorldSize=" + localWorldSize + ", master=" + masterAddr + ':' + masterPort
+                + ", token=" + (jobToken.isEmpty() ? "none" : "set") + '}';
+    }
+
+    /** Typed access to a process environment, with errors that name the variable. */
+    private static final class Variables {
+        private final Map<String, String> values;
+
+        Variables(Map<String, String> values) {
+            this.values = values;
+        }
+
+        boolean isSet(String name) {
+            return text(name).isPresent();
+        }
+
+        Optional<String> text(String name) {
+            String value = values.get(name);
+            return value == null || value.isBlank() ? Optional.empty() : Optional.of(value.trim());
+        }
+
+        int requiredInt(String name, String because) {
+            String value = text(name).orElseThrow(() -> new IllegalArgumentException(
+                    name + " is not set" + (because.isEmpty() ? "" : " but " + because)));
+            return parse(name, value);
+        }
+
+        int intOr(String name, int fallback) {
+            return text(name).map(value -> parse(name, value)).orElse(fallback);
+        }
+    }
+}

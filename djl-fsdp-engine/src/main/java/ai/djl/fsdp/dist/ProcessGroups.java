@@ -1,0 +1,63 @@
+package ai.djl.fsdp.dist;
+
+import ai.djl.Device;
+import ai.djl.fsdp.dist.socket.SocketProcessGroup;
+import ai.djl.fsdp.rendezvous.TcpStore;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Creates the {@link ProcessGroup} of a job, the entry point of every distributed program. */
+public final class ProcessGroups {
+
+    private static final Logger logger = LoggerFactory.getLogger(ProcessGroups.class);
+
+    private ProcessGroups() {}
+
+    /**
+     * Joins the job described by {@code env} with the default options (CPU arrays).
+     *
+     * @see #init(DistributedEnv, ProcessGroupOptions)
+     */
+    public static ProcessGroup init(DistributedEnv env) {
+        return init(env, ProcessGroupOptions.defaults());
+    }
+
+    /**
+     * Joins the job described by {@code env}: connects to the store at {@code MASTER_ADDR:
+     * MASTER_PORT} (hosting it on rank 0) and builds the backend for the options' device. Every
+     * rank must call it; it returns once all ranks are connected.
+     *
+     * @throws CollectiveException if the ranks cannot be connected within the options' timeout
+     * @throws UnsupportedOperationException if no backend serves the device
+     */
+    public static ProcessGroup init(DistributedEnv env, ProcessGroupOptions options) {
+        if (env.worldSize() > 1 && env.jobToken().isEmpty()) {
+            logger.warn("{} is not set: any process that reaches {}:{} can join this job's store",
+                    DistributedEnv.JOB_TOKEN_VARIABLE, env.masterAddr(), env.masterPort());
+        }
+        TcpStore store = TcpStore.builder(env.masterAddr(), env.masterPort())
+                .optHostServer(env.rank() == 0)
+                .optToken(env.jobToken())
+                .optTimeout(options.timeout())
+                .build();
+        try {
+            return createBackend(env, store, options);
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
+        }
+    }
+
+    /** The one place where the device chooses the backend. */
+    private static ProcessGroup createBackend(
+            DistributedEnv env, TcpStore store, ProcessGroupOptions options) {
+        Device device = options.device();
+        if (Device.Type.CPU.equals(device.getDeviceType())) {
+            return SocketProcessGroup.connect(env, store, store.localAddress(), options);
+        }
+        throw new UnsupportedOperationException("No process group backend for " + device
+                + " yet: GPU arrays need the NCCL backend (ai.djl.fsdp.dist.nccl"
+                + ".NcclProcessGroup), which ProcessGroups does not create yet");
+    }
+}

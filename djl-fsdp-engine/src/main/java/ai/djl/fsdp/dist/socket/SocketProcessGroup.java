@@ -1,0 +1,337 @@
+package ai.djl.fsdp.dist.socket;
+
+import ai.djl.fsdp.dist.CollectiveException;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.rendezvous.Store;
+import ai.djl.fsdp.rendezvous.StoreException;
+import ai.djl.fsdp.rendezvous.StoreTimeoutException;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.DataType;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The CPU backend: a ring of TCP connections between neighbouring ranks, running NCCL's ring
+ * algorithms straight on the arrays' memory.
+ *
+ * <p>Collectives run in call order on one communication thread per group. When a peer dies or
+ * stops answering, the rank that notices records the cause in the store under {@value
+ * #ABORT_KEY} (the first to notice wins) and then closes its ring links; its neighbours' links
+ * break in turn, and they read the recorded cause, so every surviving rank fails promptly with
+ * the same message naming the rank at fault. The group stays failed: later collectives fail at
+ * once with that message.
+ */
+public final class SocketProcessGroup implements ProcessGroup {
+
+    private static final Logger logger = LoggerFactory.getLogger(SocketProcessGroup.class);
+
+    /** The store key holding the first recorded cause of a failure of the job. */
+    static final String ABORT_KEY = "socket/abort";
+
+    private static final String ABORT_CLAIM_KEY = "socket/abort-claims";
+    private static final String CLOSED_KEY_PREFIX = "socket/closed/";
+    /** How long a rank that lost the race to record a failure waits for the winner's cause. */
+    private static final Duration ABORT_READ_WAIT = Duration.ofSeconds(10);
+    /** How long rank 0 keeps the store up for the others to finish closing after a failure. */
+    private static final Duration FAILED_CLOSE_WAIT = Duration.ofSeconds(2);
+    private static final Duration MAX_CLOSE_WAIT = Duration.ofMinutes(1);
+
+    private final int rank;
+    private final int size;
+    private final int localRank;
+    private final Store store;
+    private final Ring ring;
+    private final RingCollectives collectives;
+    private final Duration timeout;
+    private final ExecutorService communication;
+    private final Set<SocketWork> outstanding = ConcurrentHashMap.newKeySet();
+    private volatile CollectiveException failure;
+    private volatile boolean closed;
+
+    private SocketProcessGroup(DistributedEnv env, Store store, Ring ring,
+            ProcessGroupOptions options) {
+        rank = env.rank();
+        size = env.worldSize();
+        localRank = env.localRank();
+        this.store = store;
+        this.ring = ring;
+        timeout = options.timeout();
+        collectives = new RingCollectives(ring, rank, size, options.socketChunkBytes());
+        communication = Executors.newSingleThreadExecutor(task -> {
+            Thread thread = new Thread(task, "djl-fsdp-socket-rank" + rank);
+            thread.setDaemon(true);
+            return thread;
+        });
+    }
+
+    /**
+     * Joins the ring of {@code env}'s ranks; every rank calls it at about the same time.
+     *
+     * @param store the job's store, which the group now owns and closes
+     * @param localAddress the address of this machine the other ranks can reach
+     * @throws CollectiveException if the ring cannot be formed within the options' timeout
+     */
+    public static SocketProcessGroup connect(DistributedEnv env, Store store,
+            InetAddress localAddress, ProcessGroupOptions options) {
+        Ring ring = null;
+        if (env.worldSize() > 1) {
+            try {
+                ring = Ring.connect(store, env.rank(), env.worldSize(),
+                        env.jobToken().getBytes(StandardCharsets.UTF_8), localAddress,
+                        options.timeout(), options.socketBufferBytes());
+            } catch (IOException | RuntimeException e) {
+                throw new CollectiveException("Rank " + env.rank() + " could not join the socket"
+                        + " ring of " + env.worldSize() + " ranks: " + e.getMessage(), e);
+            }
+        }
+        return new SocketProcessGroup(env, store, ring, options);
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public int localRank() {
+        return localRank;
+    }
+
+    @Override
+    public String backend() {
+        return "socket";
+    }
+
+    @Override
+    public Work allGatherAsync(NDArray input, NDArray output) {
+        requireSameType("allGather", input, output);
+        requireSizes("allGather", "output", output, "input", input);
+        ByteBuffer in = TensorMemory.of(input, "allGather input");
+        ByteBuffer out = TensorMemory.of(output, "allGather output");
+        return submit("allGather of " + out.capacity() + " bytes",
+                () -> collectives.allGather(in, out));
+    }
+
+    @Override
+    public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
+        requireSameType("reduceScatter", input, output);
+        requireSizes("reduceScatter", "input", input, "output", output);
+        ElementReduction reduction = ElementReduction.of(input.getDataType());
+        ByteBuffer in = TensorMemory.of(input, "reduceScatter input");
+        ByteBuffer out = TensorMemory.of(output, "reduceScatter output");
+        int divisor = divisor(op);
+        return submit("reduceScatter of " + in.capacity() + " bytes",
+                () -> collectives.reduceScatter(in, out, reduction, divisor));
+    }
+
+    @Override
+    public Work allReduceAsync(NDArray array, ReduceOp op) {
+        ElementReduction reduction = ElementReduction.of(array.getDataType());
+        ByteBuffer memory = TensorMemory.of(array, "allReduce array");
+        int divisor = divisor(op);
+        return submit("allReduce of " + memory.capacity() + " bytes",
+                () -> collectives.allReduce(memory, reduction, divisor));
+    }
+
+    @Override
+    public Work broadcastAsync(NDArray array, int root) {
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException("broadcast root " + root + " is not a rank of this"
+                    + " group of " + size);
+        }
+        ByteBuffer memory = TensorMemory.of(array, "broadcast array");
+        return submit("broadcast of " + memory.capacity() + " bytes from rank " + root,
+                () -> collectives.broadcast(memory, root));
+    }
+
+    @Override
+    public void barrier() {
+        submit("barrier", collectives::barrier).await();
+    }
+
+    private int divisor(ReduceOp op) {
+        switch (op) {
+            case SUM:
+                return 1;
+            case AVG:
+                return size;
+            default:
+                throw new IllegalArgumentException("Unsupported reduction " + op);
+        }
+    }
+
+    private static void requireSameType(String collective, NDArray input, NDArray output) {
+        if (input.getDataType() != output.getDataType()) {
+            throw new IllegalArgumentException(collective + " input is " + input.getDataType()
+                    + " but its output is " + output.getDataType() + ": they must match");
+        }
+    }
+
+    /** Requires {@code large} to hold exactly {@code size} times the elements of {@code small}. */
+    private void requireSizes(String collective, String largeName, NDArray large,
+            String smallName, NDArray small) {
+        if (large.size() != small.size() * size) {
+            throw new IllegalArgumentException(collective + " " + largeName + " has "
+                    + large.size() + " elements but must have " + size + " (the world size) times"
+                    + " the " + smallName + "'s " + small.size() + ": pad to a multiple");
+        }
+    }
+
+    /** A collective's body, run on the communication thread. */
+    @FunctionalInterface
+    private interface Collective {
+        void run() throws PeerFailure;
+    }
+
+    private Work submit(String description, Collective collective) {
+        SocketWork work = new SocketWork(description);
+        outstanding.add(work);
+        try {
+            communication.execute(() -> run(work, collective));
+        } catch (RejectedExecutionException e) {
+            outstanding.remove(work);
+            work.fail(closedError());
+        }
+        return work;
+    }
+
+    private void run(SocketWork work, Collective collective) {
+        try {
+            if (failure != null) {
+                work.fail(failure);
+                return;
+            }
+            collective.run();
+            work.complete();
+        } catch (PeerFailure e) {
+            work.fail(fail(e));
+        } catch (RuntimeException e) {
+            work.fail(e);
+        } finally {
+            outstanding.remove(work);
+        }
+    }
+
+    /**
+     * Records a failure (or adopts one already recorded), closes the ring so the neighbours
+     * notice, and returns the error every later collective fails with.
+     */
+    private CollectiveException fail(PeerFailure cause) {
+        if (closed) {
+            failure = closedError();
+            return failure;
+        }
+        String message = agreeOnCause(cause.getMessage());
+        ring.close();
+        failure = new CollectiveException("Collective failed on rank " + rank + ": " + message,
+                cause);
+        logger.error(failure.getMessage());
+        return failure;
+    }
+
+    /**
+     * Returns the job's recorded failure cause, recording {@code ours} if none is recorded yet.
+     * A rank closes its links only after recording, so a rank whose link broke because a
+     * neighbour gave up finds the neighbour's cause here, not a blame on the neighbour.
+     */
+    private String agreeOnCause(String ours) {
+        try {
+            String recorded = recordedCause(Duration.ZERO);
+            if (recorded != null) {
+                return recorded;
+            }
+            if (store.add(ABORT_CLAIM_KEY, 1) == 1) {
+                store.set(ABORT_KEY, ours.getBytes(StandardCharsets.UTF_8));
+                return ours;
+            }
+            recorded = recordedCause(ABORT_READ_WAIT);
+            return recorded == null ? ours : recorded;
+        } catch (StoreException e) {
+            return ours + " (the store is unreachable as well, so rank 0, its host, may have"
+                    + " failed: " + e.getMessage() + ')';
+        }
+    }
+
+    private String recordedCause(Duration wait) {
+        try {
+            return new String(store.get(ABORT_KEY, wait), StandardCharsets.UTF_8);
+        } catch (StoreTimeoutException e) {
+            return null;
+        }
+    }
+
+    private CollectiveException closedError() {
+        return new CollectiveException("The process group on rank " + rank + " is closed");
+    }
+
+    /**
+     * Fails outstanding work, closes the ring, and leaves the store; rank 0, which hosts it, keeps
+     * it up until the other ranks have left (a short while when the job already failed).
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        communication.shutdownNow();
+        if (ring != null) {
+            ring.close();
+        }
+        for (SocketWork work : outstanding) {
+            work.fail(closedError());
+        }
+        try {
+            communication.awaitTermination(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            leaveStore();
+        } catch (StoreException e) {
+            logger.debug("Rank {} could not sign off from the store", rank, e);
+        } finally {
+            store.close();
+        }
+    }
+
+    private void leaveStore() {
+        if (rank != 0) {
+            store.set(CLOSED_KEY_PREFIX + rank, new byte[0]);
+            return;
+        }
+        Duration wait = failure != null ? FAILED_CLOSE_WAIT
+                : timeout.compareTo(MAX_CLOSE_WAIT) < 0 ? timeout : MAX_CLOSE_WAIT;
+        long deadline = System.nanoTime() + wait.toNanos();
+        for (int r = 1; r < size; r++) {
+            Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+            try {
+                store.get(CLOSED_KEY_PREFIX + r, left);
+            } catch (StoreTimeoutException e) {
+                logger.debug("Rank {} did not close its process group before rank 0", r);
+            }
+        }
+    }
+}

@@ -1,0 +1,354 @@
+package ai.djl.fsdp.rendezvous;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The job's {@link Store} over TCP: rank 0 hosts the server at {@code MASTER_ADDR:MASTER_PORT},
+ * and every rank (rank 0 too) is a client with one connection.
+ *
+ * <p>A client keeps trying to connect until its timeout, since rank 0 may start after the others.
+ * Every client presents the job token; the server refuses and disconnects any other. Calls from
+ * several threads are serialised over the one connection.
+ */
+public final class TcpStore implements Store {
+
+    private static final Logger logger = LoggerFactory.getLogger(TcpStore.class);
+
+    private static final Duration MAX_RETRY_PAUSE = Duration.ofSeconds(1);
+
+    /** Extra time the client allows for a reply beyond the wait it asked the server for. */
+    private static final Duration REPLY_GRACE = Duration.ofSeconds(30);
+
+    private final TcpStoreServer server;
+    private final Socket socket;
+    private final DataInputStream in;
+    private final DataOutputStream out;
+    private final Duration timeout;
+    private final String endpoint;
+    private final Map<String, Integer> barrierRounds = new HashMap<>();
+
+    private TcpStore(TcpStoreServer server, Socket socket, Duration timeout, String endpoint)
+            throws IOException {
+        this.server = server;
+        this.socket = socket;
+        this.timeout = timeout;
+        this.endpoint = endpoint;
+        in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
+        out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
+    }
+
+    /**
+     * Returns a builder for a store client of the server at {@code host:port}.
+     *
+     * @param host rank 0's host ({@code MASTER_ADDR})
+     * @param port the store's port ({@code MASTER_PORT}); 0 only when this process hosts it
+     */
+    public static Builder builder(String host, int port) {
+        return new Builder(host, port);
+    }
+
+    /** Returns the port the store listens on (the chosen one when built with port 0). */
+    public int port() {
+        return socket.getPort();
+    }
+
+    /**
+     * Returns this machine's address on the route to the store host: the address other ranks can
+     * reach this process at.
+     */
+    public InetAddress localAddress() {
+        return socket.getLocalAddress();
+    }
+
+    @Override
+    public Duration timeout() {
+        return timeout;
+    }
+
+    @Override
+    public void set(String key, byte[] value) {
+        Objects.requireNonNull(value, "value");
+        call(key(key), Duration.ZERO, o -> {
+            o.writeByte(StoreProtocol.OP_SET);
+            o.writeUTF(key);
+            o.writeInt(value.length);
+            o.write(value);
+        });
+    }
+
+    @Override
+    public byte[] get(String key, Duration wait) {
+        DataInputStream reply = call(key(key), wait, o -> {
+            o.writeByte(StoreProtocol.OP_GET);
+            o.writeUTF(key);
+            o.writeLong(wait.toMillis());
+        });
+        try {
+            if (reply.readByte() == StoreProtocol.STATUS_TIMEOUT) {
+                throw new StoreTimeoutException("No rank set store key '" + key + "' within "
+                        + wait + " (store at " + endpoint + ")");
+            }
+            byte[] value = new byte[reply.readInt()];
+            reply.readFully(value);
+            return value;
+        } catch (IOException e) {
+            throw brokenReply(e);
+        }
+    }
+
+    @Override
+    public long add(String key, long delta) {
+        DataInputStream reply = call(key(key), Duration.ZERO, o -> {
+            o.writeByte(StoreProtocol.OP_ADD);
+            o.writeUTF(key);
+            o.writeLong(delta);
+        });
+        try {
+            if (reply.readByte() != StoreProtocol.STATUS_OK) {
+                throw new StoreException(reply.readUTF());
+            }
+            return reply.readLong();
+        } catch (IOException e) {
+            throw brokenReply(e);
+        }
+    }
+
+    @Override
+    public void waitFor(Iterable<String> keys) {
+        List<String> missing = missingAfterWait(keys, timeout);
+        if (!missing.isEmpty()) {
+            throw new StoreTimeoutException("Store keys " + missing + " were not set within "
+                    + timeout + " (store at " + endpoint + ")");
+        }
+    }
+
+    @Override
+    public void barrier(String name, int rank, int worldSize) {
+        if (rank < 0 || rank >= worldSize) {
+            throw new IllegalArgumentException(
+                    "rank " + rank + " is outside [0, " + worldSize + ") in barrier " + name);
+        }
+        // Every rank passes the same barriers in the same order, so counting this client's uses of
+        // a name gives all ranks the same fresh keys for each use.
+        int round;
+        synchronized (barrierRounds) {
+            round = barrierRounds.merge(name, 1, Integer::sum);
+        }
+        String prefix = "barrier/" + name + '/' + round + '/';
+        set(prefix + rank, new byte[0]);
+        List<String> keys = new ArrayList<>(worldSize);
+        for (int r = 0; r < worldSize; r++) {
+            keys.add(prefix + r);
+        }
+        List<String> missing = missingAfterWait(keys, timeout);
+        if (!missing.isEmpty()) {
+            List<Integer> absent = new ArrayList<>();
+            for (String key : missing) {
+                absent.add(Integer.parseInt(key.substring(prefix.length())));
+            }
+            throw new StoreTimeoutException("Barrier '" + name + "' timed out after " + timeout
+                    + ": ranks " + absent + " of " + worldSize + " did not arrive");
+        }
+    }
+
+    private List<String> missingAfterWait(Iterable<String> keys, Duration wait) {
+        List<String> all = new ArrayList<>();
+        keys.forEach(k -> all.add(key(k)));
+        DataInputStream reply = call("a wait for " + all.size() + " keys", wait, o -> {
+            o.writeByte(StoreProtocol.OP_WAIT);
+            o.writeInt(all.size());
+            for (String key : all) {
+                o.writeUTF(key);
+            }
+            o.writeLong(wait.toMillis());
+        });
+        try {
+            reply.readByte();
+            int count = reply.readInt();
+            List<String> missing = new ArrayList<>(count);
+            for (int i = 0; i < count; i++) {
+                missing.add(reply.readUTF());
+            }
+            return missing;
+        } catch (IOException e) {
+            throw brokenReply(e);
+        }
+    }
+
+    private static String key(String key) {
+        Objects.requireNonNull(key, "key");
+        if (key.getBytes(StandardCharsets.UTF_8).length > 0xFFFF) {
+            throw new IllegalArgumentException("store keys are limited to 65535 bytes");
+        }
+        return key;
+    }
+
+    /** Sends one request and returns the reply frame; one request at a time per connection. */
+    private synchronized DataInputStream call(
+            String what, Duration wait, StoreProtocol.FrameBody request) {
+        try {
+            socket.setSoTimeout(Math.toIntExact(wait.plus(timeout).plus(REPLY_GRACE).toMillis()));
+            StoreProtocol.writeFrame(out, request);
+            return StoreProtocol.readFrame(in);
+        } catch (IOException e) {
+            throw new StoreException("The store at " + endpoint + " failed during " + what + ": "
+                    + e + " (rank 0 hosts it: did it exit?)", e);
+        }
+    }
+
+    private StoreException brokenReply(IOException e) {
+        return new StoreException("The store at " + endpoint + " sent a malformed reply", e);
+    }
+
+    @Override
+    public void close() {
+        try {
+            socket.close();
+        } catch (IOException e) {
+            logger.debug("Closing the store connection failed", e);
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    /** Builds a {@link TcpStore}; see {@link TcpStore#builder}. */
+    public static final class Builder {
+        private final String host;
+        private final int port;
+        private boolean hostServer;
+        private Duration timeout = Duration.ofMinutes(5);
+        private String token = "";
+
+        Builder(String host, int port) {
+            this.host = Objects.requireNonNull(host, "host");
+            this.port = port;
+        }
+
+        /** Makes this process host the server too (rank 0 does); the default is false. */
+        public Builder optHostServer(boolean hostServer) {
+            this.hostServer = hostServer;
+            return this;
+        }
+
+        /** Sets the longest any call (connecting included) waits; the default is 5 minutes. */
+        public Builder optTimeout(Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("the store timeout must be positive: " + timeout);
+            }
+            this.timeout = timeout;
+            return this;
+        }
+
+        /** Sets the job token every client must present; the default is empty. */
+        public Builder optToken(String token) {
+            this.token = Objects.requireNonNull(token, "token");
+            return this;
+        }
+
+        /**
+         * Starts the server if this process hosts it, then connects, retrying until the timeout.
+         *
+         * @throws StoreException if the store cannot be reached in time or refuses the token
+         */
+        public TcpStore build() {
+            if (port == 0 && !hostServer) {
+                throw new IllegalArgumentException(
+                        "port 0 means 'any free port' and only works in the process hosting the store");
+            }
+            byte[] tokenBytes = token.getBytes(StandardCharsets.UTF_8);
+            TcpStoreServer server = null;
+            try {
+                int connectPort = port;
+                if (hostServer) {
+                    server = TcpStoreServer.start(host, port, tokenBytes, handshakeTimeout());
+                    connectPort = server.port();
+                }
+                Socket socket = connect(connectPort);
+                String endpoint = host + ':' + connectPort;
+                TcpStore store = new TcpStore(server, socket, timeout, endpoint);
+                try {
+                    store.hello(tokenBytes);
+                } catch (RuntimeException e) {
+                    store.close();
+                    throw e;
+                }
+                return store;
+            } catch (IOException | RuntimeException e) {
+                if (server != null) {
+                    server.close();
+                }
+                if (e instanceof StoreException) {
+                    throw (StoreException) e;
+                }
+                throw new StoreException(e.getMessage(), e);
+            }
+        }
+
+        private Duration handshakeTimeout() {
+            return timeout.compareTo(Duration.ofSeconds(30)) < 0 ? timeout : Duration.ofSeconds(30);
+        }
+
+        private Socket connect(int connectPort) throws IOException {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            long pauseMillis = 50;
+            IOException last;
+            do {
+                Socket socket = new Socket();
+                try {
+                    long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+                    socket.connect(new InetSocketAddress(host, connectPort),
+                            (int) Math.min(left, Integer.MAX_VALUE));
+                    socket.setTcpNoDelay(true);
+                    return socket;
+                } catch (IOException e) {
+                    socket.close();
+                    last = e;
+                }
+                try {
+                    Thread.sleep(pauseMillis);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted while connecting to the store", e);
+                }
+                pauseMillis = Math.min(pauseMillis * 2, MAX_RETRY_PAUSE.toMillis());
+            } while (System.nanoTime() < deadline);
+            throw new StoreException("Could not reach the store at " + host + ':' + connectPort
+                    + " within " + timeout + " (" + last + "). Is rank 0 running, and are"
+                    + " MASTER_ADDR and MASTER_PORT the same on every rank?", last);
+        }
+    }
+
+    private void hello(byte[] token) {
+        DataInputStream reply = call("the handshake", Duration.ZERO, o -> {
+            o.writeInt(StoreProtocol.MAGIC);
+            o.writeByte(StoreProtocol.VERSION);
+            o.write(token);
+        });
+        try {
+            if (reply.readByte() != StoreProtocol.STATUS_OK) {
+                throw new StoreException("The store at " + endpoint + " refused this process's"
+                        + " job token: DJL_FSDP_JOB_TOKEN must be the same on every rank");
+            }
+        } catch (IOException e) {
+            throw brokenReply(e);
+        }
+    }
+}

@@ -1,0 +1,341 @@
+package ai.djl.fsdp.rendezvous;
+
+import ai.djl.fsdp.rendezvous.StoreProtocol.MalformedFrameException;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The store's server, hosted by rank 0: a key-value map behind a TCP port, one thread per
+ * connection (a job has few ranks, and each rank's client makes one request at a time).
+ *
+ * <p>A connection must present the job's token in its first frame, within the handshake timeout;
+ * anything else (a wrong token, a stray protocol, an oversized or truncated frame) is logged and
+ * disconnected, and the job goes on.
+ */
+final class TcpStoreServer implements AutoCloseable {
+
+    private static final Logger logger = LoggerFactory.getLogger(TcpStoreServer.class);
+
+    private final ServerSocket serverSocket;
+    private final byte[] token;
+    private final Duration handshakeTimeout;
+    private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private final Map<String, byte[]> values = new HashMap<>();
+    private volatile boolean closed;
+
+    private TcpStoreServer(ServerSocket serverSocket, byte[] token, Duration handshakeTimeout) {
+        this.serverSocket = serverSocket;
+        this.token = token;
+        this.handshakeTimeout = handshakeTimeout;
+    }
+
+    /**
+     * Listens on {@code port} (0: any free port) of {@code host} when that is this machine's
+     * address, otherwise on every interface (a Kubernetes service name resolves to a virtual
+     * address that no local interface holds).
+     */
+    static TcpStoreServer start(String host, int port, byte[] token, Duration handshakeTimeout)
+            throws IOException {
+        ServerSocket socket = new ServerSocket();
+        try {
+            socket.setReuseAddress(true);
+            socket.bind(new InetSocketAddress(bindAddress(host), port), 128);
+        } catch (IOException e) {
+            socket.close();
+            throw new IOException("rank 0 could not host the store on port " + port + " ("
+                    + e.getMessage() + "); is MASTER_PORT in use by another job?", e);
+        }
+        TcpStoreServer server = new TcpStoreServer(socket, token, handshakeTimeout);
+        Thread acceptor = new Thread(server::acceptLoop, "djl-fsdp-store-server");
+        acceptor.setDaemon(true);
+        acceptor.start();
+        return server;
+    }
+
+    private static InetAddress bindAddress(String host) {
+        try {
+            InetAddress address = InetAddress.getByName(host);
+            if (address.isLoopbackAddress() || NetworkInterface.getByInetAddress(address) != null) {
+                return address;
+            }
+        } catch (IOException e) {
+            logger.debug("Cannot resolve {} locally, listening on every interface", host, e);
+        }
+        return null; // the wildcard address
+    }
+
+    int port() {
+        return serverSocket.getLocalPort();
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            try {
+                Socket socket = serverSocket.accept();
+                Thread handler = new Thread(() -> serve(socket),
+                        "djl-fsdp-store-conn-" + socket.getRemoteSocketAddress());
+                handler.setDaemon(true);
+                handler.start();
+            } catch (IOException e) {
+                if (!closed) {
+                    logger.warn("The store stopped accepting connections", e);
+                }
+                return;
+            }
+        }
+    }
+
+    private void serve(Socket socket) {
+        connections.add(socket);
+        String peer = String.valueOf(socket.getRemoteSocketAddress());
+        try (socket) {
+            if (closed) {
+                // Accepted while closing; close() set the flag before closing the connections.
+                return;
+            }
+            socket.setTcpNoDelay(true);
+            DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
+            DataOutputStream out =
+                    new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
+            socket.setSoTimeout(Math.toIntExact(handshakeTimeout.toMillis()));
+            if (!admit(in, out, peer)) {
+                return;
+            }
+            // A rank may stay quiet for as long as its training step lasts.
+            socket.setSoTimeout(0);
+            while (!closed) {
+                DataInputStream request;
+                try {
+                    request = StoreProtocol.readFrame(in);
+                } catch (EOFException e) {
+                    return; // the client closed its store
+                }
+                handle(request, out);
+            }
+        } catch (MalformedFrameException e) {
+            logger.warn("Dropped store client {}: {}", peer, e.getMessage());
+        } catch (EOFException e) {
+            logger.warn("Dropped store client {}: the frame was cut short", peer);
+        } catch (IOException e) {
+            if (!closed) {
+                logger.debug("Store client {} disconnected", peer, e);
+            }
+        } finally {
+            connections.remove(socket);
+        }
+    }
+
+    private boolean admit(DataInputStream in, DataOutputStream out, String peer)
+            throws IOException {
+        DataInputStream hello = StoreProtocol.readFrame(in);
+        StoreProtocol.require(hello.readInt() == StoreProtocol.MAGIC,
+                "the first frame is not a store hello");
+        byte version = hello.readByte();
+        StoreProtocol.require(version == StoreProtocol.VERSION,
+                "protocol version " + version + ", expected " + StoreProtocol.VERSION);
+        byte[] presented = hello.readAllBytes();
+        // Constant time, so the reply's timing says nothing about how much of the token matched.
+        if (!MessageDigest.isEqual(presented, token)) {
+            logger.warn("Refused store client {}: wrong job token", peer);
+            StoreProtocol.writeFrame(out, o -> o.writeByte(StoreProtocol.STATUS_REFUSED));
+            return false;
+        }
+        StoreProtocol.writeFrame(out, o -> o.writeByte(StoreProtocol.STATUS_OK));
+        return true;
+    }
+
+    private void handle(DataInputStream request, DataOutputStream out) throws IOException {
+        byte op = request.readByte();
+        switch (op) {
+            case StoreProtocol.OP_SET:
+                set(request.readUTF(), readValue(request));
+                StoreProtocol.writeFrame(out, o -> o.writeByte(StoreProtocol.STATUS_OK));
+                break;
+            case StoreProtocol.OP_GET:
+                String key = request.readUTF();
+                byte[] value = awaitValue(key, readWait(request));
+                StoreProtocol.writeFrame(out, o -> {
+                    if (value == null) {
+                        o.writeByte(StoreProtocol.STATUS_TIMEOUT);
+                    } else {
+                        o.writeByte(StoreProtocol.STATUS_OK);
+                        o.writeInt(value.length);
+                        o.write(value);
+                    }
+                });
+                break;
+            case StoreProtocol.OP_ADD:
+                String counter = request.readUTF();
+                long delta = request.readLong();
+                StoreProtocol.writeFrame(out, o -> {
+                    try {
+                        long sum = add(counter, delta);
+                        o.writeByte(StoreProtocol.STATUS_OK);
+                        o.writeLong(sum);
+                    } catch (NumberFormatException e) {
+                        o.writeByte(StoreProtocol.STATUS_ERROR);
+                        o.writeUTF("the value under '" + counter + "' is not a counter");
+                    }
+                });
+                break;
+            case StoreProtocol.OP_WAIT:
+                int count = request.readInt();
+                StoreProtocol.require(count >= 0 && count <= StoreProtocol.MAX_FRAME_BYTES / 2,
+                        "wait for " + count + " keys");
+                List<String> keys = new ArrayList<>(count);
+                for (int i = 0; i < count; i++) {
+                    keys.add(request.readUTF());
+                }
+                List<String> missing = awaitKeys(keys, readWait(request));
+                StoreProtocol.writeFrame(out, o -> {
+                    o.writeByte(missing.isEmpty()
+                            ? StoreProtocol.STATUS_OK : StoreProtocol.STATUS_TIMEOUT);
+                    o.writeInt(missing.size());
+                    for (String k : missing) {
+                        o.writeUTF(k);
+                    }
+                });
+                break;
+            default:
+                throw new MalformedFrameException("unknown store operation " + op);
+        }
+        StoreProtocol.require(request.available() == 0, "trailing bytes after operation " + op);
+    }
+
+    private static byte[] readValue(DataInputStream request) throws IOException {
+        int length = request.readInt();
+        StoreProtocol.require(length >= 0 && length <= request.available(),
+                "value length " + length + " does not fit its frame");
+        byte[] value = new byte[length];
+        request.readFully(value);
+        return value;
+    }
+
+    private static long readWait(DataInputStream request) throws IOException {
+        long millis = request.readLong();
+        StoreProtocol.require(millis >= 0, "negative wait " + millis);
+        return millis;
+    }
+
+    private void set(String key, byte[] value) {
+        lock.lock();
+        try {
+            values.put(key, value);
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private long add(String key, long delta) {
+        lock.lock();
+        try {
+            byte[] old = values.get(key);
+            long sum = (old == null ? 0 : Long.parseLong(new String(old, StandardCharsets.UTF_8)))
+                    + delta;
+            values.put(key, Long.toString(sum).getBytes(StandardCharsets.UTF_8));
+            changed.signalAll();
+            return sum;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Returns the value, or null when it was not set within {@code millis}. */
+    private byte[] awaitValue(String key, long millis) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        lock.lock();
+        try {
+            byte[] value;
+            while ((value = values.get(key)) == null && !closed) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return null;
+                }
+                changed.awaitNanos(left);
+            }
+            return value;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Returns the keys still missing after waiting up to {@code millis} for all of them. */
+    private List<String> awaitKeys(List<String> keys, long millis) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        lock.lock();
+        try {
+            while (true) {
+                List<String> missing = new ArrayList<>();
+                for (String key : keys) {
+                    if (!values.containsKey(key)) {
+                        missing.add(key);
+                    }
+                }
+                long left = deadline - System.nanoTime();
+                if (missing.isEmpty() || left <= 0 || closed) {
+                    return missing;
+                }
+                changed.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return keys;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            serverSocket.close();
+        } catch (IOException e) {
+            logger.debug("Closing the store's listening socket failed", e);
+        }
+        for (Socket socket : connections) {
+            try {
+                socket.close();
+            } catch (IOException e) {
+                logger.debug("Closing a store connection failed", e);
+            }
+        }
+        lock.lock();
+        try {
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,102 @@
+package ai.djl.fsdp.dist;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.Map;
+
+class DistributedEnvTest {
+
+    @Test
+    void torchrunVariables() {
+        DistributedEnv env = DistributedEnv.fromVariables(Map.of(
+                "RANK", "3", "WORLD_SIZE", "8", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2",
+                "MASTER_ADDR", "node0", "MASTER_PORT", "1234", "DJL_FSDP_JOB_TOKEN", "secret"));
+        assertEquals(3, env.rank());
+        assertEquals(8, env.worldSize());
+        assertEquals(1, env.localRank());
+        assertEquals(2, env.localWorldSize());
+        assertEquals("node0", env.masterAddr());
+        assertEquals(1234, env.masterPort());
+        assertEquals("secret", env.jobToken());
+        assertFalse(env.toString().contains("secret"), "toString must not show the token");
+    }
+
+    @Test
+    void kubeflowSetsNoLocalRankAndNoToken() {
+        DistributedEnv env = DistributedEnv.fromVariables(Map.of(
+                "RANK", "1", "WORLD_SIZE", "2", "MASTER_ADDR", "job-master-0"));
+        assertEquals(0, env.localRank());
+        assertEquals(1, env.localWorldSize());
+        assertEquals(DistributedEnv.DEFAULT_MASTER_PORT, env.masterPort());
+        assertEquals("", env.jobToken());
+    }
+
+    @Test
+    void slurmVariables() {
+        DistributedEnv env = DistributedEnv.fromVariables(Map.of(
+                "SLURM_PROCID", "5", "SLURM_NTASKS", "7", "SLURM_LOCALID", "0",
+                "SLURM_TASKS_PER_NODE", "2(x3),1", "SLURM_NODEID", "3",
+                "MASTER_ADDR", "n1", "MASTER_PORT", "4000"));
+        assertEquals(5, env.rank());
+        assertEquals(7, env.worldSize());
+        assertEquals(0, env.localRank());
+        assertEquals(1, env.localWorldSize());
+        assertEquals("n1", env.masterAddr());
+        DistributedEnv perNode = DistributedEnv.fromVariables(Map.of(
+                "SLURM_PROCID", "1", "SLURM_NTASKS", "4", "SLURM_LOCALID", "1",
+                "SLURM_NTASKS_PER_NODE", "2", "MASTER_ADDR", "n1"));
+        assertEquals(2, perNode.localWorldSize());
+    }
+
+    @Test
+    void slurmWithoutMasterAddrSaysHowToSetIt() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> DistributedEnv.fromVariables(Map.of("SLURM_PROCID", "0", "SLURM_NTASKS", "2")));
+        assertTrue(e.getMessage().contains("MASTER_ADDR"), e.getMessage());
+        assertTrue(e.getMessage().contains("scontrol show hostnames"), e.getMessage());
+    }
+
+    @Test
+    void tasksPerNodeExpandsSlurmsCompressedForm() {
+        assertEquals(4, DistributedEnv.tasksOnNode("4", 0));
+        assertEquals(2, DistributedEnv.tasksOnNode("2(x3),1", 2));
+        assertEquals(1, DistributedEnv.tasksOnNode("2(x3),1", 3));
+        assertThrows(IllegalArgumentException.class, () -> DistributedEnv.tasksOnNode("2(x3", 0));
+        assertThrows(IllegalArgumentException.class, () -> DistributedEnv.tasksOnNode("2", 1));
+    }
+
+    @Test
+    void noVariablesMeansOneProcess() {
+        DistributedEnv env = DistributedEnv.fromVariables(Map.of());
+        assertEquals(0, env.rank());
+        assertEquals(1, env.worldSize());
+        assertEquals(0, env.masterPort());
+        assertTrue(env.intraOpThreads() >= 1);
+    }
+
+    @Test
+    void badValuesNameTheVariable() {
+        assertMessage("RANK=2", Map.of("RANK", "2", "WORLD_SIZE", "2", "MASTER_ADDR", "h"));
+        assertMessage("WORLD_SIZE='two'", Map.of("RANK", "0", "WORLD_SIZE", "two"));
+        assertMessage("WORLD_SIZE is not set", Map.of("RANK", "0"));
+        assertMessage("RANK is not set", Map.of("WORLD_SIZE", "2"));
+        assertMessage("MASTER_ADDR is not set", Map.of("RANK", "0", "WORLD_SIZE", "2"));
+        assertMessage("LOCAL_RANK=2", Map.of("RANK", "0", "WORLD_SIZE", "4", "LOCAL_RANK", "2",
+                "LOCAL_WORLD_SIZE", "2", "MASTER_ADDR", "h"));
+        assertMessage("MASTER_PORT=70000", Map.of("RANK", "0", "WORLD_SIZE", "2",
+                "MASTER_ADDR", "h", "MASTER_PORT", "70000"));
+        assertMessage("SLURM_NTASKS='x'", Map.of("SLURM_PROCID", "0", "SLURM_NTASKS", "x"));
+    }
+
+    private static void assertMessage(String expected, Map<String, String> variables) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> DistributedEnv.fromVariables(variables));
+        assertTrue(e.getMessage().contains(expected),
+                "'" + e.getMessage() + "' should mention " + expected);
+    }
+}

@@ -1,0 +1,57 @@
+package ai.djl.fsdp.dist.socket;
+
+import ai.djl.fsdp.dist.CollectiveException;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
+import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+
+import java.time.Duration;
+
+/**
+ * A rank of {@link SocketProcessGroupTest}'s failure jobs. With {@code endless}, it all-reduces
+ * 16 MiB over and over (printing {@code RUNNING} once it has done one) until a collective fails;
+ * with {@code mismatch}, rank 0 calls allReduce where the others call allGather. A rank that sees
+ * the {@link CollectiveException} prints {@code FAILED: <message>} and exits 3.
+ */
+public final class FailureMain {
+
+    /** The exit code of a rank whose collective failed as the test expects. */
+    static final int FAILED_EXIT = 3;
+
+    private FailureMain() {}
+
+    public static void main(String[] args) {
+        // Long enough that a failure the test sees comes from the broken links, not the timeout.
+        ProcessGroupOptions options =
+                ProcessGroupOptions.builder().optTimeout(Duration.ofSeconds(90)).build();
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
+                NDManager manager = NDManager.newBaseManager()) {
+            if ("mismatch".equals(args[0])) {
+                NDArray array = manager.ones(new Shape(10));
+                if (group.rank() == 0) {
+                    group.allReduce(array, ReduceOp.SUM);
+                } else {
+                    group.allGather(array, manager.zeros(new Shape(10L * group.size())));
+                }
+            } else {
+                NDArray array = manager.ones(new Shape(4 << 20));
+                for (int i = 0; ; i++) {
+                    group.allReduce(array, ReduceOp.AVG);
+                    if (i == 0) {
+                        System.out.println("RUNNING");
+                        System.out.flush();
+                    }
+                }
+            }
+        } catch (CollectiveException e) {
+            System.out.println("FAILED: " + e.getMessage());
+            System.exit(FAILED_EXIT);
+        }
+        System.exit(0);
+    }
+}
