@@ -1,6 +1,7 @@
 package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.cli.Subcommand;
+import ai.djl.fsdp.dist.DistributedEnv;
 
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -19,11 +20,11 @@ import java.util.List;
         description = {
             "Starts this node's ranks as separate JVMs with RANK, WORLD_SIZE, LOCAL_RANK,"
                     + " LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and "
-                    + Launcher.JOB_TOKEN
+                    + DistributedEnv.JOB_TOKEN_VARIABLE
                     + " set, and waits for them.",
             "COMMAND is a bin/fsdp command (e.g. bench) or a fully qualified main class.",
             "A job on several nodes runs one launcher per node, each with the same "
-                    + Launcher.JOB_TOKEN
+                    + DistributedEnv.JOB_TOKEN_VARIABLE
                     + " in its environment."
         })
 public final class LaunchCommand implements Subcommand {
@@ -62,7 +63,7 @@ public final class LaunchCommand implements Subcommand {
             paramLabel = "PORT",
             description =
                     "Rendezvous port on node 0 (default: a free port on one node, 29500 on"
-                        + " several).")
+                            + " several).")
     private Integer masterPort;
 
     @Option(
@@ -83,7 +84,7 @@ public final class LaunchCommand implements Subcommand {
             paramLabel = "SECONDS",
             description =
                     "Seconds stopped ranks get to exit before they are killed (default:"
-                        + " ${DEFAULT-VALUE}).")
+                            + " ${DEFAULT-VALUE}).")
     private int stopTimeoutSeconds;
 
     @Parameters(

@@ -1,5 +1,7 @@
 package ai.djl.fsdp.launch;
 
+import ai.djl.fsdp.dist.DistributedEnv;
+
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -26,7 +28,7 @@ import java.util.stream.IntStream;
  * class path as this JVM, one process per rank, each told its place in the job through the
  * environment variables that {@code torchrun} sets ({@code RANK}, {@code WORLD_SIZE}, {@code
  * LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code MASTER_ADDR}, {@code MASTER_PORT}) plus the job
- * token {@value #JOB_TOKEN}, which the rendezvous uses to refuse strangers.
+ * token {@value DistributedEnv#JOB_TOKEN_VARIABLE}, which the rendezvous uses to refuse strangers.
  *
  * <p>Each rank's output lines reach this JVM's output prefixed with {@code [rankN] }. When a rank
  * exits with a non-zero code the launcher stops the others (SIGTERM, then SIGKILL after {@link
@@ -39,14 +41,8 @@ import java.util.stream.IntStream;
  */
 public final class Launcher {
 
-    /** The environment variable that holds the job's shared secret. */
-    public static final String JOB_TOKEN = "DJL_FSDP_JOB_TOKEN";
-
     /** The class that runs a {@code bin/fsdp} subcommand given by name. */
     static final String CLI_MAIN_CLASS = "ai.djl.fsdp.cli.Fsdp";
-
-    /** {@code torchrun}'s default port, for multi-node jobs that give none. */
-    private static final int DEFAULT_MULTI_NODE_PORT = 29500;
 
     /**
      * Slurm describes the task that runs the launcher, not the ranks it starts; a rank that saw
@@ -170,7 +166,7 @@ public final class Launcher {
         env.put("GROUP_RANK", Integer.toString(nodeRank));
         env.put("MASTER_ADDR", masterAddr);
         env.put("MASTER_PORT", Integer.toString(masterPort));
-        env.put(JOB_TOKEN, jobToken);
+        env.put(DistributedEnv.JOB_TOKEN_VARIABLE, jobToken);
         env.put("OMP_NUM_THREADS", Integer.toString(threadsPerRank));
         return env;
     }
@@ -375,8 +371,9 @@ public final class Launcher {
         }
 
         /**
-         * Sets the job's shared secret (default: {@value #JOB_TOKEN} from this process's
-         * environment, else a fresh random one on a single node; several nodes must share one).
+         * Sets the job's shared secret (default: {@value DistributedEnv#JOB_TOKEN_VARIABLE} from
+         * this process's environment, else a fresh random one on a single node; several nodes must
+         * share one).
          *
          * @param jobToken the secret every rank of the job presents at the rendezvous
          * @return this builder
@@ -481,7 +478,7 @@ public final class Launcher {
                         Math.max(1, Runtime.getRuntime().availableProcessors() / nprocPerNode);
             }
             if (jobToken == null) {
-                jobToken = System.getenv(JOB_TOKEN);
+                jobToken = System.getenv(DistributedEnv.JOB_TOKEN_VARIABLE);
             }
             if (nnodes > 1) {
                 require(
@@ -490,12 +487,12 @@ public final class Launcher {
                 require(
                         jobToken != null && !jobToken.isEmpty(),
                         "a job on several nodes needs the same "
-                                + JOB_TOKEN
+                                + DistributedEnv.JOB_TOKEN_VARIABLE
                                 + " on every node; set it, e.g. export "
-                                + JOB_TOKEN
+                                + DistributedEnv.JOB_TOKEN_VARIABLE
                                 + "=$(openssl rand -hex 16)");
                 if (masterPort == null) {
-                    masterPort = DEFAULT_MULTI_NODE_PORT;
+                    masterPort = DistributedEnv.DEFAULT_MASTER_PORT;
                 }
             }
             if (masterAddr == null) {

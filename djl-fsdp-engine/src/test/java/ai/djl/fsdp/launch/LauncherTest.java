@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.dist.DistributedEnv;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -65,8 +67,8 @@ class LauncherTest {
         }
         assertEquals(expectedThreads, launcher.threadsPerRank());
         assertEquals(rank0.get("MASTER_PORT"), rank1.get("MASTER_PORT"));
-        String token = rank0.get(Launcher.JOB_TOKEN);
-        assertEquals(token, rank1.get(Launcher.JOB_TOKEN));
+        String token = rank0.get(DistributedEnv.JOB_TOKEN_VARIABLE);
+        assertEquals(token, rank1.get(DistributedEnv.JOB_TOKEN_VARIABLE));
         assertFalse(token == null || token.isEmpty() || "null".equals(token));
     }
 
@@ -111,8 +113,8 @@ class LauncherTest {
     void aJobTokenFromTheBuilderReachesEveryRank() throws InterruptedException {
         probe(2, "report").optJobToken("shared-secret").build().run();
 
-        assertEquals("shared-secret", reportOf(0).get(Launcher.JOB_TOKEN));
-        assertEquals("shared-secret", reportOf(1).get(Launcher.JOB_TOKEN));
+        assertEquals("shared-secret", reportOf(0).get(DistributedEnv.JOB_TOKEN_VARIABLE));
+        assertEquals("shared-secret", reportOf(1).get(DistributedEnv.JOB_TOKEN_VARIABLE));
     }
 
     @Test
@@ -179,7 +181,11 @@ class LauncherTest {
         assertEquals("0", inProcess.get("RANK"));
         assertEquals("1", started.get("RANK"));
         for (String shared :
-                List.of("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", Launcher.JOB_TOKEN)) {
+                List.of(
+                        "WORLD_SIZE",
+                        "MASTER_ADDR",
+                        "MASTER_PORT",
+                        DistributedEnv.JOB_TOKEN_VARIABLE)) {
             assertEquals(inProcess.get(shared), started.get(shared), shared);
         }
     }

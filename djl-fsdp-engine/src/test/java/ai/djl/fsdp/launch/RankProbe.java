@@ -1,5 +1,7 @@
 package ai.djl.fsdp.launch;
 
+import ai.djl.fsdp.dist.DistributedEnv;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,7 +24,7 @@ public final class RankProbe {
                     "LOCAL_WORLD_SIZE",
                     "MASTER_ADDR",
                     "MASTER_PORT",
-                    Launcher.JOB_TOKEN,
+                    DistributedEnv.JOB_TOKEN_VARIABLE,
                     "OMP_NUM_THREADS");
 
     private RankProbe() {}

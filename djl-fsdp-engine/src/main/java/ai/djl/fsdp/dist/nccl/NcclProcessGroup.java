@@ -3,6 +3,7 @@ package ai.djl.fsdp.dist.nccl;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.CollectiveException;
+import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
@@ -70,32 +71,18 @@ public final class NcclProcessGroup implements ProcessGroup {
     }
 
     /**
-     * Joins the NCCL communicator of the job, on GPU {@code localRank}. Every rank calls this
-     * together; it returns once all have joined.
+     * Joins the NCCL communicator of the job on this rank's GPU. Every rank calls this together; it
+     * returns once all have joined.
      *
-     * @param store the job's store, through which the unique id travels
-     * @param rank this process's rank
-     * @param size the number of ranks
-     * @param localRank this process's rank on its node, which picks its GPU
+     * @param env this rank's place in the job
+     * @param store the job's store, through which rank 0 hands out the communicator's unique id
+     * @param device this rank's GPU, usually {@code Device.gpu(env.localRank())}
      * @return the group
+     * @throws UnsupportedOperationException if NCCL cannot run here (see {@link #isAvailable})
+     * @throws CollectiveException if NCCL fails to set up the communicator
      */
-    public static NcclProcessGroup create(Store store, int rank, int size, int localRank) {
-        return create(store, rank, size, localRank, Device.gpu(localRank));
-    }
-
-    /**
-     * Joins the NCCL communicator of the job on the given GPU; see {@link #create(Store, int, int,
-     * int)}.
-     *
-     * @param store the job's store, through which the unique id travels
-     * @param rank this process's rank
-     * @param size the number of ranks
-     * @param localRank this process's rank on its node
-     * @param device the GPU this rank uses
-     * @return the group
-     */
-    public static NcclProcessGroup create(
-            Store store, int rank, int size, int localRank, Device device) {
+    public static NcclProcessGroup create(DistributedEnv env, Store store, Device device) {
+        int rank = env.rank();
         if (!device.isGpu()) {
             throw new IllegalArgumentException("NCCL needs a GPU, got " + device);
         }
@@ -125,8 +112,9 @@ public final class NcclProcessGroup implements ProcessGroup {
             id.internal().put(published);
         }
         ncclComm comm = new ncclComm();
-        NcclStatus.checkNccl(nccl.ncclCommInitRank(comm, size, id, rank), "ncclCommInitRank", rank);
-        return new NcclProcessGroup(rank, size, localRank, device, comm);
+        NcclStatus.checkNccl(
+                nccl.ncclCommInitRank(comm, env.worldSize(), id, rank), "ncclCommInitRank", rank);
+        return new NcclProcessGroup(rank, env.worldSize(), env.localRank(), device, comm);
     }
 
     @Override

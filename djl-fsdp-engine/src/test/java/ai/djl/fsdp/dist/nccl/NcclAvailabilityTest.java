@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.DistributedEnv;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -23,7 +24,9 @@ class NcclAvailabilityTest {
         UnsupportedOperationException error =
                 assertThrows(
                         UnsupportedOperationException.class,
-                        () -> NcclProcessGroup.create(null, 0, 1, 0, Device.gpu(0)));
+                        () ->
+                                NcclProcessGroup.create(
+                                        DistributedEnv.single(""), null, Device.gpu(0)));
         assertTrue(error.getMessage().contains("-Pcuda"), error.getMessage());
     }
 
@@ -31,6 +34,6 @@ class NcclAvailabilityTest {
     void aCpuDeviceIsRejected() {
         assertThrows(
                 IllegalArgumentException.class,
-                () -> NcclProcessGroup.create(null, 0, 1, 0, Device.cpu()));
+                () -> NcclProcessGroup.create(DistributedEnv.single(""), null, Device.cpu()));
     }
 }

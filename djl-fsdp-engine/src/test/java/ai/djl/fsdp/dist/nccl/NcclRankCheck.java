@@ -33,8 +33,7 @@ public final class NcclRankCheck {
                                 .optHostServer(rank == 0)
                                 .optToken(env.jobToken())
                                 .build();
-                NcclProcessGroup group =
-                        NcclProcessGroup.create(store, rank, size, env.localRank());
+                NcclProcessGroup group = NcclProcessGroup.create(env, store, gpu);
                 NDManager manager = NDManager.newBaseManager(gpu, "PyTorch")) {
             NDArray shard = manager.arange(0f, SHARD, 1f).add(rank + 1);
             NDArray gathered = manager.zeros(new Shape((long) SHARD * size));
