@@ -3,9 +3,11 @@ package ai.djl.fsdp.launch;
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
 
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -95,6 +97,7 @@ public final class LaunchCommand implements Subcommand {
 
     @Override
     public Integer call() throws InterruptedException {
+        requireKnownCommand();
         Launcher.Builder builder =
                 Launcher.builder()
                         .setNprocPerNode(nprocPerNode)
@@ -118,6 +121,24 @@ public final class LaunchCommand implements Subcommand {
         } catch (RankFailedException e) {
             spec.commandLine().getErr().println("fsdp launch: " + e.getMessage());
             return e.exitCode();
+        }
+    }
+
+    /**
+     * A command name (no dot) that {@code bin/fsdp} does not have would fail on every rank; say so
+     * once, before starting any.
+     */
+    private void requireKnownCommand() {
+        String first = command.get(0);
+        CommandLine fsdp = spec.commandLine().getParent();
+        if (!first.contains(".") && fsdp != null && !fsdp.getSubcommands().containsKey(first)) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "Unknown command '"
+                            + first
+                            + "': give a bin/fsdp command ("
+                            + String.join(", ", fsdp.getSubcommands().keySet())
+                            + ") or a fully qualified main class");
         }
     }
 }

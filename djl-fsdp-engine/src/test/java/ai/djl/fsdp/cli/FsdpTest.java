@@ -61,6 +61,12 @@ class FsdpTest {
     }
 
     @Test
+    void launchRejectsAnUnknownCommandBeforeStartingRanks() {
+        assertEquals(2, execute("launch", "--nproc-per-node", "2", "--", "no-such-command"));
+        assertTrue(err.toString().contains("Unknown command 'no-such-command'"), err.toString());
+    }
+
+    @Test
     void stackTraceOnRequest() {
         execute("--stacktrace", "launch", "--nproc-per-node", "1", "--", "com.example.Missing");
         assertTrue(err.toString().contains("\tat "), err.toString());
