@@ -278,7 +278,7 @@ public final class Launcher {
         private String masterAddr;
         private Integer masterPort;
         private String jobToken;
-        private int threadsPerRank;
+        private Integer threadsPerRank;
         private List<String> javaOptions = Collections.emptyList();
         private List<String> command;
         private List<String> mainCommand;
@@ -471,9 +471,11 @@ public final class Launcher {
             require(
                     masterPort == null || (masterPort > 0 && masterPort < 65536),
                     "master-port must be in [1, 65535], got " + masterPort);
-            require(threadsPerRank >= 0, "threads per rank must be positive");
+            require(
+                    threadsPerRank == null || threadsPerRank >= 1,
+                    "threads per rank must be at least 1, got " + threadsPerRank);
             require(command != null && !command.isEmpty(), "no command to run on the ranks");
-            if (threadsPerRank == 0) {
+            if (threadsPerRank == null) {
                 threadsPerRank =
                         Math.max(1, Runtime.getRuntime().availableProcessors() / nprocPerNode);
             }
