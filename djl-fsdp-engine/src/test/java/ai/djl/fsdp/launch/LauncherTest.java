@@ -110,11 +110,15 @@ class LauncherTest {
     }
 
     @Test
-    void aJobTokenFromTheBuilderReachesEveryRank() throws InterruptedException {
-        probe(2, "report").optJobToken("shared-secret").build().run();
+    void explicitThreadsAndTokenReachEveryRank() throws InterruptedException {
+        probe(2, "report").optThreadsPerRank(3).optJobToken("shared-secret").build().run();
 
-        assertEquals("shared-secret", reportOf(0).get(DistributedEnv.JOB_TOKEN_VARIABLE));
-        assertEquals("shared-secret", reportOf(1).get(DistributedEnv.JOB_TOKEN_VARIABLE));
+        for (int rank = 0; rank < 2; rank++) {
+            Map<String, String> report = reportOf(rank);
+            assertEquals("shared-secret", report.get(DistributedEnv.JOB_TOKEN_VARIABLE));
+            assertEquals("3", report.get("num_threads"));
+            assertEquals("3", report.get("OMP_NUM_THREADS"));
+        }
     }
 
     @Test
