@@ -1,0 +1,25 @@
+package ai.djl.fsdp.bench;
+
+import ai.djl.fsdp.cli.Subcommand;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code bin/fsdp bench}: the multi-process benchmarks, one subcommand each. */
+@Command(
+        name = "bench",
+        mixinStandardHelpOptions = true,
+        description = "Runs a multi-process benchmark.",
+        synopsisSubcommandLabel = "BENCHMARK",
+        subcommands = {CollectivesBenchCommand.class})
+public final class BenchCommand implements Subcommand {
+
+    @Spec private CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        throw new ParameterException(spec.commandLine(), "Missing benchmark.");
+    }
+}

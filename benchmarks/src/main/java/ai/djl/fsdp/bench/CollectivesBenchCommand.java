@@ -1,0 +1,100 @@
+package ai.djl.fsdp.bench;
+
+import ai.djl.fsdp.launch.Launcher;
+import ai.djl.fsdp.launch.RankFailedException;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code bin/fsdp bench collectives}: starts {@code --nproc} ranks on this machine through the
+ * {@link Launcher}, each running {@link CollectivesBenchRank}, and prints rank 0's measurements,
+ * one line per collective.
+ */
+@Command(
+        name = "collectives",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Times all_gather, reduce_scatter and all_reduce over float32 data across ranks on this"
+                    + " machine, checks their results, and prints one line per collective:",
+            "op=all_gather bytes=.. time_ms=.. algbw_GBps=.. busbw_GBps=.. (nccl-tests' meanings)."
+        })
+public final class CollectivesBenchCommand implements Callable<Integer> {
+
+    @Spec private CommandSpec spec;
+
+    @Option(
+            names = "--nproc",
+            defaultValue = "2",
+            description = "Ranks (default: ${DEFAULT-VALUE}).")
+    private int nproc;
+
+    @Option(
+            names = "--bytes",
+            defaultValue = "67108864",
+            description = "Size of the larger buffer in bytes (default: ${DEFAULT-VALUE}).")
+    private long bytes;
+
+    @Option(
+            names = "--iters",
+            defaultValue = "20",
+            description = "Timed runs per collective (default: ${DEFAULT-VALUE}).")
+    private int iterations;
+
+    @Option(
+            names = "--warmup",
+            defaultValue = "5",
+            description = "Untimed runs first (default: ${DEFAULT-VALUE}).")
+    private int warmup;
+
+    @Option(
+            names = "--jvm-opt",
+            paramLabel = "OPT",
+            description =
+                    "A JVM option for every rank (repeatable; default: -Xmx for the buffers).")
+    private List<String> jvmOptions = new ArrayList<>();
+
+    @Override
+    public Integer call() throws IOException, InterruptedException {
+        CollectivesBenchRank.checkSettings(bytes, iterations, warmup, nproc);
+        Path report = Files.createTempFile("fsdp-bench-collectives", ".txt");
+        try {
+            List<String> command = CollectivesBenchRank.command(bytes, iterations, warmup, report);
+            Launcher.builder()
+                    .setNprocPerNode(nproc)
+                    .setCommand(command)
+                    .optJavaOptions(jvmOptions.isEmpty() ? defaultJvmOptions() : jvmOptions)
+                    .build()
+                    .run();
+            PrintWriter out = spec.commandLine().getOut();
+            Files.readAllLines(report, StandardCharsets.UTF_8).forEach(out::println);
+            out.flush();
+            return 0;
+        } catch (RankFailedException e) {
+            spec.commandLine().getErr().println("fsdp bench collectives: " + e.getMessage());
+            return e.exitCode();
+        } finally {
+            Files.deleteIfExists(report);
+        }
+    }
+
+    /**
+     * A rank holds the larger buffer, its Java copy for filling, and the copy it checks: room for a
+     * few of them plus DJL.
+     */
+    private List<String> defaultJvmOptions() {
+        long heapMegabytes = 256 + 4 * bytes / (1 << 20);
+        return List.of("-Xmx" + heapMegabytes + "m");
+    }
+}

@@ -1,0 +1,102 @@
+package ai.djl.fsdp.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.IVersionProvider;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.util.ServiceLoader;
+
+/**
+ * The {@code bin/fsdp} command line. Its subcommands are whatever {@link Subcommand}s the modules
+ * on the class path list in {@code META-INF/services/ai.djl.fsdp.cli.Subcommand}.
+ *
+ * <p>Exit codes: 0 on success, 1 when a subcommand fails, 2 for a command line that does not parse,
+ * or a subcommand's own code.
+ */
+@Command(
+        name = "fsdp",
+        mixinStandardHelpOptions = true,
+        versionProvider = Fsdp.Version.class,
+        description = "Fully Sharded Data Parallel training for the Deep Java Library.",
+        synopsisSubcommandLabel = "COMMAND",
+        commandListHeading = "%nCommands:%n")
+public final class Fsdp implements Runnable {
+
+    /** The exit code of a subcommand that threw. */
+    public static final int EXIT_FAILURE = 1;
+
+    @Spec private CommandSpec spec;
+
+    @Option(
+            names = "--stacktrace",
+            description = "Print the full stack trace when a command fails.",
+            scope = CommandLine.ScopeType.INHERIT)
+    private boolean stackTrace;
+
+    /**
+     * Runs the command line and exits the JVM with its exit code.
+     *
+     * @param args the command line
+     */
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    /**
+     * Returns the command line with every {@link Subcommand} found on the class path, ready to
+     * {@link CommandLine#execute execute}.
+     *
+     * @return the {@code fsdp} command line
+     */
+    public static CommandLine commandLine() {
+        Fsdp fsdp = new Fsdp();
+        CommandLine commandLine = new CommandLine(fsdp);
+        for (Subcommand subcommand : ServiceLoader.load(Subcommand.class)) {
+            commandLine.addSubcommand(subcommand);
+        }
+        commandLine.setExecutionExceptionHandler(fsdp::reportFailure);
+        return commandLine;
+    }
+
+    /** Without a subcommand there is nothing to do: a usage error that lists the commands. */
+    @Override
+    public void run() {
+        throw new ParameterException(spec.commandLine(), "Missing command.");
+    }
+
+    /**
+     * A failed subcommand is reported as one line naming the command and the cause chain, not as a
+     * stack trace: most failures are bad input or a peer that died, and the message says which.
+     * {@code --stacktrace} restores the trace for bugs.
+     */
+    private int reportFailure(Exception failure, CommandLine command, ParseResult parseResult) {
+        PrintWriter err = command.getErr();
+        StringBuilder message = new StringBuilder(command.getCommandSpec().qualifiedName());
+        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+            message.append(": ")
+                    .append(cause.getMessage() != null ? cause.getMessage() : cause.toString());
+        }
+        err.println(command.getColorScheme().errorText(message.toString()));
+        if (stackTrace) {
+            failure.printStackTrace(err);
+        }
+        err.flush();
+        return EXIT_FAILURE;
+    }
+
+    /** Reads the version from the engine jar's manifest. */
+    static final class Version implements IVersionProvider {
+
+        @Override
+        public String[] getVersion() {
+            String version = Fsdp.class.getPackage().getImplementationVersion();
+            return new String[] {"djl-fsdp " + (version != null ? version : "(development build)")};
+        }
+    }
+}

@@ -1,0 +1,15 @@
+package ai.djl.fsdp.dist.nccl;
+
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * A raw address as a JavaCPP pointer: a tensor's device memory or a CUDA stream, which the bindings
+ * take as {@link Pointer}s. It owns nothing; the address stays valid as long as the tensor or
+ * stream it came from.
+ */
+final class DevicePointer extends Pointer {
+
+    DevicePointer(long address) {
+        this.address = address;
+    }
+}

@@ -1,0 +1,330 @@
+package ai.djl.fsdp.dist.nccl;
+
+import ai.djl.Device;
+import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.CollectiveException;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.rendezvous.Store;
+import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.cuda.global.cudart;
+import org.bytedeco.cuda.global.nccl;
+import org.bytedeco.cuda.nccl.ncclComm;
+import org.bytedeco.cuda.nccl.ncclUniqueId;
+import org.bytedeco.javacpp.Loader;
+
+/**
+ * A {@link ProcessGroup} over NCCL: one rank per GPU, the communicator set up through the job's
+ * {@link Store} (rank 0 publishes the NCCL unique id, the others read it), collectives straight on
+ * the arrays' device memory on PyTorch's current CUDA stream.
+ *
+ * <p>Supported element types: float32, float16, bfloat16 (arrays made by {@link TensorMemory}),
+ * float64, int32, int64, int8 and uint8. Arrays must be contiguous and on the group's device, and
+ * must stay open until their {@link Work} is done.
+ */
+public final class NcclProcessGroup implements ProcessGroup {
+
+    /** The store key under which rank 0 publishes the communicator's unique id. */
+    static final String UNIQUE_ID_KEY = "nccl/unique-id";
+
+    private final int rank;
+    private final int size;
+    private final int localRank;
+    private final Device device;
+    private final ncclComm comm;
+    private final NDManager manager;
+    private NDArray barrierToken;
+
+    private NcclProcessGroup(int rank, int size, int localRank, Device device, ncclComm comm) {
+        this.rank = rank;
+        this.size = size;
+        this.localRank = localRank;
+        this.device = device;
+        this.comm = comm;
+        this.manager = NDManager.newBaseManager(device, "PyTorch");
+    }
+
+    /**
+     * Returns whether NCCL can run here: the CUDA build of libtorch sees a GPU and the Bytedeco
+     * CUDA natives ({@code -Pcuda}) are on the class path.
+     *
+     * @return true when {@link #create} can succeed
+     */
+    public static boolean isAvailable() {
+        if (Engine.getEngine("PyTorch").getGpuCount() == 0) {
+            return false;
+        }
+        try {
+            Loader.load(nccl.class);
+            return true;
+        } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
+            return false;
+        }
+    }
+
+    /**
+     * Joins the NCCL communicator of the job on this rank's GPU. Every rank calls this together; it
+     * returns once all have joined.
+     *
+     * @param env this rank's place in the job
+     * @param store the job's store, through which rank 0 hands out the communicator's unique id
+     * @param device this rank's GPU, usually {@code Device.gpu(env.localRank())}
+     * @return the group
+     * @throws UnsupportedOperationException if NCCL cannot run here (see {@link #isAvailable})
+     * @throws CollectiveException if NCCL fails to set up the communicator
+     */
+    public static NcclProcessGroup create(DistributedEnv env, Store store, Device device) {
+        int rank = env.rank();
+        if (!device.isGpu()) {
+            throw new IllegalArgumentException("NCCL needs a GPU, got " + device);
+        }
+        if (!isAvailable()) {
+            throw new UnsupportedOperationException(
+                    "NCCL is not available: it needs a GPU, libtorch's CUDA build and the Bytedeco"
+                            + " CUDA natives; build with `mvn -Pcuda`, or use the socket backend on"
+                            + " CPUs");
+        }
+        NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
+        ncclUniqueId id = new ncclUniqueId();
+        byte[] idBytes = new byte[nccl.NCCL_UNIQUE_ID_BYTES];
+        if (rank == 0) {
+            NcclStatus.checkNccl(nccl.ncclGetUniqueId(id), "ncclGetUniqueId", rank);
+            id.internal().get(idBytes);
+            store.set(UNIQUE_ID_KEY, idBytes);
+        } else {
+            byte[] published = store.get(UNIQUE_ID_KEY);
+            if (published.length != idBytes.length) {
+                throw new CollectiveException(
+                        "The NCCL unique id in the store has "
+                                + published.length
+                                + " bytes, expected "
+                                + idBytes.length
+                                + ": do all ranks use the same NCCL?");
+            }
+            id.internal().put(published);
+        }
+        ncclComm comm = new ncclComm();
+        NcclStatus.checkNccl(
+                nccl.ncclCommInitRank(comm, env.worldSize(), id, rank), "ncclCommInitRank", rank);
+        return new NcclProcessGroup(rank, env.worldSize(), env.localRank(), device, comm);
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public int localRank() {
+        return localRank;
+    }
+
+    @Override
+    public String backend() {
+        return "nccl";
+    }
+
+    @Override
+    public synchronized Work allGatherAsync(NDArray input, NDArray output) {
+        int type = elementType(input, output);
+        requireSizes("allGather", input, output);
+        DevicePointer stream = enter();
+        NcclStatus.checkNccl(
+                nccl.ncclAllGather(
+                        data(input),
+                        data(output),
+                        input.size(),
+                        type,
+                        comm,
+                        new CUstream_st(stream)),
+                "ncclAllGather",
+                rank);
+        return new NcclWork(comm, rank, stream);
+    }
+
+    @Override
+    public synchronized Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
+        int type = elementType(input, output);
+        requireSizes("reduceScatter", output, input);
+        DevicePointer stream = enter();
+        NcclStatus.checkNccl(
+                nccl.ncclReduceScatter(
+                        data(input),
+                        data(output),
+                        output.size(),
+                        type,
+                        reduction(op),
+                        comm,
+                        new CUstream_st(stream)),
+                "ncclReduceScatter",
+                rank);
+        return new NcclWork(comm, rank, stream);
+    }
+
+    @Override
+    public synchronized Work allReduceAsync(NDArray array, ReduceOp op) {
+        int type = elementType(array, array);
+        DevicePointer stream = enter();
+        NcclStatus.checkNccl(
+                nccl.ncclAllReduce(
+                        data(array),
+                        data(array),
+                        array.size(),
+                        type,
+                        reduction(op),
+                        comm,
+                        new CUstream_st(stream)),
+                "ncclAllReduce",
+                rank);
+        return new NcclWork(comm, rank, stream);
+    }
+
+    @Override
+    public synchronized Work broadcastAsync(NDArray array, int root) {
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException(
+                    "broadcast root must be in [0, " + size + "), got " + root);
+        }
+        int type = elementType(array, array);
+        DevicePointer stream = enter();
+        NcclStatus.checkNccl(
+                nccl.ncclBroadcast(
+                        data(array),
+                        data(array),
+                        array.size(),
+                        type,
+                        root,
+                        comm,
+                        new CUstream_st(stream)),
+                "ncclBroadcast",
+                rank);
+        return new NcclWork(comm, rank, stream);
+    }
+
+    /** NCCL has no barrier of its own: a one-element all-reduce that every rank must join. */
+    @Override
+    public void barrier() {
+        NDArray token;
+        synchronized (this) {
+            if (barrierToken == null) {
+                barrierToken = manager.zeros(new Shape(1), DataType.FLOAT32);
+            }
+            token = barrierToken;
+        }
+        allReduceAsync(token, ReduceOp.SUM).await();
+    }
+
+    /** Flushes queued collectives, then frees the communicator; a failed flush aborts it. */
+    @Override
+    public synchronized void close() {
+        try {
+            NcclStatus.checkNccl(nccl.ncclCommFinalize(comm), "ncclCommFinalize", rank);
+            NcclStatus.checkNccl(nccl.ncclCommDestroy(comm), "ncclCommDestroy", rank);
+        } catch (CollectiveException e) {
+            nccl.ncclCommAbort(comm);
+            throw e;
+        } finally {
+            manager.close();
+        }
+    }
+
+    /**
+     * Makes the group's GPU current on the calling thread (CUDA's current device is per thread, and
+     * the event recorded behind the collective must belong to the stream's device) and returns
+     * PyTorch's current stream there.
+     */
+    private DevicePointer enter() {
+        NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
+        return new DevicePointer(TensorMemory.currentCudaStream(device));
+    }
+
+    private DevicePointer data(NDArray array) {
+        if (!device.equals(array.getDevice())) {
+            throw new IllegalArgumentException(
+                    "This NCCL group runs on "
+                            + device
+                            + " but an array is on "
+                            + array.getDevice());
+        }
+        return new DevicePointer(TensorMemory.dataPointer(array));
+    }
+
+    private void requireSizes(String collective, NDArray piece, NDArray whole) {
+        if (whole.size() != piece.size() * size) {
+            throw new IllegalArgumentException(
+                    collective
+                            + " needs the larger array to hold exactly "
+                            + size
+                            + " times the smaller one's elements, got "
+                            + whole.size()
+                            + " and "
+                            + piece.size()
+                            + "; pad the larger one");
+        }
+    }
+
+    private static int reduction(ReduceOp op) {
+        switch (op) {
+            case SUM:
+                return nccl.ncclSum;
+            case AVG:
+                return nccl.ncclAvg;
+            default:
+                throw new IllegalArgumentException("Unsupported reduction " + op);
+        }
+    }
+
+    /** Maps the arrays' element type to NCCL's; bfloat16 reads as UNKNOWN through DJL. */
+    private static int elementType(NDArray first, NDArray second) {
+        int type = elementType(first);
+        if (first != second && type != elementType(second)) {
+            throw new IllegalArgumentException(
+                    "A collective's arrays must share one element type, got "
+                            + first.getDataType()
+                            + " and "
+                            + second.getDataType());
+        }
+        return type;
+    }
+
+    private static int elementType(NDArray array) {
+        DataType type = array.getDataType();
+        switch (type) {
+            case FLOAT32:
+                return nccl.ncclFloat32;
+            case FLOAT16:
+                return nccl.ncclFloat16;
+            case FLOAT64:
+                return nccl.ncclFloat64;
+            case INT32:
+                return nccl.ncclInt32;
+            case INT64:
+                return nccl.ncclInt64;
+            case INT8:
+                return nccl.ncclInt8;
+            case UINT8:
+                return nccl.ncclUint8;
+            case UNKNOWN:
+                if (TensorMemory.isBfloat16(array)) {
+                    return nccl.ncclBfloat16;
+                }
+                break;
+            default:
+                break;
+        }
+        throw new IllegalArgumentException("NCCL collectives do not support " + type + " arrays");
+    }
+}

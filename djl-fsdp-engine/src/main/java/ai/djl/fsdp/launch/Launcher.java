@@ -1,0 +1,554 @@
+package ai.djl.fsdp.launch;
+
+import ai.djl.fsdp.dist.DistributedEnv;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+/**
+ * Starts the ranks of one node as separate JVMs, like {@code torchrun}: the same {@code java} and
+ * class path as this JVM, one process per rank, each told its place in the job through the
+ * environment variables that {@code torchrun} sets ({@code RANK}, {@code WORLD_SIZE}, {@code
+ * LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code MASTER_ADDR}, {@code MASTER_PORT}) plus the job
+ * token {@value DistributedEnv#JOB_TOKEN_VARIABLE}, which the rendezvous uses to refuse strangers.
+ *
+ * <p>Each rank's output lines reach this JVM's output prefixed with {@code [rankN] }. When a rank
+ * exits with a non-zero code the launcher stops the others (SIGTERM, then SIGKILL after {@link
+ * Builder#optStopTimeout the stop timeout}) and {@link #run} throws a {@link RankFailedException}
+ * naming it; when this JVM is shut down (Ctrl-C) it stops them all.
+ *
+ * <pre>{@code
+ * Launcher.builder().setNprocPerNode(2).setCommand("bench", "collectives").build().run();
+ * }</pre>
+ */
+public final class Launcher {
+
+    /** The class that runs a {@code bin/fsdp} subcommand given by name. */
+    static final String CLI_MAIN_CLASS = "ai.djl.fsdp.cli.Fsdp";
+
+    /**
+     * Slurm describes the task that runs the launcher, not the ranks it starts; a rank that saw
+     * them could take them for its own place in the job.
+     */
+    private static final List<String> SLURM_TASK_VARIABLES =
+            List.of("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE");
+
+    private final int nprocPerNode;
+    private final int nnodes;
+    private final int nodeRank;
+    private final String masterAddr;
+    private final int masterPort;
+    private final String jobToken;
+    private final int threadsPerRank;
+    private final List<String> javaOptions;
+    private final List<String> mainCommand;
+    private final Map<String, String> environment;
+    private final List<Integer> localRanks;
+    private final Duration stopTimeout;
+    private final PrintStream out;
+    private final PrintStream err;
+
+    private Launcher(Builder builder) {
+        nprocPerNode = builder.nprocPerNode;
+        nnodes = builder.nnodes;
+        nodeRank = builder.nodeRank;
+        masterAddr = builder.masterAddr;
+        masterPort = builder.masterPort;
+        jobToken = builder.jobToken;
+        threadsPerRank = builder.threadsPerRank;
+        javaOptions = List.copyOf(builder.javaOptions);
+        mainCommand = builder.mainCommand;
+        environment = Map.copyOf(builder.environment);
+        localRanks = builder.localRanks;
+        stopTimeout = builder.stopTimeout;
+        out = builder.out;
+        err = builder.err;
+    }
+
+    /**
+     * Creates a builder for a launcher.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Returns the number of ranks in the job.
+     *
+     * @return {@code nnodes * nprocPerNode}
+     */
+    public int worldSize() {
+        return nnodes * nprocPerNode;
+    }
+
+    /**
+     * Returns the intra-op threads each rank gets.
+     *
+     * @return the thread count per rank
+     */
+    public int threadsPerRank() {
+        return threadsPerRank;
+    }
+
+    /**
+     * Starts this node's ranks and waits until all of them have exited.
+     *
+     * @throws RankFailedException if a rank exited with a non-zero code (the others are stopped)
+     * @throws InterruptedException if interrupted while waiting (the ranks are stopped)
+     * @throws UncheckedIOException if a rank's JVM could not be started
+     */
+    public void run() throws InterruptedException {
+        // Also read by the shutdown hook's thread.
+        List<RankProcess> ranks = new CopyOnWriteArrayList<>();
+        BlockingQueue<RankProcess> exited = new LinkedBlockingQueue<>();
+        Thread stopOnShutdown = new Thread(() -> stopAll(ranks), "fsdp-launch-shutdown");
+        Runtime.getRuntime().addShutdownHook(stopOnShutdown);
+        try {
+            for (int localRank : localRanks) {
+                RankProcess rank = start(localRank);
+                ranks.add(rank);
+                rank.process.onExit().thenRun(() -> exited.add(rank));
+            }
+            for (int i = 0; i < ranks.size(); i++) {
+                RankProcess rank = exited.take();
+                int code = rank.process.exitValue();
+                if (code != 0) {
+                    throw new RankFailedException(rank.rank, code);
+                }
+            }
+        } finally {
+            stopAll(ranks);
+            for (RankProcess rank : ranks) {
+                rank.awaitOutput(stopTimeout.toMillis());
+            }
+            removeShutdownHook(stopOnShutdown);
+        }
+    }
+
+    /**
+     * Returns the variables the launcher sets for a rank of this node (the rank's JVM also inherits
+     * this JVM's environment): what a caller that runs a rank in its own JVM (see {@link
+     * Builder#optLocalRanks}) hands to {@code DistributedEnv.fromVariables}.
+     *
+     * @param localRank the rank on this node
+     * @return the variables by name
+     */
+    public Map<String, String> rankEnvironment(int localRank) {
+        if (localRank < 0 || localRank >= nprocPerNode) {
+            throw new IllegalArgumentException(
+                    "local rank must be in [0, " + nprocPerNode + "), got " + localRank);
+        }
+        Map<String, String> env = new LinkedHashMap<>(environment);
+        env.put("RANK", Integer.toString(nodeRank * nprocPerNode + localRank));
+        env.put("WORLD_SIZE", Integer.toString(worldSize()));
+        env.put("LOCAL_RANK", Integer.toString(localRank));
+        env.put("LOCAL_WORLD_SIZE", Integer.toString(nprocPerNode));
+        env.put("GROUP_RANK", Integer.toString(nodeRank));
+        env.put("MASTER_ADDR", masterAddr);
+        env.put("MASTER_PORT", Integer.toString(masterPort));
+        env.put(DistributedEnv.JOB_TOKEN_VARIABLE, jobToken);
+        env.put("OMP_NUM_THREADS", Integer.toString(threadsPerRank));
+        return env;
+    }
+
+    private RankProcess start(int localRank) {
+        int rank = nodeRank * nprocPerNode + localRank;
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(javaOptions);
+        command.add("-Dai.djl.pytorch.num_threads=" + threadsPerRank);
+        command.add("-Dai.djl.pytorch.num_interop_threads=1");
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.addAll(mainCommand);
+
+        ProcessBuilder builder = new ProcessBuilder(command);
+        Map<String, String> env = builder.environment();
+        SLURM_TASK_VARIABLES.forEach(env::remove);
+        env.putAll(rankEnvironment(localRank));
+        try {
+            Process process = builder.start();
+            process.getOutputStream().close();
+            String prefix = "[rank" + rank + "] ";
+            return new RankProcess(
+                    rank,
+                    process,
+                    LinePrefixer.start(process.getInputStream(), prefix, out),
+                    LinePrefixer.start(process.getErrorStream(), prefix, err));
+        } catch (IOException e) {
+            throw new UncheckedIOException("Could not start rank " + rank + ": " + command, e);
+        }
+    }
+
+    /**
+     * Asks every live rank (and anything it started) to terminate, then kills what is still alive
+     * after the stop timeout. Safe to call from the shutdown hook and again afterwards.
+     */
+    private void stopAll(List<RankProcess> ranks) {
+        List<RankProcess> alive = new ArrayList<>();
+        for (RankProcess rank : ranks) {
+            if (rank.process.isAlive()) {
+                rank.process.descendants().forEach(ProcessHandle::destroy);
+                rank.process.destroy();
+                alive.add(rank);
+            }
+        }
+        long deadline = System.nanoTime() + stopTimeout.toNanos();
+        for (RankProcess rank : alive) {
+            try {
+                long left = deadline - System.nanoTime();
+                if (!rank.process.waitFor(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+                    rank.process.descendants().forEach(ProcessHandle::destroyForcibly);
+                    rank.process.destroyForcibly().waitFor();
+                }
+            } catch (InterruptedException e) {
+                rank.process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static void removeShutdownHook(Thread hook) {
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException e) {
+            // The JVM is already shutting down and the hook is running: nothing to undo.
+        }
+    }
+
+    private static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException("Could not find a free port for the rendezvous", e);
+        }
+    }
+
+    /** One started rank: its process and the threads copying its output. */
+    private static final class RankProcess {
+
+        final int rank;
+        final Process process;
+        final LinePrefixer stdout;
+        final LinePrefixer stderr;
+
+        RankProcess(int rank, Process process, LinePrefixer stdout, LinePrefixer stderr) {
+            this.rank = rank;
+            this.process = process;
+            this.stdout = stdout;
+            this.stderr = stderr;
+        }
+
+        void awaitOutput(long timeoutMillis) throws InterruptedException {
+            stdout.join(timeoutMillis);
+            stderr.join(timeoutMillis);
+        }
+    }
+
+    /**
+     * Configures a {@link Launcher}; {@link #setNprocPerNode} and {@link #setCommand} are required.
+     */
+    public static final class Builder {
+
+        private static final SecureRandom RANDOM = new SecureRandom();
+
+        private int nprocPerNode;
+        private int nnodes = 1;
+        private int nodeRank;
+        private String masterAddr;
+        private Integer masterPort;
+        private String jobToken;
+        private Integer threadsPerRank;
+        private List<String> javaOptions = Collections.emptyList();
+        private List<String> command;
+        private List<String> mainCommand;
+        private final Map<String, String> environment = new LinkedHashMap<>();
+        private List<Integer> localRanks;
+        private Duration stopTimeout = Duration.ofSeconds(5);
+        private PrintStream out = System.out;
+        private PrintStream err = System.err;
+
+        Builder() {}
+
+        /**
+         * Sets the number of ranks to start on this node (one per device).
+         *
+         * @param nprocPerNode the local world size, at least 1
+         * @return this builder
+         */
+        public Builder setNprocPerNode(int nprocPerNode) {
+            this.nprocPerNode = nprocPerNode;
+            return this;
+        }
+
+        /**
+         * Sets what each rank runs: a fully qualified main class followed by its arguments, or a
+         * {@code bin/fsdp} subcommand name (no dot) followed by its arguments.
+         *
+         * @param command the main class or subcommand, then its arguments
+         * @return this builder
+         */
+        public Builder setCommand(List<String> command) {
+            this.command = List.copyOf(command);
+            return this;
+        }
+
+        /**
+         * Sets what each rank runs; see {@link #setCommand(List)}.
+         *
+         * @param command the main class or subcommand, then its arguments
+         * @return this builder
+         */
+        public Builder setCommand(String... command) {
+            return setCommand(List.of(command));
+        }
+
+        /**
+         * Sets the number of nodes in the job (default 1); every node runs its own launcher.
+         *
+         * @param nnodes the node count
+         * @return this builder
+         */
+        public Builder optNnodes(int nnodes) {
+            this.nnodes = nnodes;
+            return this;
+        }
+
+        /**
+         * Sets this node's index among the nodes (default 0); its ranks are {@code nodeRank *
+         * nprocPerNode} onwards.
+         *
+         * @param nodeRank the node index
+         * @return this builder
+         */
+        public Builder optNodeRank(int nodeRank) {
+            this.nodeRank = nodeRank;
+            return this;
+        }
+
+        /**
+         * Sets the address of the node that runs rank 0 (default the loopback address on one node;
+         * required for several nodes).
+         *
+         * @param masterAddr a host name or IP address
+         * @return this builder
+         */
+        public Builder optMasterAddr(String masterAddr) {
+            this.masterAddr = masterAddr;
+            return this;
+        }
+
+        /**
+         * Sets the rendezvous port on the master node (default: a free port, picked when the
+         * launcher is built, on one node; 29500 on several).
+         *
+         * @param masterPort the TCP port
+         * @return this builder
+         */
+        public Builder optMasterPort(int masterPort) {
+            this.masterPort = masterPort;
+            return this;
+        }
+
+        /**
+         * Sets the job's shared secret (default: {@value DistributedEnv#JOB_TOKEN_VARIABLE} from
+         * this process's environment, else a fresh random one on a single node; several nodes must
+         * share one).
+         *
+         * @param jobToken the secret every rank of the job presents at the rendezvous
+         * @return this builder
+         */
+        public Builder optJobToken(String jobToken) {
+            this.jobToken = jobToken;
+            return this;
+        }
+
+        /**
+         * Sets each rank's intra-op thread count (default: this machine's cores divided among the
+         * node's ranks, at least 1), so that ranks sharing a machine do not oversubscribe it.
+         *
+         * @param threadsPerRank the thread count
+         * @return this builder
+         */
+        public Builder optThreadsPerRank(int threadsPerRank) {
+            this.threadsPerRank = threadsPerRank;
+            return this;
+        }
+
+        /**
+         * Sets JVM options for every rank, such as {@code -Xmx8g}.
+         *
+         * @param javaOptions the options, placed before the main class
+         * @return this builder
+         */
+        public Builder optJavaOptions(List<String> javaOptions) {
+            this.javaOptions = List.copyOf(javaOptions);
+            return this;
+        }
+
+        /**
+         * Adds an environment variable for every rank, on top of this process's environment.
+         *
+         * @param name the variable
+         * @param value its value
+         * @return this builder
+         */
+        public Builder optEnvironment(String name, String value) {
+            environment.put(name, value);
+            return this;
+        }
+
+        /**
+         * Sets which of this node's ranks to start (default: all); the caller runs the others
+         * itself, in its own JVM, with {@link Launcher#rankEnvironment}. A benchmark that times
+         * rank 0 in-process starts ranks 1 to N-1 this way.
+         *
+         * @param localRanks local ranks in {@code [0, nprocPerNode)}
+         * @return this builder
+         */
+        public Builder optLocalRanks(List<Integer> localRanks) {
+            this.localRanks = List.copyOf(localRanks);
+            return this;
+        }
+
+        /**
+         * Sets how long stopped ranks get to exit before they are killed (default 5 seconds).
+         *
+         * @param stopTimeout the grace period after SIGTERM
+         * @return this builder
+         */
+        public Builder optStopTimeout(Duration stopTimeout) {
+            this.stopTimeout = stopTimeout;
+            return this;
+        }
+
+        /**
+         * Sets where the ranks' prefixed output goes (default {@code System.out} and {@code
+         * System.err}).
+         *
+         * @param out receives the ranks' standard output
+         * @param err receives the ranks' standard error
+         * @return this builder
+         */
+        public Builder optOutput(PrintStream out, PrintStream err) {
+            this.out = out;
+            this.err = err;
+            return this;
+        }
+
+        /**
+         * Checks the settings and builds the launcher.
+         *
+         * @return the launcher
+         * @throws IllegalArgumentException if a setting is missing or out of range
+         */
+        public Launcher build() {
+            require(nprocPerNode >= 1, "nproc-per-node must be at least 1, got " + nprocPerNode);
+            require(nnodes >= 1, "nnodes must be at least 1, got " + nnodes);
+            require(
+                    nodeRank >= 0 && nodeRank < nnodes,
+                    "node-rank must be in [0, " + nnodes + "), got " + nodeRank);
+            require(
+                    masterPort == null || (masterPort > 0 && masterPort < 65536),
+                    "master-port must be in [1, 65535], got " + masterPort);
+            require(
+                    threadsPerRank == null || threadsPerRank >= 1,
+                    "threads per rank must be at least 1, got " + threadsPerRank);
+            require(command != null && !command.isEmpty(), "no command to run on the ranks");
+            if (threadsPerRank == null) {
+                threadsPerRank =
+                        Math.max(1, Runtime.getRuntime().availableProcessors() / nprocPerNode);
+            }
+            if (jobToken == null) {
+                jobToken = System.getenv(DistributedEnv.JOB_TOKEN_VARIABLE);
+            }
+            if (nnodes > 1) {
+                require(
+                        masterAddr != null,
+                        "a job on several nodes needs master-addr: the address of node 0");
+                require(
+                        jobToken != null && !jobToken.isEmpty(),
+                        "a job on several nodes needs the same "
+                                + DistributedEnv.JOB_TOKEN_VARIABLE
+                                + " on every node; set it, e.g. export "
+                                + DistributedEnv.JOB_TOKEN_VARIABLE
+                                + "=$(openssl rand -hex 16)");
+                if (masterPort == null) {
+                    masterPort = DistributedEnv.DEFAULT_MASTER_PORT;
+                }
+            }
+            if (masterAddr == null) {
+                masterAddr = InetAddress.getLoopbackAddress().getHostAddress();
+            }
+            if (masterPort == null) {
+                masterPort = freePort();
+            }
+            if (localRanks == null) {
+                localRanks = IntStream.range(0, nprocPerNode).boxed().collect(Collectors.toList());
+            }
+            for (int localRank : localRanks) {
+                require(
+                        localRank >= 0 && localRank < nprocPerNode,
+                        "local ranks must be in [0, " + nprocPerNode + "), got " + localRank);
+            }
+            if (jobToken == null || jobToken.isEmpty()) {
+                byte[] secret = new byte[16];
+                RANDOM.nextBytes(secret);
+                jobToken = HexFormat.of().formatHex(secret);
+            }
+            mainCommand = resolveMainCommand(command);
+            return new Launcher(this);
+        }
+
+        /**
+         * A first word with a dot names a main class (checked here, before any JVM starts);
+         * anything else is a {@code bin/fsdp} subcommand.
+         */
+        private static List<String> resolveMainCommand(List<String> command) {
+            String first = command.get(0);
+            if (!first.contains(".")) {
+                List<String> cli = new ArrayList<>(command.size() + 1);
+                cli.add(CLI_MAIN_CLASS);
+                cli.addAll(command);
+                return cli;
+            }
+            try {
+                Class.forName(first, false, Thread.currentThread().getContextClassLoader());
+            } catch (ClassNotFoundException e) {
+                throw new IllegalArgumentException(
+                        "No class "
+                                + first
+                                + " on the class path. Give a fully qualified main class, or a"
+                                + " bin/fsdp command name (no dot).",
+                        e);
+            }
+            return command;
+        }
+
+        private static void require(boolean condition, String message) {
+            if (!condition) {
+                throw new IllegalArgumentException(message);
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+package ai.djl.fsdp.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+
+class FsdpTest {
+
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    private int execute(String... args) {
+        CommandLine commandLine = Fsdp.commandLine();
+        commandLine.setOut(new PrintWriter(out, true));
+        commandLine.setErr(new PrintWriter(err, true));
+        return commandLine.execute(args);
+    }
+
+    @Test
+    void subcommandsComeFromTheServiceLoader() {
+        assertTrue(Fsdp.commandLine().getSubcommands().containsKey("launch"));
+    }
+
+    @Test
+    void helpListsTheCommands() {
+        assertEquals(0, execute("--help"));
+        assertTrue(out.toString().contains("launch"), out.toString());
+    }
+
+    @Test
+    void versionIsPrinted() {
+        assertEquals(0, execute("--version"));
+        assertTrue(out.toString().startsWith("djl-fsdp "), out.toString());
+    }
+
+    @Test
+    void aMissingOrUnknownCommandIsAUsageError() {
+        assertEquals(2, execute());
+        assertTrue(err.toString().contains("Missing command"), err.toString());
+        assertEquals(2, execute("no-such-command"));
+        assertTrue(err.toString().contains("no-such-command"), err.toString());
+    }
+
+    @Test
+    void aFailingCommandPrintsOneLineNotAStackTrace() {
+        assertEquals(
+                Fsdp.EXIT_FAILURE,
+                execute("launch", "--nproc-per-node", "1", "--", "com.example.Missing"));
+        String message = err.toString().strip();
+        assertTrue(message.startsWith("fsdp launch: No class com.example.Missing"), message);
+        assertEquals(1, message.lines().count(), message);
+    }
+
+    @Test
+    void launchRejectsAnUnknownCommandBeforeStartingRanks() {
+        assertEquals(2, execute("launch", "--nproc-per-node", "2", "--", "no-such-command"));
+        assertTrue(err.toString().contains("Unknown command 'no-such-command'"), err.toString());
+    }
+
+    @Test
+    void stackTraceOnRequest() {
+        execute("--stacktrace", "launch", "--nproc-per-node", "1", "--", "com.example.Missing");
+        assertTrue(err.toString().contains("\tat "), err.toString());
+    }
+
+    @Test
+    @Timeout(120)
+    void launchExitsWithTheFailedRanksCode(@TempDir Path pidDirectory) {
+        int code =
+                execute(
+                        "launch",
+                        "--nproc-per-node",
+                        "2",
+                        "--stop-timeout",
+                        "2",
+                        "--jvm-opt=-Xmx32m",
+                        "--",
+                        "ai.djl.fsdp.launch.RankProbe",
+                        "fail",
+                        "1",
+                        "3",
+                        pidDirectory.toString());
+        assertEquals(3, code);
+        assertTrue(err.toString().contains("rank 1 exited with code 3"), err.toString());
+    }
+}

@@ -1,0 +1,217 @@
+package ai.djl.fsdp.launch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.dist.DistributedEnv;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+/** Starts real rank JVMs running {@link RankProbe}. */
+class LauncherTest {
+
+    /** Rank JVMs only print a few lines: keep them small and quick to start. */
+    private static final List<String> SMALL_JVM = List.of("-Xmx32m", "-XX:TieredStopAtLevel=1");
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private Launcher.Builder probe(int nproc, String... args) {
+        String[] command = new String[args.length + 1];
+        command[0] = RankProbe.class.getName();
+        System.arraycopy(args, 0, command, 1, args.length);
+        return Launcher.builder()
+                .setNprocPerNode(nproc)
+                .setCommand(command)
+                .optJavaOptions(SMALL_JVM)
+                .optOutput(utf8(out), utf8(err));
+    }
+
+    @Test
+    @Timeout(120)
+    void everyRankGetsItsPlaceInTheJobAndItsThreads() throws InterruptedException {
+        Launcher launcher = probe(2, "report").build();
+        launcher.run();
+
+        Map<String, String> rank0 = reportOf(0);
+        Map<String, String> rank1 = reportOf(1);
+        assertEquals("0", rank0.get("RANK"));
+        assertEquals("1", rank1.get("RANK"));
+        assertEquals("0", rank0.get("LOCAL_RANK"));
+        assertEquals("1", rank1.get("LOCAL_RANK"));
+        int expectedThreads = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        for (Map<String, String> report : List.of(rank0, rank1)) {
+            assertEquals("2", report.get("WORLD_SIZE"));
+            assertEquals("2", report.get("LOCAL_WORLD_SIZE"));
+            assertEquals("127.0.0.1", report.get("MASTER_ADDR"));
+            assertTrue(Integer.parseInt(report.get("MASTER_PORT")) > 0);
+            assertEquals(String.valueOf(expectedThreads), report.get("num_threads"));
+            assertEquals(String.valueOf(expectedThreads), report.get("OMP_NUM_THREADS"));
+            assertEquals("1", report.get("num_interop_threads"));
+        }
+        assertEquals(expectedThreads, launcher.threadsPerRank());
+        assertEquals(rank0.get("MASTER_PORT"), rank1.get("MASTER_PORT"));
+        String token = rank0.get(DistributedEnv.JOB_TOKEN_VARIABLE);
+        assertEquals(token, rank1.get(DistributedEnv.JOB_TOKEN_VARIABLE));
+        assertFalse(token == null || token.isEmpty() || "null".equals(token));
+    }
+
+    @Test
+    @Timeout(120)
+    void everyOutputLineCarriesItsRank() throws InterruptedException {
+        probe(2, "report").build().run();
+
+        List<String> lines = lines(out);
+        assertEquals(2 * 10, lines.size(), String.join("\n", lines));
+        for (String line : lines) {
+            assertTrue(line.matches("\\[rank[01]\\] \\S+=\\S+"), line);
+        }
+        assertEquals(List.of("[rank0] stderr line", "[rank1] stderr line"), sorted(lines(err)));
+    }
+
+    @Test
+    @Timeout(120)
+    void aFailingRankStopsTheOthersAndIsNamed(@TempDir Path pidDirectory)
+            throws IOException, InterruptedException {
+        Launcher launcher =
+                probe(3, "fail", "1", "3", pidDirectory.toString())
+                        .optStopTimeout(Duration.ofSeconds(2))
+                        .build();
+
+        RankFailedException failure = assertThrows(RankFailedException.class, launcher::run);
+
+        assertEquals(1, failure.rank());
+        assertEquals(3, failure.exitCode());
+        assertTrue(
+                failure.getMessage().contains("rank 1 exited with code 3"), failure.getMessage());
+        for (int rank = 0; rank < 3; rank++) {
+            long pid =
+                    Long.parseLong(Files.readString(pidDirectory.resolve("rank" + rank + ".pid")));
+            assertFalse(
+                    ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false),
+                    "rank " + rank + " (process " + pid + ") is still alive");
+        }
+    }
+
+    @Test
+    void explicitThreadsAndTokenReachEveryRank() throws InterruptedException {
+        probe(2, "report").optThreadsPerRank(3).optJobToken("shared-secret").build().run();
+
+        for (int rank = 0; rank < 2; rank++) {
+            Map<String, String> report = reportOf(rank);
+            assertEquals("shared-secret", report.get(DistributedEnv.JOB_TOKEN_VARIABLE));
+            assertEquals("3", report.get("num_threads"));
+            assertEquals("3", report.get("OMP_NUM_THREADS"));
+        }
+    }
+
+    @Test
+    void badSettingsAreRejectedBeforeAnyRankStarts() {
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Launcher.builder().setNprocPerNode(0).setCommand("bench").build());
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        Launcher.builder()
+                                .setNprocPerNode(1)
+                                .setCommand("com.example.Missing")
+                                .build());
+        IllegalArgumentException noAddress =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                Launcher.builder()
+                                        .setNprocPerNode(1)
+                                        .optNnodes(2)
+                                        .optJobToken("t")
+                                        .setCommand("bench")
+                                        .build());
+        assertTrue(noAddress.getMessage().contains("master-addr"), noAddress.getMessage());
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        Launcher.builder()
+                                .setNprocPerNode(1)
+                                .optNnodes(2)
+                                .optNodeRank(2)
+                                .optMasterAddr("10.0.0.1")
+                                .setCommand("bench")
+                                .build());
+    }
+
+    @Test
+    void ranksOfLaterNodesContinueTheNumbering() throws InterruptedException {
+        probe(2, "report")
+                .optNnodes(2)
+                .optNodeRank(1)
+                .optMasterAddr("127.0.0.1")
+                .optJobToken("t")
+                .build()
+                .run();
+
+        assertEquals("2", reportOf(2).get("RANK"));
+        assertEquals("3", reportOf(3).get("RANK"));
+        assertEquals("4", reportOf(3).get("WORLD_SIZE"));
+        assertEquals("1", reportOf(3).get("LOCAL_RANK"));
+        assertEquals("29500", reportOf(3).get("MASTER_PORT"));
+    }
+
+    @Test
+    void aCallerCanRunSomeRanksItselfWithTheLaunchersEnvironment() throws InterruptedException {
+        Launcher launcher = probe(2, "report").optLocalRanks(List.of(1)).build();
+        Map<String, String> inProcess = launcher.rankEnvironment(0);
+
+        launcher.run();
+
+        assertTrue(lines(out).stream().noneMatch(line -> line.startsWith("[rank0]")));
+        Map<String, String> started = reportOf(1);
+        assertEquals("0", inProcess.get("RANK"));
+        assertEquals("1", started.get("RANK"));
+        for (String shared :
+                List.of(
+                        "WORLD_SIZE",
+                        "MASTER_ADDR",
+                        "MASTER_PORT",
+                        DistributedEnv.JOB_TOKEN_VARIABLE)) {
+            assertEquals(inProcess.get(shared), started.get(shared), shared);
+        }
+    }
+
+    private Map<String, String> reportOf(int rank) {
+        String prefix = "[rank" + rank + "] ";
+        return lines(out).stream()
+                .filter(line -> line.startsWith(prefix))
+                .map(line -> line.substring(prefix.length()).split("=", 2))
+                .collect(Collectors.toMap(kv -> kv[0], kv -> kv[1], (a, b) -> b));
+    }
+
+    private static List<String> lines(ByteArrayOutputStream stream) {
+        String text = stream.toString(StandardCharsets.UTF_8);
+        return text.isEmpty() ? List.of() : Arrays.asList(text.split("\\R"));
+    }
+
+    private static List<String> sorted(List<String> lines) {
+        return lines.stream().sorted().collect(Collectors.toList());
+    }
+
+    private static PrintStream utf8(ByteArrayOutputStream stream) {
+        return new PrintStream(stream, true, StandardCharsets.UTF_8);
+    }
+}

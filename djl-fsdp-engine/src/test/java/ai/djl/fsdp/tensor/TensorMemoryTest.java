@@ -1,0 +1,120 @@
+package ai.djl.fsdp.tensor;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+
+import com.sun.jna.Native;
+import com.sun.jna.Pointer;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+
+/** CPU checks of the shim calls; the CUDA stream is exercised by the NCCL tests on GPUs. */
+class TensorMemoryTest {
+
+    /** bfloat16 keeps 8 significant bits: rounding to nearest errs by at most 2^-8 relative. */
+    private static final float BF16_ROUNDING = 1f / 256;
+
+    private NDManager manager;
+
+    @BeforeEach
+    void openManager() {
+        manager = NDManager.newBaseManager(Device.cpu(), "PyTorch");
+        manager.getEngine().setRandomSeed(7);
+    }
+
+    @AfterEach
+    void closeManager() {
+        manager.close();
+    }
+
+    @Test
+    void dataPointerIsTheDirectBuffersAddress() {
+        NDArray array = manager.arange(0f, 64f, 1f);
+        ByteBuffer buffer = array.toByteBuffer(true);
+
+        assertEquals(
+                Pointer.nativeValue(Native.getDirectBufferPointer(buffer)),
+                TensorMemory.dataPointer(array));
+        // A view starts further into the same memory.
+        NDArray tail = array.get("16:");
+        assertEquals(
+                TensorMemory.dataPointer(array) + 16 * Float.BYTES, TensorMemory.dataPointer(tail));
+    }
+
+    @Test
+    void bfloat16RoundTripKeepsBfloat16Precision() {
+        NDArray source = manager.randomNormal(0f, 3f, new Shape(32, 16), DataType.FLOAT32);
+
+        NDArray bf16 = TensorMemory.toBfloat16(source);
+        NDArray back = bf16.toType(DataType.FLOAT32, false);
+
+        assertTrue(TensorMemory.isBfloat16(bf16));
+        assertFalse(TensorMemory.isBfloat16(source));
+        assertEquals(source.getShape(), bf16.getShape());
+        float[] expected = source.toFloatArray();
+        float[] actual = back.toFloatArray();
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(
+                    expected[i], actual[i], Math.abs(expected[i]) * BF16_ROUNDING, "element " + i);
+        }
+    }
+
+    @Test
+    void valuesWithFewSignificantBitsSurviveExactly() {
+        float[] exact = {1.5f, -2f, 0.15625f, 384f, -0.0078125f};
+        NDArray bf16 = TensorMemory.toBfloat16(manager.create(exact));
+        NDArray back = manager.zeros(new Shape(exact.length), DataType.FLOAT32);
+
+        TensorMemory.copy(bf16, back);
+
+        assertArrayEquals(exact, back.toFloatArray());
+    }
+
+    @Test
+    void matMulRunsOnBfloat16() {
+        NDArray a = manager.randomUniform(-1f, 1f, new Shape(8, 32), DataType.FLOAT32);
+        NDArray b = manager.randomUniform(-1f, 1f, new Shape(32, 4), DataType.FLOAT32);
+
+        NDArray product = TensorMemory.toBfloat16(a).matMul(TensorMemory.toBfloat16(b));
+
+        assertTrue(TensorMemory.isBfloat16(product));
+        float[] expected = a.matMul(b).toFloatArray();
+        float[] actual = product.toType(DataType.FLOAT32, false).toFloatArray();
+        // Both inputs and the output are rounded once each (the sum is accumulated in float32),
+        // so each element errs by at most three roundings of sum_k |a_ik| |b_kj|.
+        float[] magnitude = a.abs().matMul(b.abs()).toFloatArray();
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], actual[i], 3 * BF16_ROUNDING * magnitude[i], "element " + i);
+        }
+    }
+
+    @Test
+    void emptyBfloat16IsOwnedByTheManager() {
+        NDArray empty;
+        try (NDManager scope = manager.newSubManager()) {
+            empty = TensorMemory.emptyBfloat16(scope, new Shape(3, 5));
+            assertEquals(new Shape(3, 5), empty.getShape());
+            assertTrue(TensorMemory.isBfloat16(empty));
+        }
+        assertTrue(empty.isReleased());
+    }
+
+    @Test
+    void cudaStreamNeedsAGpu() {
+        assertThrows(
+                IllegalArgumentException.class, () -> TensorMemory.currentCudaStream(Device.cpu()));
+    }
+}
