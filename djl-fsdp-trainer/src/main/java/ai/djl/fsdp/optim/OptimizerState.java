@@ -12,8 +12,8 @@ import java.util.Set;
  * Measures the state a DJL {@link Optimizer} keeps for some parameter ids.
  *
  * <p>DJL optimizers keep their state (momentum, Adam's moments) in fields of type {@code
- * Map<String, Map<Device, NDArray>>} keyed by parameter id, detached from every manager, and
- * expose no accessor; reading those fields is the only way to account for it.
+ * Map<String, Map<Device, NDArray>>} keyed by parameter id, detached from every manager, and expose
+ * no accessor; reading those fields is the only way to account for it.
  */
 final class OptimizerState {
 
@@ -28,7 +28,8 @@ final class OptimizerState {
      */
     static long bytes(Optimizer optimizer, Set<String> ids) {
         long bytes = 0;
-        for (Class<?> type = optimizer.getClass(); type != Object.class;
+        for (Class<?> type = optimizer.getClass();
+                type != Object.class;
                 type = type.getSuperclass()) {
             for (Field field : type.getDeclaredFields()) {
                 if (Modifier.isStatic(field.getModifiers())

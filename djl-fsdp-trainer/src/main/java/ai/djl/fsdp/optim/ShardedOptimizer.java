@@ -14,8 +14,8 @@ import java.util.stream.Collectors;
 
 /**
  * The optimizer step on shards: the user's DJL {@link Optimizer} (with its learning-rate {@code
- * Tracker}) updates each trainable flat parameter's shard with the shard's gradient, after
- * optional clipping of the global gradient norm.
+ * Tracker}) updates each trainable flat parameter's shard with the shard's gradient, after optional
+ * clipping of the global gradient norm.
  *
  * <p>Element-wise optimizers (SGD, Adam, AdamW, ...) give on a shard exactly what they give on the
  * whole parameter; their state is created per shard, so it is sharded too.
@@ -65,11 +65,14 @@ public final class ShardedOptimizer {
 
     /** Returns the bytes of the state the optimizer keeps for this rank's shards. */
     public long stateBytes() {
-        return OptimizerState.bytes(optimizer,
+        return OptimizerState.bytes(
+                optimizer,
                 trainable.stream().map(FlatParameter::getId).collect(Collectors.toSet()));
     }
 
-    /** Scales the gradients so their global norm is at most {@code maxGradNorm}, as PyTorch does. */
+    /**
+     * Scales the gradients so their global norm is at most {@code maxGradNorm}, as PyTorch does.
+     */
     private float clip() {
         boolean sharded = trainable.stream().anyMatch(FlatParameter::isSharded);
         float norm;

@@ -57,8 +57,13 @@ public final class FlatParameter implements AutoCloseable {
             if (parameter.getArray().getDataType() != dataType) {
                 throw new IllegalArgumentException(
                         "Parameters of one flat buffer must share a data type: "
-                                + parameter.getName() + " is " + parameter.getArray().getDataType()
-                                + ", " + parameters.get(0).getName() + " is " + dataType
+                                + parameter.getName()
+                                + " is "
+                                + parameter.getArray().getDataType()
+                                + ", "
+                                + parameters.get(0).getName()
+                                + " is "
+                                + dataType
                                 + ". Cast the model to one type before training.");
             }
             offsets[i] = total;
@@ -188,8 +193,8 @@ public final class FlatParameter implements AutoCloseable {
     }
 
     /**
-     * Starts gathering the full buffer if it is neither gathered nor on its way. With one shard
-     * the shard is the full buffer and nothing moves.
+     * Starts gathering the full buffer if it is neither gathered nor on its way. With one shard the
+     * shard is the full buffer and nothing moves.
      *
      * @param group the group the shards are spread over
      */

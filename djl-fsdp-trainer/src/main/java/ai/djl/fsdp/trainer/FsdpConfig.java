@@ -113,8 +113,8 @@ public final class FsdpConfig {
         }
 
         /**
-         * Sets whether the next unit's all-gather starts before the current unit computes
-         * (default true).
+         * Sets whether the next unit's all-gather starts before the current unit computes (default
+         * true).
          *
          * @param prefetch whether to prefetch
          * @return this builder
@@ -125,9 +125,9 @@ public final class FsdpConfig {
         }
 
         /**
-         * Sets how many micro-batches make one optimizer step (default 1). The trainer applies
-         * the optimizer on every {@code steps}-th {@code trainer.step()} call, with the mean of
-         * the micro-batches' gradients.
+         * Sets how many micro-batches make one optimizer step (default 1). The trainer applies the
+         * optimizer on every {@code steps}-th {@code trainer.step()} call, with the mean of the
+         * micro-batches' gradients.
          *
          * @param steps the number of micro-batches per optimizer step
          * @return this builder
@@ -170,8 +170,8 @@ public final class FsdpConfig {
         }
 
         /**
-         * Sets whether every rank keeps its logging listeners (default false: only rank 0 logs
-         * and shows progress).
+         * Sets whether every rank keeps its logging listeners (default false: only rank 0 logs and
+         * shows progress).
          *
          * @param logAllRanks whether all ranks log
          * @return this builder

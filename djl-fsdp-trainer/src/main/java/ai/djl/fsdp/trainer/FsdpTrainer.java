@@ -52,14 +52,18 @@ public class FsdpTrainer extends Trainer {
     private long sentBytesLastStep;
     private float lastGradNorm = Float.NaN;
 
-    FsdpTrainer(
-            Model model, TrainingConfig trainingConfig, ProcessGroup group, FsdpConfig config) {
-        super(model, new RankScopedTrainingConfig(
-                trainingConfig, group.rank() == 0 || config.isLogAllRanks(), group.rank() == 0));
+    FsdpTrainer(Model model, TrainingConfig trainingConfig, ProcessGroup group, FsdpConfig config) {
+        super(
+                model,
+                new RankScopedTrainingConfig(
+                        trainingConfig,
+                        group.rank() == 0 || config.isLogAllRanks(),
+                        group.rank() == 0));
         if (getDevices().length != 1) {
             throw new IllegalArgumentException(
                     "FSDP runs one device per rank; the training configuration names "
-                            + getDevices().length + ". Set optDevices to this rank's device.");
+                            + getDevices().length
+                            + ". Set optDevices to this rank's device.");
         }
         this.group = new MeteredProcessGroup(group);
         this.config = config;
@@ -88,13 +92,21 @@ public class FsdpTrainer extends Trainer {
 
     private void shard() {
         ShardingStrategy strategy = config.getShardingStrategy();
-        sharded = ShardedModel.shard(getModel().getBlock(), config.getWrapPolicy(), group,
-                strategy.isSharded(), strategy.recomputesInBackward(), config.isPrefetch(),
-                config.isSyncModuleStates(), getManager());
+        sharded =
+                ShardedModel.shard(
+                        getModel().getBlock(),
+                        config.getWrapPolicy(),
+                        group,
+                        strategy.isSharded(),
+                        strategy.recomputesInBackward(),
+                        config.isPrefetch(),
+                        config.isSyncModuleStates(),
+                        getManager());
         parameterStore = new FsdpParameterStore(getManager(), sharded);
-        List<FlatParameter> trainable = sharded.flatParameters().stream()
-                .filter(FlatParameter::isTrainable)
-                .collect(Collectors.toList());
+        List<FlatParameter> trainable =
+                sharded.flatParameters().stream()
+                        .filter(FlatParameter::isTrainable)
+                        .collect(Collectors.toList());
         shardedOptimizer =
                 new ShardedOptimizer(optimizer, trainable, group, config.getMaxGradNorm());
         group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
@@ -110,8 +122,7 @@ public class FsdpTrainer extends Trainer {
     }
 
     @Override
-    public Iterable<Batch> iterateDataset(Dataset dataset)
-            throws IOException, TranslateException {
+    public Iterable<Batch> iterateDataset(Dataset dataset) throws IOException, TranslateException {
         Iterable<Batch> batches = super.iterateDataset(dataset);
         return group.size() == 1 ? batches : new RankBatches(batches, group.rank(), group.size());
     }
@@ -128,14 +139,15 @@ public class FsdpTrainer extends Trainer {
 
     @Override
     public NDList forward(NDList data, NDList labels) {
-        return run(data, true,
+        return run(
+                data,
+                true,
                 () -> getModel().getBlock().forward(parameterStore, data, labels, null));
     }
 
     @Override
     public NDList evaluate(NDList input) {
-        return run(input, false,
-                () -> getModel().getBlock().forward(parameterStore, input, false));
+        return run(input, false, () -> getModel().getBlock().forward(parameterStore, input, false));
     }
 
     private NDList run(NDList data, boolean training, Supplier<NDList> pass) {
@@ -168,8 +180,8 @@ public class FsdpTrainer extends Trainer {
     }
 
     /**
-     * Counts a micro-batch; on every {@code gradientAccumulationSteps}-th call, clips the
-     * gradients (if configured) and updates this rank's shards with the user's optimizer.
+     * Counts a micro-batch; on every {@code gradientAccumulationSteps}-th call, clips the gradients
+     * (if configured) and updates this rank's shards with the user's optimizer.
      */
     @Override
     public void step() {
@@ -203,8 +215,7 @@ public class FsdpTrainer extends Trainer {
             unsharded += flat.getNumel() * flat.getShard().getDataType().getNumOfBytes();
         }
         return new ShardingStats(
-                parameters, gradients, shardedOptimizer.stateBytes(), unsharded,
-                sentBytesLastStep);
+                parameters, gradients, shardedOptimizer.stateBytes(), unsharded, sentBytesLastStep);
     }
 
     /**
@@ -233,9 +244,9 @@ public class FsdpTrainer extends Trainer {
     }
 
     /**
-     * Gathers the trained parameters back into the model on every rank (a collective: every
-     * rank must close its trainer), restores the model's block tree, then closes as DJL's trainer
-     * does (listeners see the full model at training end).
+     * Gathers the trained parameters back into the model on every rank (a collective: every rank
+     * must close its trainer), restores the model's block tree, then closes as DJL's trainer does
+     * (listeners see the full model at training end).
      */
     @Override
     public void close() {

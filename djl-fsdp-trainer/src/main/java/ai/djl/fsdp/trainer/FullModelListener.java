@@ -6,8 +6,8 @@ import ai.djl.training.listener.TrainingListener;
 /**
  * Runs a listener that reads the whole model (a checkpoint writer such as DJL's {@code
  * SaveModelTrainingListener}) with the full parameters in the model: at each epoch and at the end
- * every rank gathers them (a collective), rank 0 alone runs the listener (so one process writes
- * the files), and the shards are all that remains afterwards.
+ * every rank gathers them (a collective), rank 0 alone runs the listener (so one process writes the
+ * files), and the shards are all that remains afterwards.
  */
 final class FullModelListener implements TrainingListener {
 
@@ -21,11 +21,13 @@ final class FullModelListener implements TrainingListener {
 
     @Override
     public void onEpoch(Trainer trainer) {
-        ((FsdpTrainer) trainer).withFullParameters(() -> {
-            if (writer) {
-                listener.onEpoch(trainer);
-            }
-        });
+        ((FsdpTrainer) trainer)
+                .withFullParameters(
+                        () -> {
+                            if (writer) {
+                                listener.onEpoch(trainer);
+                            }
+                        });
     }
 
     @Override
@@ -51,10 +53,12 @@ final class FullModelListener implements TrainingListener {
 
     @Override
     public void onTrainingEnd(Trainer trainer) {
-        ((FsdpTrainer) trainer).withFullParameters(() -> {
-            if (writer) {
-                listener.onTrainingEnd(trainer);
-            }
-        });
+        ((FsdpTrainer) trainer)
+                .withFullParameters(
+                        () -> {
+                            if (writer) {
+                                listener.onTrainingEnd(trainer);
+                            }
+                        });
     }
 }

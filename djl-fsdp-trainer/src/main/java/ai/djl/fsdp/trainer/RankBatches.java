@@ -46,7 +46,10 @@ final class RankBatches implements Iterable<Batch> {
         int size = batch.getSize();
         if (size % worldSize != 0) {
             throw new IllegalArgumentException(
-                    "A global batch of " + size + " cannot be split evenly over " + worldSize
+                    "A global batch of "
+                            + size
+                            + " cannot be split evenly over "
+                            + worldSize
                             + " ranks: choose a batch size that is a multiple of the world size"
                             + " (and drop the last partial batch).");
         }

@@ -18,9 +18,9 @@ import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
 /**
- * The user's training configuration as one rank sees it: on ranks other than 0 the logging
- * listener (log lines and the progress bar) is left out, so a job prints once; checkpoint writers
- * run on rank 0 with the full parameters gathered ({@link FullModelListener}).
+ * The user's training configuration as one rank sees it: on ranks other than 0 the logging listener
+ * (log lines and the progress bar) is left out, so a job prints once; checkpoint writers run on
+ * rank 0 with the full parameters gathered ({@link FullModelListener}).
  */
 final class RankScopedTrainingConfig implements TrainingConfig {
 
@@ -75,9 +75,11 @@ final class RankScopedTrainingConfig implements TrainingConfig {
     public List<TrainingListener> getTrainingListeners() {
         return config.getTrainingListeners().stream()
                 .filter(listener -> logging || !(listener instanceof LoggingTrainingListener))
-                .map(listener -> listener instanceof SaveModelTrainingListener
-                        ? new FullModelListener(listener, writer)
-                        : listener)
+                .map(
+                        listener ->
+                                listener instanceof SaveModelTrainingListener
+                                        ? new FullModelListener(listener, writer)
+                                        : listener)
                 .collect(Collectors.toList());
     }
 }

@@ -38,8 +38,8 @@ public enum ShardingStrategy {
     }
 
     /**
-     * Returns whether a unit runs forward without a graph and is recomputed in backward, which
-     * lets its gathered parameters and activations go as soon as its forward ends.
+     * Returns whether a unit runs forward without a graph and is recomputed in backward, which lets
+     * its gathered parameters and activations go as soon as its forward ends.
      */
     public boolean recomputesInBackward() {
         return recompute;

@@ -35,8 +35,8 @@ final class Gradients {
 
     /**
      * Pushes {@code gradient} into {@code input} and through the graph that produced it. Returns
-     * false if {@code input} is not part of a graph (a data array, say): libtorch reports that
-     * only by failing, as no DJL call tells an attached intermediate from a constant safely.
+     * false if {@code input} is not part of a graph (a data array, say): libtorch reports that only
+     * by failing, as no DJL call tells an attached intermediate from a constant safely.
      */
     static boolean pushInto(NDArray input, NDArray gradient) {
         try {

@@ -26,14 +26,14 @@ import java.util.Map;
 /**
  * A model whose parameters are sharded into FSDP units, and the execution of its steps.
  *
- * <p>DJL exposes no autograd hooks, so units are activation-checkpoint boundaries. A unit's call
- * in a training forward runs on detached copies of its inputs and hands its parent fresh leaves as
+ * <p>DJL exposes no autograd hooks, so units are activation-checkpoint boundaries. A unit's call in
+ * a training forward runs on detached copies of its inputs and hands its parent fresh leaves as
  * outputs; a tape records each call. Backward first runs from the loss through the root's graph,
- * which leaves gradients on the output leaves and the root's parameters; the tape is then walked
- * in reverse (a topological order, so each unit's output gradients are complete when it is
- * reached): the unit's graph is rebuilt by recompute (or kept from forward), a vector-Jacobian
- * product from its output gradients fills its flat gradients, which are reduced over the ranks,
- * and its input gradients are pushed into the parent's graph.
+ * which leaves gradients on the output leaves and the root's parameters; the tape is then walked in
+ * reverse (a topological order, so each unit's output gradients are complete when it is reached):
+ * the unit's graph is rebuilt by recompute (or kept from forward), a vector-Jacobian product from
+ * its output gradients fills its flat gradients, which are reduced over the ranks, and its input
+ * gradients are pushed into the parent's graph.
  */
 public final class ShardedModel implements AutoCloseable {
 
@@ -73,8 +73,8 @@ public final class ShardedModel implements AutoCloseable {
     }
 
     /**
-     * Shards the parameters of {@code block}, initialized and identical on every rank (or made
-     * so from rank 0 with {@code syncModuleStates}), and puts unit wrappers in the block tree.
+     * Shards the parameters of {@code block}, initialized and identical on every rank (or made so
+     * from rank 0 with {@code syncModuleStates}), and puts unit wrappers in the block tree.
      *
      * @param block the model's top block
      * @param policy chooses the units
@@ -97,8 +97,9 @@ public final class ShardedModel implements AutoCloseable {
             NDManager manager) {
         if (!block.isInitialized()) {
             throw new IllegalStateException(
-                    "The model's parameters are not initialized: call trainer.initialize(inputShapes)"
-                            + " (or load the model) before training with FSDP.");
+                    "The model's parameters are not initialized: call"
+                        + " trainer.initialize(inputShapes) (or load the model) before training"
+                        + " with FSDP.");
         }
         List<WrapTarget> targets = WrapPlanner.plan(block, policy);
         int shardCount = sharded ? group.size() : 1;
@@ -113,14 +114,28 @@ public final class ShardedModel implements AutoCloseable {
                 String previous = unitOfParameter.putIfAbsent(parameter.getId(), target.path());
                 if (previous != null) {
                     throw new IllegalArgumentException(
-                            "Parameter " + parameter.getName() + " is shared by units "
-                                    + previous + " and " + target.path()
+                            "Parameter "
+                                    + parameter.getName()
+                                    + " is shared by units "
+                                    + previous
+                                    + " and "
+                                    + target.path()
                                     + "; a shared parameter must live outside the units (in the"
                                     + " root). Choose a wrap policy that leaves its users out.");
                 }
             }
-            FsdpUnit unit = new FsdpUnit(units.size() + 1, target.path(), target.block(),
-                    flatten(target.path(), parameters, shardCount, group, manager, syncFrom));
+            FsdpUnit unit =
+                    new FsdpUnit(
+                            units.size() + 1,
+                            target.path(),
+                            target.block(),
+                            flatten(
+                                    target.path(),
+                                    parameters,
+                                    shardCount,
+                                    group,
+                                    manager,
+                                    syncFrom));
             parameters.forEach(p -> owners.put(p.getId(), unit));
             units.add(unit);
         }
@@ -130,17 +145,29 @@ public final class ShardedModel implements AutoCloseable {
                 rootParameters.add(parameter);
             }
         }
-        FsdpUnit root = new FsdpUnit(0, "root", block,
-                flatten("root", rootParameters, shardCount, group, manager, syncFrom));
+        FsdpUnit root =
+                new FsdpUnit(
+                        0,
+                        "root",
+                        block,
+                        flatten("root", rootParameters, shardCount, group, manager, syncFrom));
         rootParameters.forEach(p -> owners.put(p.getId(), root));
 
         List<ChildSwap> swaps = new ArrayList<>();
-        ShardedModel model = new ShardedModel(group, recompute, prefetch, root,
-                Collections.unmodifiableList(units), owners, swaps);
+        ShardedModel model =
+                new ShardedModel(
+                        group,
+                        recompute,
+                        prefetch,
+                        root,
+                        Collections.unmodifiableList(units),
+                        owners,
+                        swaps);
         for (int i = 0; i < targets.size(); i++) {
             WrapTarget target = targets.get(i);
-            swaps.add(ChildSwap.replace(target.parent(), target.block(),
-                    new UnitBlock(units.get(i), model)));
+            swaps.add(
+                    ChildSwap.replace(
+                            target.parent(), target.block(), new UnitBlock(units.get(i), model)));
         }
         model.releaseParameterArrays();
         return model;
@@ -204,7 +231,10 @@ public final class ShardedModel implements AutoCloseable {
         NDArray view = owner.viewOf(parameter);
         if (view == null) {
             throw new IllegalStateException(
-                    "Parameter " + parameter.getName() + " of FSDP unit " + owner.getName()
+                    "Parameter "
+                            + parameter.getName()
+                            + " of FSDP unit "
+                            + owner.getName()
                             + " is read outside that unit's forward, when it is not gathered."
                             + " A parameter used by several blocks must live in the root: choose"
                             + " a wrap policy that leaves its users out of the units.");
@@ -323,7 +353,8 @@ public final class ShardedModel implements AutoCloseable {
             try {
                 JniUtils.setGradMode(true);
                 call.outputs =
-                        unit.getBlock().forward(parameterStore, call.inputLeaves, true, call.params);
+                        unit.getBlock()
+                                .forward(parameterStore, call.inputLeaves, true, call.params);
             } finally {
                 JniUtils.setGradMode(gradMode);
                 unit.clearViews();
@@ -407,8 +438,8 @@ public final class ShardedModel implements AutoCloseable {
     }
 
     /**
-     * Gives every parameter its full array again and takes the unit wrappers out of the block
-     * tree: the model is an ordinary DJL model once more. Every rank must call it.
+     * Gives every parameter its full array again and takes the unit wrappers out of the block tree:
+     * the model is an ordinary DJL model once more. Every rank must call it.
      */
     public void unshard() {
         discardPass();
@@ -450,12 +481,26 @@ public final class ShardedModel implements AutoCloseable {
         int shardIndex = shardCount == 1 ? 0 : group.rank();
         List<FlatParameter> flats = new ArrayList<>(2);
         if (!trainable.isEmpty()) {
-            flats.add(FlatParameter.create(name + "/trainable", true, trainable, shardCount,
-                    shardIndex, manager, syncFrom));
+            flats.add(
+                    FlatParameter.create(
+                            name + "/trainable",
+                            true,
+                            trainable,
+                            shardCount,
+                            shardIndex,
+                            manager,
+                            syncFrom));
         }
         if (!frozen.isEmpty()) {
-            flats.add(FlatParameter.create(name + "/frozen", false, frozen, shardCount,
-                    shardIndex, manager, syncFrom));
+            flats.add(
+                    FlatParameter.create(
+                            name + "/frozen",
+                            false,
+                            frozen,
+                            shardCount,
+                            shardIndex,
+                            manager,
+                            syncFrom));
         }
         return flats;
     }

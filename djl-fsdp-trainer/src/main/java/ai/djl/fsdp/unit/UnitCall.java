@@ -10,11 +10,11 @@ import java.util.List;
 /**
  * One call of a unit in a training forward, as the tape keeps it for backward.
  *
- * <p>{@code inputs} are the arrays the parent passed, still attached to the parent's graph;
- * {@code outputLeaves} are the fresh leaves handed back, on which the rest of the model's backward
- * leaves the output gradients. When the unit's graph was built in forward (no recompute) the call
- * also keeps that graph: its scope, the input leaves it started from, the outputs it ended in and
- * the flat parameters' leaves; with recompute those are null and rebuilt in backward.
+ * <p>{@code inputs} are the arrays the parent passed, still attached to the parent's graph; {@code
+ * outputLeaves} are the fresh leaves handed back, on which the rest of the model's backward leaves
+ * the output gradients. When the unit's graph was built in forward (no recompute) the call also
+ * keeps that graph: its scope, the input leaves it started from, the outputs it ended in and the
+ * flat parameters' leaves; with recompute those are null and rebuilt in backward.
  */
 final class UnitCall {
 

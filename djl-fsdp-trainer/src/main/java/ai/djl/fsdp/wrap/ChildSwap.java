@@ -16,9 +16,8 @@ import java.util.List;
  *
  * <p>DJL offers no hook around a block's {@code forward} (it is final), so a unit is made by
  * handing its parent a wrapper in the child's place. A parent reaches a child through DJL's child
- * list (how {@code SequentialBlock} runs) or through its own fields (how hand-written blocks
- * do), a field holding the block, a list of blocks or an array of blocks; all of those are
- * rewritten.
+ * list (how {@code SequentialBlock} runs) or through its own fields (how hand-written blocks do), a
+ * field holding the block, a list of blocks or an array of blocks; all of those are rewritten.
  */
 public final class ChildSwap {
 
@@ -85,7 +84,8 @@ public final class ChildSwap {
         field.setAccessible(true);
         Object value = field.get(parent);
         if (value == child) {
-            if (!field.getType().isInstance(replacement) || Modifier.isFinal(field.getModifiers())) {
+            if (!field.getType().isInstance(replacement)
+                    || Modifier.isFinal(field.getModifiers())) {
                 throw new IllegalStateException(
                         "Cannot make "
                                 + child.getClass().getSimpleName()

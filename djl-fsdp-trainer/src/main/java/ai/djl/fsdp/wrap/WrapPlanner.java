@@ -21,8 +21,8 @@ public final class WrapPlanner {
      * @param root the model's top block
      * @param policy the policy
      * @return the units' blocks, never empty
-     * @throws IllegalArgumentException if the policy accepts no block; the message lists the
-     *     block classes the model contains
+     * @throws IllegalArgumentException if the policy accepts no block; the message lists the block
+     *     classes the model contains
      */
     public static List<WrapTarget> plan(Block root, WrapPolicy policy) {
         List<WrapTarget> targets = new ArrayList<>();

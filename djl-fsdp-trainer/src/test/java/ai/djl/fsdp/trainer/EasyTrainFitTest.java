@@ -24,11 +24,21 @@ class EasyTrainFitTest {
         assertEquals(FitScenario.EPOCHS, fsdp.epochs());
         assertTrue(fsdp.trainingResult().getTrainLoss() != null, "train loss recorded");
         assertTrue(fsdp.trainingResult().getValidateLoss() != null, "validation loss recorded");
-        assertEquals(reference.trainingResult().getValidateLoss(),
-                fsdp.trainingResult().getValidateLoss(), 1e-5);
-        Equivalence.assertSameTraining("EasyTrain.fit", new double[0], new double[0],
-                reference.parameters(), fsdp.parameters());
-        Equivalence.assertSameTraining("checkpoint of the last epoch", new double[0],
-                new double[0], fsdp.parameters(), fsdp.checkpoint());
+        assertEquals(
+                reference.trainingResult().getValidateLoss(),
+                fsdp.trainingResult().getValidateLoss(),
+                1e-5);
+        Equivalence.assertSameTraining(
+                "EasyTrain.fit",
+                new double[0],
+                new double[0],
+                reference.parameters(),
+                fsdp.parameters());
+        Equivalence.assertSameTraining(
+                "checkpoint of the last epoch",
+                new double[0],
+                new double[0],
+                fsdp.parameters(),
+                fsdp.checkpoint());
     }
 }

@@ -13,14 +13,25 @@ final class Equivalence {
     private Equivalence() {}
 
     static void assertSameTraining(
-            String what, double[] referenceLosses, double[] fsdpLosses,
-            Map<String, float[]> referenceParameters, Map<String, float[]> fsdpParameters) {
+            String what,
+            double[] referenceLosses,
+            double[] fsdpLosses,
+            Map<String, float[]> referenceParameters,
+            Map<String, float[]> fsdpParameters) {
         assertEquals(referenceLosses.length, fsdpLosses.length, what + ": number of steps");
         for (int step = 0; step < referenceLosses.length; step++) {
-            double error = Math.abs(fsdpLosses[step] - referenceLosses[step])
-                    / Math.abs(referenceLosses[step]);
-            assertTrue(error <= TOLERANCE, what + ": step " + step + " loss "
-                    + fsdpLosses[step] + " vs reference " + referenceLosses[step]);
+            double error =
+                    Math.abs(fsdpLosses[step] - referenceLosses[step])
+                            / Math.abs(referenceLosses[step]);
+            assertTrue(
+                    error <= TOLERANCE,
+                    what
+                            + ": step "
+                            + step
+                            + " loss "
+                            + fsdpLosses[step]
+                            + " vs reference "
+                            + referenceLosses[step]);
         }
         assertEquals(referenceParameters.keySet(), fsdpParameters.keySet(), what + ": names");
         for (Map.Entry<String, float[]> entry : referenceParameters.entrySet()) {
@@ -34,7 +45,8 @@ final class Equivalence {
                 norm += Math.pow(expected[i], 2);
             }
             double error = Math.sqrt(difference / Math.max(norm, 1e-30));
-            assertTrue(error <= TOLERANCE,
+            assertTrue(
+                    error <= TOLERANCE,
                     what + ": parameter " + entry.getKey() + " relative error " + error);
         }
     }

@@ -15,8 +15,8 @@ import ai.djl.training.Trainer;
 import ai.djl.training.TrainingResult;
 import ai.djl.training.dataset.ArrayDataset;
 import ai.djl.training.initializer.NormalInitializer;
-import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.listener.SaveModelTrainingListener;
+import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.listener.TrainingListenerAdapter;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
@@ -35,8 +35,8 @@ import java.util.stream.Stream;
 
 /**
  * {@code EasyTrain.fit} of {@link TinyLm} over a small dataset of global batches, with DJL's
- * default listeners plus one that counts what it sees: once with DJL's ordinary trainer, once
- * with FSDP, where each rank trains on its slice of every global batch.
+ * default listeners plus one that counts what it sees: once with DJL's ordinary trainer, once with
+ * FSDP, where each rank trains on its slice of every global batch.
  */
 final class FitScenario {
 
@@ -92,32 +92,43 @@ final class FitScenario {
             throws IOException, TranslateException, MalformedModelException {
         CountingListener counter = new CountingListener();
         Path checkpoints = Files.createTempDirectory("fsdp-fit-checkpoints");
-        DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
-                .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.2f)).build())
-                .optDevices(new Device[] {Device.cpu()})
-                .addTrainingListeners(TrainingListener.Defaults.logging())
-                .addTrainingListeners(counter)
-                .addTrainingListeners(new SaveModelTrainingListener(checkpoints.toString()));
+        DefaultTrainingConfig config =
+                new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                        .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
+                        .optOptimizer(
+                                Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.2f)).build())
+                        .optDevices(new Device[] {Device.cpu()})
+                        .addTrainingListeners(TrainingListener.Defaults.logging())
+                        .addTrainingListeners(counter)
+                        .addTrainingListeners(
+                                new SaveModelTrainingListener(checkpoints.toString()));
         try (Model model = Model.newInstance("tiny-lm", Device.cpu());
                 NDManager manager = NDManager.newBaseManager()) {
             model.setBlock(new TinyLm());
             ArrayDataset data = dataset(manager, 1);
             ArrayDataset validation = dataset(manager, 2);
             TrainingResult trainingResult;
-            try (Trainer trainer = group == null
-                    ? model.newTrainer(config)
-                    : FullyShardedDataParallel.newTrainer(model, config, group,
-                            FsdpConfig.builder()
-                                    .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
-                                    .build())) {
+            try (Trainer trainer =
+                    group == null
+                            ? model.newTrainer(config)
+                            : FullyShardedDataParallel.newTrainer(
+                                    model,
+                                    config,
+                                    group,
+                                    FsdpConfig.builder()
+                                            .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
+                                            .build())) {
                 Engine.getInstance().setRandomSeed(1234);
                 trainer.initialize(new Shape(GLOBAL_BATCH, Scenario.SEQUENCE));
                 EasyTrain.fit(trainer, EPOCHS, data, validation);
                 trainingResult = trainer.getTrainingResult();
             }
-            return new Result(parametersOf(model), readCheckpoint(checkpoints),
-                    counter.trainingBatches, counter.validationBatches, counter.epochs,
+            return new Result(
+                    parametersOf(model),
+                    readCheckpoint(checkpoints),
+                    counter.trainingBatches,
+                    counter.validationBatches,
+                    counter.epochs,
                     trainingResult);
         } finally {
             try (Stream<Path> files = Files.list(checkpoints)) {

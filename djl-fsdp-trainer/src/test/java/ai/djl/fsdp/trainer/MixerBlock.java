@@ -14,7 +14,8 @@ import ai.djl.util.PairList;
 
 /**
  * A residual layer of the test model, {@code x + tanh(linear(norm(x)))} on {@code (batch, time,
- * width)} arrays: the unit class. (DJL's LayerNorm takes the positive axis: -1 fails to initialize.)
+ * width)} arrays: the unit class. (DJL's LayerNorm takes the positive axis: -1 fails to
+ * initialize.)
  */
 final class MixerBlock extends AbstractBlock {
 

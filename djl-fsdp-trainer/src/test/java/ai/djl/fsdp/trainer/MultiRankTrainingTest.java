@@ -50,11 +50,12 @@ class MultiRankTrainingTest {
         scenarios.forEach(s -> args.add(ScenarioFiles.format(s)));
         args.add(ScenarioRankMain.FIT);
         RankProcesses.Results results;
-        try (RankProcesses job = RankProcesses.builder(ScenarioRankMain.class)
-                .worldSize(worldSize)
-                .args(args.toArray(new String[0]))
-                .timeout(Duration.ofMinutes(4))
-                .start()) {
+        try (RankProcesses job =
+                RankProcesses.builder(ScenarioRankMain.class)
+                        .worldSize(worldSize)
+                        .args(args.toArray(new String[0]))
+                        .timeout(Duration.ofMinutes(4))
+                        .start()) {
             results = job.await().assertAllSucceeded();
         }
         assertFitMatches(worldSize, directory.resolve(args.size() - 1 + "-rank0"), results);
@@ -73,15 +74,20 @@ class MultiRankTrainingTest {
                     rank0 = result;
                 } else {
                     for (String name : rank0.parameters().keySet()) {
-                        assertArrayEquals(rank0.parameters().get(name),
-                                result.parameters().get(name), scenario.describe()
-                                        + ": every rank ends with the same " + name);
+                        assertArrayEquals(
+                                rank0.parameters().get(name),
+                                result.parameters().get(name),
+                                scenario.describe() + ": every rank ends with the same " + name);
                     }
                 }
                 assertAccounting(scenario, result.stats());
             }
-            Equivalence.assertSameTraining(scenario.describe(), reference.losses(), meanLosses,
-                    reference.parameters(), rank0.parameters());
+            Equivalence.assertSameTraining(
+                    scenario.describe(),
+                    reference.losses(),
+                    meanLosses,
+                    reference.parameters(),
+                    rank0.parameters());
         }
     }
 
@@ -94,11 +100,17 @@ class MultiRankTrainingTest {
             int worldSize, Path rank0File, RankProcesses.Results results) throws Exception {
         FitScenario.Result reference = FitScenario.runReference();
         Scenario.Result fit = ScenarioFiles.read(rank0File);
-        assertEquals(FitScenario.EPOCHS * FitScenario.BATCHES, (int) fit.losses()[0],
+        assertEquals(
+                FitScenario.EPOCHS * FitScenario.BATCHES,
+                (int) fit.losses()[0],
                 "training batches the listener saw");
         assertEquals(FitScenario.EPOCHS, (int) fit.losses()[1], "epochs the listener saw");
-        Equivalence.assertSameTraining("checkpoint of EasyTrain.fit on " + worldSize + " ranks",
-                new double[0], new double[0], reference.parameters(), fit.parameters());
+        Equivalence.assertSameTraining(
+                "checkpoint of EasyTrain.fit on " + worldSize + " ranks",
+                new double[0],
+                new double[0],
+                reference.parameters(),
+                fit.parameters());
         String logged = "Epoch " + FitScenario.EPOCHS + " finished";
         assertTrue(results.rank(0).output().contains(logged), "rank 0 logs");
         for (int rank = 1; rank < worldSize; rank++) {
@@ -118,8 +130,8 @@ class MultiRankTrainingTest {
             long[] sizes = unitSizes(scenario.freeze()).get(unit);
             // The root is gathered once per micro-batch; FULL_SHARD gathers a unit twice
             // (forward and recompute), SHARD_GRAD_OP once.
-            int gathers = unit == 0 || scenario.strategy() == ShardingStrategy.SHARD_GRAD_OP
-                    ? 1 : 2;
+            int gathers =
+                    unit == 0 || scenario.strategy() == ShardingStrategy.SHARD_GRAD_OP ? 1 : 2;
             for (int kind = 0; kind < 2; kind++) {
                 long numel = sizes[kind];
                 if (numel == 0) {
@@ -152,7 +164,9 @@ class MultiRankTrainingTest {
         assertEquals(parameters, stats.parameterBytes(), what + ": parameter bytes");
         assertEquals(gradients, stats.gradientBytes(), what + ": gradient bytes");
         // SGD with momentum keeps one array per trainable shard, AdamW two.
-        assertEquals((scenario.adam() ? 2 : 1) * gradients, stats.optimizerStateBytes(),
+        assertEquals(
+                (scenario.adam() ? 2 : 1) * gradients,
+                stats.optimizerStateBytes(),
                 what + ": optimizer state bytes");
         assertEquals(sent, stats.sentBytesLastStep(), what + ": bytes sent per step");
         if (sharded) {

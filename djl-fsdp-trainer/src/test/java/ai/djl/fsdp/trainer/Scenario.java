@@ -53,30 +53,41 @@ record Scenario(
     record Result(double[] losses, Map<String, float[]> parameters, ShardingStats stats) {}
 
     String describe() {
-        return strategy + " nproc=" + worldSize + " accumulation=" + accumulation
-                + " maxGradNorm=" + maxGradNorm + " freeze=" + freeze + " adam=" + adam;
+        return strategy
+                + " nproc="
+                + worldSize
+                + " accumulation="
+                + accumulation
+                + " maxGradNorm="
+                + maxGradNorm
+                + " freeze="
+                + freeze
+                + " adam="
+                + adam;
     }
 
     /** Runs FSDP as {@code group}'s rank; the losses are this rank's micro-batch means. */
     Result runFsdp(ProcessGroup group) {
-        FsdpConfig.Builder config = FsdpConfig.builder()
-                .optShardingStrategy(strategy)
-                .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
-                .optGradientAccumulationSteps(accumulation);
+        FsdpConfig.Builder config =
+                FsdpConfig.builder()
+                        .optShardingStrategy(strategy)
+                        .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
+                        .optGradientAccumulationSteps(accumulation);
         if (maxGradNorm > 0) {
             config.optMaxGradNorm(maxGradNorm);
         }
         try (Model model = newModel()) {
             double[] losses = new double[steps];
             ShardingStats stats = null;
-            try (FsdpTrainer trainer = FullyShardedDataParallel.newTrainer(
-                    model, trainingConfig(), group, config.build())) {
+            try (FsdpTrainer trainer =
+                    FullyShardedDataParallel.newTrainer(
+                            model, trainingConfig(), group, config.build())) {
                 initialize(trainer);
                 for (int step = 0; step < steps; step++) {
                     for (int micro = 0; micro < accumulation; micro++) {
                         int firstRow = (micro * worldSize + group.rank()) * LOCAL_BATCH;
-                        losses[step] += trainOn(trainer, step, firstRow, LOCAL_BATCH, null)
-                                / accumulation;
+                        losses[step] +=
+                                trainOn(trainer, step, firstRow, LOCAL_BATCH, null) / accumulation;
                     }
                     stats = trainer.getShardingStats();
                 }
@@ -88,7 +99,8 @@ record Scenario(
 
     /** Runs DJL's ordinary trainer on the whole global batch of each step. */
     Result runReference() {
-        try (Model model = newModel(); Trainer trainer = model.newTrainer(trainingConfig())) {
+        try (Model model = newModel();
+                Trainer trainer = model.newTrainer(trainingConfig())) {
             initialize(trainer);
             double[] losses = new double[steps];
             int globalBatch = worldSize * accumulation * LOCAL_BATCH;
@@ -106,12 +118,13 @@ record Scenario(
     }
 
     private DefaultTrainingConfig trainingConfig() {
-        Optimizer optimizer = adam
-                ? Optimizer.adamW().optLearningRateTracker(Tracker.fixed(0.05f)).build()
-                : Optimizer.sgd()
-                        .setLearningRateTracker(Tracker.fixed(0.2f))
-                        .optMomentum(0.9f)
-                        .build();
+        Optimizer optimizer =
+                adam
+                        ? Optimizer.adamW().optLearningRateTracker(Tracker.fixed(0.05f)).build()
+                        : Optimizer.sgd()
+                                .setLearningRateTracker(Tracker.fixed(0.2f))
+                                .optMomentum(0.9f)
+                                .build();
         return new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                 .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
                 .optOptimizer(optimizer)
@@ -131,7 +144,8 @@ record Scenario(
      * returns the loss. With {@code referenceModel} it is the reference's whole step: clipping by
      * hand, the optimizer, and zeroing the gradients DJL's collector leaves in place.
      */
-    private double trainOn(Trainer trainer, int step, int firstRow, int rows, Model referenceModel) {
+    private double trainOn(
+            Trainer trainer, int step, int firstRow, int rows, Model referenceModel) {
         NDManager manager = trainer.getManager();
         try (NDManager scope = manager.newSubManager()) {
             int[][] tokens = globalTokens(step);

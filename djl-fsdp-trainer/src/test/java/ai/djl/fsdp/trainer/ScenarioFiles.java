@@ -14,14 +14,28 @@ final class ScenarioFiles {
     private ScenarioFiles() {}
 
     static String format(Scenario s) {
-        return s.strategy() + "," + s.accumulation() + "," + s.maxGradNorm() + "," + s.freeze()
-                + "," + s.adam() + "," + s.steps();
+        return s.strategy()
+                + ","
+                + s.accumulation()
+                + ","
+                + s.maxGradNorm()
+                + ","
+                + s.freeze()
+                + ","
+                + s.adam()
+                + ","
+                + s.steps();
     }
 
     static Scenario parse(String text, int worldSize) {
         String[] f = text.split(",");
-        return new Scenario(ShardingStrategy.valueOf(f[0]), worldSize, Integer.parseInt(f[1]),
-                Float.parseFloat(f[2]), Boolean.parseBoolean(f[3]), Boolean.parseBoolean(f[4]),
+        return new Scenario(
+                ShardingStrategy.valueOf(f[0]),
+                worldSize,
+                Integer.parseInt(f[1]),
+                Float.parseFloat(f[2]),
+                Boolean.parseBoolean(f[3]),
+                Boolean.parseBoolean(f[4]),
                 Integer.parseInt(f[5]));
     }
 
@@ -33,9 +47,17 @@ final class ScenarioFiles {
         }
         lines.add(losses.toString());
         ShardingStats s = result.stats();
-        lines.add("stats " + s.parameterBytes() + ' ' + s.gradientBytes() + ' '
-                + s.optimizerStateBytes() + ' ' + s.unshardedParameterBytes() + ' '
-                + s.sentBytesLastStep());
+        lines.add(
+                "stats "
+                        + s.parameterBytes()
+                        + ' '
+                        + s.gradientBytes()
+                        + ' '
+                        + s.optimizerStateBytes()
+                        + ' '
+                        + s.unshardedParameterBytes()
+                        + ' '
+                        + s.sentBytesLastStep());
         for (Map.Entry<String, float[]> entry : result.parameters().entrySet()) {
             StringBuilder line = new StringBuilder("param ").append(entry.getKey());
             for (float value : entry.getValue()) {
@@ -60,8 +82,13 @@ final class ScenarioFiles {
                     }
                     break;
                 case "stats":
-                    stats = new ShardingStats(Long.parseLong(f[1]), Long.parseLong(f[2]),
-                            Long.parseLong(f[3]), Long.parseLong(f[4]), Long.parseLong(f[5]));
+                    stats =
+                            new ShardingStats(
+                                    Long.parseLong(f[1]),
+                                    Long.parseLong(f[2]),
+                                    Long.parseLong(f[3]),
+                                    Long.parseLong(f[4]),
+                                    Long.parseLong(f[5]));
                     break;
                 case "param":
                     float[] values = new float[f.length - 2];

@@ -30,10 +30,12 @@ public final class ScenarioRankMain {
                 if (FIT.equals(args[i])) {
                     FitScenario.Result fit = FitScenario.runFsdp(group);
                     // The counts travel as "losses"; rank 0 also returns its checkpoint's values.
-                    ScenarioFiles.write(file, new Scenario.Result(
-                            new double[] {fit.trainingBatches(), fit.epochs()},
-                            group.rank() == 0 ? fit.checkpoint() : fit.parameters(),
-                            new ShardingStats(0, 0, 0, 0, 0)));
+                    ScenarioFiles.write(
+                            file,
+                            new Scenario.Result(
+                                    new double[] {fit.trainingBatches(), fit.epochs()},
+                                    group.rank() == 0 ? fit.checkpoint() : fit.parameters(),
+                                    new ShardingStats(0, 0, 0, 0, 0)));
                 } else {
                     Scenario scenario = ScenarioFiles.parse(args[i], group.size());
                     ScenarioFiles.write(file, scenario.runFsdp(group));

@@ -22,7 +22,11 @@ class SingleRankTrainingTest {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
             fsdp = scenario.runFsdp(group);
         }
-        Equivalence.assertSameTraining(scenario.describe(), reference.losses(), fsdp.losses(),
-                reference.parameters(), fsdp.parameters());
+        Equivalence.assertSameTraining(
+                scenario.describe(),
+                reference.losses(),
+                fsdp.losses(),
+                reference.parameters(),
+                fsdp.parameters());
     }
 }

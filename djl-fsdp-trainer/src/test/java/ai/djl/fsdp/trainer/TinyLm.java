@@ -29,16 +29,20 @@ final class TinyLm extends AbstractBlock {
     private final List<Block> layers = new ArrayList<>();
 
     TinyLm() {
-        embedding = addParameter(Parameter.builder()
-                .setName("embedding")
-                .setType(Parameter.Type.WEIGHT)
-                .optShape(new Shape(VOCAB, WIDTH))
-                .build());
-        headBias = addParameter(Parameter.builder()
-                .setName("headBias")
-                .setType(Parameter.Type.BIAS)
-                .optShape(new Shape(VOCAB))
-                .build());
+        embedding =
+                addParameter(
+                        Parameter.builder()
+                                .setName("embedding")
+                                .setType(Parameter.Type.WEIGHT)
+                                .optShape(new Shape(VOCAB, WIDTH))
+                                .build());
+        headBias =
+                addParameter(
+                        Parameter.builder()
+                                .setName("headBias")
+                                .setType(Parameter.Type.BIAS)
+                                .optShape(new Shape(VOCAB))
+                                .build());
         for (int i = 0; i < 3; i++) {
             layers.add(addChildBlock("mixer" + i, new MixerBlock(WIDTH)));
         }

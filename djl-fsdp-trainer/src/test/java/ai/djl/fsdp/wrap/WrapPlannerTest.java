@@ -26,17 +26,22 @@ import java.util.stream.Collectors;
 
 class WrapPlannerTest {
 
-    /** {@code [Linear(8), [LayerNorm, Linear(8)], [LayerNorm, Linear(8)], Linear(2)]} on width 8. */
+    /**
+     * {@code [Linear(8), [LayerNorm, Linear(8)], [LayerNorm, Linear(8)], Linear(2)]} on width 8.
+     */
     private static SequentialBlock model(NDManager manager) {
-        SequentialBlock model = new SequentialBlock()
-                .add(Linear.builder().setUnits(8).build())
-                .add(new SequentialBlock()
-                        .add(LayerNorm.builder().axis(1).build())
-                        .add(Linear.builder().setUnits(8).build()))
-                .add(new SequentialBlock()
-                        .add(LayerNorm.builder().axis(1).build())
-                        .add(Linear.builder().setUnits(8).build()))
-                .add(Linear.builder().setUnits(2).build());
+        SequentialBlock model =
+                new SequentialBlock()
+                        .add(Linear.builder().setUnits(8).build())
+                        .add(
+                                new SequentialBlock()
+                                        .add(LayerNorm.builder().axis(1).build())
+                                        .add(Linear.builder().setUnits(8).build()))
+                        .add(
+                                new SequentialBlock()
+                                        .add(LayerNorm.builder().axis(1).build())
+                                        .add(Linear.builder().setUnits(8).build()))
+                        .add(Linear.builder().setUnits(2).build());
         model.setInitializer(Initializer.ONES, Parameter.Type.WEIGHT);
         model.initialize(manager, DataType.FLOAT32, new Shape(1, 8));
         return model;
@@ -45,11 +50,15 @@ class WrapPlannerTest {
     @Test
     void policyThatMatchesNothingNamesTheModelsBlockClasses() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> WrapPlanner.plan(model(manager), WrapPolicy.byLayerClass("GPT2Block")));
+            IllegalArgumentException e =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () ->
+                                    WrapPlanner.plan(
+                                            model(manager), WrapPolicy.byLayerClass("GPT2Block")));
             assertTrue(e.getMessage().contains("matches no block"), e.getMessage());
-            assertTrue(e.getMessage().contains("LayerNorm, Linear, SequentialBlock"),
-                    e.getMessage());
+            assertTrue(
+                    e.getMessage().contains("LayerNorm, Linear, SequentialBlock"), e.getMessage());
         }
     }
 
@@ -59,7 +68,8 @@ class WrapPlannerTest {
             SequentialBlock model = model(manager);
             List<WrapTarget> targets =
                     WrapPlanner.plan(model, WrapPolicy.byLayerClass("SequentialBlock"));
-            assertEquals(List.of("02SequentialBlock", "03SequentialBlock"),
+            assertEquals(
+                    List.of("02SequentialBlock", "03SequentialBlock"),
                     targets.stream().map(WrapTarget::path).collect(Collectors.toList()));
             targets.forEach(t -> assertSame(model, t.parent()));
         }
@@ -69,22 +79,27 @@ class WrapPlannerTest {
     void byMinParametersWrapsTheInnermostBlocksThatReachTheCount() {
         try (NDManager manager = NDManager.newBaseManager()) {
             // A Linear(8) on width 8 holds 72 elements, a LayerNorm 16, each inner block 88.
-            List<String> paths = WrapPlanner.plan(model(manager), WrapPolicy.byMinParameters(80))
-                    .stream().map(WrapTarget::path).collect(Collectors.toList());
+            List<String> paths =
+                    WrapPlanner.plan(model(manager), WrapPolicy.byMinParameters(80)).stream()
+                            .map(WrapTarget::path)
+                            .collect(Collectors.toList());
             assertEquals(List.of("02SequentialBlock", "03SequentialBlock"), paths);
-            List<String> linears = WrapPlanner.plan(model(manager),
-                    WrapPolicy.byMinParameters(70)).stream().map(WrapTarget::path)
-                    .collect(Collectors.toList());
-            assertEquals(List.of("01Linear", "02SequentialBlock_02Linear",
-                    "03SequentialBlock_02Linear"), linears);
+            List<String> linears =
+                    WrapPlanner.plan(model(manager), WrapPolicy.byMinParameters(70)).stream()
+                            .map(WrapTarget::path)
+                            .collect(Collectors.toList());
+            assertEquals(
+                    List.of("01Linear", "02SequentialBlock_02Linear", "03SequentialBlock_02Linear"),
+                    linears);
         }
     }
 
     @Test
     void predicatePolicy() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            List<WrapTarget> targets = WrapPlanner.plan(model(manager),
-                    WrapPolicy.matching(b -> b instanceof LayerNorm));
+            List<WrapTarget> targets =
+                    WrapPlanner.plan(
+                            model(manager), WrapPolicy.matching(b -> b instanceof LayerNorm));
             assertEquals(2, targets.size());
         }
     }
@@ -94,7 +109,10 @@ class WrapPlannerTest {
         private final Linear child = addChildBlock("child", Linear.builder().setUnits(2).build());
 
         @Override
-        protected NDList forwardInternal(ParameterStore store, NDList inputs, boolean training,
+        protected NDList forwardInternal(
+                ParameterStore store,
+                NDList inputs,
+                boolean training,
                 PairList<String, Object> params) {
             return child.forward(store, inputs, training);
         }
@@ -109,10 +127,12 @@ class WrapPlannerTest {
     void swapNamesAFieldItCannotRewrite() {
         RigidParent parent = new RigidParent();
         Block replacement = new SequentialBlock();
-        IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> ChildSwap.replace(parent, parent.child, replacement));
-        assertTrue(e.getMessage().contains("field 'child' declared as Linear final"),
-                e.getMessage());
+        IllegalStateException e =
+                assertThrows(
+                        IllegalStateException.class,
+                        () -> ChildSwap.replace(parent, parent.child, replacement));
+        assertTrue(
+                e.getMessage().contains("field 'child' declared as Linear final"), e.getMessage());
         assertSame(parent.child, parent.getChildren().get(0).getValue(), "left as it was");
     }
 
