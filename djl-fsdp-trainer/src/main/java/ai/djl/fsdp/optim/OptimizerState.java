@@ -15,7 +15,7 @@ import java.util.Set;
  * Map<String, Map<Device, NDArray>>} keyed by parameter id, detached from every manager, and expose
  * no accessor; reading those fields is the only way to account for it.
  */
-final class OptimizerState {
+public final class OptimizerState {
 
     private OptimizerState() {}
 
@@ -26,7 +26,7 @@ final class OptimizerState {
      * @param ids the parameter ids to count
      * @return the bytes
      */
-    static long bytes(Optimizer optimizer, Set<String> ids) {
+    public static long bytes(Optimizer optimizer, Set<String> ids) {
         long bytes = 0;
         for (Class<?> type = optimizer.getClass();
                 type != Object.class;

@@ -1,0 +1,220 @@
+package ai.djl.fsdp.bench.train;
+
+import ai.djl.Device;
+import ai.djl.Model;
+import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.optim.OptimizerState;
+import ai.djl.fsdp.trainer.FsdpConfig;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.ShardingStats;
+import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.GradientCollector;
+import ai.djl.training.Trainer;
+import ai.djl.training.initializer.NormalInitializer;
+import ai.djl.training.loss.Loss;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.training.tracker.Tracker;
+import ai.djl.util.Pair;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.Callable;
+
+/**
+ * One rank of the training benchmark, started by {@link TrainBenchCommand}: trains a {@link
+ * GptModel} on random tokens with AdamW, with FSDP in the given strategy or ({@code NONE}, one
+ * rank) with DJL's ordinary trainer, and writes its measurements to {@code <report>.rank<r>}.
+ */
+@Command(name = "train-rank", mixinStandardHelpOptions = true)
+public final class TrainBenchRank implements Callable<Integer> {
+
+    /** The {@code --sharding} value that runs DJL's plain trainer as the baseline. */
+    static final String BASELINE = "NONE";
+
+    @Option(names = "--sharding", required = true)
+    private String sharding;
+
+    @Option(names = "--steps", required = true)
+    private int steps;
+
+    @Option(names = "--warmup", required = true)
+    private int warmup;
+
+    @Option(names = "--layers", required = true)
+    private int layers;
+
+    @Option(names = "--width", required = true)
+    private int width;
+
+    @Option(names = "--heads", required = true)
+    private int heads;
+
+    @Option(names = "--vocab", required = true)
+    private int vocab;
+
+    @Option(names = "--seq", required = true)
+    private int sequence;
+
+    @Option(names = "--batch", required = true)
+    private int batch;
+
+    @Option(names = "--report", required = true)
+    private Path report;
+
+    /**
+     * Runs one rank; the job comes from the environment (see {@link DistributedEnv}).
+     *
+     * @param args the options
+     */
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new TrainBenchRank()).execute(args));
+    }
+
+    /** Returns the command a launcher runs on every rank, for the given settings. */
+    static List<String> command(TrainBenchSettings settings, Path report) {
+        return List.of(
+                TrainBenchRank.class.getName(),
+                "--sharding=" + settings.sharding(),
+                "--steps=" + settings.steps(),
+                "--warmup=" + settings.warmup(),
+                "--layers=" + settings.layers(),
+                "--width=" + settings.width(),
+                "--heads=" + settings.heads(),
+                "--vocab=" + settings.vocab(),
+                "--seq=" + settings.sequence(),
+                "--batch=" + settings.batch(),
+                "--report=" + report);
+    }
+
+    @Override
+    public Integer call() throws IOException {
+        DistributedEnv env = DistributedEnv.fromEnvironment();
+        boolean baseline = BASELINE.equals(sharding);
+        Optimizer optimizer =
+                Optimizer.adamW().optLearningRateTracker(Tracker.fixed(1e-4f)).build();
+        DefaultTrainingConfig config =
+                new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                        .optInitializer(new NormalInitializer(0.02f), Parameter.Type.WEIGHT)
+                        .optOptimizer(optimizer)
+                        .optDevices(new Device[] {Device.cpu()});
+        Engine.getInstance().setRandomSeed(42);
+        try (Model model = Model.newInstance("gpt-bench", Device.cpu());
+                ProcessGroup group = baseline ? null : ProcessGroups.init(env)) {
+            model.setBlock(new GptModel(layers, width, heads, vocab, sequence));
+            try (Trainer trainer = newTrainer(model, config, group)) {
+                trainer.initialize(new Shape(batch, sequence));
+                double stepMillis = timeSteps(trainer, env.rank());
+                long modelState;
+                long sent;
+                if (trainer instanceof FsdpTrainer) {
+                    ShardingStats stats = ((FsdpTrainer) trainer).getShardingStats();
+                    modelState = stats.modelStateBytes();
+                    sent = stats.sentBytesLastStep();
+                } else {
+                    modelState = replicaModelState(model, optimizer);
+                    sent = 0;
+                }
+                String line =
+                        String.format(
+                                Locale.ROOT,
+                                "step_ms=%.1f peak_rss_mb=%.1f model_state_mb=%.1f sent_mb=%.1f",
+                                stepMillis,
+                                peakRssBytes() / 1e6,
+                                modelState / 1e6,
+                                sent / 1e6);
+                Path file = Path.of(report + ".rank" + env.rank());
+                Files.writeString(file, line + System.lineSeparator(), StandardCharsets.UTF_8);
+            }
+        }
+        return 0;
+    }
+
+    private Trainer newTrainer(Model model, DefaultTrainingConfig config, ProcessGroup group) {
+        if (group == null) {
+            return model.newTrainer(config);
+        }
+        FsdpConfig fsdp =
+                FsdpConfig.builder()
+                        .optShardingStrategy(ShardingStrategy.valueOf(sharding))
+                        .optWrapPolicy(WrapPolicy.byLayerClass("GptBlock"))
+                        .build();
+        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
+    }
+
+    /** Trains {@code warmup} then {@code steps} steps on random tokens; the timed steps' mean. */
+    private double timeSteps(Trainer trainer, int rank) {
+        NDManager manager = trainer.getManager();
+        Random random = new Random(rank);
+        long start = 0;
+        for (int step = 0; step < warmup + steps; step++) {
+            if (step == warmup) {
+                start = System.nanoTime();
+            }
+            try (NDManager scope = manager.newSubManager()) {
+                int[] tokens = new int[batch * (sequence + 1)];
+                for (int i = 0; i < tokens.length; i++) {
+                    tokens[i] = random.nextInt(vocab);
+                }
+                NDArray all = scope.create(tokens, new Shape(batch, sequence + 1));
+                NDList data = new NDList(all.get(":, :-1"));
+                NDList labels =
+                        new NDList(
+                                all.get(":, 1:")
+                                        .reshape(batch, sequence, 1)
+                                        .toType(DataType.INT32, false));
+                try (GradientCollector collector = trainer.newGradientCollector()) {
+                    NDList predictions = trainer.forward(data, labels);
+                    collector.backward(trainer.getLoss().evaluate(labels, predictions));
+                }
+                trainer.step();
+            }
+        }
+        return (System.nanoTime() - start) / 1e6 / steps;
+    }
+
+    /** Parameters, their gradients and the optimizer's state in DJL's ordinary trainer. */
+    private static long replicaModelState(Model model, Optimizer optimizer) {
+        long bytes = 0;
+        Set<String> ids = new HashSet<>();
+        for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+            NDArray array = pair.getValue().getArray();
+            long size = array.size() * array.getDataType().getNumOfBytes();
+            bytes += pair.getValue().requiresGradient() ? 2 * size : size;
+            ids.add(pair.getValue().getId());
+        }
+        return bytes + OptimizerState.bytes(optimizer, ids);
+    }
+
+    /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */
+    static long peakRssBytes() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmHWM:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            }
+        }
+        throw new IOException("/proc/self/status has no VmHWM line");
+    }
+}

@@ -1,0 +1,45 @@
+package ai.djl.fsdp.bench.train;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/** Reads the ranks' measurement files and writes the benchmark's one-line summary. */
+final class TrainBenchReport {
+
+    private TrainBenchReport() {}
+
+    /**
+     * Returns the summary line: the slowest rank's step time (the job moves at its pace), the
+     * largest rank's memory and traffic.
+     */
+    static String summarize(TrainBenchSettings settings, Path report) throws IOException {
+        Map<String, Double> worst = new HashMap<>();
+        for (int rank = 0; rank < settings.nproc(); rank++) {
+            String line =
+                    Files.readString(Path.of(report + ".rank" + rank), StandardCharsets.UTF_8)
+                            .trim();
+            for (String field : line.split(" ")) {
+                String[] pair = field.split("=");
+                worst.merge(pair[0], Double.parseDouble(pair[1]), Math::max);
+            }
+        }
+        double stepMillis = worst.get("step_ms");
+        double tokens = (double) settings.nproc() * settings.batch() * settings.sequence();
+        return String.format(
+                Locale.ROOT,
+                "sharding=%s nproc=%d tokens_per_s=%.1f step_ms=%.1f peak_rss_mb_per_rank=%.1f"
+                        + " model_state_mb_per_rank=%.1f sent_mb_per_step=%.1f",
+                settings.sharding(),
+                settings.nproc(),
+                tokens / (stepMillis / 1000),
+                stepMillis,
+                worst.get("peak_rss_mb"),
+                worst.get("model_state_mb"),
+                worst.get("sent_mb"));
+    }
+}
