@@ -69,14 +69,14 @@ public enum Dtype {
      * Parses a header's dtype name.
      *
      * @param name the name, such as {@code "F32"}
-     * @return the element type
-     * @throws SafetensorsException if the name is not a supported type
+     * @return the element type, or null if the name is not a supported type
      */
     static Dtype parse(String name) {
-        try {
-            return valueOf(name);
-        } catch (IllegalArgumentException e) {
-            throw new SafetensorsException("unsupported safetensors dtype \"" + name + '"', e);
+        for (Dtype dtype : values()) {
+            if (dtype.name().equals(name)) {
+                return dtype;
+            }
         }
+        return null;
     }
 }

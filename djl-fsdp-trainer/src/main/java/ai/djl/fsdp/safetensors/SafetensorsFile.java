@@ -280,7 +280,11 @@ public final class SafetensorsFile implements AutoCloseable {
     private static TensorInfo parseEntry(Path path, String name, JsonElement element, long dataSize) {
         try {
             JsonObject entry = element.getAsJsonObject();
-            Dtype dtype = Dtype.parse(entry.get("dtype").getAsString());
+            String dtypeName = entry.get("dtype").getAsString();
+            Dtype dtype = Dtype.parse(dtypeName);
+            if (dtype == null) {
+                throw corrupt(path, "tensor \"" + name + "\" has unsupported safetensors dtype \"" + dtypeName + '"');
+            }
             JsonArray dims = entry.getAsJsonArray("shape");
             long[] shape = new long[dims.size()];
             for (int i = 0; i < shape.length; i++) {

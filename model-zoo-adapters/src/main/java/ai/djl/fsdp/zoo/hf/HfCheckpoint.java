@@ -61,7 +61,7 @@ public final class HfCheckpoint {
             if (!missing.isEmpty() || !unexpected.isEmpty()) {
                 throw new IllegalArgumentException(
                         "checkpoint " + path + " does not fit " + model.getClass().getSimpleName()
-                                + ": missing " + missing + ", unexpected " + unexpected
+                                + ": missing " + summary(missing) + ", unexpected " + summary(unexpected)
                                 + " (a checkpoint of another model or configuration?)");
             }
             for (Map.Entry<String, String> entry : sources.entrySet()) {
@@ -100,6 +100,13 @@ public final class HfCheckpoint {
      */
     public static void save(CausalLM model, Path directory) throws IOException {
         save(model, directory, DEFAULT_MAX_SHARD_BYTES);
+    }
+
+    /** Lists a few names of a set, which for a wrong model can hold hundreds. */
+    private static String summary(Set<String> names) {
+        int shown = 8;
+        String listed = String.join(", ", names.stream().limit(shown).toList());
+        return names.size() + " [" + listed + (names.size() > shown ? ", ...]" : "]");
     }
 
     /** Returns the model parameter a stored tensor holds, or null if it is not one. */
