@@ -17,8 +17,9 @@ public final class Tokenizers {
     private Tokenizers() {}
 
     /**
-     * Loads a tokenizer that encodes text exactly, without adding special tokens (a causal model's
-     * prompt and training text are used as written).
+     * Loads a tokenizer that encodes text exactly: no special tokens added (a causal model's prompt
+     * and training text are used as written) and no truncation (DJL otherwise cuts every encoding
+     * at 512 tokens; callers chunk long text themselves).
      *
      * @param path a {@code tokenizer.json}, or a model directory holding one
      * @return the tokenizer; close it when done
@@ -32,6 +33,7 @@ public final class Tokenizers {
         return HuggingFaceTokenizer.builder()
                 .optTokenizerPath(file)
                 .optAddSpecialTokens(false)
+                .optTruncation(false)
                 .build();
     }
 }
