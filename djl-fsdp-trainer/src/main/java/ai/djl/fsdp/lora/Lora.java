@@ -1,0 +1,292 @@
+package ai.djl.fsdp.lora;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.fsdp.safetensors.AtomicFiles;
+import ai.djl.fsdp.safetensors.SafetensorsFile;
+import ai.djl.fsdp.safetensors.SafetensorsWriter;
+import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonParser;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * LoRA on any Block tree: insert adapters around targeted projections, count what trains, merge
+ * adapters into the base weights, and save or load them in PEFT's layout ({@code
+ * adapter_config.json} and {@code adapter_model.safetensors} keyed {@code
+ * base_model.model.<module>.lora_A.weight}), so adapters move between this project and PEFT.
+ *
+ * <p>The tree's parents of targeted projections must be {@link MutableBlock}s; the projections
+ * must be {@link LinearProjection}s.
+ */
+public final class Lora {
+
+    /** The adapter configuration file of a PEFT adapter directory. */
+    public static final String CONFIG_FILE = "adapter_config.json";
+
+    /** The adapter weights file of a PEFT adapter directory. */
+    public static final String WEIGHTS_FILE = "adapter_model.safetensors";
+
+    /** The prefix PEFT gives every key: its wrapper's path to the base model. */
+    static final String PEFT_PREFIX = "base_model.model.";
+
+    /** The output head, which {@code all-linear} leaves alone, as PEFT does. */
+    private static final String OUTPUT_HEAD = "lm_head";
+
+    private Lora() {}
+
+    /**
+     * Wraps every targeted projection in a {@link LoraLinear}, initializes the adapters next to
+     * the base weights, and freezes every parameter but the adapters'.
+     *
+     * @param root an initialized model
+     * @param config the adaptation
+     * @return the dotted paths of the adapted modules
+     * @throws IllegalArgumentException if no module matches the targets
+     * @throws IllegalStateException if the model already has adapters, or a targeted module's
+     *     parent cannot swap children
+     */
+    public static List<String> apply(Block root, LoraConfig config) {
+        Map<String, Block> modules = StateDict.modules(root);
+        if (!adapters(root).isEmpty()) {
+            throw new IllegalStateException("the model already has LoRA adapters: merge them first");
+        }
+        List<String> adapted = new ArrayList<>();
+        for (Map.Entry<String, Block> entry : modules.entrySet()) {
+            String path = entry.getKey();
+            if (!(entry.getValue() instanceof LinearProjection projection)
+                    || !(config.targetsAllLinear() ? !path.equals(OUTPUT_HEAD) : config.targets(path))) {
+                continue;
+            }
+            Parameter weight = projection.getParameters().get("weight");
+            if (weight == null || !weight.isInitialized()) {
+                throw new IllegalStateException("initialize the model before adding adapters (" + path + ")");
+            }
+            LoraLinear lora = new LoraLinear(projection, config);
+            NDArray w = weight.getArray();
+            lora.initialize(w.getManager(), w.getDataType(), new Shape(1, projection.inFeatures()));
+            parent(modules, path).replaceChild(leaf(path), lora);
+            adapted.add(path);
+        }
+        if (adapted.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "no module matches LoRA target_modules " + config.getTargetModules()
+                            + "; this model's projections are " + projectionNames(modules));
+        }
+        Set<Parameter> trainable = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (LoraLinear lora : adapters(root).values()) {
+            trainable.add(lora.getLoraA());
+            trainable.add(lora.getLoraB());
+        }
+        for (Parameter parameter : StateDict.parameters(root).values()) {
+            parameter.freeze(!trainable.contains(parameter));
+        }
+        return adapted;
+    }
+
+    /**
+     * Returns the adapters of a tree by the dotted path of the module they adapt.
+     *
+     * @param root the model
+     * @return the adapters, in tree order
+     */
+    public static Map<String, LoraLinear> adapters(Block root) {
+        Map<String, LoraLinear> adapters = new LinkedHashMap<>();
+        StateDict.modules(root)
+                .forEach(
+                        (path, block) -> {
+                            if (block instanceof LoraLinear lora) {
+                                adapters.put(path, lora);
+                            }
+                        });
+        return adapters;
+    }
+
+    /**
+     * Adds every adapter's update into its base weight and puts the base projection back in its
+     * place, leaving a plain model that computes what the adapted one did and has the original
+     * parameter names (ready to save as an ordinary checkpoint). Every parameter is trainable
+     * again afterwards.
+     *
+     * @param root the adapted model
+     * @return the dotted paths of the merged modules
+     */
+    public static List<String> merge(Block root) {
+        Map<String, Block> modules = StateDict.modules(root);
+        Map<String, LoraLinear> adapters = adapters(root);
+        for (Map.Entry<String, LoraLinear> entry : adapters.entrySet()) {
+            LoraLinear lora = entry.getValue();
+            try (NDArray delta = lora.deltaWeight()) {
+                lora.getBase().addToWeight(delta);
+            }
+            parent(modules, entry.getKey()).replaceChild(leaf(entry.getKey()), lora.getBase());
+            lora.getLoraA().close();
+            lora.getLoraB().close();
+        }
+        for (Parameter parameter : StateDict.parameters(root).values()) {
+            parameter.freeze(false);
+        }
+        return new ArrayList<>(adapters.keySet());
+    }
+
+    /**
+     * Counts trainable and total parameters (a tied parameter counts once).
+     *
+     * @param root the model
+     * @return the counts; {@code toString()} prints PEFT's one-line summary
+     */
+    public static ParameterCount count(Block root) {
+        long trainable = 0;
+        long all = 0;
+        for (Parameter parameter : StateDict.parameters(root).values()) {
+            long size = parameter.getShape().size();
+            all += size;
+            if (parameter.requiresGradient()) {
+                trainable += size;
+            }
+        }
+        return new ParameterCount(trainable, all);
+    }
+
+    /**
+     * Saves the adapters in PEFT's layout: {@code adapter_config.json} and {@code
+     * adapter_model.safetensors}, each written atomically.
+     *
+     * @param root the adapted model
+     * @param config the configuration the adapters were made with
+     * @param directory the adapter directory (created if needed)
+     * @throws IOException if writing fails
+     */
+    public static void save(Block root, LoraConfig config, Path directory) throws IOException {
+        Map<String, LoraLinear> adapters = adapters(root);
+        if (adapters.isEmpty()) {
+            throw new IllegalStateException("the model has no LoRA adapters to save");
+        }
+        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        boolean fanInFanOut = false;
+        for (Map.Entry<String, LoraLinear> entry : adapters.entrySet()) {
+            writer.add(PEFT_PREFIX + entry.getKey() + ".lora_A.weight", entry.getValue().getLoraA().getArray());
+            writer.add(PEFT_PREFIX + entry.getKey() + ".lora_B.weight", entry.getValue().getLoraB().getArray());
+            fanInFanOut |= entry.getValue().getBase().fanInFanOut();
+        }
+        Files.createDirectories(directory);
+        writer.write(directory.resolve(WEIGHTS_FILE));
+        AtomicFiles.writeString(
+                directory.resolve(CONFIG_FILE),
+                new GsonBuilder().setPrettyPrinting().create().toJson(config.toPeftJson(fanInFanOut)));
+    }
+
+    /**
+     * Adds the adapters saved in a PEFT adapter directory to a model: applies its configuration
+     * and copies in the adapter weights.
+     *
+     * @param root an initialized model without adapters
+     * @param directory the adapter directory
+     * @return the configuration that was read
+     * @throws IOException if reading fails
+     * @throws IllegalArgumentException if the adapters do not fit the model (missing or
+     *     unexpected keys, wrong shapes)
+     */
+    public static LoraConfig load(Block root, Path directory) throws IOException {
+        LoraConfig config;
+        try (Reader reader = Files.newBufferedReader(directory.resolve(CONFIG_FILE))) {
+            config = LoraConfig.fromPeftJson(JsonParser.parseReader(reader).getAsJsonObject());
+        } catch (JsonParseException | IllegalStateException e) {
+            throw new IllegalArgumentException(directory.resolve(CONFIG_FILE) + " is not valid JSON: " + e.getMessage(), e);
+        }
+        apply(root, config);
+        Map<String, Parameter> expected = new LinkedHashMap<>();
+        adapters(root)
+                .forEach(
+                        (path, lora) -> {
+                            expected.put(PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA());
+                            expected.put(PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB());
+                        });
+        try (SafetensorsFile file = SafetensorsFile.open(directory.resolve(WEIGHTS_FILE))) {
+            Set<String> missing = new TreeSet<>(expected.keySet());
+            missing.removeAll(file.names());
+            Set<String> unexpected = new TreeSet<>(file.names());
+            unexpected.removeAll(expected.keySet());
+            if (!missing.isEmpty() || !unexpected.isEmpty()) {
+                throw new IllegalArgumentException(
+                        "adapters in " + directory + " do not fit this model: missing " + missing
+                                + ", unexpected " + unexpected);
+            }
+            for (Map.Entry<String, Parameter> entry : expected.entrySet()) {
+                NDManager manager = entry.getValue().getArray().getManager();
+                try (NDArray value = file.read(manager, entry.getKey())) {
+                    StateDict.copyInto(entry.getKey(), entry.getValue(), value);
+                }
+            }
+        }
+        return config;
+    }
+
+    private static MutableBlock parent(Map<String, Block> modules, String path) {
+        int dot = path.lastIndexOf('.');
+        String parentPath = dot < 0 ? "" : path.substring(0, dot);
+        Block parent = modules.get(parentPath);
+        if (!(parent instanceof MutableBlock mutable)) {
+            throw new IllegalStateException(
+                    "cannot insert an adapter at " + path + ": its parent "
+                            + parent.getClass().getSimpleName() + " does not implement MutableBlock");
+        }
+        return mutable;
+    }
+
+    private static String leaf(String path) {
+        return path.substring(path.lastIndexOf('.') + 1);
+    }
+
+    private static Set<String> projectionNames(Map<String, Block> modules) {
+        Set<String> names = new TreeSet<>();
+        modules.forEach(
+                (path, block) -> {
+                    if (block instanceof LinearProjection) {
+                        names.add(leaf(path));
+                    }
+                });
+        return names;
+    }
+
+    /**
+     * Trainable and total parameter counts.
+     *
+     * @param trainable the number of trainable elements
+     * @param all the number of elements
+     */
+    public record ParameterCount(long trainable, long all) {
+
+        /**
+         * Returns PEFT's summary line: {@code trainable params: X || all params: Y || trainable%: Z}.
+         *
+         * @return the summary
+         */
+        @Override
+        public String toString() {
+            return String.format(
+                    Locale.ROOT,
+                    "trainable params: %,d || all params: %,d || trainable%%: %.4f",
+                    trainable,
+                    all,
+                    all == 0 ? 0.0 : 100.0 * trainable / all);
+        }
+    }
+}

@@ -1,0 +1,267 @@
+package ai.djl.fsdp.lora;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The settings of a LoRA adaptation, with PEFT's meaning and defaults: rank {@code r}, scaling
+ * {@code alpha / r}, dropout on the adapter's input, and the modules to adapt (by name, matched
+ * against the last components of a module's dotted path, or {@code all-linear}).
+ *
+ * <pre>{@code
+ * LoraConfig config = LoraConfig.builder()
+ *         .setTargetModules(List.of("c_attn", "c_proj"))
+ *         .optRank(8).optAlpha(16).optDropout(0.05f)
+ *         .build();
+ * }</pre>
+ */
+public final class LoraConfig {
+
+    /** The target that selects every linear projection except the output head, as in PEFT. */
+    public static final String ALL_LINEAR = "all-linear";
+
+    private final int rank;
+    private final float alpha;
+    private final float dropout;
+    private final List<String> targetModules;
+
+    private LoraConfig(Builder builder) {
+        this.rank = builder.rank;
+        this.alpha = builder.alpha;
+        this.dropout = builder.dropout;
+        this.targetModules = builder.targetModules;
+    }
+
+    /**
+     * Returns a builder.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Returns the rank {@code r} of the adapter matrices.
+     *
+     * @return the rank
+     */
+    public int getRank() {
+        return rank;
+    }
+
+    /**
+     * Returns {@code lora_alpha}.
+     *
+     * @return alpha
+     */
+    public float getAlpha() {
+        return alpha;
+    }
+
+    /**
+     * Returns the factor the adapter's output is multiplied by, {@code alpha / r}.
+     *
+     * @return the scaling
+     */
+    public float getScaling() {
+        return alpha / rank;
+    }
+
+    /**
+     * Returns the dropout probability applied to the adapter's input in training.
+     *
+     * @return the dropout probability
+     */
+    public float getDropout() {
+        return dropout;
+    }
+
+    /**
+     * Returns the target module names, or a single {@link #ALL_LINEAR}.
+     *
+     * @return the targets
+     */
+    public List<String> getTargetModules() {
+        return targetModules;
+    }
+
+    /**
+     * Returns whether every linear projection but the output head is targeted.
+     *
+     * @return true for {@code all-linear}
+     */
+    public boolean targetsAllLinear() {
+        return targetModules.equals(List.of(ALL_LINEAR));
+    }
+
+    /**
+     * Returns whether a module is targeted, PEFT's rule: its dotted path equals a target or ends
+     * with {@code "." + target}.
+     *
+     * @param path the module's dotted path
+     * @return true if the module should be adapted
+     */
+    public boolean targets(String path) {
+        for (String target : targetModules) {
+            if (path.equals(target) || path.endsWith('.' + target)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Returns the configuration as PEFT's {@code adapter_config.json} object.
+     *
+     * @param fanInFanOut whether the adapted weights are stored {@code [in, out]}
+     * @return the JSON object
+     */
+    public JsonObject toPeftJson(boolean fanInFanOut) {
+        JsonObject json = new JsonObject();
+        json.addProperty("peft_type", "LORA");
+        json.addProperty("task_type", "CAUSAL_LM");
+        json.addProperty("r", rank);
+        json.addProperty("lora_alpha", alpha);
+        json.addProperty("lora_dropout", dropout);
+        if (targetsAllLinear()) {
+            json.addProperty("target_modules", ALL_LINEAR);
+        } else {
+            JsonArray targets = new JsonArray();
+            targetModules.forEach(targets::add);
+            json.add("target_modules", targets);
+        }
+        json.addProperty("fan_in_fan_out", fanInFanOut);
+        json.addProperty("bias", "none");
+        json.addProperty("use_rslora", false);
+        json.addProperty("inference_mode", true);
+        return json;
+    }
+
+    /**
+     * Reads PEFT's {@code adapter_config.json} object.
+     *
+     * @param json the object
+     * @return the configuration
+     * @throws IllegalArgumentException if it is not a plain LoRA configuration this class supports
+     */
+    public static LoraConfig fromPeftJson(JsonObject json) {
+        String type = json.has("peft_type") ? json.get("peft_type").getAsString() : "LORA";
+        if (!"LORA".equals(type.toUpperCase(Locale.ROOT))) {
+            throw new IllegalArgumentException("adapter is " + type + ", not LORA");
+        }
+        for (String unsupported : new String[] {"use_rslora", "use_dora"}) {
+            if (json.has(unsupported) && json.get(unsupported).getAsBoolean()) {
+                throw new IllegalArgumentException(unsupported + " adapters are not supported");
+            }
+        }
+        if (json.has("bias") && !"none".equals(json.get("bias").getAsString())) {
+            throw new IllegalArgumentException("only bias \"none\" adapters are supported");
+        }
+        JsonElement targets = json.get("target_modules");
+        if (targets == null || targets.isJsonNull()) {
+            throw new IllegalArgumentException("adapter_config.json lacks target_modules");
+        }
+        Builder builder = builder();
+        if (targets.isJsonArray()) {
+            builder.setTargetModules(
+                    targets.getAsJsonArray().asList().stream().map(JsonElement::getAsString).toList());
+        } else {
+            builder.setTargetModules(List.of(targets.getAsString()));
+        }
+        builder.optRank(json.get("r").getAsInt()).optAlpha(json.get("lora_alpha").getAsFloat());
+        if (json.has("lora_dropout")) {
+            builder.optDropout(json.get("lora_dropout").getAsFloat());
+        }
+        return builder.build();
+    }
+
+    /** {@inheritDoc} */
+    @Override
+    public String toString() {
+        return "LoraConfig{r=" + rank + ", alpha=" + alpha + ", dropout=" + dropout
+                + ", targets=" + targetModules + '}';
+    }
+
+    /** The builder of {@link LoraConfig}. */
+    public static final class Builder {
+
+        private int rank = 8;
+        private float alpha = 8;
+        private float dropout;
+        private List<String> targetModules;
+
+        Builder() {}
+
+        /**
+         * Sets the modules to adapt: names such as {@code c_attn} or {@code q_proj}, or the single
+         * entry {@link #ALL_LINEAR}. Required.
+         *
+         * @param targetModules the targets
+         * @return this builder
+         */
+        public Builder setTargetModules(List<String> targetModules) {
+            this.targetModules = List.copyOf(targetModules);
+            return this;
+        }
+
+        /**
+         * Sets the rank {@code r} (default 8).
+         *
+         * @param rank the rank
+         * @return this builder
+         */
+        public Builder optRank(int rank) {
+            this.rank = rank;
+            return this;
+        }
+
+        /**
+         * Sets {@code lora_alpha} (default 8); the adapter's output is scaled by {@code alpha / r}.
+         *
+         * @param alpha alpha
+         * @return this builder
+         */
+        public Builder optAlpha(float alpha) {
+            this.alpha = alpha;
+            return this;
+        }
+
+        /**
+         * Sets the dropout probability on the adapter's input (default 0).
+         *
+         * @param dropout the probability, in {@code [0, 1)}
+         * @return this builder
+         */
+        public Builder optDropout(float dropout) {
+            this.dropout = dropout;
+            return this;
+        }
+
+        /**
+         * Builds the configuration.
+         *
+         * @return the configuration
+         * @throws IllegalArgumentException if a setting is out of range or no target was set
+         */
+        public LoraConfig build() {
+            if (targetModules == null || targetModules.isEmpty()) {
+                throw new IllegalArgumentException(
+                        "LoRA needs target modules: names such as [c_attn, c_proj] or [" + ALL_LINEAR + "]");
+            }
+            if (targetModules.contains(ALL_LINEAR) && targetModules.size() > 1) {
+                throw new IllegalArgumentException(ALL_LINEAR + " cannot be combined with other targets");
+            }
+            if (rank <= 0) {
+                throw new IllegalArgumentException("LoRA rank must be positive, got " + rank);
+            }
+            if (!(dropout >= 0 && dropout < 1)) {
+                throw new IllegalArgumentException("LoRA dropout must be in [0, 1), got " + dropout);
+            }
+            return new LoraConfig(this);
+        }
+    }
+}

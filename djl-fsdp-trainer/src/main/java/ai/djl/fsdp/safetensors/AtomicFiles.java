@@ -1,0 +1,86 @@
+package ai.djl.fsdp.safetensors;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Writes files so that readers see either the old file or the complete new one, never a partial
+ * write: the content goes to a temporary sibling, is flushed to disk, and is renamed over the
+ * target in one step. A crash mid-save leaves the previous checkpoint intact.
+ */
+public final class AtomicFiles {
+
+    /** Writes a file's content to an open channel. */
+    @FunctionalInterface
+    public interface Content {
+
+        /**
+         * Writes the content.
+         *
+         * @param channel the channel of the temporary file
+         * @throws IOException if writing fails
+         */
+        void writeTo(FileChannel channel) throws IOException;
+    }
+
+    private AtomicFiles() {}
+
+    /**
+     * Writes a file atomically.
+     *
+     * @param target the file to create or replace
+     * @param content what to write
+     * @throws IOException if writing or renaming fails; the target is then unchanged
+     */
+    public static void write(Path target, Content content) throws IOException {
+        Path absolute = target.toAbsolutePath();
+        Files.createDirectories(absolute.getParent());
+        Path temp = Files.createTempFile(absolute.getParent(), "." + absolute.getFileName(), ".tmp");
+        try {
+            try (FileChannel channel =
+                    FileChannel.open(temp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+                content.writeTo(channel);
+                channel.force(true);
+            }
+            try {
+                Files.move(temp, absolute, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(temp, absolute, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } finally {
+            Files.deleteIfExists(temp);
+        }
+    }
+
+    /**
+     * Writes a UTF-8 text file atomically.
+     *
+     * @param target the file to create or replace
+     * @param text the text
+     * @throws IOException if writing fails
+     */
+    public static void writeString(Path target, String text) throws IOException {
+        ByteBuffer bytes = ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8));
+        write(target, channel -> writeFully(channel, bytes));
+    }
+
+    /**
+     * Writes every remaining byte of a buffer.
+     *
+     * @param channel the channel
+     * @param buffer the bytes
+     * @throws IOException if writing fails
+     */
+    static void writeFully(FileChannel channel, ByteBuffer buffer) throws IOException {
+        while (buffer.hasRemaining()) {
+            channel.write(buffer);
+        }
+    }
+}

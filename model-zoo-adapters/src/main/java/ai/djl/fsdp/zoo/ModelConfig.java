@@ -1,0 +1,58 @@
+package ai.djl.fsdp.zoo;
+
+import com.google.gson.JsonObject;
+import java.util.List;
+
+/** A Hugging Face {@code config.json} of a supported causal language model. */
+public interface ModelConfig {
+
+    /**
+     * Returns {@code model_type}, such as {@code gpt2} or {@code llama}.
+     *
+     * @return the model type
+     */
+    String modelType();
+
+    /**
+     * Returns the vocabulary size.
+     *
+     * @return the vocabulary size
+     */
+    int vocabSize();
+
+    /**
+     * Returns the number of decoder layers.
+     *
+     * @return the layer count
+     */
+    int numLayers();
+
+    /**
+     * Returns the longest sequence the model's positions cover.
+     *
+     * @return the maximum number of positions
+     */
+    int maxPositions();
+
+    /**
+     * Returns the token ids that end a generated sequence (may be empty).
+     *
+     * @return the end-of-sequence ids
+     */
+    List<Long> eosTokenIds();
+
+    /**
+     * Builds a model of this architecture with freshly initialized-on-demand parameters.
+     *
+     * @return the model
+     */
+    CausalLM newModel();
+
+    /**
+     * Returns the configuration as {@code config.json} would hold it, with {@code model_type} and
+     * {@code architectures}.
+     *
+     * @return the JSON object
+     */
+    JsonObject toJson();
+}

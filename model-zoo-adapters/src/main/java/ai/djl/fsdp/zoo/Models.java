@@ -1,0 +1,78 @@
+package ai.djl.fsdp.zoo;
+
+import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * Entry points of the zoo: built-in tiny architectures by name, and models from Hugging Face
+ * checkpoint directories.
+ *
+ * <pre>{@code
+ * CausalLM fresh = Models.create(Models.builtin("gpt2-tiny"), manager);
+ * CausalLM loaded = Models.load(Path.of("checkpoints/gpt2"), manager);
+ * }</pre>
+ */
+public final class Models {
+
+    /**
+     * Small architectures with GPT-2's 50,257-token vocabulary, for tests and training from
+     * scratch: 2 layers, width 64, 4 heads, 256 positions (Llama: 2 key-value heads).
+     */
+    private static final Map<String, Supplier<ModelConfig>> BUILTIN =
+            Map.of(
+                    "gpt2-tiny", () -> GPT2Config.of(2, 64, 4, 256),
+                    "llama-tiny", () -> LlamaConfig.of(2, 64, 4, 2, 128, 256));
+
+    private Models() {}
+
+    /**
+     * Returns a built-in configuration.
+     *
+     * @param name {@code gpt2-tiny} or {@code llama-tiny}
+     * @return the configuration
+     * @throws IllegalArgumentException for an unknown name
+     */
+    public static ModelConfig builtin(String name) {
+        Supplier<ModelConfig> config = BUILTIN.get(name);
+        if (config == null) {
+            throw new IllegalArgumentException("no built-in model " + name + "; built-in: " + BUILTIN.keySet());
+        }
+        return config.get();
+    }
+
+    /**
+     * Builds a model and initializes its parameters as Hugging Face initializes a fresh model.
+     *
+     * @param config the configuration
+     * @param manager the manager that owns the parameters
+     * @return the initialized model
+     */
+    public static CausalLM create(ModelConfig config, NDManager manager) {
+        CausalLM model = config.newModel();
+        model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
+        return model;
+    }
+
+    /**
+     * Loads a Hugging Face checkpoint directory ({@code config.json} and safetensors weights).
+     *
+     * @param directory the checkpoint directory
+     * @param manager the manager that owns the parameters
+     * @return the model with the checkpoint's weights
+     * @throws IOException if reading fails
+     */
+    public static CausalLM load(Path directory, NDManager manager) throws IOException {
+        CausalLM model = create(ConfigJson.read(directory), manager);
+        HfCheckpoint.load(model, directory);
+        return model;
+    }
+}

@@ -1,0 +1,87 @@
+package ai.djl.fsdp.zoo.generate;
+
+import ai.djl.engine.Engine;
+import ai.djl.fsdp.cli.Subcommand;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.ndarray.NDManager;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code bin/fsdp generate}: continues a prompt with a model from a checkpoint directory. */
+@Command(
+        name = "generate",
+        mixinStandardHelpOptions = true,
+        description = "Continue a prompt with a causal language model (GPT-2, Llama) and print the text.")
+public final class GenerateCommand implements Subcommand {
+
+    @Spec private CommandSpec spec;
+
+    @Option(
+            names = "--model",
+            required = true,
+            description =
+                    "Hugging Face checkpoint directory (config.json, *.safetensors), or a built-in "
+                            + "architecture with random weights: gpt2-tiny, llama-tiny.")
+    private String model;
+
+    @Option(names = "--prompt", required = true, description = "The text to continue.")
+    private String prompt;
+
+    @Option(names = "--max_new_tokens", defaultValue = "32", description = "Most tokens to generate (default ${DEFAULT-VALUE}).")
+    private int maxNewTokens;
+
+    @Option(names = "--temperature", defaultValue = "0", description = "Sampling temperature; 0 is greedy (default ${DEFAULT-VALUE}).")
+    private float temperature;
+
+    @Option(names = "--top_k", defaultValue = "0", description = "Sample among the k most likely tokens; 0 is off (default ${DEFAULT-VALUE}).")
+    private int topK;
+
+    @Option(names = "--top_p", defaultValue = "1", description = "Sample within this probability mass (default ${DEFAULT-VALUE}).")
+    private float topP;
+
+    @Option(names = "--seed", defaultValue = "42", description = "Sampling seed (default ${DEFAULT-VALUE}).")
+    private long seed;
+
+    @Option(names = "--tokenizer", description = "tokenizer.json (default: the one in --model).")
+    private Path tokenizer;
+
+    @Override
+    public Integer call() throws Exception {
+        Path directory = Path.of(model);
+        boolean checkpoint = Files.isDirectory(directory);
+        Path tokenizerPath = tokenizer != null ? tokenizer : directory.resolve(Tokenizers.FILE);
+        if (!checkpoint && tokenizer == null) {
+            throw new IllegalArgumentException("--model " + model + " is not a directory: built-in models need --tokenizer");
+        }
+        try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager();
+                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath)) {
+            CausalLM lm = checkpoint ? Models.load(directory, manager) : Models.create(Models.builtin(model), manager);
+            GenerationConfig config =
+                    GenerationConfig.builder()
+                            .optMaxNewTokens(maxNewTokens)
+                            .optTemperature(temperature)
+                            .optTopK(topK)
+                            .optTopP(topP)
+                            .optSeed(seed)
+                            .optStopTokens(lm.getConfig().eosTokenIds())
+                            .build();
+            long[] promptIds = tok.encode(prompt).getIds();
+            long[] generated = new Generator(lm).generate(manager, promptIds, config);
+            // Decode prompt and continuation together: a character's bytes may span the boundary.
+            long[] all = java.util.stream.LongStream.concat(
+                    java.util.Arrays.stream(promptIds), java.util.Arrays.stream(generated)).toArray();
+            PrintWriter out = spec.commandLine().getOut();
+            out.println(tok.decode(all));
+            out.flush();
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,148 @@
+package ai.djl.fsdp.zoo.hf;
+
+import ai.djl.fsdp.safetensors.AtomicFiles;
+import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import com.google.gson.FieldNamingPolicy;
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonParser;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Reads and writes Hugging Face {@code config.json}. Keys map to fields by Hugging Face's
+ * snake_case names; unknown keys are ignored (as Hugging Face ignores them), and a missing
+ * required key is an error naming it.
+ */
+public final class ConfigJson {
+
+    /** The file name of a model's configuration. */
+    public static final String FILE = "config.json";
+
+    /** Maps {@code camelCase} fields to {@code snake_case} keys. */
+    static final Gson GSON =
+            new GsonBuilder()
+                    .setFieldNamingPolicy(FieldNamingPolicy.LOWER_CASE_WITH_UNDERSCORES)
+                    .setPrettyPrinting()
+                    .create();
+
+    private ConfigJson() {}
+
+    /**
+     * Reads a configuration, choosing the class by {@code model_type}.
+     *
+     * @param path a {@code config.json}, or the model directory holding it
+     * @return the configuration
+     * @throws IOException if the file cannot be read
+     * @throws IllegalArgumentException if it is not valid, or the model type is not supported
+     */
+    public static ModelConfig read(Path path) throws IOException {
+        Path file = Files.isDirectory(path) ? path.resolve(FILE) : path;
+        try (Reader reader = Files.newBufferedReader(file)) {
+            return parse(JsonParser.parseReader(reader).getAsJsonObject());
+        } catch (JsonParseException | IllegalStateException e) {
+            throw new IllegalArgumentException(file + " is not a JSON object: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Parses a configuration, choosing the class by {@code model_type}.
+     *
+     * @param json the configuration object
+     * @return the configuration
+     * @throws IllegalArgumentException if a required key is missing or the model type is not
+     *     supported
+     */
+    public static ModelConfig parse(JsonObject json) {
+        JsonElement type = json.get("model_type");
+        if (type == null) {
+            throw new IllegalArgumentException("config.json lacks model_type");
+        }
+        return switch (type.getAsString()) {
+            case GPT2Config.MODEL_TYPE -> GPT2Config.fromJson(json);
+            case LlamaConfig.MODEL_TYPE -> LlamaConfig.fromJson(json);
+            default -> throw new IllegalArgumentException(
+                    "model_type " + type + " is not supported; supported: "
+                            + List.of(GPT2Config.MODEL_TYPE, LlamaConfig.MODEL_TYPE));
+        };
+    }
+
+    /**
+     * Binds a configuration object to a class after checking that the required keys are present.
+     *
+     * @param json the configuration object
+     * @param type the configuration class, whose fields are the snake_case keys in camelCase
+     * @param required the keys that have no default
+     * @param <T> the configuration class
+     * @return the bound configuration
+     */
+    public static <T> T bind(JsonObject json, Class<T> type, String... required) {
+        List<String> missing = new ArrayList<>();
+        for (String key : required) {
+            if (!json.has(key) || json.get(key).isJsonNull()) {
+                missing.add(key);
+            }
+        }
+        if (!missing.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "config.json of model_type " + json.get("model_type") + " lacks required keys " + missing);
+        }
+        return GSON.fromJson(json, type);
+    }
+
+    /**
+     * Serializes a configuration object's fields with snake_case keys.
+     *
+     * @param config the configuration
+     * @param modelType its {@code model_type}
+     * @param architecture its {@code architectures} entry
+     * @return the JSON object
+     */
+    public static JsonObject toJson(Object config, String modelType, String architecture) {
+        JsonObject json = GSON.toJsonTree(config).getAsJsonObject();
+        json.addProperty("model_type", modelType);
+        com.google.gson.JsonArray architectures = new com.google.gson.JsonArray();
+        architectures.add(architecture);
+        json.add("architectures", architectures);
+        return json;
+    }
+
+    /**
+     * Writes {@code config.json} into a model directory, atomically.
+     *
+     * @param config the configuration
+     * @param directory the model directory
+     * @throws IOException if writing fails
+     */
+    public static void write(ModelConfig config, Path directory) throws IOException {
+        AtomicFiles.writeString(directory.resolve(FILE), GSON.toJson(config.toJson()));
+    }
+
+    /**
+     * Reads {@code eos_token_id}, which is an integer or, in newer configurations, a list.
+     *
+     * @param value the JSON value, or null
+     * @return the ids
+     */
+    public static List<Long> tokenIds(JsonElement value) {
+        List<Long> ids = new ArrayList<>();
+        if (value == null || value.isJsonNull()) {
+            return ids;
+        }
+        if (value.isJsonArray()) {
+            value.getAsJsonArray().forEach(id -> ids.add(id.getAsLong()));
+        } else {
+            ids.add(value.getAsLong());
+        }
+        return ids;
+    }
+}

@@ -1,0 +1,125 @@
+package ai.djl.fsdp.zoo.hf;
+
+import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
+import ai.djl.fsdp.safetensors.SafetensorsWriter;
+import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Parameter;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Loads and saves a model's weights as a Hugging Face checkpoint directory: {@code config.json}
+ * plus {@code model.safetensors} (or shards and {@code model.safetensors.index.json}).
+ *
+ * <p>Loading is strict, as it should be for a model about to be trained: every parameter must be
+ * in the checkpoint with its shape, and every tensor in the checkpoint must belong to the model.
+ * It accepts what Hugging Face's own loader accepts: names without the base-model prefix (GPT-2's
+ * hub checkpoint says {@code h.0.attn.c_attn.weight}), a tied head stored under either name or
+ * both, buffers the model computes (GPT-2's {@code attn.bias}), and F16 or BF16 tensors (widened).
+ */
+public final class HfCheckpoint {
+
+    /** Hugging Face's default largest shard. */
+    public static final long DEFAULT_MAX_SHARD_BYTES = 5_000_000_000L;
+
+    private HfCheckpoint() {}
+
+    /**
+     * Copies a checkpoint's tensors into an initialized model's parameters.
+     *
+     * @param model the model
+     * @param path the checkpoint directory or safetensors file
+     * @throws IOException if reading fails
+     * @throws IllegalArgumentException if the checkpoint does not match the model, naming the
+     *     missing and unexpected tensors or the mismatched shape
+     */
+    public static void load(CausalLM model, Path path) throws IOException {
+        Map<String, Parameter> parameters = StateDict.parameters(model);
+        Map<String, String> aliases = StateDict.aliases(model);
+        try (SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint.open(path)) {
+            Map<String, String> sources = new LinkedHashMap<>();
+            Set<String> unexpected = new TreeSet<>();
+            for (String stored : checkpoint.names()) {
+                String name = canonical(model, stored, parameters, aliases);
+                if (name != null) {
+                    // A tied head stored under both names: either copy will do, keep the first.
+                    sources.putIfAbsent(name, stored);
+                } else if (!model.isComputedBuffer(stored)) {
+                    unexpected.add(stored);
+                }
+            }
+            Set<String> missing = new TreeSet<>(parameters.keySet());
+            missing.removeAll(sources.keySet());
+            if (!missing.isEmpty() || !unexpected.isEmpty()) {
+                throw new IllegalArgumentException(
+                        "checkpoint " + path + " does not fit " + model.getClass().getSimpleName()
+                                + ": missing " + summary(missing) + ", unexpected " + summary(unexpected)
+                                + " (a checkpoint of another model or configuration?)");
+            }
+            for (Map.Entry<String, String> entry : sources.entrySet()) {
+                Parameter parameter = parameters.get(entry.getKey());
+                try (NDManager scope = parameter.getArray().getManager().newSubManager()) {
+                    NDArray value = checkpoint.read(scope, entry.getValue());
+                    StateDict.copyInto(entry.getKey(), parameter, value);
+                }
+            }
+        }
+    }
+
+    /**
+     * Saves a model as a Hugging Face checkpoint directory: {@code config.json} and its weights
+     * (float32; a tied head is stored once, under the embedding's name, as Hugging Face does).
+     *
+     * @param model the model
+     * @param directory the directory (created if needed)
+     * @param maxShardBytes the largest shard; {@link #DEFAULT_MAX_SHARD_BYTES} normally
+     * @throws IOException if writing fails
+     */
+    public static void save(CausalLM model, Path directory, long maxShardBytes) throws IOException {
+        Files.createDirectories(directory);
+        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        StateDict.parameters(model).forEach((name, parameter) -> writer.add(name, parameter.getArray()));
+        writer.writeCheckpoint(directory, maxShardBytes);
+        ConfigJson.write(model.getConfig(), directory);
+    }
+
+    /**
+     * Saves a model with Hugging Face's default shard size.
+     *
+     * @param model the model
+     * @param directory the directory
+     * @throws IOException if writing fails
+     */
+    public static void save(CausalLM model, Path directory) throws IOException {
+        save(model, directory, DEFAULT_MAX_SHARD_BYTES);
+    }
+
+    /** Lists a few names of a set, which for a wrong model can hold hundreds. */
+    private static String summary(Set<String> names) {
+        int shown = 8;
+        String listed = String.join(", ", names.stream().limit(shown).toList());
+        return names.size() + " [" + listed + (names.size() > shown ? ", ...]" : "]");
+    }
+
+    /** Returns the model parameter a stored tensor holds, or null if it is not one. */
+    private static String canonical(
+            CausalLM model, String stored, Map<String, Parameter> parameters, Map<String, String> aliases) {
+        for (String name : new String[] {stored, model.basePrefix() + stored}) {
+            if (parameters.containsKey(name)) {
+                return name;
+            }
+            if (aliases.containsKey(name)) {
+                return aliases.get(name);
+            }
+        }
+        return null;
+    }
+}

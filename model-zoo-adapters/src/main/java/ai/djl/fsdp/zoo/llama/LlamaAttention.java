@@ -1,0 +1,58 @@
+package ai.djl.fsdp.zoo.llama;
+
+import ai.djl.fsdp.zoo.nn.Attention;
+import ai.djl.fsdp.zoo.nn.HfBlock;
+import ai.djl.fsdp.zoo.nn.Linear;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.training.ParameterStore;
+import ai.djl.util.PairList;
+
+/**
+ * Llama's grouped-query self-attention with rotary embeddings. Inputs {@code (x [B, T, C], bias
+ * [B, 1, T, S], cos, sin [, pastK, pastV])}; outputs {@code (y)}, or {@code (y, keys, values)}
+ * when past keys and values were given. The cache holds the rotated keys of the key-value heads,
+ * before they are repeated for the query groups.
+ */
+public final class LlamaAttention extends HfBlock {
+
+    private final int heads;
+    private final int kvHeads;
+
+    LlamaAttention(LlamaConfig config) {
+        int width = config.hiddenSize();
+        long qWidth = (long) config.numHeads() * config.headDim();
+        long kvWidth = (long) config.numKeyValueHeads() * config.headDim();
+        boolean bias = config.attentionBias();
+        float std = config.initializerRange();
+        addChild("q_proj", new Linear(width, qWidth, bias, std));
+        addChild("k_proj", new Linear(width, kvWidth, bias, std));
+        addChild("v_proj", new Linear(width, kvWidth, bias, std));
+        addChild("o_proj", new Linear(qWidth, width, bias, std));
+        heads = config.numHeads();
+        kvHeads = config.numKeyValueHeads();
+    }
+
+    @Override
+    protected NDList forwardInternal(
+            ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
+        NDArray x = inputs.get(0);
+        NDArray bias = inputs.get(1);
+        NDArray cos = inputs.get(2);
+        NDArray sin = inputs.get(3);
+        NDList past = Attention.pastOf(inputs, 4);
+
+        NDArray q = RotaryEmbedding.apply(Attention.splitHeads(call("q_proj", ps, x, training), heads), cos, sin);
+        NDArray k = RotaryEmbedding.apply(Attention.splitHeads(call("k_proj", ps, x, training), kvHeads), cos, sin);
+        NDArray v = Attention.splitHeads(call("v_proj", ps, x, training), kvHeads);
+        if (past != null) {
+            k = Attention.appendToPast(past.get(0), k);
+            v = Attention.appendToPast(past.get(1), v);
+        }
+        // Each key-value head serves heads / kvHeads consecutive query heads.
+        int groups = heads / kvHeads;
+        NDArray y = Attention.scaledDotProduct(q, k.repeat(1, groups), v.repeat(1, groups), bias, 0, training);
+        y = call("o_proj", ps, Attention.mergeHeads(y), training);
+        return past == null ? new NDList(y) : new NDList(y, k, v);
+    }
+}

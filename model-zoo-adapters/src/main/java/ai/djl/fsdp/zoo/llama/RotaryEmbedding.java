@@ -1,0 +1,41 @@
+package ai.djl.fsdp.zoo.llama;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+
+/**
+ * Rotary position embeddings in Hugging Face's layout (the two halves of each head rotate
+ * together, not interleaved pairs): {@code x cos + rotate_half(x) sin} with frequencies {@code
+ * theta^(-2i / d)}. Has no parameters, so it is a function rather than a block.
+ */
+final class RotaryEmbedding {
+
+    private final float[] inverseFrequencies;
+
+    RotaryEmbedding(int headDim, double theta) {
+        inverseFrequencies = new float[headDim / 2];
+        for (int i = 0; i < inverseFrequencies.length; i++) {
+            inverseFrequencies[i] = (float) (1 / Math.pow(theta, 2.0 * i / headDim));
+        }
+    }
+
+    /**
+     * Returns {@code cos} and {@code sin}, each {@code [B, 1, T, D]}, for position ids {@code [B,
+     * T]}.
+     */
+    NDList cosSin(NDManager manager, NDArray positionIds) {
+        NDArray frequencies = manager.create(inverseFrequencies);
+        NDArray angles = positionIds.toType(DataType.FLOAT32, false).expandDims(-1).mul(frequencies);
+        NDArray both = angles.concat(angles, -1).expandDims(1);
+        return new NDList(both.cos(), both.sin());
+    }
+
+    /** Rotates queries or keys {@code [B, H, T, D]}. */
+    static NDArray apply(NDArray x, NDArray cos, NDArray sin) {
+        NDList halves = x.split(2, 3);
+        NDArray rotated = halves.get(1).neg().concat(halves.get(0), 3);
+        return x.mul(cos).add(rotated.mul(sin));
+    }
+}

@@ -1,0 +1,169 @@
+package ai.djl.fsdp.zoo.nn;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+
+/**
+ * The tensor arithmetic that GPT-2 and Llama attention share: head reshapes, masks, scaled
+ * dot-product attention. Stateless functions, so the blocks that use them stay pure.
+ */
+public final class Attention {
+
+    /**
+     * The additive bias of a masked position: the most negative float, as Hugging Face uses, so a
+     * row whose keys are all masked (a padding query) still has a finite softmax.
+     */
+    static final float MASKED = -Float.MAX_VALUE;
+
+    private Attention() {}
+
+    /**
+     * Reshapes {@code [B, T, H * D]} to {@code [B, H, T, D]}.
+     *
+     * @param x the projections
+     * @param heads the number of heads {@code H}
+     * @return the per-head view
+     */
+    public static NDArray splitHeads(NDArray x, long heads) {
+        Shape s = x.getShape();
+        return x.reshape(s.get(0), s.get(1), heads, s.get(2) / heads).transpose(0, 2, 1, 3);
+    }
+
+    /**
+     * Reshapes {@code [B, H, T, D]} back to {@code [B, T, H * D]}.
+     *
+     * @param x the per-head outputs
+     * @return the concatenated heads
+     */
+    public static NDArray mergeHeads(NDArray x) {
+        Shape s = x.getShape();
+        return x.transpose(0, 2, 1, 3).reshape(s.get(0), s.get(2), s.get(1) * s.get(3));
+    }
+
+    /**
+     * Computes {@code softmax(q k^T / sqrt(D) + bias) v}, with dropout on the attention weights in
+     * training.
+     *
+     * @param q queries {@code [B, H, T, D]}
+     * @param k keys {@code [B, H, S, D]}
+     * @param v values {@code [B, H, S, D]}
+     * @param bias the additive mask {@code [B, 1, T, S]}
+     * @param dropout the dropout probability on the weights
+     * @param training whether this is a training pass
+     * @return the outputs {@code [B, H, T, D]}
+     */
+    public static NDArray scaledDotProduct(
+            NDArray q, NDArray k, NDArray v, NDArray bias, float dropout, boolean training) {
+        double scale = 1 / Math.sqrt(q.getShape().get(3));
+        NDArray scores = q.matMul(k.transpose(0, 1, 3, 2)).mul(scale).add(bias);
+        return dropout(scores.softmax(-1), dropout, training).matMul(v);
+    }
+
+    /**
+     * Appends new keys or values to the cached ones of earlier positions, if any.
+     *
+     * @param past the cached {@code [B, H, P, D]}, or null
+     * @param present the new {@code [B, H, T, D]}
+     * @return {@code [B, H, P + T, D]}
+     */
+    public static NDArray appendToPast(NDArray past, NDArray present) {
+        return past == null ? present : past.concat(present, 2);
+    }
+
+    /**
+     * Builds the additive attention bias for a causal decoder: query {@code i} (at absolute
+     * position {@code past + i}) sees key {@code j} if {@code j <= past + i} and key {@code j} is
+     * not padding.
+     *
+     * @param manager the manager of the result
+     * @param attentionMask {@code [B, past + T]}, 1 for tokens and 0 for padding; or null
+     * @param batch the batch size {@code B}
+     * @param past the number of cached positions
+     * @param length the number of new positions {@code T}
+     * @return the bias {@code [B, 1, T, past + T]}: 0 where allowed, {@link #MASKED} elsewhere
+     */
+    public static NDArray causalBias(
+            NDManager manager, NDArray attentionMask, long batch, long past, long length) {
+        long keys = past + length;
+        NDArray rows = manager.arange(past, keys, 1, DataType.INT64).reshape(length, 1);
+        NDArray cols = manager.arange(0, keys, 1, DataType.INT64).reshape(1, keys);
+        NDArray allowed = cols.lte(rows).reshape(1, 1, length, keys);
+        if (attentionMask != null) {
+            checkMask(attentionMask, batch, keys);
+            allowed = allowed.logicalAnd(attentionMask.toType(DataType.BOOLEAN, false).reshape(batch, 1, 1, keys));
+        } else {
+            allowed = allowed.broadcast(batch, 1, length, keys);
+        }
+        return allowed.logicalNot().toType(DataType.FLOAT32, false).mul(MASKED);
+    }
+
+    /**
+     * Returns the position ids of the new tokens: with a mask, each token's count of earlier
+     * non-padding tokens (so left-padded prompts start at 0, as Hugging Face's generation does);
+     * without one, {@code past, past + 1, ...}.
+     *
+     * @param manager the manager of the result
+     * @param attentionMask {@code [B, past + T]} or null
+     * @param batch the batch size
+     * @param past the number of cached positions
+     * @param length the number of new positions
+     * @return int64 positions {@code [B, T]}
+     */
+    public static NDArray positionIds(
+            NDManager manager, NDArray attentionMask, long batch, long past, long length) {
+        if (attentionMask == null) {
+            return manager.arange(past, past + length, 1, DataType.INT64)
+                    .reshape(1, length)
+                    .broadcast(batch, length);
+        }
+        checkMask(attentionMask, batch, past + length);
+        NDArray counts = attentionMask.toType(DataType.INT64, false).cumSum(1).sub(1).maximum(0);
+        return counts.get(":, " + past + ":");
+    }
+
+    /**
+     * Applies dropout in training.
+     *
+     * @param x the input
+     * @param probability the drop probability
+     * @param training whether this is a training pass
+     * @return x, or x with dropout
+     */
+    public static NDArray dropout(NDArray x, float probability, boolean training) {
+        if (!training || probability == 0) {
+            return x;
+        }
+        return x.getNDArrayInternal().dropout(x, probability, true).singletonOrThrow();
+    }
+
+    private static void checkMask(NDArray attentionMask, long batch, long keys) {
+        Shape expected = new Shape(batch, keys);
+        if (!attentionMask.getShape().equals(expected)) {
+            throw new IllegalArgumentException(
+                    "attention mask must be [batch, cached + new tokens] = " + expected
+                            + ", got " + attentionMask.getShape());
+        }
+    }
+
+    /**
+     * Returns the past keys and values carried at the end of a block's input list, or null.
+     *
+     * @param inputs the block's inputs
+     * @param fixedInputs how many inputs come before the cache
+     * @return {@code [pastK, pastV]}, or null when the block runs without a cache
+     */
+    public static NDList pastOf(NDList inputs, int fixedInputs) {
+        if (inputs.size() == fixedInputs) {
+            return null;
+        }
+        if (inputs.size() != fixedInputs + 2) {
+            throw new IllegalArgumentException(
+                    "expected " + fixedInputs + " inputs, or " + (fixedInputs + 2)
+                            + " with past keys and values; got " + inputs.size());
+        }
+        return new NDList(inputs.get(fixedInputs), inputs.get(fixedInputs + 1));
+    }
+}

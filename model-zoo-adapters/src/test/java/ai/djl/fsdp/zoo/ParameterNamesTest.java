@@ -1,0 +1,74 @@
+package ai.djl.fsdp.zoo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The Block trees carry exactly Hugging Face's module classes and parameter names. */
+class ParameterNamesTest {
+
+    @Test
+    void gpt2NamesAreHuggingFaces() {
+        CausalLM model = GPT2Config.of(2, 64, 4, 256).newModel();
+        List<String> expected = new ArrayList<>(List.of("transformer.wte.weight", "transformer.wpe.weight"));
+        for (int i = 0; i < 2; i++) {
+            String p = "transformer.h." + i + '.';
+            expected.addAll(
+                    List.of(
+                            p + "ln_1.weight", p + "ln_1.bias",
+                            p + "attn.c_attn.weight", p + "attn.c_attn.bias",
+                            p + "attn.c_proj.weight", p + "attn.c_proj.bias",
+                            p + "ln_2.weight", p + "ln_2.bias",
+                            p + "mlp.c_fc.weight", p + "mlp.c_fc.bias",
+                            p + "mlp.c_proj.weight", p + "mlp.c_proj.bias"));
+        }
+        expected.addAll(List.of("transformer.ln_f.weight", "transformer.ln_f.bias"));
+        assertEquals(expected, new ArrayList<>(StateDict.parameters(model).keySet()));
+        assertEquals(Map.of("lm_head.weight", "transformer.wte.weight"), StateDict.aliases(model));
+        assertEquals("GPT2Block", StateDict.modules(model).get("transformer.h.1").getClass().getSimpleName());
+    }
+
+    @Test
+    void llamaNamesAreHuggingFaces() {
+        CausalLM model = LlamaConfig.of(2, 64, 4, 2, 128, 256).newModel();
+        List<String> expected = new ArrayList<>(List.of("model.embed_tokens.weight"));
+        for (int i = 0; i < 2; i++) {
+            String p = "model.layers." + i + '.';
+            expected.addAll(
+                    List.of(
+                            p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+                            p + "self_attn.v_proj.weight", p + "self_attn.o_proj.weight",
+                            p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight", p + "mlp.down_proj.weight",
+                            p + "input_layernorm.weight", p + "post_attention_layernorm.weight"));
+        }
+        expected.addAll(List.of("model.norm.weight", "lm_head.weight"));
+        Map<String, Parameter> parameters = StateDict.parameters(model);
+        assertEquals(expected, new ArrayList<>(parameters.keySet()));
+        assertEquals(List.of(64L, 32L), List.of(
+                parameters.get("model.layers.0.self_attn.q_proj.weight").getShape().get(0),
+                parameters.get("model.layers.0.self_attn.k_proj.weight").getShape().get(0)));
+        Block layer = StateDict.modules(model).get("model.layers.0");
+        assertEquals("LlamaDecoderLayer", layer.getClass().getSimpleName());
+    }
+
+    @Test
+    void tiedLlamaHeadSharesTheEmbeddingParameter() {
+        com.google.gson.JsonObject json = LlamaConfig.of(1, 32, 2, 2, 64, 64).toJson();
+        json.addProperty("tie_word_embeddings", true);
+        CausalLM model = LlamaConfig.fromJson(json).newModel();
+        Map<String, Block> modules = StateDict.modules(model);
+        assertSame(
+                modules.get("model.embed_tokens").getDirectParameters().get("weight"),
+                modules.get("lm_head").getDirectParameters().get("weight"));
+        assertEquals(Map.of("lm_head.weight", "model.embed_tokens.weight"), StateDict.aliases(model));
+    }
+}

@@ -1,0 +1,61 @@
+package ai.djl.fsdp.zoo;
+
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.training.ParameterStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Assumptions;
+
+/** Shared helpers of the zoo's tests. */
+public final class TestModels {
+
+    private TestModels() {}
+
+    /**
+     * Returns a fresh manager of the PyTorch engine (the tokenizers jar registers a second engine,
+     * so the default is not relied on).
+     */
+    public static NDManager newManager() {
+        return Engine.getEngine("PyTorch").newBaseManager();
+    }
+
+    /** Builds a built-in model with weights drawn from a fixed seed. */
+    public static CausalLM seeded(String name, NDManager manager, int seed) {
+        Engine.getEngine("PyTorch").setRandomSeed(seed);
+        return Models.create(Models.builtin(name), manager);
+    }
+
+    /** Runs the model without a cache, as training does. */
+    public static NDArray logits(CausalLM model, NDArray ids, NDArray mask) {
+        return model.forward(new ParameterStore(ids.getManager(), false), ids, mask, null, false);
+    }
+
+    /** Returns {@code [batch, length]} token ids drawn from a fixed seed. */
+    public static NDArray tokens(NDManager manager, int batch, int length, int seed) {
+        long[] ids = new java.util.Random(seed).longs((long) batch * length, 0, 50257).toArray();
+        return manager.create(ids).reshape(batch, length);
+    }
+
+    /** Returns the largest absolute difference of two arrays. */
+    public static float maxDiff(NDArray a, NDArray b) {
+        return a.toType(DataType.FLOAT32, false).sub(b.toType(DataType.FLOAT32, false)).abs().max().getFloat();
+    }
+
+    /**
+     * Finds the shared test data folder by walking up from the working directory (Surefire runs in
+     * the module's directory), and skips the test when it is absent.
+     */
+    public static Path sharedData(String file) {
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            Path candidate = dir.resolve("shared/data").resolve(file);
+            if (Files.exists(candidate)) {
+                return candidate;
+            }
+        }
+        Assumptions.abort("test data " + file + " not found in any shared/data above " + Path.of("").toAbsolutePath());
+        return null;
+    }
+}
