@@ -20,17 +20,18 @@ import ai.djl.ndarray.types.Shape;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.time.Duration;
 
 class SocketProcessGroupTest {
 
-    @ParameterizedTest(name = "world size {0}")
-    @ValueSource(ints = {2, 3})
-    void everyCollectiveMatchesItsExpectation(int worldSize) {
+    @ParameterizedTest(name = "world size {0}, {1} links")
+    @CsvSource({"2, pulled", "3, pulled", "2, stream", "3, stream"})
+    void everyCollectiveMatchesItsExpectation(int worldSize, String links) {
         try (RankProcesses job = RankProcesses.builder(CollectiveCheckMain.class)
                 .worldSize(worldSize)
+                .args(links)
                 .start()) {
             RankProcesses.Results results = job.await().assertAllSucceeded();
             for (RankProcesses.RankResult rank : results.all()) {
