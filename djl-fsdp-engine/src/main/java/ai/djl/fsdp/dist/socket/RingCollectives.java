@@ -46,7 +46,11 @@ final class RingCollectives {
     void allGather(ByteBuffer input, ByteBuffer output) throws PeerFailure {
         int segmentBytes = input.remaining();
         agree(Kind.ALL_GATHER, output.remaining(), 0);
-        view(output, rank * segmentBytes, segmentBytes).put(input.duplicate());
+        ByteBuffer own = view(output, rank * segmentBytes, segmentBytes);
+        // FSDP gathers in place (the input is this rank's piece of the output): nothing to copy.
+        if (segmentBytes > 0 && PeerMemory.address(own) != PeerMemory.address(input)) {
+            own.put(input.duplicate());
+        }
         gatherSteps(i -> view(output, i * segmentBytes, segmentBytes));
     }
 
