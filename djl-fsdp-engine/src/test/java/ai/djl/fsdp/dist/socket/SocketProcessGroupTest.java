@@ -63,6 +63,25 @@ class SocketProcessGroupTest {
     }
 
     @Test
+    void silentRankFailsTheOthersAfterTheTimeoutWithItsName() {
+        try (RankProcesses job = RankProcesses.builder(FailureMain.class)
+                .worldSize(3)
+                .args("silent")
+                .start()) {
+            job.awaitOutput(0, "FAILED: ", Duration.ofSeconds(90));
+            job.awaitOutput(2, "FAILED: ", Duration.ofSeconds(90));
+            job.kill(1);
+            RankProcesses.Results results = job.await();
+            for (int rank : new int[] {0, 2}) {
+                String output = results.rank(rank).output();
+                assertEquals(FailureMain.FAILED_EXIT, results.rank(rank).exitCode(),
+                        results.describe());
+                assertTrue(output.contains("rank 1 did not answer"), results.describe());
+            }
+        }
+    }
+
+    @Test
     void mismatchedCollectivesFailEveryRankWithBothCalls() {
         try (RankProcesses job = RankProcesses.builder(FailureMain.class)
                 .worldSize(2)
