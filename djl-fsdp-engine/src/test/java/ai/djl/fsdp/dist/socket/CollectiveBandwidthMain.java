@@ -23,7 +23,9 @@ import java.util.Locale;
  * java -cp &lt;test class path&gt; ai.djl.fsdp.dist.socket.CollectiveBandwidthMain [ranks] [MiB] [iterations]
  * </pre>
  *
- * <p>The benchmarks module holds the measurements that count; this is a developer's check.
+ * <p>Environment variables {@code SOCKET_PEER_MEMORY_COPY=false}, {@code SOCKET_BUFFER_BYTES} and
+ * {@code SOCKET_CHUNK_BYTES} set the matching {@code ProcessGroupOptions}. The benchmarks module
+ * holds the measurements that count; this is a developer's check.
  */
 public final class CollectiveBandwidthMain {
 
@@ -50,6 +52,10 @@ public final class CollectiveBandwidthMain {
         String buffer = System.getenv("SOCKET_BUFFER_BYTES");
         if (buffer != null) {
             options.optSocketBufferBytes(Integer.parseInt(buffer));
+        }
+        String peerCopy = System.getenv("SOCKET_PEER_MEMORY_COPY");
+        if (peerCopy != null) {
+            options.optPeerMemoryCopy(Boolean.parseBoolean(peerCopy));
         }
         String chunk = System.getenv("SOCKET_CHUNK_BYTES");
         if (chunk != null) {
