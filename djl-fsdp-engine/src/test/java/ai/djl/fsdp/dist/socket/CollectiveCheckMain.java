@@ -8,6 +8,7 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 
@@ -19,7 +20,9 @@ import java.util.List;
  * A rank of {@link SocketProcessGroupTest}'s jobs: runs every collective over every supported
  * element type, SUM and AVG, and element counts that are zero, one, uneven and large, and checks
  * each result against the value every rank contributes, which each rank computes for itself.
- * Exits 0 when all match; otherwise prints the mismatches and exits 1.
+ * Exits 0 when all match; otherwise prints the mismatches and exits 1. With the argument {@code
+ * stream}, every link streams through its socket; otherwise ranks pull from each other's memory
+ * where the system allows.
  */
 public final class CollectiveCheckMain {
 
@@ -45,8 +48,11 @@ public final class CollectiveCheckMain {
     }
 
     public static void main(String[] args) {
-        ProcessGroupOptions options =
-                ProcessGroupOptions.builder().optTimeout(Duration.ofSeconds(60)).build();
+        boolean streamOnly = args.length > 0 && "stream".equals(args[0]);
+        ProcessGroupOptions options = ProcessGroupOptions.builder()
+                .optTimeout(Duration.ofSeconds(60))
+                .optPeerMemoryCopy(!streamOnly)
+                .build();
         CollectiveCheckMain check;
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
                 NDManager manager = NDManager.newBaseManager()) {
@@ -70,6 +76,20 @@ public final class CollectiveCheckMain {
         }
         checkAll(DataType.FLOAT32, LARGE_COUNT);
         checkInFlightTogether();
+        checkInPlaceAllGather(1001);
+    }
+
+    /** FSDP's form: the input is a view of this rank's own piece of the output. */
+    private void checkInPlaceAllGather(int count) {
+        NDArray output = manager.zeros(new Shape((long) count * size));
+        NDIndex own = new NDIndex("{}:{}", rank * count, (rank + 1) * count);
+        output.set(own, contribution(DataType.FLOAT32, count));
+        group.allGather(output.get(own), output);
+        double[] expected = new double[count * size];
+        for (int r = 0; r < size; r++) {
+            System.arraycopy(values(r, count), 0, expected, r * count, count);
+        }
+        compare("in-place allGather", output, expected);
     }
 
     private void checkAll(DataType type, int count) {
