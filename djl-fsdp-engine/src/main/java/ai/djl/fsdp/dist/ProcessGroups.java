@@ -1,6 +1,7 @@
 package ai.djl.fsdp.dist;
 
 import ai.djl.Device;
+import ai.djl.fsdp.dist.nccl.NcclProcessGroup;
 import ai.djl.fsdp.dist.socket.SocketProcessGroup;
 import ai.djl.fsdp.rendezvous.TcpStore;
 
@@ -29,7 +30,7 @@ public final class ProcessGroups {
      * rank must call it; it returns once all ranks are connected.
      *
      * @throws CollectiveException if the ranks cannot be connected within the options' timeout
-     * @throws UnsupportedOperationException if no backend serves the device
+     * @throws UnsupportedOperationException if the device is a GPU and NCCL cannot run here
      */
     public static ProcessGroup init(DistributedEnv env, ProcessGroupOptions options) {
         if (env.worldSize() > 1 && env.jobToken().isEmpty()) {
@@ -56,8 +57,6 @@ public final class ProcessGroups {
         if (Device.Type.CPU.equals(device.getDeviceType())) {
             return SocketProcessGroup.connect(env, store, store.localAddress(), options);
         }
-        throw new UnsupportedOperationException("No process group backend for " + device
-                + " yet: GPU arrays need the NCCL backend (ai.djl.fsdp.dist.nccl"
-                + ".NcclProcessGroup), which ProcessGroups does not create yet");
+        return NcclProcessGroup.create(env, store, device);
     }
 }

@@ -40,15 +40,18 @@ public final class NcclProcessGroup implements ProcessGroup {
     private final int localRank;
     private final Device device;
     private final ncclComm comm;
+    private final Store store;
     private final NDManager manager;
     private NDArray barrierToken;
 
-    private NcclProcessGroup(int rank, int size, int localRank, Device device, ncclComm comm) {
+    private NcclProcessGroup(
+            int rank, int size, int localRank, Device device, ncclComm comm, Store store) {
         this.rank = rank;
         this.size = size;
         this.localRank = localRank;
         this.device = device;
         this.comm = comm;
+        this.store = store;
         this.manager = NDManager.newBaseManager(device, "PyTorch");
     }
 
@@ -75,7 +78,8 @@ public final class NcclProcessGroup implements ProcessGroup {
      * returns once all have joined.
      *
      * @param env this rank's place in the job
-     * @param store the job's store, through which rank 0 hands out the communicator's unique id
+     * @param store the job's store, through which rank 0 hands out the communicator's unique id;
+     *     the group owns it from now on and closes it
      * @param device this rank's GPU, usually {@code Device.gpu(env.localRank())}
      * @return the group
      * @throws UnsupportedOperationException if NCCL cannot run here (see {@link #isAvailable})
@@ -114,7 +118,7 @@ public final class NcclProcessGroup implements ProcessGroup {
         ncclComm comm = new ncclComm();
         NcclStatus.checkNccl(
                 nccl.ncclCommInitRank(comm, env.worldSize(), id, rank), "ncclCommInitRank", rank);
-        return new NcclProcessGroup(rank, env.worldSize(), env.localRank(), device, comm);
+        return new NcclProcessGroup(rank, env.worldSize(), env.localRank(), device, comm, store);
     }
 
     @Override
@@ -227,7 +231,10 @@ public final class NcclProcessGroup implements ProcessGroup {
         allReduceAsync(token, ReduceOp.SUM).await();
     }
 
-    /** Flushes queued collectives, then frees the communicator; a failed flush aborts it. */
+    /**
+     * Flushes queued collectives, then frees the communicator (a failed flush aborts it) and
+     * closes the store.
+     */
     @Override
     public synchronized void close() {
         try {
@@ -238,6 +245,7 @@ public final class NcclProcessGroup implements ProcessGroup {
             throw e;
         } finally {
             manager.close();
+            store.close();
         }
     }
 
