@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -16,10 +17,6 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -30,10 +27,12 @@ import java.util.stream.IntStream;
  * LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code MASTER_ADDR}, {@code MASTER_PORT}) plus the job
  * token {@value DistributedEnv#JOB_TOKEN_VARIABLE}, which the rendezvous uses to refuse strangers.
  *
- * <p>Each rank's output lines reach this JVM's output prefixed with {@code [rankN] }. When a rank
- * exits with a non-zero code the launcher stops the others (SIGTERM, then SIGKILL after {@link
- * Builder#optStopTimeout the stop timeout}) and {@link #run} throws a {@link RankFailedException}
- * naming it; when this JVM is shut down (Ctrl-C) it stops them all.
+ * <p>Each rank's output lines reach this JVM's output prefixed with {@code [rankN] } (or go to a
+ * file per rank, see {@link Builder#optLogDirectory}). When a rank exits with a non-zero code the
+ * launcher stops the others (SIGTERM, then SIGKILL after {@link Builder#optStopTimeout the stop
+ * timeout}) and {@link #run} throws a {@link RankFailedException} naming it; when this JVM is shut
+ * down (Ctrl-C) it stops them all. {@link #start} starts the ranks without waiting, for callers
+ * that watch them one by one (tests).
  *
  * <pre>{@code
  * Launcher.builder().setNprocPerNode(2).setCommand("bench", "collectives").build().run();
@@ -63,6 +62,8 @@ public final class Launcher {
     private final Map<String, String> environment;
     private final List<Integer> localRanks;
     private final Duration stopTimeout;
+    private final String classPath;
+    private final Path logDirectory;
     private final PrintStream out;
     private final PrintStream err;
 
@@ -79,6 +80,8 @@ public final class Launcher {
         environment = Map.copyOf(builder.environment);
         localRanks = builder.localRanks;
         stopTimeout = builder.stopTimeout;
+        classPath = builder.classPath;
+        logDirectory = builder.logDirectory;
         out = builder.out;
         err = builder.err;
     }
@@ -113,36 +116,36 @@ public final class Launcher {
     /**
      * Starts this node's ranks and waits until all of them have exited.
      *
-     * @throws RankFailedException if a rank exited with a non-zero code (the others are stopped)
+     * @throws RankFailedException if a rank exited with a non-zero code (the others are stopped),
+     *     or this JVM was shut down and stopped the ranks
      * @throws InterruptedException if interrupted while waiting (the ranks are stopped)
      * @throws UncheckedIOException if a rank's JVM could not be started
      */
     public void run() throws InterruptedException {
-        // Also read by the shutdown hook's thread.
-        List<RankProcess> ranks = new CopyOnWriteArrayList<>();
-        BlockingQueue<RankProcess> exited = new LinkedBlockingQueue<>();
-        Thread stopOnShutdown = new Thread(() -> stopAll(ranks), "fsdp-launch-shutdown");
-        Runtime.getRuntime().addShutdownHook(stopOnShutdown);
+        try (LaunchedJob job = start()) {
+            job.awaitSuccess();
+        }
+    }
+
+    /**
+     * Starts this node's ranks and returns at once; the caller waits for them, watches them or
+     * stops them through the returned job, and closes it.
+     *
+     * @return the started ranks
+     * @throws UncheckedIOException if a rank's JVM could not be started (those already started are
+     *     stopped)
+     */
+    public LaunchedJob start() {
+        LaunchedJob job = new LaunchedJob(stopTimeout);
         try {
             for (int localRank : localRanks) {
-                RankProcess rank = start(localRank);
-                ranks.add(rank);
-                rank.process.onExit().thenRun(() -> exited.add(rank));
+                job.add(start(localRank));
             }
-            for (int i = 0; i < ranks.size(); i++) {
-                RankProcess rank = exited.take();
-                int code = rank.process.exitValue();
-                if (code != 0) {
-                    throw new RankFailedException(rank.rank, code);
-                }
-            }
-        } finally {
-            stopAll(ranks);
-            for (RankProcess rank : ranks) {
-                rank.awaitOutput(stopTimeout.toMillis());
-            }
-            removeShutdownHook(stopOnShutdown);
+        } catch (RuntimeException e) {
+            job.close();
+            throw e;
         }
+        return job;
     }
 
     /**
@@ -171,69 +174,53 @@ public final class Launcher {
         return env;
     }
 
-    private RankProcess start(int localRank) {
+    private LaunchedJob.RankProcess start(int localRank) {
         int rank = nodeRank * nprocPerNode + localRank;
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(javaOptions);
         command.add("-Dai.djl.pytorch.num_threads=" + threadsPerRank);
         command.add("-Dai.djl.pytorch.num_interop_threads=1");
+        // After the launcher's own options, so that the caller's win.
+        command.addAll(javaOptions);
         command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
+        command.add(classPath);
         command.addAll(mainCommand);
 
         ProcessBuilder builder = new ProcessBuilder(command);
         Map<String, String> env = builder.environment();
         SLURM_TASK_VARIABLES.forEach(env::remove);
         env.putAll(rankEnvironment(localRank));
+        if (logDirectory != null) {
+            builder.redirectErrorStream(true)
+                    .redirectOutput(logDirectory.resolve(logFileName(rank)).toFile());
+        }
         try {
             Process process = builder.start();
             process.getOutputStream().close();
+            if (logDirectory != null) {
+                return new LaunchedJob.RankProcess(rank, process, List.of());
+            }
             String prefix = "[rank" + rank + "] ";
-            return new RankProcess(
+            return new LaunchedJob.RankProcess(
                     rank,
                     process,
-                    LinePrefixer.start(process.getInputStream(), prefix, out),
-                    LinePrefixer.start(process.getErrorStream(), prefix, err));
+                    List.of(
+                            LinePrefixer.start(process.getInputStream(), prefix, out),
+                            LinePrefixer.start(process.getErrorStream(), prefix, err)));
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start rank " + rank + ": " + command, e);
         }
     }
 
     /**
-     * Asks every live rank (and anything it started) to terminate, then kills what is still alive
-     * after the stop timeout. Safe to call from the shutdown hook and again afterwards.
+     * Returns the name of a rank's output file in the {@link Builder#optLogDirectory log
+     * directory}.
+     *
+     * @param rank the global rank
+     * @return the file name, such as {@code rank1.log}
      */
-    private void stopAll(List<RankProcess> ranks) {
-        List<RankProcess> alive = new ArrayList<>();
-        for (RankProcess rank : ranks) {
-            if (rank.process.isAlive()) {
-                rank.process.descendants().forEach(ProcessHandle::destroy);
-                rank.process.destroy();
-                alive.add(rank);
-            }
-        }
-        long deadline = System.nanoTime() + stopTimeout.toNanos();
-        for (RankProcess rank : alive) {
-            try {
-                long left = deadline - System.nanoTime();
-                if (!rank.process.waitFor(Math.max(0, left), TimeUnit.NANOSECONDS)) {
-                    rank.process.descendants().forEach(ProcessHandle::destroyForcibly);
-                    rank.process.destroyForcibly().waitFor();
-                }
-            } catch (InterruptedException e) {
-                rank.process.destroyForcibly();
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private static void removeShutdownHook(Thread hook) {
-        try {
-            Runtime.getRuntime().removeShutdownHook(hook);
-        } catch (IllegalStateException e) {
-            // The JVM is already shutting down and the hook is running: nothing to undo.
-        }
+    public static String logFileName(int rank) {
+        return "rank" + rank + ".log";
     }
 
     private static int freePort() {
@@ -241,27 +228,6 @@ public final class Launcher {
             return socket.getLocalPort();
         } catch (IOException e) {
             throw new UncheckedIOException("Could not find a free port for the rendezvous", e);
-        }
-    }
-
-    /** One started rank: its process and the threads copying its output. */
-    private static final class RankProcess {
-
-        final int rank;
-        final Process process;
-        final LinePrefixer stdout;
-        final LinePrefixer stderr;
-
-        RankProcess(int rank, Process process, LinePrefixer stdout, LinePrefixer stderr) {
-            this.rank = rank;
-            this.process = process;
-            this.stdout = stdout;
-            this.stderr = stderr;
-        }
-
-        void awaitOutput(long timeoutMillis) throws InterruptedException {
-            stdout.join(timeoutMillis);
-            stderr.join(timeoutMillis);
         }
     }
 
@@ -285,6 +251,8 @@ public final class Launcher {
         private final Map<String, String> environment = new LinkedHashMap<>();
         private List<Integer> localRanks;
         private Duration stopTimeout = Duration.ofSeconds(5);
+        private String classPath = System.getProperty("java.class.path");
+        private Path logDirectory;
         private PrintStream out = System.out;
         private PrintStream err = System.err;
 
@@ -443,6 +411,30 @@ public final class Launcher {
         }
 
         /**
+         * Sets the ranks' class path (default: this JVM's, {@code java.class.path}).
+         *
+         * @param classPath the class path, entries separated as {@code java -cp} expects
+         * @return this builder
+         */
+        public Builder optClassPath(String classPath) {
+            this.classPath = classPath;
+            return this;
+        }
+
+        /**
+         * Sends each rank's standard output and error into its own file in {@code logDirectory}
+         * (named by {@link Launcher#logFileName}) instead of the launcher's output, like {@code
+         * torchrun --log-dir}.
+         *
+         * @param logDirectory an existing directory
+         * @return this builder
+         */
+        public Builder optLogDirectory(Path logDirectory) {
+            this.logDirectory = logDirectory;
+            return this;
+        }
+
+        /**
          * Sets where the ranks' prefixed output goes (default {@code System.out} and {@code
          * System.err}).
          *
@@ -475,6 +467,12 @@ public final class Launcher {
                     threadsPerRank == null || threadsPerRank >= 1,
                     "threads per rank must be at least 1, got " + threadsPerRank);
             require(command != null && !command.isEmpty(), "no command to run on the ranks");
+            require(
+                    classPath != null && !classPath.isEmpty(),
+                    "no class path for the ranks: set java.class.path or optClassPath");
+            require(
+                    logDirectory == null || Files.isDirectory(logDirectory),
+                    "the log directory " + logDirectory + " does not exist: create it first");
             if (threadsPerRank == null) {
                 threadsPerRank =
                         Math.max(1, Runtime.getRuntime().availableProcessors() / nprocPerNode);

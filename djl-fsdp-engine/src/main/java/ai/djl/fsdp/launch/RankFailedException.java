@@ -1,12 +1,16 @@
 package ai.djl.fsdp.launch;
 
-/** A rank started by the {@link Launcher} exited with a non-zero code; the others were stopped. */
+/**
+ * A rank started by the {@link Launcher} exited with a non-zero code and the others were stopped;
+ * or the launcher itself was stopped, and with it the ranks ({@link #launcherStopped}).
+ */
 public class RankFailedException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
 
     private final int rank;
     private final int exitCode;
+    private final boolean launcherStopped;
 
     /**
      * Constructs the failure of one rank.
@@ -15,9 +19,38 @@ public class RankFailedException extends RuntimeException {
      * @param exitCode its exit code (128 + the signal number when a signal ended it)
      */
     public RankFailedException(int rank, int exitCode) {
-        super("rank " + rank + " exited with code " + exitCode + "; stopped the other ranks");
+        this(
+                "rank " + rank + " exited with code " + exitCode + "; stopped the other ranks",
+                rank,
+                exitCode,
+                false);
+    }
+
+    private RankFailedException(String message, int rank, int exitCode, boolean launcherStopped) {
+        super(message);
         this.rank = rank;
         this.exitCode = exitCode;
+        this.launcherStopped = launcherStopped;
+    }
+
+    /**
+     * Describes ranks that exited because the launcher was stopped (Ctrl-C, SIGTERM) and stopped
+     * them: no rank failed of its own accord.
+     *
+     * @param rank the first rank seen to exit
+     * @param exitCode its exit code (143 after SIGTERM)
+     * @return the exception
+     */
+    static RankFailedException stopped(int rank, int exitCode) {
+        return new RankFailedException(
+                "the launcher was stopped and stopped its ranks (rank "
+                        + rank
+                        + " exited with code "
+                        + exitCode
+                        + ")",
+                rank,
+                exitCode,
+                true);
     }
 
     /**
@@ -36,5 +69,14 @@ public class RankFailedException extends RuntimeException {
      */
     public int exitCode() {
         return exitCode;
+    }
+
+    /**
+     * Returns whether the ranks exited because the launcher itself was stopped.
+     *
+     * @return true when no rank failed of its own accord
+     */
+    public boolean launcherStopped() {
+        return launcherStopped;
     }
 }

@@ -3,6 +3,7 @@ package ai.djl.fsdp.tensor;
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
@@ -10,11 +11,17 @@ import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.PointerByReference;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 
 /**
  * What collectives and mixed precision need from a PyTorch tensor that DJL does not offer: its raw
- * data pointer (the CUDA device pointer that NCCL reads and writes), bfloat16 tensors, and
- * PyTorch's current CUDA stream. Backed by libtorch's stable C shim through JNA.
+ * data pointer (the CUDA device pointer that NCCL reads and writes, the host memory the socket
+ * backend moves), whether it is contiguous, its element type including bfloat16, bfloat16 tensors,
+ * and PyTorch's current CUDA stream. Backed by libtorch's stable C shim through JNA; every
+ * collective backend reaches an array's memory through here.
  *
  * <p>DJL's own creation and cast calls abort the JVM when given {@code DataType.BFLOAT16} (and a
  * bfloat16 array reports {@code DataType.UNKNOWN}), so bfloat16 arrays must be made here; once
@@ -38,6 +45,112 @@ public final class TensorMemory {
                 AotiTorch.cpu().aoti_torch_get_data_ptr(handle(array), pointer),
                 "aoti_torch_get_data_ptr");
         return pointer.getValue();
+    }
+
+    /**
+     * Returns the address of the array's memory after checking that it is contiguous, so that
+     * its {@code size()} elements lie one after another from there.
+     *
+     * @param array a PyTorch-engine array
+     * @param role how the caller names the array in errors, such as {@code "allGather input"}
+     * @return the data pointer
+     * @throws IllegalArgumentException if the array is a strided or transposed view
+     */
+    public static long contiguousDataPointer(NDArray array, String role) {
+        if (!isContiguous(array)) {
+            throw new IllegalArgumentException(
+                    "The "
+                            + role
+                            + " (shape "
+                            + array.getShape()
+                            + ") is not contiguous in memory, such as a transposed or strided"
+                            + " view: pass a contiguous array (collectives write their results in"
+                            + " place)");
+        }
+        return dataPointer(array);
+    }
+
+    /**
+     * Returns a native-order direct buffer over a CPU array's own memory: writes through it change
+     * the array, with no copy. It stays valid while the array is open.
+     *
+     * @param array a contiguous PyTorch-engine array on the CPU
+     * @param role how the caller names the array in errors, such as {@code "allGather input"}
+     * @return the buffer, its capacity the array's size in bytes
+     * @throws IllegalArgumentException if the array is not on the CPU, not contiguous, or of an
+     *     element type without a fixed size
+     */
+    public static ByteBuffer hostBuffer(NDArray array, String role) {
+        if (!Device.Type.CPU.equals(array.getDevice().getDeviceType())) {
+            throw new IllegalArgumentException(
+                    "The "
+                            + role
+                            + " is on "
+                            + array.getDevice()
+                            + ", but only a CPU array's memory is host memory: move the array to"
+                            + " the CPU, or use a process group on the GPU (NCCL)");
+        }
+        DataType type = dataType(array);
+        if (type == DataType.UNKNOWN || type == DataType.STRING || type.getNumOfBytes() <= 0) {
+            throw new IllegalArgumentException(
+                    "The " + role + " has element type " + type + ", which has no fixed size");
+        }
+        long bytes = array.size() * type.getNumOfBytes();
+        if (bytes == 0) {
+            // An empty tensor may have no memory at all (a null data pointer).
+            return ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder());
+        }
+        return new Pointer(contiguousDataPointer(array, role))
+                .getByteBuffer(0, bytes)
+                .order(ByteOrder.nativeOrder());
+    }
+
+    /**
+     * Returns whether the array's elements lie one after another in row-major order, as PyTorch's
+     * {@code is_contiguous()} decides (the stride of an axis of length 1 does not matter).
+     *
+     * @param array a PyTorch-engine array
+     * @return true for a contiguous array
+     */
+    public static boolean isContiguous(NDArray array) {
+        Pointer handle = handle(array);
+        AotiTorch torch = AotiTorch.cpu();
+        LongByReference dim = new LongByReference();
+        check(torch.aoti_torch_get_dim(handle, dim), "aoti_torch_get_dim");
+        PointerByReference sizes = new PointerByReference();
+        check(torch.aoti_torch_get_sizes(handle, sizes), "aoti_torch_get_sizes");
+        PointerByReference strides = new PointerByReference();
+        check(torch.aoti_torch_get_strides(handle, strides), "aoti_torch_get_strides");
+        int axes = (int) dim.getValue();
+        if (axes == 0) {
+            return true;
+        }
+        long[] size = sizes.getValue().getLongArray(0, axes);
+        long[] stride = strides.getValue().getLongArray(0, axes);
+        long expected = 1;
+        for (int axis = axes - 1; axis >= 0; axis--) {
+            if (size[axis] == 0) {
+                return true;
+            }
+            if (size[axis] != 1 && stride[axis] != expected) {
+                return false;
+            }
+            expected *= size[axis];
+        }
+        return true;
+    }
+
+    /**
+     * Returns the array's element type, reading bfloat16 (which DJL reports as {@code UNKNOWN})
+     * from libtorch. The answer describes the array; never hand {@code BFLOAT16} to a DJL creation
+     * or cast call, which aborts the JVM.
+     *
+     * @param array a PyTorch-engine array
+     * @return the element type, {@code BFLOAT16} for bfloat16 arrays
+     */
+    public static DataType dataType(NDArray array) {
+        DataType type = array.getDataType();
+        return type == DataType.UNKNOWN && isBfloat16(array) ? DataType.BFLOAT16 : type;
     }
 
     /**

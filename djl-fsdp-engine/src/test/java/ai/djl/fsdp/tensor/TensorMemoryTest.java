@@ -55,6 +55,48 @@ class TensorMemoryTest {
     }
 
     @Test
+    void hostBufferIsTheArraysOwnMemory() {
+        NDArray array = manager.arange(0f, 8f, 1f);
+
+        ByteBuffer memory = TensorMemory.hostBuffer(array, "array");
+        memory.putFloat(3 * Float.BYTES, -1f);
+
+        assertEquals(8 * Float.BYTES, memory.capacity());
+        assertEquals(
+                TensorMemory.dataPointer(array),
+                Pointer.nativeValue(Native.getDirectBufferPointer(memory)));
+        assertEquals(-1f, array.getFloat(3));
+    }
+
+    @Test
+    void contiguityFollowsTheStrides() {
+        NDArray matrix = manager.arange(0f, 12f, 1f).reshape(3, 4);
+
+        assertTrue(TensorMemory.isContiguous(matrix));
+        assertTrue(TensorMemory.isContiguous(matrix.get("1:")), "a run of whole rows");
+        assertTrue(TensorMemory.isContiguous(matrix.get("1:2, :")), "one row");
+        assertFalse(TensorMemory.isContiguous(matrix.transpose()));
+        assertFalse(TensorMemory.isContiguous(matrix.get(":, 1:3")));
+        IllegalArgumentException error =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> TensorMemory.hostBuffer(matrix.transpose(), "allGather input"));
+        assertTrue(error.getMessage().contains("allGather input"), error.getMessage());
+        assertTrue(error.getMessage().contains("not contiguous"), error.getMessage());
+    }
+
+    @Test
+    void dataTypeNamesBfloat16() {
+        NDArray source = manager.ones(new Shape(4));
+        NDArray bf16 = TensorMemory.toBfloat16(source);
+
+        assertEquals(DataType.UNKNOWN, bf16.getDataType(), "DJL's own answer");
+        assertEquals(DataType.BFLOAT16, TensorMemory.dataType(bf16));
+        assertEquals(DataType.FLOAT32, TensorMemory.dataType(source));
+        assertEquals(4 * 2, TensorMemory.hostBuffer(bf16, "array").capacity());
+    }
+
+    @Test
     void bfloat16RoundTripKeepsBfloat16Precision() {
         NDArray source = manager.randomNormal(0f, 3f, new Shape(32, 16), DataType.FLOAT32);
 

@@ -1,27 +1,28 @@
 package ai.djl.fsdp.testing;
 
+import ai.djl.fsdp.launch.LaunchedJob;
+import ai.djl.fsdp.launch.Launcher;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.UUID;
-import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
- * A job of N ranks on this machine for multi-process tests: each rank is a JVM running a given
- * main class on the current class path, with the variables torchrun would set ({@code RANK},
- * {@code WORLD_SIZE}, {@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code MASTER_ADDR=127.0.0.1},
- * a free {@code MASTER_PORT}) and a fresh {@code DJL_FSDP_JOB_TOKEN}, a small heap and one DJL
- * thread.
+ * A job of N ranks on this machine for multi-process tests, started by the project's {@link
+ * Launcher} (so tests run the ranks exactly as {@code bin/fsdp launch} does): each rank is a JVM
+ * running a given main class on the test class path, with a small heap and one DJL thread, and
+ * its standard output and error in a file that the results carry as text.
  *
  * <pre>{@code
  * try (RankProcesses job = RankProcesses.builder(MyRankMain.class).worldSize(3).start()) {
@@ -29,19 +30,21 @@ import java.util.concurrent.TimeUnit;
  * }
  * }</pre>
  *
- * <p>Every wait is bounded: past the job's timeout all ranks are killed and the results say so.
- * Each rank's standard output and error go to a file that the results carry as text.
+ * <p>Every wait is bounded: past the job's timeout all ranks are stopped and the results say so.
  */
 public final class RankProcesses implements AutoCloseable {
 
-    private final List<Process> processes;
-    private final List<Path> logs;
+    /** How long a rank gets to exit after SIGTERM when the job is stopped; a test needs no more. */
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(2);
+
+    private final LaunchedJob job;
+    private final Path logDirectory;
     private final long deadlineNanos;
     private final Duration timeout;
 
-    private RankProcesses(List<Process> processes, List<Path> logs, Duration timeout) {
-        this.processes = processes;
-        this.logs = logs;
+    private RankProcesses(LaunchedJob job, Path logDirectory, Duration timeout) {
+        this.job = job;
+        this.logDirectory = logDirectory;
         this.timeout = timeout;
         deadlineNanos = System.nanoTime() + timeout.toNanos();
     }
@@ -51,18 +54,9 @@ public final class RankProcesses implements AutoCloseable {
         return new Builder(mainClass);
     }
 
-    /** Returns a free TCP port on this machine (free now; another process may take it later). */
-    public static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
     /** Returns the number of ranks. */
     public int worldSize() {
-        return processes.size();
+        return job.ranks().size();
     }
 
     /**
@@ -73,8 +67,9 @@ public final class RankProcesses implements AutoCloseable {
     public void awaitOutput(int rank, String text, Duration wait) {
         long deadline = System.nanoTime() + wait.toNanos();
         while (!output(rank).contains(text)) {
-            if (System.nanoTime() > deadline || !processes.get(rank).isAlive()
-                    && !output(rank).contains(text)) {
+            // Read once more after the exit: the last lines may have landed meanwhile.
+            if (System.nanoTime() > deadline
+                    || !job.process(rank).isAlive() && !output(rank).contains(text)) {
                 throw new AssertionError("rank " + rank + " did not print '" + text + "' within "
                         + wait + "; its output:\n" + output(rank));
             }
@@ -84,72 +79,51 @@ public final class RankProcesses implements AutoCloseable {
 
     /** Kills rank {@code rank} at once, as a crash or an out-of-memory kill would. */
     public void kill(int rank) {
-        processes.get(rank).destroyForcibly();
+        job.process(rank).destroyForcibly();
     }
 
     /**
-     * Waits for every rank to exit, killing all of them once the job's timeout has passed.
+     * Waits for every rank to exit, stopping all of them once the job's timeout has passed.
      *
      * @return each rank's exit code and output
      */
     public Results await() {
-        boolean timedOut = false;
-        for (Process process : processes) {
-            long left = deadlineNanos - System.nanoTime();
-            try {
-                if (!process.waitFor(Math.max(0, left), TimeUnit.NANOSECONDS)) {
-                    timedOut = true;
-                    break;
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                timedOut = true;
-                break;
-            }
+        boolean exited;
+        try {
+            exited = job.awaitExit(Duration.ofNanos(Math.max(0, deadlineNanos - System.nanoTime())));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            exited = false;
         }
-        if (timedOut) {
-            killAll();
+        if (!exited) {
+            job.stop();
         }
         List<RankResult> results = new ArrayList<>();
-        for (int rank = 0; rank < processes.size(); rank++) {
-            Process process = processes.get(rank);
+        for (int rank : job.ranks()) {
+            Process process = job.process(rank);
             results.add(new RankResult(rank, process.isAlive() ? -1 : process.exitValue(),
                     output(rank)));
         }
-        return new Results(results, timedOut ? timeout : null);
+        return new Results(results, exited ? null : timeout);
     }
 
     private String output(int rank) {
         try {
-            return Files.readString(logs.get(rank), StandardCharsets.UTF_8);
+            return Files.readString(logDirectory.resolve(Launcher.logFileName(rank)),
+                    StandardCharsets.UTF_8);
         } catch (IOException e) {
             return "(output unreadable: " + e + ")";
         }
     }
 
-    private void killAll() {
-        for (Process process : processes) {
-            process.destroyForcibly();
-        }
-        for (Process process : processes) {
-            try {
-                process.waitFor(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    /** Kills any rank still running and deletes the output files. */
+    /** Stops any rank still running and deletes the output files. */
     @Override
     public void close() {
-        killAll();
-        for (Path log : logs) {
-            try {
-                Files.deleteIfExists(log);
-            } catch (IOException e) {
-                // A leftover file in the temporary folder harms no later test.
-            }
+        job.close();
+        try (Stream<Path> files = Files.walk(logDirectory)) {
+            files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException e) {
+            // A leftover folder in the temporary directory harms no later test.
         }
     }
 
@@ -162,7 +136,7 @@ public final class RankProcesses implements AutoCloseable {
         }
     }
 
-    /** One rank's exit code (-1 if it was still running when killed) and output. */
+    /** One rank's exit code (-1 if it was still running when stopped) and output. */
     public static final class RankResult {
         private final int rank;
         private final int exitCode;
@@ -179,7 +153,7 @@ public final class RankProcesses implements AutoCloseable {
             return rank;
         }
 
-        /** Returns the exit code; -1 if the rank was still running when the job was killed. */
+        /** Returns the exit code; -1 if the rank was still running when the job was stopped. */
         public int exitCode() {
             return exitCode;
         }
@@ -210,7 +184,7 @@ public final class RankProcesses implements AutoCloseable {
             return ranks;
         }
 
-        /** Returns whether the job ran past its timeout and was killed. */
+        /** Returns whether the job ran past its timeout and was stopped. */
         public boolean timedOut() {
             return timedOutAfter != null;
         }
@@ -232,7 +206,7 @@ public final class RankProcesses implements AutoCloseable {
         public String describe() {
             StringBuilder text = new StringBuilder();
             if (timedOut()) {
-                text.append("The job was killed after ").append(timedOutAfter).append('\n');
+                text.append("The job was stopped after ").append(timedOutAfter).append('\n');
             }
             for (RankResult r : ranks) {
                 text.append("---- rank ").append(r.rank).append(" exit ").append(r.exitCode)
@@ -247,7 +221,8 @@ public final class RankProcesses implements AutoCloseable {
         private final Class<?> mainClass;
         private int worldSize = 2;
         private final List<String> args = new ArrayList<>();
-        private final List<String> jvmOptions = new ArrayList<>();
+        private final List<String> jvmOptions = new ArrayList<>(List.of("-Xmx512m",
+                "-XX:+UseSerialGC"));
         private final Map<String, String> environment = new LinkedHashMap<>();
         private Duration timeout = Duration.ofMinutes(2);
 
@@ -277,13 +252,13 @@ public final class RankProcesses implements AutoCloseable {
             return this;
         }
 
-        /** Sets an environment variable for every rank, overriding the job's own. */
+        /** Sets an environment variable for every rank, on top of this JVM's environment. */
         public Builder env(String name, String value) {
             environment.put(name, value);
             return this;
         }
 
-        /** Sets how long the whole job may run before all ranks are killed; default 2 minutes. */
+        /** Sets how long the whole job may run before all ranks are stopped; default 2 minutes. */
         public Builder timeout(Duration timeout) {
             this.timeout = Objects.requireNonNull(timeout, "timeout");
             return this;
@@ -291,41 +266,26 @@ public final class RankProcesses implements AutoCloseable {
 
         /** Starts every rank. */
         public RankProcesses start() {
-            String port = Integer.toString(freePort());
-            String token = UUID.randomUUID().toString();
-            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            List<Process> processes = new ArrayList<>();
-            List<Path> logs = new ArrayList<>();
+            Path logDirectory;
             try {
-                for (int rank = 0; rank < worldSize; rank++) {
-                    List<String> command = new ArrayList<>(List.of(java, "-Xmx512m",
-                            "-XX:+UseSerialGC", "-Dai.djl.pytorch.num_threads=1",
-                            "-Dai.djl.pytorch.num_interop_threads=1", "-cp", classPath()));
-                    command.addAll(jvmOptions);
-                    command.add(mainClass.getName());
-                    command.addAll(args);
-                    Path log = Files.createTempFile("rank" + rank + '-', ".log");
-                    logs.add(log);
-                    ProcessBuilder builder = new ProcessBuilder(command)
-                            .redirectErrorStream(true)
-                            .redirectOutput(log.toFile());
-                    Map<String, String> env = builder.environment();
-                    env.put("RANK", Integer.toString(rank));
-                    env.put("WORLD_SIZE", Integer.toString(worldSize));
-                    env.put("LOCAL_RANK", Integer.toString(rank));
-                    env.put("LOCAL_WORLD_SIZE", Integer.toString(worldSize));
-                    env.put("MASTER_ADDR", "127.0.0.1");
-                    env.put("MASTER_PORT", port);
-                    env.put("DJL_FSDP_JOB_TOKEN", token);
-                    env.put("OMP_NUM_THREADS", "1");
-                    env.putAll(environment);
-                    processes.add(builder.start());
-                }
+                logDirectory = Files.createTempDirectory("ranks-" + mainClass.getSimpleName());
             } catch (IOException e) {
-                processes.forEach(Process::destroyForcibly);
-                throw new UncheckedIOException("could not start the ranks of " + mainClass, e);
+                throw new UncheckedIOException("could not create a folder for the ranks' output",
+                        e);
             }
-            return new RankProcesses(processes, logs, timeout);
+            List<String> command = new ArrayList<>();
+            command.add(mainClass.getName());
+            command.addAll(args);
+            Launcher.Builder launcher = Launcher.builder()
+                    .setNprocPerNode(worldSize)
+                    .setCommand(command)
+                    .optThreadsPerRank(1)
+                    .optJavaOptions(jvmOptions)
+                    .optClassPath(classPath())
+                    .optLogDirectory(logDirectory)
+                    .optStopTimeout(STOP_TIMEOUT);
+            environment.forEach(launcher::optEnvironment);
+            return new RankProcesses(launcher.build().start(), logDirectory, timeout);
         }
 
         /**

@@ -267,7 +267,7 @@ public final class NcclProcessGroup implements ProcessGroup {
                             + " but an array is on "
                             + array.getDevice());
         }
-        return new DevicePointer(TensorMemory.dataPointer(array));
+        return new DevicePointer(TensorMemory.contiguousDataPointer(array, "collective's array"));
     }
 
     private void requireSizes(String collective, NDArray piece, NDArray whole) {
@@ -295,21 +295,21 @@ public final class NcclProcessGroup implements ProcessGroup {
         }
     }
 
-    /** Maps the arrays' element type to NCCL's; bfloat16 reads as UNKNOWN through DJL. */
+    /** Maps the arrays' element type to NCCL's. */
     private static int elementType(NDArray first, NDArray second) {
-        int type = elementType(first);
-        if (first != second && type != elementType(second)) {
+        DataType type = TensorMemory.dataType(first);
+        DataType other = TensorMemory.dataType(second);
+        if (type != other) {
             throw new IllegalArgumentException(
                     "A collective's arrays must share one element type, got "
-                            + first.getDataType()
+                            + type
                             + " and "
-                            + second.getDataType());
+                            + other);
         }
-        return type;
+        return elementType(type);
     }
 
-    private static int elementType(NDArray array) {
-        DataType type = array.getDataType();
+    private static int elementType(DataType type) {
         switch (type) {
             case FLOAT32:
                 return nccl.ncclFloat32;
@@ -325,11 +325,8 @@ public final class NcclProcessGroup implements ProcessGroup {
                 return nccl.ncclInt8;
             case UINT8:
                 return nccl.ncclUint8;
-            case UNKNOWN:
-                if (TensorMemory.isBfloat16(array)) {
-                    return nccl.ncclBfloat16;
-                }
-                break;
+            case BFLOAT16:
+                return nccl.ncclBfloat16;
             default:
                 break;
         }

@@ -10,7 +10,7 @@ import java.nio.ShortBuffer;
 
 /**
  * The element-wise sum of two byte ranges holding one element type: every per-dtype arithmetic
- * of the socket backend lives here (a bfloat16 reduction would be one more nested class).
+ * of the socket backend lives here.
  *
  * <p>Each sum is one tight loop over typed views of the native-order direct buffers; the views'
  * accessors are monomorphic, so the JIT inlines them and the loop runs at memory speed, faster
@@ -21,6 +21,7 @@ abstract class ElementReduction {
 
     private static final ElementReduction FLOAT32_SUM = new Float32Sum();
     private static final ElementReduction FLOAT16_SUM = new Float16Sum();
+    private static final ElementReduction BFLOAT16_SUM = new Bfloat16Sum();
     private static final ElementReduction INT32_SUM = new Int32Sum();
     private static final ElementReduction INT64_SUM = new Int64Sum();
 
@@ -41,13 +42,15 @@ abstract class ElementReduction {
                 return FLOAT32_SUM;
             case FLOAT16:
                 return FLOAT16_SUM;
+            case BFLOAT16:
+                return BFLOAT16_SUM;
             case INT32:
                 return INT32_SUM;
             case INT64:
                 return INT64_SUM;
             default:
                 throw new IllegalArgumentException("The socket backend reduces float32, float16,"
-                        + " int32 and int64 arrays, not " + type);
+                        + " bfloat16, int32 and int64 arrays, not " + type);
         }
     }
 
@@ -65,7 +68,7 @@ abstract class ElementReduction {
      * Writes {@code (a + b) / divisor} element-wise into {@code dst}, over {@code a.remaining()}
      * bytes from each buffer's position; positions are left unchanged. All three are native-order
      * direct buffers; {@code dst} may be {@code a} or {@code b}. Integer division truncates toward
-     * zero; float16 is added and divided in float32 and rounded once.
+     * zero; float16 and bfloat16 are added and divided in float32 and rounded once.
      */
     abstract void combine(ByteBuffer a, ByteBuffer b, ByteBuffer dst, int divisor);
 
@@ -123,6 +126,24 @@ abstract class ElementReduction {
             for (int i = 0; i < count; i++) {
                 float sum = Float16.toFloat(x.get(i)) + Float16.toFloat(y.get(i));
                 z.put(i, Float16.fromFloat(divisor == 1 ? sum : sum / divisor));
+            }
+        }
+    }
+
+    private static final class Bfloat16Sum extends ElementReduction {
+        Bfloat16Sum() {
+            super(Short.BYTES);
+        }
+
+        @Override
+        void combine(ByteBuffer a, ByteBuffer b, ByteBuffer dst, int divisor) {
+            ShortBuffer x = a.slice().order(a.order()).asShortBuffer();
+            ShortBuffer y = b.slice().order(b.order()).asShortBuffer();
+            ShortBuffer z = dst.slice().order(dst.order()).asShortBuffer();
+            int count = x.remaining();
+            for (int i = 0; i < count; i++) {
+                float sum = Bfloat16.toFloat(x.get(i)) + Bfloat16.toFloat(y.get(i));
+                z.put(i, Bfloat16.fromFloat(divisor == 1 ? sum : sum / divisor));
             }
         }
     }

@@ -9,6 +9,7 @@ import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.StoreException;
 import ai.djl.fsdp.rendezvous.StoreTimeoutException;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 
@@ -129,8 +130,8 @@ public final class SocketProcessGroup implements ProcessGroup {
     public Work allGatherAsync(NDArray input, NDArray output) {
         requireSameType("allGather", input, output);
         requireSizes("allGather", "output", output, "input", input);
-        ByteBuffer in = TensorMemory.of(input, "allGather input");
-        ByteBuffer out = TensorMemory.of(output, "allGather output");
+        ByteBuffer in = TensorMemory.hostBuffer(input, "allGather input");
+        ByteBuffer out = TensorMemory.hostBuffer(output, "allGather output");
         return submit("allGather of " + out.capacity() + " bytes",
                 () -> collectives.allGather(in, out));
     }
@@ -139,9 +140,9 @@ public final class SocketProcessGroup implements ProcessGroup {
     public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
         requireSameType("reduceScatter", input, output);
         requireSizes("reduceScatter", "input", input, "output", output);
-        ElementReduction reduction = ElementReduction.of(input.getDataType());
-        ByteBuffer in = TensorMemory.of(input, "reduceScatter input");
-        ByteBuffer out = TensorMemory.of(output, "reduceScatter output");
+        ElementReduction reduction = ElementReduction.of(TensorMemory.dataType(input));
+        ByteBuffer in = TensorMemory.hostBuffer(input, "reduceScatter input");
+        ByteBuffer out = TensorMemory.hostBuffer(output, "reduceScatter output");
         int divisor = divisor(op);
         return submit("reduceScatter of " + in.capacity() + " bytes",
                 () -> collectives.reduceScatter(in, out, reduction, divisor));
@@ -149,8 +150,8 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op) {
-        ElementReduction reduction = ElementReduction.of(array.getDataType());
-        ByteBuffer memory = TensorMemory.of(array, "allReduce array");
+        ElementReduction reduction = ElementReduction.of(TensorMemory.dataType(array));
+        ByteBuffer memory = TensorMemory.hostBuffer(array, "allReduce array");
         int divisor = divisor(op);
         return submit("allReduce of " + memory.capacity() + " bytes",
                 () -> collectives.allReduce(memory, reduction, divisor));
@@ -162,7 +163,7 @@ public final class SocketProcessGroup implements ProcessGroup {
             throw new IllegalArgumentException("broadcast root " + root + " is not a rank of this"
                     + " group of " + size);
         }
-        ByteBuffer memory = TensorMemory.of(array, "broadcast array");
+        ByteBuffer memory = TensorMemory.hostBuffer(array, "broadcast array");
         return submit("broadcast of " + memory.capacity() + " bytes from rank " + root,
                 () -> collectives.broadcast(memory, root));
     }
@@ -184,9 +185,11 @@ public final class SocketProcessGroup implements ProcessGroup {
     }
 
     private static void requireSameType(String collective, NDArray input, NDArray output) {
-        if (input.getDataType() != output.getDataType()) {
-            throw new IllegalArgumentException(collective + " input is " + input.getDataType()
-                    + " but its output is " + output.getDataType() + ": they must match");
+        DataType in = TensorMemory.dataType(input);
+        DataType out = TensorMemory.dataType(output);
+        if (in != out) {
+            throw new IllegalArgumentException(collective + " input is " + in
+                    + " but its output is " + out + ": they must match");
         }
     }
 

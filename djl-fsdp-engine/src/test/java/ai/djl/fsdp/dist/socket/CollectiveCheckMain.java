@@ -6,6 +6,7 @@ import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
@@ -18,7 +19,8 @@ import java.util.List;
 
 /**
  * A rank of {@link SocketProcessGroupTest}'s jobs: runs every collective over every supported
- * element type, SUM and AVG, and element counts that are zero, one, uneven and large, and checks
+ * element type (bfloat16 arrays made through {@link TensorMemory}, as DJL cannot make them), SUM
+ * and AVG, and element counts that are zero, one, uneven and large, and checks
  * each result against the value every rank contributes, which each rank computes for itself.
  * Exits 0 when all match; otherwise prints the mismatches and exits 1. With the argument {@code
  * stream}, every link streams through its socket; otherwise ranks pull from each other's memory
@@ -27,7 +29,7 @@ import java.util.List;
 public final class CollectiveCheckMain {
 
     private static final DataType[] TYPES = {
-        DataType.FLOAT32, DataType.FLOAT16, DataType.INT32, DataType.INT64
+        DataType.FLOAT32, DataType.FLOAT16, DataType.BFLOAT16, DataType.INT32, DataType.INT64
     };
     /** Elements per rank: none, fewer than the ranks, uneven, and a few MiB (float32 only). */
     private static final int[] COUNTS = {0, 1, 5, 1001};
@@ -104,7 +106,7 @@ public final class CollectiveCheckMain {
 
     private void checkAllGather(DataType type, int count) {
         NDArray input = contribution(type, count);
-        NDArray output = manager.zeros(new Shape(count * size), type);
+        NDArray output = create(type, new double[count * size]);
         group.allGather(input, output);
         double[] expected = new double[count * size];
         for (int r = 0; r < size; r++) {
@@ -117,7 +119,7 @@ public final class CollectiveCheckMain {
 
     private void checkReduceScatter(DataType type, int count, ReduceOp op) {
         NDArray input = contribution(type, count * size);
-        NDArray output = manager.zeros(new Shape(count), type);
+        NDArray output = create(type, new double[count]);
         group.reduceScatter(input, output, op);
         compare("reduceScatter " + type + ' ' + op + " x" + count, output,
                 reduced(type, op, rank * count, count));
@@ -183,13 +185,21 @@ public final class CollectiveCheckMain {
 
     /** This rank's contribution of {@code count} elements of {@code type}. */
     private NDArray contribution(DataType type, int count) {
-        return manager.create(values(rank, count)).toType(type, false);
+        return create(type, values(rank, count));
+    }
+
+    /** An array of {@code type} holding {@code values}; DJL must never be asked for bfloat16. */
+    private NDArray create(DataType type, double[] values) {
+        NDArray exact = manager.create(values);
+        return type == DataType.BFLOAT16
+                ? TensorMemory.toBfloat16(exact)
+                : exact.toType(type, false);
     }
 
     /**
      * The reduction of elements {@code [from, from + count)} over all ranks, rounded as the
      * backend rounds: sums of small integers are exact, AVG divides once in the type's
-     * arithmetic (float32 for float16, truncating for integers).
+     * arithmetic (float32 for float16 and bfloat16, truncating for integers).
      */
     private double[] reduced(DataType type, ReduceOp op, int from, int count) {
         double[] expected = new double[count];
@@ -209,6 +219,8 @@ public final class CollectiveCheckMain {
                 return (float) sum / size;
             case FLOAT16:
                 return Float16.toFloat(Float16.fromFloat((float) sum / size));
+            case BFLOAT16:
+                return Bfloat16.toFloat(Bfloat16.fromFloat((float) sum / size));
             default:
                 return sum / size;
         }
@@ -216,7 +228,10 @@ public final class CollectiveCheckMain {
 
     private void compare(String what, NDArray actual, double[] expected) {
         checks++;
-        double[] got = actual.toType(DataType.FLOAT64, false).toDoubleArray();
+        // A copy through libtorch reads every element type alike, bfloat16 included.
+        NDArray wide = manager.zeros(actual.getShape(), DataType.FLOAT64);
+        TensorMemory.copy(actual, wide);
+        double[] got = wide.toDoubleArray();
         if (got.length != expected.length) {
             failures.add(what + ": " + got.length + " elements, expected " + expected.length);
             return;
