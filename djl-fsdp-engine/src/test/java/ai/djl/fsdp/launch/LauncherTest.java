@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.stream.Collectors;
 
 /** Starts real rank JVMs running {@link RankProbe}. */
@@ -106,6 +107,50 @@ class LauncherTest {
             assertFalse(
                     ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false),
                     "rank " + rank + " (process " + pid + ") is still alive");
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void ranksStoppedByTheLauncherAreNotReportedAsFailed(@TempDir Path pidDirectory)
+            throws IOException, InterruptedException {
+        // No rank is told to fail: all sleep until stopped.
+        Launcher launcher =
+                probe(2, "fail", "-1", "0", pidDirectory.toString())
+                        .optStopTimeout(Duration.ofSeconds(2))
+                        .build();
+
+        try (LaunchedJob job = launcher.start()) {
+            while (RankProbe.pidFiles(pidDirectory) < 2) {
+                Thread.sleep(20);
+            }
+            // As the shutdown hook does when the launcher gets Ctrl-C or SIGTERM.
+            CompletableFuture.runAsync(job::stop);
+            RankFailedException stopped =
+                    assertThrows(RankFailedException.class, job::awaitSuccess);
+
+            assertTrue(stopped.launcherStopped());
+            assertTrue(
+                    stopped.getMessage().startsWith("the launcher was stopped"),
+                    stopped.getMessage());
+            for (int rank : job.ranks()) {
+                assertFalse(job.process(rank).isAlive(), "rank " + rank);
+            }
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void aLogDirectoryGetsEachRanksOutput(@TempDir Path logDirectory)
+            throws IOException, InterruptedException {
+        probe(2, "report").optLogDirectory(logDirectory).build().run();
+
+        assertEquals(List.of(), lines(out));
+        for (int rank = 0; rank < 2; rank++) {
+            List<String> log =
+                    Files.readAllLines(logDirectory.resolve(Launcher.logFileName(rank)));
+            assertTrue(log.contains("RANK=" + rank), String.join("\n", log));
+            assertTrue(log.contains("stderr line"), String.join("\n", log));
         }
     }
 

@@ -61,7 +61,8 @@ public final class RankProbe {
         }
     }
 
-    private static long pidFiles(Path directory) throws IOException {
+    /** Returns how many ranks have written their process id into {@code directory}. */
+    static long pidFiles(Path directory) throws IOException {
         try (Stream<Path> files = Files.list(directory)) {
             return files.filter(file -> file.toString().endsWith(".pid")).count();
         }

@@ -32,8 +32,11 @@ import org.bytedeco.javacpp.Loader;
  */
 public final class NcclProcessGroup implements ProcessGroup {
 
-    /** The store key under which rank 0 publishes the communicator's unique id. */
-    static final String UNIQUE_ID_KEY = "nccl/unique-id";
+    /** The prefix of the store keys under which rank 0 publishes each communicator's unique id. */
+    static final String UNIQUE_ID_KEY_PREFIX = "nccl/unique-id/";
+
+    /** The store counter every rank bumps as it joins a communicator. */
+    static final String JOINS_KEY = "nccl/joins";
 
     private final int rank;
     private final int size;
@@ -97,14 +100,15 @@ public final class NcclProcessGroup implements ProcessGroup {
                             + " CPUs");
         }
         NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
+        String idKey = uniqueIdKey(store, env.worldSize());
         ncclUniqueId id = new ncclUniqueId();
         byte[] idBytes = new byte[nccl.NCCL_UNIQUE_ID_BYTES];
         if (rank == 0) {
             NcclStatus.checkNccl(nccl.ncclGetUniqueId(id), "ncclGetUniqueId", rank);
             id.internal().get(idBytes);
-            store.set(UNIQUE_ID_KEY, idBytes);
+            store.set(idKey, idBytes);
         } else {
-            byte[] published = store.get(UNIQUE_ID_KEY);
+            byte[] published = store.get(idKey);
             if (published.length != idBytes.length) {
                 throw new CollectiveException(
                         "The NCCL unique id in the store has "
@@ -119,6 +123,17 @@ public final class NcclProcessGroup implements ProcessGroup {
         NcclStatus.checkNccl(
                 nccl.ncclCommInitRank(comm, env.worldSize(), id, rank), "ncclCommInitRank", rank);
         return new NcclProcessGroup(rank, env.worldSize(), env.localRank(), device, comm, store);
+    }
+
+    /**
+     * Returns the key of the communicator this rank is joining, so that one store can set up
+     * several in turn. Joining a communicator waits for all ranks, so every rank has counted
+     * itself into one before any counts itself into the next: the {@code worldSize} joins of
+     * communicator {@code g} are counts {@code g * worldSize + 1} to {@code (g + 1) * worldSize}.
+     */
+    static String uniqueIdKey(Store store, int worldSize) {
+        long generation = (store.add(JOINS_KEY, 1) - 1) / worldSize;
+        return UNIQUE_ID_KEY_PREFIX + generation;
     }
 
     @Override
