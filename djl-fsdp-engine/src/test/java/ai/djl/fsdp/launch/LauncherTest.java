@@ -44,6 +44,18 @@ class LauncherTest {
                 .optOutput(utf8(out), utf8(err));
     }
 
+    /** Ranks that sleep but {@code failingRank}, which exits with {@code code} once all run. */
+    private Launcher failingProbe(int nproc, int failingRank, int code, Path pidDirectory) {
+        return probe(
+                        nproc,
+                        "fail",
+                        Integer.toString(failingRank),
+                        Integer.toString(code),
+                        pidDirectory.toString())
+                .optStopTimeout(Duration.ofSeconds(2))
+                .build();
+    }
+
     @Test
     @Timeout(120)
     void everyRankGetsItsPlaceInTheJobAndItsThreads() throws InterruptedException {
@@ -90,10 +102,7 @@ class LauncherTest {
     @Timeout(120)
     void aFailingRankStopsTheOthersAndIsNamed(@TempDir Path pidDirectory)
             throws IOException, InterruptedException {
-        Launcher launcher =
-                probe(3, "fail", "1", "3", pidDirectory.toString())
-                        .optStopTimeout(Duration.ofSeconds(2))
-                        .build();
+        Launcher launcher = failingProbe(3, 1, 3, pidDirectory);
 
         RankFailedException failure = assertThrows(RankFailedException.class, launcher::run);
 
@@ -115,10 +124,7 @@ class LauncherTest {
     void ranksStoppedByTheLauncherAreNotReportedAsFailed(@TempDir Path pidDirectory)
             throws IOException, InterruptedException {
         // No rank is told to fail: all sleep until stopped.
-        Launcher launcher =
-                probe(2, "fail", "-1", "0", pidDirectory.toString())
-                        .optStopTimeout(Duration.ofSeconds(2))
-                        .build();
+        Launcher launcher = failingProbe(2, -1, 0, pidDirectory);
 
         try (LaunchedJob job = launcher.start()) {
             while (RankProbe.pidFiles(pidDirectory) < 2) {

@@ -20,14 +20,16 @@ import java.nio.ShortBuffer;
 abstract class ElementReduction {
 
     private static final ElementReduction FLOAT32_SUM = new Float32Sum();
-    private static final ElementReduction FLOAT16_SUM = new Float16Sum();
-    private static final ElementReduction BFLOAT16_SUM = new Bfloat16Sum();
+    private static final ElementReduction FLOAT16_SUM = new HalfSum(HalfFormat.FLOAT16);
+    private static final ElementReduction BFLOAT16_SUM = new HalfSum(HalfFormat.BFLOAT16);
     private static final ElementReduction INT32_SUM = new Int32Sum();
     private static final ElementReduction INT64_SUM = new Int64Sum();
 
+    private final String typeName;
     private final int elementBytes;
 
-    private ElementReduction(int elementBytes) {
+    private ElementReduction(String typeName, int elementBytes) {
+        this.typeName = typeName;
         this.elementBytes = elementBytes;
     }
 
@@ -56,7 +58,7 @@ abstract class ElementReduction {
 
     /** Returns a number that differs between element types and between divisors. */
     final int code(int divisor) {
-        return getClass().getSimpleName().hashCode() * 31 + divisor;
+        return typeName.hashCode() * 31 + divisor;
     }
 
     /** Returns the size of one element. */
@@ -74,7 +76,7 @@ abstract class ElementReduction {
 
     private static final class Float32Sum extends ElementReduction {
         Float32Sum() {
-            super(Float.BYTES);
+            super("FLOAT32", Float.BYTES);
         }
 
         @Override
@@ -112,9 +114,13 @@ abstract class ElementReduction {
         }
     }
 
-    private static final class Float16Sum extends ElementReduction {
-        Float16Sum() {
-            super(Short.BYTES);
+    /** float16 and bfloat16: widened to float32, combined, and rounded once. */
+    private static final class HalfSum extends ElementReduction {
+        private final HalfFormat format;
+
+        HalfSum(HalfFormat format) {
+            super(format.name(), Short.BYTES);
+            this.format = format;
         }
 
         @Override
@@ -124,33 +130,15 @@ abstract class ElementReduction {
             ShortBuffer z = dst.slice().order(dst.order()).asShortBuffer();
             int count = x.remaining();
             for (int i = 0; i < count; i++) {
-                float sum = Float16.toFloat(x.get(i)) + Float16.toFloat(y.get(i));
-                z.put(i, Float16.fromFloat(divisor == 1 ? sum : sum / divisor));
-            }
-        }
-    }
-
-    private static final class Bfloat16Sum extends ElementReduction {
-        Bfloat16Sum() {
-            super(Short.BYTES);
-        }
-
-        @Override
-        void combine(ByteBuffer a, ByteBuffer b, ByteBuffer dst, int divisor) {
-            ShortBuffer x = a.slice().order(a.order()).asShortBuffer();
-            ShortBuffer y = b.slice().order(b.order()).asShortBuffer();
-            ShortBuffer z = dst.slice().order(dst.order()).asShortBuffer();
-            int count = x.remaining();
-            for (int i = 0; i < count; i++) {
-                float sum = Bfloat16.toFloat(x.get(i)) + Bfloat16.toFloat(y.get(i));
-                z.put(i, Bfloat16.fromFloat(divisor == 1 ? sum : sum / divisor));
+                float sum = format.toFloat(x.get(i)) + format.toFloat(y.get(i));
+                z.put(i, format.fromFloat(divisor == 1 ? sum : sum / divisor));
             }
         }
     }
 
     private static final class Int32Sum extends ElementReduction {
         Int32Sum() {
-            super(Integer.BYTES);
+            super("INT32", Integer.BYTES);
         }
 
         @Override
@@ -180,7 +168,7 @@ abstract class ElementReduction {
 
     private static final class Int64Sum extends ElementReduction {
         Int64Sum() {
-            super(Long.BYTES);
+            super("INT64", Long.BYTES);
         }
 
         @Override

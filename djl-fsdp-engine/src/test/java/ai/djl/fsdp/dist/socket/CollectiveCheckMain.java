@@ -218,9 +218,9 @@ public final class CollectiveCheckMain {
             case FLOAT32:
                 return (float) sum / size;
             case FLOAT16:
-                return Float16.toFloat(Float16.fromFloat((float) sum / size));
             case BFLOAT16:
-                return Bfloat16.toFloat(Bfloat16.fromFloat((float) sum / size));
+                HalfFormat format = HalfFormat.valueOf(type.name());
+                return format.toFloat(format.fromFloat((float) sum / size));
             default:
                 return sum / size;
         }
