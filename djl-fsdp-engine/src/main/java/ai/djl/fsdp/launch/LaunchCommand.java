@@ -11,6 +11,7 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -89,6 +90,14 @@ public final class LaunchCommand implements Subcommand {
                             + " ${DEFAULT-VALUE}).")
     private int stopTimeoutSeconds;
 
+    @Option(
+            names = "--log-dir",
+            paramLabel = "DIR",
+            description =
+                    "Write each rank's output to DIR/rankN.log instead of this terminal (the"
+                            + " directory must exist).")
+    private Path logDirectory;
+
     @Parameters(
             arity = "1..*",
             paramLabel = "COMMAND",
@@ -114,6 +123,9 @@ public final class LaunchCommand implements Subcommand {
         }
         if (threadsPerRank != null) {
             builder.optThreadsPerRank(threadsPerRank);
+        }
+        if (logDirectory != null) {
+            builder.optLogDirectory(logDirectory);
         }
         try {
             builder.build().run();
