@@ -10,7 +10,6 @@ import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import com.google.gson.GsonBuilder;
-import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
 import java.io.IOException;

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.statedict;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.util.Pair;
@@ -98,8 +99,13 @@ public final class StateDict {
     }
 
     /**
-     * Copies a value into a parameter's existing array, in place, so every holder of the parameter
-     * (a tied head, an optimizer, a parameter store) sees it.
+     * Copies a value into a parameter's existing array, in place, so every holder of the array
+     * (a tied head, an optimizer, a parameter store, a flat buffer it is a view of) sees it.
+     *
+     * <p>The copy goes through a detached alias of the array: the write is legal even for a leaf
+     * that requires a gradient, and the array keeps its own native storage. (DJL's {@code
+     * NDArray.set(Buffer)} would instead swap in Java-owned memory, which breaks views and
+     * outlives nothing that still points at it.)
      *
      * @param name the parameter's dotted name, for the error message
      * @param parameter the initialized parameter
@@ -113,8 +119,26 @@ public final class StateDict {
                     "shape mismatch for " + name + ": the model has " + target.getShape()
                             + ", the checkpoint " + value.getShape());
         }
-        try (NDArray cast = value.toType(target.getDataType(), true)) {
-            target.set(cast.toByteBuffer());
+        NDArray cast = value.toType(target.getDataType(), false).toDevice(target.getDevice(), false);
+        try (NDArray alias = target.stopGradient()) {
+            alias.set(new NDIndex("..."), cast);
+        } finally {
+            if (cast != value) {
+                cast.close();
+            }
+        }
+    }
+
+    /**
+     * Adds a value to a parameter's array in place (see {@link #copyInto} for why through an
+     * alias).
+     *
+     * @param parameter the initialized parameter
+     * @param delta a value of the parameter's shape
+     */
+    public static void addInto(Parameter parameter, NDArray delta) {
+        try (NDArray alias = parameter.getArray().stopGradient()) {
+            alias.addi(delta);
         }
     }
 

@@ -8,6 +8,7 @@ import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
+import com.google.gson.JsonObject;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -62,7 +63,7 @@ class ParameterNamesTest {
 
     @Test
     void tiedLlamaHeadSharesTheEmbeddingParameter() {
-        com.google.gson.JsonObject json = LlamaConfig.of(1, 32, 2, 2, 64, 64).toJson();
+        JsonObject json = LlamaConfig.of(1, 32, 2, 2, 64, 64).toJson();
         json.addProperty("tie_word_embeddings", true);
         CausalLM model = LlamaConfig.fromJson(json).newModel();
         Map<String, Block> modules = StateDict.modules(model);

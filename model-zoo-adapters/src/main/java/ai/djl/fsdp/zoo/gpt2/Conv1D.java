@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.gpt2;
 
 import ai.djl.fsdp.lora.LinearProjection;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -50,10 +51,7 @@ public final class Conv1D extends HfBlock implements LinearProjection {
 
     @Override
     public void addToWeight(NDArray delta) {
-        NDArray w = weight.getArray();
-        try (NDArray updated = w.stopGradient().add(delta.transpose())) {
-            w.set(updated.toByteBuffer());
-        }
+        StateDict.addInto(weight, delta.transpose());
     }
 
     @Override

@@ -4,6 +4,7 @@ import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
+import com.google.gson.JsonPrimitive;
 import java.util.List;
 
 /**
@@ -58,7 +59,7 @@ public final class GPT2Config implements ModelConfig {
             throw new IllegalArgumentException("GPT-2 with tie_word_embeddings=false is not supported");
         }
         if (config.eosTokenId == null) {
-            config.eosTokenId = new com.google.gson.JsonPrimitive(50256);
+            config.eosTokenId = new JsonPrimitive(50256);
         }
         return config;
     }

@@ -7,6 +7,7 @@ import ai.djl.fsdp.zoo.llama.LlamaConfig;
 import com.google.gson.FieldNamingPolicy;
 import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
+import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
@@ -110,7 +111,7 @@ public final class ConfigJson {
     public static JsonObject toJson(Object config, String modelType, String architecture) {
         JsonObject json = GSON.toJsonTree(config).getAsJsonObject();
         json.addProperty("model_type", modelType);
-        com.google.gson.JsonArray architectures = new com.google.gson.JsonArray();
+        JsonArray architectures = new JsonArray();
         architectures.add(architecture);
         json.add("architectures", architectures);
         return json;

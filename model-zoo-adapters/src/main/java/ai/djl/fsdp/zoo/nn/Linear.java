@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.nn;
 
 import ai.djl.fsdp.lora.LinearProjection;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
@@ -60,10 +61,7 @@ public final class Linear extends HfBlock implements LinearProjection {
 
     @Override
     public void addToWeight(NDArray delta) {
-        NDArray w = weight.getArray();
-        try (NDArray updated = w.stopGradient().add(delta)) {
-            w.set(updated.toByteBuffer());
-        }
+        StateDict.addInto(weight, delta);
     }
 
     @Override
