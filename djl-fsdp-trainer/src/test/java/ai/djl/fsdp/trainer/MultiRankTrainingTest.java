@@ -42,8 +42,8 @@ class MultiRankTrainingTest {
             throws Exception {
         List<Scenario> scenarios = new ArrayList<>();
         for (ShardingStrategy strategy : ShardingStrategy.values()) {
-            scenarios.add(new Scenario(strategy, worldSize, 2, 0.5f, true, false, 3));
-            scenarios.add(new Scenario(strategy, worldSize, 1, 0f, false, true, 3));
+            scenarios.add(new Scenario(strategy, worldSize, 2, 0.5f, true, false, 3, 0f));
+            scenarios.add(new Scenario(strategy, worldSize, 1, 0f, false, true, 3, 0f));
         }
         List<String> args = new ArrayList<>();
         args.add(directory.toString());

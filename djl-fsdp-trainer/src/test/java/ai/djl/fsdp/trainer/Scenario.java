@@ -36,6 +36,7 @@ import java.util.Random;
  * @param freeze whether the second unit's layer norm is frozen (a unit mixing both kinds)
  * @param adam whether to use AdamW (else SGD with momentum)
  * @param steps optimizer steps
+ * @param dropout the units' dropout rate, 0 for none
  */
 record Scenario(
         ShardingStrategy strategy,
@@ -44,7 +45,8 @@ record Scenario(
         float maxGradNorm,
         boolean freeze,
         boolean adam,
-        int steps) {
+        int steps,
+        float dropout) {
 
     static final int LOCAL_BATCH = 2;
     static final int SEQUENCE = 3;
@@ -63,7 +65,9 @@ record Scenario(
                 + " freeze="
                 + freeze
                 + " adam="
-                + adam;
+                + adam
+                + " dropout="
+                + dropout;
     }
 
     /** Runs FSDP as {@code group}'s rank; the losses are this rank's micro-batch means. */
@@ -113,7 +117,7 @@ record Scenario(
 
     private Model newModel() {
         Model model = Model.newInstance("tiny-lm", Device.cpu());
-        model.setBlock(new TinyLm());
+        model.setBlock(new TinyLm(dropout));
         return model;
     }
 

@@ -24,7 +24,9 @@ final class ScenarioFiles {
                 + ","
                 + s.adam()
                 + ","
-                + s.steps();
+                + s.steps()
+                + ","
+                + s.dropout();
     }
 
     static Scenario parse(String text, int worldSize) {
@@ -36,7 +38,8 @@ final class ScenarioFiles {
                 Float.parseFloat(f[2]),
                 Boolean.parseBoolean(f[3]),
                 Boolean.parseBoolean(f[4]),
-                Integer.parseInt(f[5]));
+                Integer.parseInt(f[5]),
+                Float.parseFloat(f[6]));
     }
 
     static void write(Path file, Scenario.Result result) throws IOException {
