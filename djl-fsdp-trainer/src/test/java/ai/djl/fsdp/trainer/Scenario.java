@@ -51,8 +51,15 @@ record Scenario(
     static final int LOCAL_BATCH = 2;
     static final int SEQUENCE = 3;
 
-    /** What a run produced: each optimizer step's loss and the final parameters by name. */
-    record Result(double[] losses, Map<String, float[]> parameters, ShardingStats stats) {}
+    /**
+     * What a run produced: each optimizer step's loss, the final parameters by name, and for FSDP
+     * runs the sharding figures and how many arrays the model's managers held after each step.
+     */
+    record Result(
+            double[] losses,
+            Map<String, float[]> parameters,
+            ShardingStats stats,
+            int[] liveArrays) {}
 
     String describe() {
         return strategy
@@ -83,6 +90,7 @@ record Scenario(
         try (Model model = newModel()) {
             double[] losses = new double[steps];
             ShardingStats stats = null;
+            int[] liveArrays = new int[steps];
             try (FsdpTrainer trainer =
                     FullyShardedDataParallel.newTrainer(
                             model, trainingConfig(), group, config.build())) {
@@ -94,10 +102,11 @@ record Scenario(
                                 trainOn(trainer, step, firstRow, LOCAL_BATCH, null) / accumulation;
                     }
                     stats = trainer.getShardingStats();
+                    liveArrays[step] = model.getNDManager().getManagedArrays().size();
                 }
             }
             // Closing the trainer gathered the trained parameters back into the model.
-            return new Result(losses, parametersOf(model), stats);
+            return new Result(losses, parametersOf(model), stats, liveArrays);
         }
     }
 
@@ -111,7 +120,7 @@ record Scenario(
             for (int step = 0; step < steps; step++) {
                 losses[step] = trainOn(trainer, step, 0, globalBatch, model);
             }
-            return new Result(losses, parametersOf(model), null);
+            return new Result(losses, parametersOf(model), null, null);
         }
     }
 

@@ -28,5 +28,6 @@ class SingleRankTrainingTest {
                 fsdp.losses(),
                 reference.parameters(),
                 fsdp.parameters());
+        MultiRankTrainingTest.assertNoArrayOutlivesItsStep(scenario, fsdp.liveArrays());
     }
 }
