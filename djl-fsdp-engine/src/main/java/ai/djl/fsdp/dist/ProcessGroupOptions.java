@@ -16,12 +16,14 @@ public final class ProcessGroupOptions {
     private final Duration timeout;
     private final int socketChunkBytes;
     private final int socketBufferBytes;
+    private final boolean peerMemoryCopy;
 
     private ProcessGroupOptions(Builder builder) {
         device = builder.device;
         timeout = builder.timeout;
         socketChunkBytes = builder.socketChunkBytes;
         socketBufferBytes = builder.socketBufferBytes;
+        peerMemoryCopy = builder.peerMemoryCopy;
     }
 
     /** Returns the default options. */
@@ -57,12 +59,21 @@ public final class ProcessGroupOptions {
         return socketBufferBytes;
     }
 
+    /**
+     * Returns whether the socket backend's ranks on one machine copy each other's arrays straight
+     * from memory where the system allows it, rather than streaming them through sockets.
+     */
+    public boolean peerMemoryCopy() {
+        return peerMemoryCopy;
+    }
+
     /** Builds {@link ProcessGroupOptions}. */
     public static final class Builder {
         private Device device = Device.cpu();
         private Duration timeout = Duration.ofMinutes(10);
         private int socketChunkBytes = 1 << 20;
         private int socketBufferBytes;
+        private boolean peerMemoryCopy = true;
 
         Builder() {}
 
@@ -104,6 +115,16 @@ public final class ProcessGroupOptions {
                         + bytes);
             }
             this.socketBufferBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Sets whether ranks on one machine copy each other's arrays straight from memory (Linux
+         * cross-memory attach) where the system allows it; the default is true. Off, every link
+         * streams through a socket.
+         */
+        public Builder optPeerMemoryCopy(boolean peerMemoryCopy) {
+            this.peerMemoryCopy = peerMemoryCopy;
             return this;
         }
 

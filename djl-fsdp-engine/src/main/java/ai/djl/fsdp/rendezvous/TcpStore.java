@@ -283,7 +283,13 @@ public final class TcpStore implements Store {
                 }
                 Socket socket = connect(connectPort);
                 String endpoint = host + ':' + connectPort;
-                TcpStore store = new TcpStore(server, socket, timeout, endpoint);
+                TcpStore store;
+                try {
+                    store = new TcpStore(server, socket, timeout, endpoint);
+                } catch (IOException e) {
+                    socket.close();
+                    throw e;
+                }
                 try {
                     store.hello(tokenBytes);
                 } catch (RuntimeException e) {

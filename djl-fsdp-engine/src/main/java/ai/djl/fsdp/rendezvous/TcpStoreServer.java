@@ -41,6 +41,12 @@ final class TcpStoreServer implements AutoCloseable {
 
     private static final Logger logger = LoggerFactory.getLogger(TcpStoreServer.class);
 
+    /**
+     * The most connections served at once: every rank holds one, and a flood of strangers (each
+     * dropped after the handshake timeout at the latest) must not exhaust threads.
+     */
+    private static final int MAX_CONNECTIONS = 4096;
+
     private final ServerSocket serverSocket;
     private final byte[] token;
     private final Duration handshakeTimeout;
@@ -118,6 +124,11 @@ final class TcpStoreServer implements AutoCloseable {
         try (socket) {
             if (closed) {
                 // Accepted while closing; close() set the flag before closing the connections.
+                return;
+            }
+            if (connections.size() > MAX_CONNECTIONS) {
+                logger.warn("Refused store client {}: {} connections are open", peer,
+                        MAX_CONNECTIONS);
                 return;
             }
             socket.setTcpNoDelay(true);

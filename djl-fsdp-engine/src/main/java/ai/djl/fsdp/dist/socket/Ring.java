@@ -1,175 +1,81 @@
 package ai.djl.fsdp.dist.socket;
 
-import ai.djl.fsdp.rendezvous.Store;
-
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.SocketTimeoutException;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.time.Duration;
 
 /**
- * This rank's two links in the ring: a connection to the next rank, which it only writes, and
- * one from the previous rank, which it only reads. One thread drives both through a selector, so
- * sending and receiving overlap with no extra thread: the bytes go straight between the sockets
- * and the tensors' memory.
+ * This rank's two links in the ring: one to the next rank and one from the previous rank. One
+ * thread drives both through a selector, so sending and receiving overlap with no extra thread,
+ * and the bytes go straight between the links and the arrays' memory.
  *
- * <p>Failures name the neighbour: end of stream or a reset on a link, or no progress on a link
- * for the timeout.
+ * <p>A link moves data in one of two ways, chosen per link when the ring forms:
+ *
+ * <ul>
+ *   <li>streamed: the sender writes the bytes into the socket, the receiver reads them out;
+ *   <li>pulled, between processes on one machine that allow it: the sender writes only an offer
+ *       (the address and length of its bytes), the receiver copies them straight out of the
+ *       sender's memory ({@link PeerMemory}) and answers with one acknowledgement byte, after which
+ *       the sender may change or free them. One copy instead of two, and no kernel socket buffers.
+ * </ul>
+ *
+ * <p>Failures name the neighbour: end of stream or a reset on a link, a pull from a process that
+ * is gone, or no progress on a link for the timeout. {@link RingConnector} makes the links.
  */
 final class Ring implements AutoCloseable {
 
     private static final Logger logger = LoggerFactory.getLogger(Ring.class);
 
-    /** "DJLR": the first bytes of a ring handshake. */
-    private static final int MAGIC = 0x444A4C52;
-    private static final int MAX_TOKEN_BYTES = 4096;
-    private static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+    /** The most a pull copies at once, so a streamed other link keeps moving meanwhile. */
+    private static final int PULL_BYTES = 4 << 20;
 
     private final int rank;
     private final int size;
     private final SocketChannel toNext;
     private final SocketChannel fromPrev;
+    /** The previous rank's process id when this rank pulls from it, else -1. */
+    private final long prevPid;
+    /** Whether the next rank pulls from this rank. */
+    private final boolean nextPulls;
     private final Selector selector;
-    private final SelectionKey sendKey;
-    private final SelectionKey receiveKey;
+    private final SelectionKey nextKey;
+    private final SelectionKey prevKey;
     private final long timeoutMillis;
     private final Duration timeout;
+    private final ByteBuffer offerOut = ByteBuffer.allocateDirect(16).order(ByteOrder.BIG_ENDIAN);
+    private final ByteBuffer offerIn = ByteBuffer.allocateDirect(16).order(ByteOrder.BIG_ENDIAN);
+    private final ByteBuffer ackOut = ByteBuffer.allocateDirect(1);
+    private final ByteBuffer ackIn = ByteBuffer.allocateDirect(1);
 
-    private Ring(int rank, int size, SocketChannel toNext, SocketChannel fromPrev,
-            Duration timeout) throws IOException {
+    Ring(int rank, int size, SocketChannel toNext, SocketChannel fromPrev, long prevPid,
+            boolean nextPulls, Duration timeout) throws IOException {
         this.rank = rank;
         this.size = size;
         this.toNext = toNext;
         this.fromPrev = fromPrev;
+        this.prevPid = prevPid;
+        this.nextPulls = nextPulls;
         this.timeout = timeout;
         timeoutMillis = Math.max(1, timeout.toMillis());
         selector = Selector.open();
         toNext.configureBlocking(false);
         fromPrev.configureBlocking(false);
-        sendKey = toNext.register(selector, 0);
-        receiveKey = fromPrev.register(selector, 0);
+        nextKey = toNext.register(selector, 0);
+        prevKey = fromPrev.register(selector, 0);
     }
 
     /** A receive buffer is full: consume it and return the next one to fill, or null when done. */
     @FunctionalInterface
     interface Inbound {
         ByteBuffer filled(ByteBuffer full);
-    }
-
-    /**
-     * Connects this rank into the ring of {@code size} ranks: publishes its listening address in
-     * the store, connects to the next rank, accepts the previous one (refusing anyone without the
-     * job token), and waits until every rank has done the same.
-     */
-    static Ring connect(Store store, int rank, int size, byte[] token, InetAddress localAddress,
-            Duration timeout, int socketBufferBytes) throws IOException {
-        int next = (rank + 1) % size;
-        int prev = (rank + size - 1) % size;
-        long deadline = System.nanoTime() + timeout.toNanos();
-        SocketChannel toNext = null;
-        SocketChannel fromPrev = null;
-        try (ServerSocketChannel listener = ServerSocketChannel.open()) {
-            if (socketBufferBytes > 0) {
-                // Set before listening so that the accepted socket's window scale fits it.
-                listener.setOption(StandardSocketOptions.SO_RCVBUF, socketBufferBytes);
-            }
-            listener.bind(new InetSocketAddress(localAddress, 0));
-            store.set(addressKey(rank), (localAddress.getHostAddress() + ' '
-                    + listener.socket().getLocalPort()).getBytes(StandardCharsets.UTF_8));
-
-            String[] nextAddress = new String(store.get(addressKey(next)), StandardCharsets.UTF_8)
-                    .split(" ");
-            toNext = SocketChannel.open();
-            configure(toNext, socketBufferBytes);
-            toNext.socket().connect(new InetSocketAddress(nextAddress[0],
-                    Integer.parseInt(nextAddress[1])), millisUntil(deadline));
-            DataOutputStream hello = new DataOutputStream(toNext.socket().getOutputStream());
-            hello.writeInt(MAGIC);
-            hello.writeInt(rank);
-            hello.writeInt(token.length);
-            hello.write(token);
-            hello.flush();
-
-            fromPrev = acceptPrevious(listener, prev, token, deadline);
-            configure(fromPrev, socketBufferBytes);
-            store.barrier("socket-ring", rank, size);
-            return new Ring(rank, size, toNext, fromPrev, timeout);
-        } catch (IOException | RuntimeException e) {
-            closeQuietly(toNext);
-            closeQuietly(fromPrev);
-            throw e;
-        }
-    }
-
-    private static String addressKey(int rank) {
-        return "socket-ring/address/" + rank;
-    }
-
-    private static SocketChannel acceptPrevious(ServerSocketChannel listener, int prev,
-            byte[] token, long deadline) throws IOException {
-        while (true) {
-            listener.socket().setSoTimeout(millisUntil(deadline));
-            SocketChannel channel;
-            try {
-                channel = listener.socket().accept().getChannel();
-            } catch (SocketTimeoutException e) {
-                throw new IOException("rank " + prev + " did not connect to this rank's ring"
-                        + " link in time", e);
-            }
-            String peer = String.valueOf(channel.getRemoteAddress());
-            try {
-                channel.socket().setSoTimeout(Math.toIntExact(HANDSHAKE_TIMEOUT.toMillis()));
-                DataInputStream hello = new DataInputStream(channel.socket().getInputStream());
-                int magic = hello.readInt();
-                int peerRank = hello.readInt();
-                int tokenLength = hello.readInt();
-                if (magic != MAGIC || tokenLength < 0 || tokenLength > MAX_TOKEN_BYTES) {
-                    throw new IOException("not a ring handshake");
-                }
-                byte[] presented = new byte[tokenLength];
-                hello.readFully(presented);
-                if (!MessageDigest.isEqual(presented, token)) {
-                    throw new IOException("wrong job token");
-                }
-                if (peerRank != prev) {
-                    throw new IOException("it claims rank " + peerRank + ", expected " + prev);
-                }
-                channel.socket().setSoTimeout(0);
-                return channel;
-            } catch (IOException e) {
-                logger.warn("Refused a ring connection from {}: {}", peer, e.getMessage());
-                closeQuietly(channel);
-            }
-        }
-    }
-
-    private static void configure(SocketChannel channel, int socketBufferBytes)
-            throws IOException {
-        channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        if (socketBufferBytes > 0) {
-            channel.setOption(StandardSocketOptions.SO_SNDBUF, socketBufferBytes);
-            channel.setOption(StandardSocketOptions.SO_RCVBUF, socketBufferBytes);
-        }
-    }
-
-    private static int millisUntil(long deadline) {
-        long millis = (deadline - System.nanoTime()) / 1_000_000;
-        return (int) Math.max(1, Math.min(millis, Integer.MAX_VALUE));
     }
 
     int rank() {
@@ -188,9 +94,16 @@ final class Ring implements AutoCloseable {
         return (rank + size - 1) % size;
     }
 
+    /** Returns how the two links move data, for logs. */
+    String describeLinks() {
+        return "from rank " + prev() + (prevPid >= 0 ? " pulled" : " streamed") + ", to rank "
+                + next() + (nextPulls ? " pulled" : " streamed");
+    }
+
     /**
      * Sends {@code send} to the next rank while receiving from the previous one into {@code
-     * receive}, then into each buffer {@code inbound} returns, until it returns null.
+     * receive}, then into each buffer {@code inbound} returns, until it returns null. Returns once
+     * both are done; {@code send}'s bytes may change from then on.
      */
     void exchange(ByteBuffer send, ByteBuffer receive, Inbound inbound) throws PeerFailure {
         pump(send, receive, inbound, false);
@@ -207,37 +120,101 @@ final class Ring implements AutoCloseable {
     }
 
     /**
-     * Receives {@code data} from the previous rank and passes each byte on to the next rank as
-     * soon as it has arrived, so a broadcast flows through every rank at once.
+     * Receives {@code data} from the previous rank and passes it on to the next rank. Streamed
+     * links pass each byte on as soon as it has arrived, so a broadcast flows through every rank
+     * at once; a pulled link can offer the data only once it is all here.
      */
     void relay(ByteBuffer data) throws PeerFailure {
-        pump(data.duplicate(), data.duplicate(), full -> null, true);
+        if (prevPid >= 0 || nextPulls) {
+            receive(data.duplicate());
+            send(data.duplicate());
+        } else {
+            pump(data.duplicate(), data.duplicate(), full -> null, true);
+        }
     }
 
     private void pump(ByteBuffer send, ByteBuffer receive, Inbound inbound, boolean relay)
             throws PeerFailure {
         int sendEnd = send == null ? 0 : send.limit();
-        while (true) {
-            if (relay) {
-                send.limit(receive == null ? sendEnd : receive.position());
-            }
-            boolean sending = send != null && send.hasRemaining();
-            if (!sending && receive == null) {
-                return;
-            }
+        boolean sending = send != null;
+        boolean offerSent = false;
+        boolean receiving = receive != null;
+        boolean offerReceived = false;
+        long offerAddress = 0;
+        long offerLeft = 0;
+        boolean ackOwed = false;
+        if (sending && nextPulls) {
+            offerOut.clear();
+            offerOut.putLong(PeerMemory.address(send)).putLong(send.remaining()).flip();
+        }
+        while (sending || receiving || ackOwed) {
             boolean progress = false;
             if (sending) {
-                progress = write(send) > 0;
+                if (!nextPulls) {
+                    if (relay) {
+                        send.limit(receiving ? receive.position() : sendEnd);
+                    }
+                    progress = write(send) > 0;
+                    sending = send.hasRemaining() || relay && receiving;
+                } else if (!offerSent) {
+                    progress = write(offerOut) > 0;
+                    offerSent = !offerOut.hasRemaining();
+                } else {
+                    ackIn.clear();
+                    if (readAck() > 0) {
+                        send.position(send.limit());
+                        sending = false;
+                        progress = true;
+                    }
+                }
             }
-            if (receive != null) {
-                progress |= read(receive) > 0;
-                if (!receive.hasRemaining()) {
+            if (receiving) {
+                if (prevPid < 0) {
+                    progress |= read(receive) > 0;
+                } else if (!offerReceived) {
+                    progress |= read(offerIn) > 0;
+                    if (!offerIn.hasRemaining()) {
+                        offerIn.flip();
+                        offerAddress = offerIn.getLong();
+                        offerLeft = offerIn.getLong();
+                        offerIn.clear();
+                        offerReceived = true;
+                    }
+                } else {
+                    int length = (int) Math.min(Math.min(receive.remaining(), PULL_BYTES),
+                            offerLeft);
+                    if (length == 0 && receive.hasRemaining()) {
+                        throw new PeerFailure(prev(), "rank " + prev() + " offered fewer bytes"
+                                + " than rank " + rank + " expects; the ranks disagree on a"
+                                + " collective's size", null);
+                    }
+                    pull(offerAddress, receive, length);
+                    offerAddress += length;
+                    offerLeft -= length;
+                    progress = true;
+                }
+                boolean streamedOrOffered = prevPid < 0 || offerReceived;
+                if (streamedOrOffered && !receive.hasRemaining()) {
                     receive = inbound.filled(receive);
+                    progress = true;
+                    if (receive == null) {
+                        receiving = false;
+                        ackOwed = prevPid >= 0;
+                        ackOut.clear();
+                    }
+                }
+            }
+            if (ackOwed) {
+                if (writeAck() > 0) {
+                    ackOwed = false;
                     progress = true;
                 }
             }
-            if (!progress) {
-                awaitReady(sending, receive != null);
+            if (!progress && (sending || receiving || ackOwed)) {
+                boolean writeNext = sending && (nextPulls ? !offerSent : send.hasRemaining());
+                boolean readNext = sending && nextPulls && offerSent;
+                boolean readPrev = receiving;
+                awaitReady(writeNext, readNext, readPrev, ackOwed);
             }
         }
     }
@@ -258,10 +235,44 @@ final class Ring implements AutoCloseable {
             throw linkFailure(prev(), "the link from rank " + prev() + " broke", e);
         }
         if (n < 0) {
-            throw new PeerFailure(prev(), "rank " + prev() + " closed its link to rank " + rank
-                    + " mid-collective (its process exited, was killed or gave up)", null);
+            throw closedBy(prev());
         }
         return n;
+    }
+
+    private int readAck() throws PeerFailure {
+        int n;
+        try {
+            n = toNext.read(ackIn);
+        } catch (IOException e) {
+            throw linkFailure(next(), "the link to rank " + next() + " broke", e);
+        }
+        if (n < 0) {
+            throw closedBy(next());
+        }
+        return n;
+    }
+
+    private int writeAck() throws PeerFailure {
+        try {
+            return fromPrev.write(ackOut);
+        } catch (IOException e) {
+            throw linkFailure(prev(), "the link from rank " + prev() + " broke", e);
+        }
+    }
+
+    private void pull(long address, ByteBuffer receive, int length) throws PeerFailure {
+        try {
+            PeerMemory.read(prevPid, address, receive, length);
+        } catch (IOException e) {
+            throw new PeerFailure(prev(), "rank " + prev() + "'s memory could not be read ("
+                    + e.getMessage() + "): rank " + prev() + " exited or was killed", e);
+        }
+    }
+
+    private PeerFailure closedBy(int peer) {
+        return new PeerFailure(peer, "rank " + peer + " closed its link with rank " + rank
+                + " mid-collective (its process exited, was killed or gave up)", null);
     }
 
     private PeerFailure linkFailure(int peer, String what, IOException e) {
@@ -272,10 +283,13 @@ final class Ring implements AutoCloseable {
                 + " exited, was killed or is unreachable", e);
     }
 
-    private void awaitReady(boolean sending, boolean receiving) throws PeerFailure {
+    private void awaitReady(boolean writeNext, boolean readNext, boolean readPrev,
+            boolean writePrev) throws PeerFailure {
         try {
-            sendKey.interestOps(sending ? SelectionKey.OP_WRITE : 0);
-            receiveKey.interestOps(receiving ? SelectionKey.OP_READ : 0);
+            nextKey.interestOps((writeNext ? SelectionKey.OP_WRITE : 0)
+                    | (readNext ? SelectionKey.OP_READ : 0));
+            prevKey.interestOps((readPrev ? SelectionKey.OP_READ : 0)
+                    | (writePrev ? SelectionKey.OP_WRITE : 0));
             int ready = selector.select(timeoutMillis);
             selector.selectedKeys().clear();
             if (ready > 0) {
@@ -288,13 +302,13 @@ final class Ring implements AutoCloseable {
         if (!selector.isOpen()) {
             throw new PeerFailure(rank, "the process group on rank " + rank + " was closed", null);
         }
-        if (receiving) {
-            throw new PeerFailure(prev(), "rank " + prev() + " sent nothing to rank " + rank
+        if (readPrev || writePrev) {
+            throw new PeerFailure(prev(), "rank " + prev() + " did not answer rank " + rank
                     + " for " + timeout + " (it hangs, or is not calling the same collectives)",
                     null);
         }
-        throw new PeerFailure(next(), "rank " + next() + " read nothing from rank " + rank
-                + " for " + timeout + " (it hangs, or is not calling the same collectives)", null);
+        throw new PeerFailure(next(), "rank " + next() + " did not answer rank " + rank + " for "
+                + timeout + " (it hangs, or is not calling the same collectives)", null);
     }
 
     /** Closes both links, which fails any collective in flight here and soon at the neighbours. */
@@ -309,7 +323,7 @@ final class Ring implements AutoCloseable {
         }
     }
 
-    private static void closeQuietly(AutoCloseable closeable) {
+    static void closeQuietly(AutoCloseable closeable) {
         if (closeable != null) {
             try {
                 closeable.close();

@@ -9,7 +9,7 @@ import java.util.function.IntFunction;
  * steps that each move {@code 1/N} of the data, all-reduce as the two in turn (each rank sends
  * {@code 2(N-1)/N} of the array: bandwidth-optimal), and a broadcast relayed along the ring as it
  * arrives. Reductions combine the incoming bytes chunk by chunk as they land in a staging buffer,
- * so the network and the arithmetic overlap.
+ * while they are still in cache, and while the neighbours keep sending.
  *
  * <p>Runs on the group's communication thread only.
  */
@@ -46,7 +46,11 @@ final class RingCollectives {
     void allGather(ByteBuffer input, ByteBuffer output) throws PeerFailure {
         int segmentBytes = input.remaining();
         agree(Kind.ALL_GATHER, output.remaining(), 0);
-        view(output, rank * segmentBytes, segmentBytes).put(input.duplicate());
+        ByteBuffer own = view(output, rank * segmentBytes, segmentBytes);
+        // FSDP gathers in place (the input is this rank's piece of the output): nothing to copy.
+        if (segmentBytes > 0 && PeerMemory.address(own) != PeerMemory.address(input)) {
+            own.put(input.duplicate());
+        }
         gatherSteps(i -> view(output, i * segmentBytes, segmentBytes));
     }
 
@@ -60,6 +64,7 @@ final class RingCollectives {
             return;
         }
         IntFunction<ByteBuffer> piece = i -> view(input, i * segmentBytes, segmentBytes);
+        // Kept for the next call: FSDP reduce-scatters pieces of the same sizes every step.
         if (partials[0].capacity() < segmentBytes && size > 2) {
             partials = new ByteBuffer[] {direct(segmentBytes), direct(segmentBytes)};
         }

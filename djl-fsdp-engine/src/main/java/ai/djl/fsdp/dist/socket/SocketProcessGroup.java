@@ -93,9 +93,10 @@ public final class SocketProcessGroup implements ProcessGroup {
         Ring ring = null;
         if (env.worldSize() > 1) {
             try {
-                ring = Ring.connect(store, env.rank(), env.worldSize(),
+                ring = RingConnector.connect(store, env.rank(), env.worldSize(),
                         env.jobToken().getBytes(StandardCharsets.UTF_8), localAddress,
-                        options.timeout(), options.socketBufferBytes());
+                        options.timeout(), options.socketBufferBytes(),
+                        options.peerMemoryCopy());
             } catch (IOException | RuntimeException e) {
                 throw new CollectiveException("Rank " + env.rank() + " could not join the socket"
                         + " ring of " + env.worldSize() + " ranks: " + e.getMessage(), e);

@@ -19,7 +19,9 @@ import java.util.List;
  * A rank of {@link SocketProcessGroupTest}'s jobs: runs every collective over every supported
  * element type, SUM and AVG, and element counts that are zero, one, uneven and large, and checks
  * each result against the value every rank contributes, which each rank computes for itself.
- * Exits 0 when all match; otherwise prints the mismatches and exits 1.
+ * Exits 0 when all match; otherwise prints the mismatches and exits 1. With the argument {@code
+ * stream}, every link streams through its socket; otherwise ranks pull from each other's memory
+ * where the system allows.
  */
 public final class CollectiveCheckMain {
 
@@ -45,8 +47,11 @@ public final class CollectiveCheckMain {
     }
 
     public static void main(String[] args) {
-        ProcessGroupOptions options =
-                ProcessGroupOptions.builder().optTimeout(Duration.ofSeconds(60)).build();
+        boolean streamOnly = args.length > 0 && "stream".equals(args[0]);
+        ProcessGroupOptions options = ProcessGroupOptions.builder()
+                .optTimeout(Duration.ofSeconds(60))
+                .optPeerMemoryCopy(!streamOnly)
+                .build();
         CollectiveCheckMain check;
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
                 NDManager manager = NDManager.newBaseManager()) {

@@ -15,7 +15,8 @@ import java.time.Duration;
 /**
  * A rank of {@link SocketProcessGroupTest}'s failure jobs. With {@code endless}, it all-reduces
  * 16 MiB over and over (printing {@code RUNNING} once it has done one) until a collective fails;
- * with {@code mismatch}, rank 0 calls allReduce where the others call allGather. A rank that sees
+ * with {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code
+ * silent}, rank 1 sleeps through the others' allReduce. A rank that sees
  * the {@link CollectiveException} prints {@code FAILED: <message>} and exits 3.
  */
 public final class FailureMain {
@@ -26,12 +27,20 @@ public final class FailureMain {
     private FailureMain() {}
 
     public static void main(String[] args) {
-        // Long enough that a failure the test sees comes from the broken links, not the timeout.
-        ProcessGroupOptions options =
-                ProcessGroupOptions.builder().optTimeout(Duration.ofSeconds(90)).build();
+        String mode = args[0];
+        // For the other modes, long enough that a failure comes from the links, not the timeout.
+        Duration timeout = Duration.ofSeconds("silent".equals(mode) ? 10 : 90);
+        ProcessGroupOptions options = ProcessGroupOptions.builder().optTimeout(timeout).build();
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
                 NDManager manager = NDManager.newBaseManager()) {
-            if ("mismatch".equals(args[0])) {
+            if ("silent".equals(mode)) {
+                if (group.rank() == 1) {
+                    // Alive but absent: the others must give up after the timeout and name it.
+                    Thread.sleep(timeout.multipliedBy(3).toMillis());
+                } else {
+                    group.allReduce(manager.ones(new Shape(10)), ReduceOp.SUM);
+                }
+            } else if ("mismatch".equals(mode)) {
                 NDArray array = manager.ones(new Shape(10));
                 if (group.rank() == 0) {
                     group.allReduce(array, ReduceOp.SUM);
@@ -51,6 +60,8 @@ public final class FailureMain {
         } catch (CollectiveException e) {
             System.out.println("FAILED: " + e.getMessage());
             System.exit(FAILED_EXIT);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
         System.exit(0);
     }

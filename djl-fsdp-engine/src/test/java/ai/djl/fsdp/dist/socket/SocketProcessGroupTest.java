@@ -20,17 +20,18 @@ import ai.djl.ndarray.types.Shape;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.time.Duration;
 
 class SocketProcessGroupTest {
 
-    @ParameterizedTest(name = "world size {0}")
-    @ValueSource(ints = {2, 3})
-    void everyCollectiveMatchesItsExpectation(int worldSize) {
+    @ParameterizedTest(name = "world size {0}, {1} links")
+    @CsvSource({"2, pulled", "3, pulled", "2, stream", "3, stream"})
+    void everyCollectiveMatchesItsExpectation(int worldSize, String links) {
         try (RankProcesses job = RankProcesses.builder(CollectiveCheckMain.class)
                 .worldSize(worldSize)
+                .args(links)
                 .start()) {
             RankProcesses.Results results = job.await().assertAllSucceeded();
             for (RankProcesses.RankResult rank : results.all()) {
@@ -57,6 +58,25 @@ class SocketProcessGroupTest {
                         results.describe());
                 assertTrue(output.contains("FAILED: ") && output.contains("rank 1 "),
                         "rank " + rank + " must blame rank 1:\n" + results.describe());
+            }
+        }
+    }
+
+    @Test
+    void silentRankFailsTheOthersAfterTheTimeoutWithItsName() {
+        try (RankProcesses job = RankProcesses.builder(FailureMain.class)
+                .worldSize(3)
+                .args("silent")
+                .start()) {
+            job.awaitOutput(0, "FAILED: ", Duration.ofSeconds(90));
+            job.awaitOutput(2, "FAILED: ", Duration.ofSeconds(90));
+            job.kill(1);
+            RankProcesses.Results results = job.await();
+            for (int rank : new int[] {0, 2}) {
+                String output = results.rank(rank).output();
+                assertEquals(FailureMain.FAILED_EXIT, results.rank(rank).exitCode(),
+                        results.describe());
+                assertTrue(output.contains("rank 1 did not answer"), results.describe());
             }
         }
     }
