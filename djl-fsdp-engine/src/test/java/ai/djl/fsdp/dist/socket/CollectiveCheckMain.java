@@ -8,6 +8,7 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 
@@ -75,6 +76,20 @@ public final class CollectiveCheckMain {
         }
         checkAll(DataType.FLOAT32, LARGE_COUNT);
         checkInFlightTogether();
+        checkInPlaceAllGather(1001);
+    }
+
+    /** FSDP's form: the input is a view of this rank's own piece of the output. */
+    private void checkInPlaceAllGather(int count) {
+        NDArray output = manager.zeros(new Shape((long) count * size));
+        NDIndex own = new NDIndex("{}:{}", rank * count, (rank + 1) * count);
+        output.set(own, contribution(DataType.FLOAT32, count));
+        group.allGather(output.get(own), output);
+        double[] expected = new double[count * size];
+        for (int r = 0; r < size; r++) {
+            System.arraycopy(values(r, count), 0, expected, r * count, count);
+        }
+        compare("in-place allGather", output, expected);
     }
 
     private void checkAll(DataType type, int count) {
