@@ -1,5 +1,6 @@
 package ai.djl.fsdp.lora;
 
+import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -101,7 +102,7 @@ public final class LoraLinear extends AbstractBlock {
                         : x;
         NDList down = loraA.forward(parameterStore, new NDList(adapterInput), training, params);
         NDArray update = loraB.forward(parameterStore, down, training, params).singletonOrThrow();
-        return new NDList(y.add(update.mul(scaling)));
+        return new NDList(y.add(update.mul(OwnedArrays.scalar(update, scaling))));
     }
 
     @Override

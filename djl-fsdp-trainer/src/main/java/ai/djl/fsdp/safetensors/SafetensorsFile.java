@@ -1,5 +1,6 @@
 package ai.djl.fsdp.safetensors;
 
+import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -224,13 +225,14 @@ public final class SafetensorsFile implements AutoCloseable {
         ByteBuffer mapped = map(name, from, to);
         Shape shape = new Shape(to - from);
         if (dtype == Dtype.BF16) {
-            return manager.create(widenBf16(mapped.asShortBuffer()), shape);
+            return OwnedArrays.create(manager, widenBf16(mapped.asShortBuffer()), shape);
         }
-        // A heap copy: DJL copies it into memory it owns, so the tensor never aliases the mapping.
+        // A heap copy, so that nothing aliases the mapping, moved into libtorch's memory: the
+        // reshaped view read(manager, name) returns must not borrow Java memory (see OwnedArrays).
         ByteBuffer copy = ByteBuffer.allocate(mapped.remaining()).order(ByteOrder.nativeOrder());
         copy.put(mapped).flip();
         DataType type = dtype.readableAs();
-        return manager.create(copy, shape, type);
+        return OwnedArrays.create(manager, copy, shape, type);
     }
 
     /**

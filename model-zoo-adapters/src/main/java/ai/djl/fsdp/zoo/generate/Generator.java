@@ -1,9 +1,11 @@
 package ai.djl.fsdp.zoo.generate;
 
+import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.KvCache;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import java.util.Arrays;
 
@@ -58,7 +60,7 @@ public final class Generator {
             while (count < budget) {
                 float[] logits;
                 try (NDManager step = scope.newSubManager()) {
-                    NDArray ids = step.create(input).reshape(1, input.length);
+                    NDArray ids = OwnedArrays.create(step, input, new Shape(1, input.length));
                     NDArray out = model.forward(ps, ids, null, cache, false);
                     logits = out.get(0, input.length - 1).toFloatArray();
                 }

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.gpt2;
 
+import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.fsdp.zoo.nn.Attention;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
@@ -10,7 +11,7 @@ import ai.djl.util.PairList;
 /** GPT-2's feed-forward block: {@code c_proj(gelu_tanh(c_fc(x)))}. */
 public final class GPT2MLP extends HfBlock {
 
-    private static final double SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
+    private static final float SQRT_2_OVER_PI = (float) Math.sqrt(2 / Math.PI);
 
     private final float residualDropout;
 
@@ -29,8 +30,9 @@ public final class GPT2MLP extends HfBlock {
      * @return the activation
      */
     static NDArray geluTanh(NDArray x) {
-        NDArray inner = x.add(x.pow(3).mul(0.044715)).mul(SQRT_2_OVER_PI);
-        return x.mul(0.5).mul(inner.tanh().add(1));
+        NDArray cubic = x.pow(OwnedArrays.scalar(x, 3)).mul(OwnedArrays.scalar(x, 0.044715f));
+        NDArray inner = x.add(cubic).mul(OwnedArrays.scalar(x, SQRT_2_OVER_PI));
+        return x.mul(OwnedArrays.scalar(x, 0.5f)).mul(inner.tanh().add(1));
     }
 
     @Override

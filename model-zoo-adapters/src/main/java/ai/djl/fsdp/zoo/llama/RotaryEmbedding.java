@@ -1,9 +1,11 @@
 package ai.djl.fsdp.zoo.llama;
 
+import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 
 /**
  * Rotary position embeddings in Hugging Face's layout (the two halves of each head rotate
@@ -26,7 +28,7 @@ final class RotaryEmbedding {
      * T]}.
      */
     NDList cosSin(NDManager manager, NDArray positionIds) {
-        NDArray frequencies = manager.create(inverseFrequencies);
+        NDArray frequencies = OwnedArrays.create(manager, inverseFrequencies, new Shape(inverseFrequencies.length));
         NDArray angles = positionIds.toType(DataType.FLOAT32, false).expandDims(-1).mul(frequencies);
         NDArray both = angles.concat(angles, -1).expandDims(1);
         return new NDList(both.cos(), both.sin());

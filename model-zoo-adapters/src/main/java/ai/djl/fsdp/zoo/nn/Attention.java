@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.nn;
 
+import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -57,7 +58,7 @@ public final class Attention {
      */
     public static NDArray scaledDotProduct(
             NDArray q, NDArray k, NDArray v, NDArray bias, float dropout, boolean training) {
-        double scale = 1 / Math.sqrt(q.getShape().get(3));
+        NDArray scale = OwnedArrays.scalar(q, (float) (1 / Math.sqrt(q.getShape().get(3))));
         NDArray scores = q.matMul(k.transpose(0, 1, 3, 2)).mul(scale).add(bias);
         return dropout(scores.softmax(-1), dropout, training).matMul(v);
     }
