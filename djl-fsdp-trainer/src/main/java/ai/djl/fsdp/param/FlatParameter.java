@@ -83,7 +83,7 @@ public final class FlatParameter implements AutoCloseable {
             if (paddedNumel > numel) {
                 pieces.add(scratch.zeros(new Shape(paddedNumel - numel), dataType));
             }
-            NDArray flat = NDArrays.concat(pieces);
+            NDArray flat = pieces.size() == 1 ? pieces.head() : NDArrays.concat(pieces);
             flat.attach(scratch);
             if (syncFrom != null) {
                 syncFrom.broadcast(flat, 0);

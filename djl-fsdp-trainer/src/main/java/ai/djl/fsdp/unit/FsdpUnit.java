@@ -2,6 +2,7 @@ package ai.djl.fsdp.unit;
 
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -103,36 +104,46 @@ public final class FsdpUnit implements AutoCloseable {
     }
 
     /**
-     * Reduces the gradients that backward left on {@code leaves} over the ranks (mean) and adds
-     * this rank's part, times {@code scale}, to the shards' gradients.
+     * Starts reducing the gradients that backward left on {@code leaves} over the ranks (mean): a
+     * reduce-scatter into this rank's piece, or an all-reduce when the buffer is not split.
+     *
+     * @return what completes the reduction: waits for it and adds this rank's part, times {@code
+     *     scale}, to the shards' gradients. Until then the gradients must stay alive.
      */
-    void reduceGradients(List<NDArray> leaves, ProcessGroup group, float scale) {
+    Runnable startGradientReduction(List<NDArray> leaves, ProcessGroup group, float scale) {
+        List<Runnable> completions = new ArrayList<>(flatParameters.size());
         for (int i = 0; i < flatParameters.size(); i++) {
             NDArray leaf = leaves.get(i);
             if (leaf == null) {
                 continue;
             }
             FlatParameter flat = flatParameters.get(i);
-            NDArray gradient = Gradients.of(leaf);
-            if (gradient == null) {
-                // Every rank must take part in the collective even if its micro-batch did not
-                // reach these parameters.
-                gradient = leaf.zerosLike();
-            }
-            NDArray shardGradient;
+            NDArray found = Gradients.of(leaf);
+            // Every rank must take part in the collective even if its micro-batch did not reach
+            // these parameters.
+            NDArray gradient = found != null ? found : leaf.zerosLike();
             if (flat.isSharded()) {
-                shardGradient =
+                NDArray shardGradient =
                         gradient.getManager()
                                 .create(flat.getShard().getShape(), flat.getShard().getDataType());
-                group.reduceScatter(gradient, shardGradient, ReduceOp.AVG);
+                Work work = group.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
+                completions.add(
+                        () -> {
+                            work.await();
+                            flat.accumulateGradient(shardGradient, scale);
+                        });
+            } else if (group.size() > 1) {
+                Work work = group.allReduceAsync(gradient, ReduceOp.AVG);
+                completions.add(
+                        () -> {
+                            work.await();
+                            flat.accumulateGradient(gradient, scale);
+                        });
             } else {
-                if (group.size() > 1) {
-                    group.allReduce(gradient, ReduceOp.AVG);
-                }
-                shardGradient = gradient;
+                completions.add(() -> flat.accumulateGradient(gradient, scale));
             }
-            flat.accumulateGradient(shardGradient, scale);
         }
+        return () -> completions.forEach(Runnable::run);
     }
 
     @Override

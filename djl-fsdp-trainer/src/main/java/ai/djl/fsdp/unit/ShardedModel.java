@@ -45,6 +45,7 @@ public final class ShardedModel implements AutoCloseable {
     private final Map<String, FsdpUnit> ownerByParameterId;
     private final List<ChildSwap> swaps;
     private final List<UnitCall> tape = new ArrayList<>();
+    private Runnable pendingReduction;
 
     private List<FsdpUnit> forwardOrder;
     private List<FsdpUnit> observedOrder = new ArrayList<>();
@@ -98,8 +99,8 @@ public final class ShardedModel implements AutoCloseable {
         if (!block.isInitialized()) {
             throw new IllegalStateException(
                     "The model's parameters are not initialized: call"
-                        + " trainer.initialize(inputShapes) (or load the model) before training"
-                        + " with FSDP.");
+                            + " trainer.initialize(inputShapes) (or load the model) before training"
+                            + " with FSDP.");
         }
         List<WrapTarget> targets = WrapPlanner.plan(block, policy);
         int shardCount = sharded ? group.size() : 1;
@@ -327,7 +328,9 @@ public final class ShardedModel implements AutoCloseable {
             }
             backwardThrough(tape.get(i), parameterStore, scale);
         }
-        root.reduceGradients(rootLeaves, group, scale);
+        Runnable rootReduction = root.startGradientReduction(rootLeaves, group, scale);
+        finishPendingReduction();
+        rootReduction.run();
         forwardOrder = List.copyOf(observedOrder);
         tape.clear();
         discardPass();
@@ -360,7 +363,8 @@ public final class ShardedModel implements AutoCloseable {
                 unit.clearViews();
             }
         }
-        try (NDManager scope = call.scope) {
+        NDManager scope = call.scope;
+        try {
             NDArray surrogate = null;
             for (int j = 0; j < call.outputs.size(); j++) {
                 NDArray gradient = Gradients.of(call.outputLeaves.get(j));
@@ -376,7 +380,9 @@ public final class ShardedModel implements AutoCloseable {
                 NDArray ones = surrogate.onesLike();
                 Gradients.backward(surrogate, ones);
             }
-            unit.reduceGradients(call.flatLeaves, group, scale);
+            Runnable reduction = unit.startGradientReduction(call.flatLeaves, group, scale);
+            // The reduction runs while the input gradients travel on through the parent's graph
+            // and, after that, while the previous unit recomputes.
             for (int j = 0; j < call.inputs.size(); j++) {
                 NDArray leaf = call.inputLeaves.get(j);
                 NDArray gradient = leaf.getDataType().isFloating() ? Gradients.of(leaf) : null;
@@ -385,8 +391,29 @@ public final class ShardedModel implements AutoCloseable {
                     Gradients.pushInto(call.inputs.get(j), gradient);
                 }
             }
+            finishPendingReduction();
+            pendingReduction =
+                    () -> {
+                        try {
+                            reduction.run();
+                        } finally {
+                            scope.close();
+                        }
+                    };
+        } catch (RuntimeException e) {
+            scope.close();
+            throw e;
         } finally {
             unit.reshard();
+        }
+    }
+
+    /** Completes the gradient reduction in flight, if any, and frees what it reduced. */
+    private void finishPendingReduction() {
+        Runnable reduction = pendingReduction;
+        pendingReduction = null;
+        if (reduction != null) {
+            reduction.run();
         }
     }
 
@@ -420,6 +447,7 @@ public final class ShardedModel implements AutoCloseable {
 
     /** Drops a forward pass's state: recorded calls, views and gathers. */
     private void discardPass() {
+        finishPendingReduction();
         for (UnitCall call : tape) {
             if (call.scope != null) {
                 call.scope.close();

@@ -104,7 +104,7 @@ final class FitScenario {
                                 new SaveModelTrainingListener(checkpoints.toString()));
         try (Model model = Model.newInstance("tiny-lm", Device.cpu());
                 NDManager manager = NDManager.newBaseManager()) {
-            model.setBlock(new TinyLm());
+            model.setBlock(new TinyLm(0));
             ArrayDataset data = dataset(manager, 1);
             ArrayDataset validation = dataset(manager, 2);
             TrainingResult trainingResult;
@@ -148,7 +148,7 @@ final class FitScenario {
             }
         }
         try (Model model = Model.newInstance("tiny-lm", Device.cpu())) {
-            model.setBlock(new TinyLm());
+            model.setBlock(new TinyLm(0));
             model.load(directory);
             return parametersOf(model);
         }

@@ -8,6 +8,7 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.AbstractBlock;
 import ai.djl.nn.Block;
 import ai.djl.nn.core.Linear;
+import ai.djl.nn.norm.Dropout;
 import ai.djl.nn.norm.LayerNorm;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
@@ -21,10 +22,21 @@ final class MixerBlock extends AbstractBlock {
 
     private Block norm;
     private Block linear;
+    private Block dropout;
 
-    MixerBlock(int width) {
+    /**
+     * Creates the layer.
+     *
+     * @param width the hidden width
+     * @param dropoutRate the dropout rate after the nonlinearity, 0 for none
+     */
+    MixerBlock(int width, float dropoutRate) {
         norm = addChildBlock("norm", LayerNorm.builder().axis(2).build());
         linear = addChildBlock("linear", Linear.builder().setUnits(width).build());
+        dropout =
+                dropoutRate > 0
+                        ? addChildBlock("dropout", Dropout.builder().optRate(dropoutRate).build())
+                        : null;
     }
 
     void freezeNorm() {
@@ -40,6 +52,9 @@ final class MixerBlock extends AbstractBlock {
         NDArray x = inputs.head();
         NDList normed = norm.forward(parameterStore, inputs, training);
         NDArray mixed = linear.forward(parameterStore, normed, training).head().tanh();
+        if (dropout != null) {
+            mixed = dropout.forward(parameterStore, new NDList(mixed), training).head();
+        }
         return new NDList(x.add(mixed));
     }
 

@@ -42,8 +42,8 @@ class MultiRankTrainingTest {
             throws Exception {
         List<Scenario> scenarios = new ArrayList<>();
         for (ShardingStrategy strategy : ShardingStrategy.values()) {
-            scenarios.add(new Scenario(strategy, worldSize, 2, 0.5f, true, false, 3));
-            scenarios.add(new Scenario(strategy, worldSize, 1, 0f, false, true, 3));
+            scenarios.add(new Scenario(strategy, worldSize, 2, 0.5f, true, false, 3, 0f));
+            scenarios.add(new Scenario(strategy, worldSize, 1, 0f, false, true, 3, 0f));
         }
         List<String> args = new ArrayList<>();
         args.add(directory.toString());
@@ -81,6 +81,7 @@ class MultiRankTrainingTest {
                     }
                 }
                 assertAccounting(scenario, result.stats());
+                assertNoArrayOutlivesItsStep(scenario, result.liveArrays());
             }
             Equivalence.assertSameTraining(
                     scenario.describe(),
@@ -115,6 +116,20 @@ class MultiRankTrainingTest {
         assertTrue(results.rank(0).output().contains(logged), "rank 0 logs");
         for (int rank = 1; rank < worldSize; rank++) {
             assertTrue(!results.rank(rank).output().contains(logged), "rank " + rank + " is quiet");
+        }
+    }
+
+    /**
+     * Gathered parameters, activations, the tape and views are freed every step: from the second
+     * step on (the first allocates the gradient shards) the model's managers hold as many arrays
+     * after each step as after the one before.
+     */
+    static void assertNoArrayOutlivesItsStep(Scenario scenario, int[] liveArrays) {
+        for (int step = 2; step < liveArrays.length; step++) {
+            assertEquals(
+                    liveArrays[1],
+                    liveArrays[step],
+                    scenario.describe() + ": arrays alive after step " + step);
         }
     }
 

@@ -36,6 +36,7 @@ import java.util.Random;
  * @param freeze whether the second unit's layer norm is frozen (a unit mixing both kinds)
  * @param adam whether to use AdamW (else SGD with momentum)
  * @param steps optimizer steps
+ * @param dropout the units' dropout rate, 0 for none
  */
 record Scenario(
         ShardingStrategy strategy,
@@ -44,13 +45,21 @@ record Scenario(
         float maxGradNorm,
         boolean freeze,
         boolean adam,
-        int steps) {
+        int steps,
+        float dropout) {
 
     static final int LOCAL_BATCH = 2;
     static final int SEQUENCE = 3;
 
-    /** What a run produced: each optimizer step's loss and the final parameters by name. */
-    record Result(double[] losses, Map<String, float[]> parameters, ShardingStats stats) {}
+    /**
+     * What a run produced: each optimizer step's loss, the final parameters by name, and for FSDP
+     * runs the sharding figures and how many arrays the model's managers held after each step.
+     */
+    record Result(
+            double[] losses,
+            Map<String, float[]> parameters,
+            ShardingStats stats,
+            int[] liveArrays) {}
 
     String describe() {
         return strategy
@@ -63,7 +72,9 @@ record Scenario(
                 + " freeze="
                 + freeze
                 + " adam="
-                + adam;
+                + adam
+                + " dropout="
+                + dropout;
     }
 
     /** Runs FSDP as {@code group}'s rank; the losses are this rank's micro-batch means. */
@@ -79,6 +90,7 @@ record Scenario(
         try (Model model = newModel()) {
             double[] losses = new double[steps];
             ShardingStats stats = null;
+            int[] liveArrays = new int[steps];
             try (FsdpTrainer trainer =
                     FullyShardedDataParallel.newTrainer(
                             model, trainingConfig(), group, config.build())) {
@@ -90,10 +102,11 @@ record Scenario(
                                 trainOn(trainer, step, firstRow, LOCAL_BATCH, null) / accumulation;
                     }
                     stats = trainer.getShardingStats();
+                    liveArrays[step] = model.getNDManager().getManagedArrays().size();
                 }
             }
             // Closing the trainer gathered the trained parameters back into the model.
-            return new Result(losses, parametersOf(model), stats);
+            return new Result(losses, parametersOf(model), stats, liveArrays);
         }
     }
 
@@ -107,13 +120,13 @@ record Scenario(
             for (int step = 0; step < steps; step++) {
                 losses[step] = trainOn(trainer, step, 0, globalBatch, model);
             }
-            return new Result(losses, parametersOf(model), null);
+            return new Result(losses, parametersOf(model), null, null);
         }
     }
 
     private Model newModel() {
         Model model = Model.newInstance("tiny-lm", Device.cpu());
-        model.setBlock(new TinyLm());
+        model.setBlock(new TinyLm(dropout));
         return model;
     }
 

@@ -24,7 +24,9 @@ final class ScenarioFiles {
                 + ","
                 + s.adam()
                 + ","
-                + s.steps();
+                + s.steps()
+                + ","
+                + s.dropout();
     }
 
     static Scenario parse(String text, int worldSize) {
@@ -36,7 +38,8 @@ final class ScenarioFiles {
                 Float.parseFloat(f[2]),
                 Boolean.parseBoolean(f[3]),
                 Boolean.parseBoolean(f[4]),
-                Integer.parseInt(f[5]));
+                Integer.parseInt(f[5]),
+                Float.parseFloat(f[6]));
     }
 
     static void write(Path file, Scenario.Result result) throws IOException {
@@ -58,6 +61,11 @@ final class ScenarioFiles {
                         + s.unshardedParameterBytes()
                         + ' '
                         + s.sentBytesLastStep());
+        StringBuilder arrays = new StringBuilder("arrays");
+        for (int count : result.liveArrays()) {
+            arrays.append(' ').append(count);
+        }
+        lines.add(arrays.toString());
         for (Map.Entry<String, float[]> entry : result.parameters().entrySet()) {
             StringBuilder line = new StringBuilder("param ").append(entry.getKey());
             for (float value : entry.getValue()) {
@@ -71,6 +79,7 @@ final class ScenarioFiles {
     static Scenario.Result read(Path file) throws IOException {
         double[] losses = null;
         ShardingStats stats = null;
+        int[] liveArrays = null;
         Map<String, float[]> parameters = new LinkedHashMap<>();
         for (String line : Files.readAllLines(file)) {
             String[] f = line.split(" ");
@@ -90,6 +99,12 @@ final class ScenarioFiles {
                                     Long.parseLong(f[4]),
                                     Long.parseLong(f[5]));
                     break;
+                case "arrays":
+                    liveArrays = new int[f.length - 1];
+                    for (int i = 1; i < f.length; i++) {
+                        liveArrays[i - 1] = Integer.parseInt(f[i]);
+                    }
+                    break;
                 case "param":
                     float[] values = new float[f.length - 2];
                     for (int i = 2; i < f.length; i++) {
@@ -101,6 +116,6 @@ final class ScenarioFiles {
                     throw new IOException("Unexpected line in " + file + ": " + line);
             }
         }
-        return new Scenario.Result(losses, parameters, stats);
+        return new Scenario.Result(losses, parameters, stats, liveArrays);
     }
 }

@@ -35,7 +35,8 @@ public final class ScenarioRankMain {
                             new Scenario.Result(
                                     new double[] {fit.trainingBatches(), fit.epochs()},
                                     group.rank() == 0 ? fit.checkpoint() : fit.parameters(),
-                                    new ShardingStats(0, 0, 0, 0, 0)));
+                                    new ShardingStats(0, 0, 0, 0, 0),
+                                    new int[0]));
                 } else {
                     Scenario scenario = ScenarioFiles.parse(args[i], group.size());
                     ScenarioFiles.write(file, scenario.runFsdp(group));

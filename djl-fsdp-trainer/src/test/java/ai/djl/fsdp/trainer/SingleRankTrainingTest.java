@@ -16,7 +16,7 @@ class SingleRankTrainingTest {
     @ParameterizedTest
     @EnumSource(ShardingStrategy.class)
     void matchesDjlTrainer(ShardingStrategy strategy) {
-        Scenario scenario = new Scenario(strategy, 1, 2, 0.5f, true, false, 3);
+        Scenario scenario = new Scenario(strategy, 1, 2, 0.5f, true, false, 3, 0f);
         Scenario.Result reference = scenario.runReference();
         Scenario.Result fsdp;
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
@@ -28,5 +28,6 @@ class SingleRankTrainingTest {
                 fsdp.losses(),
                 reference.parameters(),
                 fsdp.parameters());
+        MultiRankTrainingTest.assertNoArrayOutlivesItsStep(scenario, fsdp.liveArrays());
     }
 }

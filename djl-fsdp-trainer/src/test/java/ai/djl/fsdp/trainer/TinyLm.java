@@ -28,7 +28,12 @@ final class TinyLm extends AbstractBlock {
     private final Parameter headBias;
     private final List<Block> layers = new ArrayList<>();
 
-    TinyLm() {
+    /**
+     * Creates the model.
+     *
+     * @param dropoutRate the units' dropout rate, 0 for none
+     */
+    TinyLm(float dropoutRate) {
         embedding =
                 addParameter(
                         Parameter.builder()
@@ -44,7 +49,7 @@ final class TinyLm extends AbstractBlock {
                                 .optShape(new Shape(VOCAB))
                                 .build());
         for (int i = 0; i < 3; i++) {
-            layers.add(addChildBlock("mixer" + i, new MixerBlock(WIDTH)));
+            layers.add(addChildBlock("mixer" + i, new MixerBlock(WIDTH, dropoutRate)));
         }
     }
 

@@ -1,0 +1,84 @@
+package ai.djl.fsdp.bench.train;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.cli.Fsdp;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** Runs the training benchmark end to end on a tiny model: the baseline and FULL_SHARD. */
+class TrainBenchCommandTest {
+
+    private static final Pattern LINE =
+            Pattern.compile(
+                    "sharding=(\\w+) nproc=(\\d) tokens_per_s=[\\d.]+ step_ms=[\\d.]+"
+                            + " peak_rss_mb_per_rank=[\\d.]+ model_state_mb_per_rank=([\\d.]+)"
+                            + " sent_mb_per_step=([\\d.]+)");
+
+    private static Matcher run(String nproc, String sharding) {
+        StringWriter out = new StringWriter();
+        CommandLine fsdp = Fsdp.commandLine();
+        fsdp.setOut(new PrintWriter(out, true));
+        int code =
+                fsdp.execute(
+                        "bench",
+                        "train",
+                        "--nproc",
+                        nproc,
+                        "--sharding",
+                        sharding,
+                        "--steps",
+                        "2",
+                        "--warmup",
+                        "1",
+                        "--layers",
+                        "2",
+                        "--width",
+                        "64",
+                        "--heads",
+                        "2",
+                        "--vocab",
+                        "2000",
+                        "--seq",
+                        "8",
+                        "--batch",
+                        "2",
+                        "--jvm-opt=-Xmx256m");
+        assertEquals(0, code, out.toString());
+        Matcher matcher = LINE.matcher(out.toString().trim());
+        assertTrue(matcher.matches(), out.toString());
+        return matcher;
+    }
+
+    @Test
+    @Timeout(300)
+    void fullShardHoldsHalfTheBaselinesModelStateOnTwoRanks() {
+        Matcher baseline = run("1", "NONE");
+        Matcher sharded = run("2", "FULL_SHARD");
+        double baselineState = Double.parseDouble(baseline.group(3));
+        double shardedState = Double.parseDouble(sharded.group(3));
+        assertEquals(0.0, Double.parseDouble(baseline.group(4)));
+        assertTrue(Double.parseDouble(sharded.group(4)) > 0, "FULL_SHARD sends");
+        // Half, plus at most one padding element per flat parameter.
+        assertEquals(baselineState / 2, shardedState, 0.1);
+    }
+
+    @Test
+    void baselineOnSeveralRanksIsRejected() {
+        StringWriter err = new StringWriter();
+        CommandLine fsdp = Fsdp.commandLine();
+        fsdp.setErr(new PrintWriter(err, true));
+        int code = fsdp.execute("bench", "train", "--nproc", "2", "--sharding", "NONE");
+        assertEquals(Fsdp.EXIT_FAILURE, code);
+        assertTrue(err.toString().contains("--nproc 1"), err.toString());
+    }
+}

@@ -1,0 +1,60 @@
+package ai.djl.fsdp.param;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import ai.djl.training.initializer.Initializer;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+class FlatParameterTest {
+
+    private static Parameter parameter(NDManager manager, String name, Shape shape, float first) {
+        Parameter parameter =
+                Parameter.builder()
+                        .setName(name)
+                        .setType(Parameter.Type.WEIGHT)
+                        .optShape(shape)
+                        .optInitializer(Initializer.ZEROS)
+                        .build();
+        parameter.initialize(manager, DataType.FLOAT32);
+        NDArray values = manager.arange(first, first + shape.size()).reshape(shape);
+        parameter.getArray().set(values.toByteBuffer());
+        return parameter;
+    }
+
+    @Test
+    void shardsArePaddedPiecesOfTheParametersEndToEnd() {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            Parameter a = parameter(manager, "a", new Shape(2, 2), 0);
+            Parameter b = parameter(manager, "b", new Shape(3), 4);
+            // 7 elements over 3 ranks: padded to 9, shards of 3; rank 2 holds [6, pad, pad].
+            FlatParameter last =
+                    FlatParameter.create("u", true, List.of(a, b), 3, 2, manager, null);
+            assertEquals(7, last.getNumel());
+            assertEquals(9, last.getPaddedNumel());
+            assertArrayEquals(new float[] {6, 0, 0}, last.getShard().toFloatArray());
+            FlatParameter first =
+                    FlatParameter.create("u", true, List.of(a, b), 3, 0, manager, null);
+            assertArrayEquals(new float[] {0, 1, 2}, first.getShard().toFloatArray());
+        }
+    }
+
+    @Test
+    void aSingleParameterWithoutPaddingIsItsOwnFlatBuffer() {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            Parameter a = parameter(manager, "a", new Shape(2, 2), 10);
+            FlatParameter flat = FlatParameter.create("u", false, List.of(a), 1, 0, manager, null);
+            List<NDArray> views = flat.viewsOf(flat.getFull());
+            assertEquals(new Shape(2, 2), views.get(0).getShape());
+            assertArrayEquals(new float[] {10, 11, 12, 13}, views.get(0).toFloatArray());
+        }
+    }
+}
