@@ -50,6 +50,16 @@ public final class Models {
     }
 
     /**
+     * Returns whether {@code name} is a built-in configuration.
+     *
+     * @param name a name
+     * @return true for {@code gpt2-tiny} and {@code llama-tiny}
+     */
+    public static boolean isBuiltin(String name) {
+        return BUILTIN.containsKey(name);
+    }
+
+    /**
      * Builds a model and initializes its parameters as Hugging Face initializes a fresh model.
      *
      * @param config the configuration

@@ -188,6 +188,13 @@ public final class FinetuneCommand implements Subcommand {
     public Integer call() throws IOException, TranslateException {
         Path checkpoint = Path.of(modelNameOrPath);
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
+        if (!fromCheckpoint && !Models.isBuiltin(modelNameOrPath)) {
+            throw new IllegalArgumentException(
+                    "--model_name_or_path "
+                            + modelNameOrPath
+                            + " is neither a checkpoint directory (config.json, *.safetensors) nor"
+                            + " a built-in model: gpt2-tiny, llama-tiny");
+        }
         Path tokenizerPath = tokenizerPath(checkpoint, fromCheckpoint);
         validate();
         DistributedEnv env = DistributedEnv.fromEnvironment();
@@ -238,7 +245,6 @@ public final class FinetuneCommand implements Subcommand {
             return tokenizerName;
         }
         if (!fromCheckpoint) {
-            Models.builtin(modelNameOrPath); // a clear error for a path that is neither
             throw new IllegalArgumentException(
                     "--model_name_or_path "
                             + modelNameOrPath
