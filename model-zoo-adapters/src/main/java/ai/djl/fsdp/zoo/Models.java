@@ -73,6 +73,23 @@ public final class Models {
     }
 
     /**
+     * Builds a model whose parameters have their shapes and memory but no values: the memory is
+     * allocated and never written, so it costs no resident memory until something fills it. This
+     * is the model FSDP shards straight from a checkpoint ({@code HfCheckpoint.shardSource}),
+     * each rank reading only its shards; its values must not be read before that.
+     *
+     * @param config the configuration
+     * @param manager the manager that owns the parameters
+     * @return the model, initialized in DJL's sense, with unspecified values
+     */
+    public static CausalLM allocate(ModelConfig config, NDManager manager) {
+        CausalLM model = config.newModel();
+        model.setInitializer((m, shape, dataType) -> m.create(shape, dataType), p -> true);
+        model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
+        return model;
+    }
+
+    /**
      * Loads a Hugging Face checkpoint directory ({@code config.json} and safetensors weights).
      *
      * @param directory the checkpoint directory

@@ -10,6 +10,7 @@ import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.param.ParameterSource;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
@@ -18,6 +19,8 @@ import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
@@ -202,10 +205,13 @@ public final class FinetuneCommand implements Subcommand {
         try (ProcessGroup group = ProcessGroups.init(env);
                 HuggingFaceTokenizer tokenizer = Tokenizers.load(tokenizerPath);
                 Model model = Model.newInstance("finetune", Device.cpu())) {
+            // A checkpoint is not loaded here: FSDP reads each rank's shards straight from it.
             CausalLM lm =
                     fromCheckpoint
-                            ? Models.load(checkpoint, model.getNDManager())
+                            ? Models.allocate(ConfigJson.read(checkpoint), model.getNDManager())
                             : Models.create(Models.builtin(modelNameOrPath), model.getNDManager());
+            CheckpointShardSource source =
+                    fromCheckpoint ? HfCheckpoint.shardSource(lm, checkpoint) : null;
             if (maxSeqLen > lm.getConfig().maxPositions()) {
                 throw new IllegalArgumentException(
                         "--max_seq_len "
@@ -225,9 +231,13 @@ public final class FinetuneCommand implements Subcommand {
                             (long) maxSteps * globalBatch,
                             lm.getConfig().vocabSize());
             ArrayDataset data = blocks.toDataset(model.getNDManager(), globalBatch);
-            try (FsdpTrainer trainer =
-                    FullyShardedDataParallel.newTrainer(
-                            model, trainingConfig(), group, fsdpConfig(lm))) {
+            FsdpTrainer trainer;
+            try (source) {
+                trainer =
+                        FullyShardedDataParallel.newTrainer(
+                                model, trainingConfig(), group, fsdpConfig(lm, source));
+            }
+            try (trainer) {
                 train(trainer, data, group, (long) globalBatch * maxSeqLen);
                 report(trainer.getShardingStats(), group.rank());
             } // closing gathers the trained weights into the model on every rank
@@ -333,7 +343,7 @@ public final class FinetuneCommand implements Subcommand {
                         .build();
     }
 
-    private FsdpConfig fsdpConfig(CausalLM lm) {
+    private FsdpConfig fsdpConfig(CausalLM lm, ParameterSource source) {
         List<String> layers =
                 layerClassesToWrap != null
                         ? layerClassesToWrap
@@ -341,7 +351,8 @@ public final class FinetuneCommand implements Subcommand {
         FsdpConfig.Builder builder =
                 FsdpConfig.builder()
                         .optShardingStrategy(shardingStrategy)
-                        .optWrapPolicy(WrapPolicy.byLayerClass(layers));
+                        .optWrapPolicy(WrapPolicy.byLayerClass(layers))
+                        .optParameterSource(source);
         if (maxGradNorm > 0) {
             builder.optMaxGradNorm(maxGradNorm);
         }

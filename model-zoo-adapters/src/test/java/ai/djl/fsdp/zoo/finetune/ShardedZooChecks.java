@@ -7,6 +7,7 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.param.ParameterSource;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
@@ -14,7 +15,11 @@ import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -23,7 +28,13 @@ import ai.djl.training.GradientCollector;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * Checks of the zoo's models under FSDP that every rank runs, on one rank in-process or on several
@@ -37,6 +48,8 @@ import java.util.List;
  *       adapters carry gradients and optimizer state.
  *   <li>After a few steps of LoRA training under FSDP, the merged model's logits equal the adapted
  *       model's.
+ *   <li>A model sharded straight from a checkpoint, each rank reading its own shards, with or
+ *       without adapters added, computes what the saved model computes.
  * </ul>
  */
 final class ShardedZooChecks {
@@ -66,6 +79,57 @@ final class ShardedZooChecks {
                 loraStartsAtTheBaseModel(name, strategy, group);
             }
             mergedEqualsAdaptedAfterTraining(name, group);
+            for (boolean withLora : new boolean[] {false, true}) {
+                shardsLoadStraightFromACheckpoint(name, withLora, group);
+            }
+        }
+    }
+
+    /**
+     * A model built without values and sharded from a checkpoint (each rank reading its own
+     * shards) computes what the model that was saved computes.
+     */
+    private static void shardsLoadStraightFromACheckpoint(
+            String name, boolean withLora, ProcessGroup group) {
+        Path directory = null;
+        try (Model model = Model.newInstance(name, Device.cpu());
+                NDManager manager = TestModels.newManager()) {
+            directory = Files.createTempDirectory("sharded-load");
+            CausalLM saved = TestModels.seeded(name, manager, SEED + 3);
+            HfCheckpoint.save(saved, directory);
+            NDArray ids = TestModels.tokens(manager, 2, 12, SEED);
+            NDArray expected = TestModels.logits(saved, ids, null);
+            CausalLM empty = Models.allocate(ConfigJson.read(directory), model.getNDManager());
+            model.setBlock(empty);
+            FsdpTrainer trainer;
+            try (CheckpointShardSource source = HfCheckpoint.shardSource(empty, directory)) {
+                if (withLora) {
+                    Lora.apply(empty, lora());
+                }
+                trainer = newTrainer(model, ShardingStrategy.FULL_SHARD, group, 1e-3f, source);
+            }
+            try (trainer) {
+                check(
+                        name + (withLora ? " with LoRA" : "") + " sharded from a checkpoint",
+                        expected,
+                        trainer.evaluate(new NDList(ids)).head(),
+                        TOLERANCE);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            deleteQuietly(directory);
+        }
+    }
+
+    private static void deleteQuietly(Path directory) {
+        if (directory == null) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(directory)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
@@ -148,6 +212,15 @@ final class ShardedZooChecks {
 
     private static FsdpTrainer newTrainer(
             Model model, ShardingStrategy strategy, ProcessGroup group, float learningRate) {
+        return newTrainer(model, strategy, group, learningRate, null);
+    }
+
+    private static FsdpTrainer newTrainer(
+            Model model,
+            ShardingStrategy strategy,
+            ProcessGroup group,
+            float learningRate,
+            ParameterSource source) {
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(
@@ -163,6 +236,7 @@ final class ShardedZooChecks {
                                         ((CausalLM) model.getBlock())
                                                 .decoderLayerClass()
                                                 .getSimpleName()))
+                        .optParameterSource(source)
                         .build();
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
     }
