@@ -17,13 +17,16 @@ import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.loss.Loss;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Measures the peak resident memory ({@code VmHWM}) of loading a Hugging Face checkpoint:
@@ -32,11 +35,13 @@ import java.util.Locale;
  *   <li>{@code create DIR}: saves a GPT-2 of 12 layers, width 768 (124M parameters, ~500 MB in
  *       float32) with random weights, once.
  *   <li>{@code whole DIR}: loads it into one process, as {@code Models.load} does.
+ *   <li>{@code baseline DIR}: only starts the engine and joins the job, for the memory every rank
+ *       holds before any model (the JVM, libtorch).
  *   <li>{@code sharded DIR}: every rank of the job (run it under {@code bin/fsdp launch}) shards
  *       it straight from the files into a FULL_SHARD trainer, reading only its own shards.
  * </ul>
  *
- * Each rank prints {@code mode=.. rank=.. peak_rss_mb=.. shard_mb=..}.
+ * Each rank prints {@code mode=.. rank=.. peak_rss_mb=.. rss_anon_mb=.. rss_file_mb=.. shard_mb=..}.
  */
 public final class LoadMemoryMain {
 
@@ -50,12 +55,13 @@ public final class LoadMemoryMain {
      */
     public static void main(String[] args) throws IOException {
         if (args.length != 2) {
-            throw new IllegalArgumentException("usage: LoadMemoryMain create|whole|sharded DIR");
+            throw new IllegalArgumentException("usage: LoadMemoryMain create|whole|baseline|sharded DIR");
         }
         Path directory = Path.of(args[1]);
         switch (args[0]) {
             case "create" -> create(directory);
             case "whole" -> whole(directory);
+            case "baseline" -> baseline();
             case "sharded" -> sharded(directory);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
@@ -74,6 +80,14 @@ public final class LoadMemoryMain {
         try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager()) {
             Models.load(directory, manager);
             report("whole", 0, 0);
+        }
+    }
+
+    private static void baseline() throws IOException {
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment());
+                NDManager manager = Engine.getEngine("PyTorch").newBaseManager()) {
+            manager.ones(new Shape(1)).sum().getFloat(); // the engine is loaded and has run
+            report("baseline", group.rank(), 0);
         }
     }
 
@@ -107,18 +121,23 @@ public final class LoadMemoryMain {
     }
 
     private static void report(String mode, int rank, long shardBytes) throws IOException {
-        long peak = -1;
+        Map<String, Long> status = new HashMap<>();
         for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            if (line.startsWith("VmHWM:")) {
-                peak = Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            int colon = line.indexOf(':');
+            if (line.endsWith(" kB") && colon > 0) {
+                status.put(line.substring(0, colon), Long.parseLong(line.replaceAll("[^0-9]", "")));
             }
         }
+        // VmHWM counts the checkpoint's mapped file pages a rank touched as well as its own
+        // memory; RssAnon and RssFile (now, not at the peak) tell them apart.
         System.out.printf(
                 Locale.ROOT,
-                "mode=%s rank=%d peak_rss_mb=%.1f shard_mb=%.1f%n",
+                "mode=%s rank=%d peak_rss_mb=%.1f rss_anon_mb=%.1f rss_file_mb=%.1f shard_mb=%.1f%n",
                 mode,
                 rank,
-                peak / 1e6,
+                status.getOrDefault("VmHWM", -1L) / 1e3,
+                status.getOrDefault("RssAnon", -1L) / 1e3,
+                status.getOrDefault("RssFile", -1L) / 1e3,
                 shardBytes / 1e6);
     }
 }

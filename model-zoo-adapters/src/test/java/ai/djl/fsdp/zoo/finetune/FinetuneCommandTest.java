@@ -94,6 +94,21 @@ class FinetuneCommandTest {
             assertEquals("gpt2", trained.getConfig().modelType());
         }
         assertTrue(Files.isRegularFile(output.resolve("tokenizer.json")));
+
+        // Go on from the saved checkpoint (sharded straight from its files), with its tokenizer.
+        Path adapters = directory.resolve("gpt2-lora");
+        List<String> resumed =
+                new ArrayList<>(
+                        List.of(
+                                "--model_name_or_path", output.toString(),
+                                "--dataset", TestModels.sharedData("kjv.txt").toString(),
+                                "--max_seq_len", "32",
+                                "--per_device_train_batch_size", "2",
+                                "--max_steps", "3",
+                                "--use_peft_lora",
+                                "--output_dir", adapters.toString()));
+        losses(launch(resumed).rank(0).output(), 3);
+        assertTrue(Files.isRegularFile(adapters.resolve(Lora.WEIGHTS_FILE)));
     }
 
     @Test
