@@ -11,6 +11,7 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.param.ParameterSource;
+import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
@@ -18,6 +19,7 @@ import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
@@ -70,9 +72,9 @@ public final class FinetuneCommand implements Subcommand {
             names = "--model_name_or_path",
             defaultValue = "gpt2-tiny",
             description =
-                    "Hugging Face checkpoint directory (config.json, *.safetensors), or a built-in"
-                            + " architecture trained from scratch: gpt2-tiny, llama-tiny (default"
-                            + " ${DEFAULT-VALUE}).")
+                    "Hugging Face checkpoint directory (config.json, *.safetensors; config.json"
+                            + " alone trains fresh weights), or a built-in architecture trained from"
+                            + " scratch: gpt2-tiny, llama-tiny (default ${DEFAULT-VALUE}).")
     private String modelNameOrPath;
 
     @Option(
@@ -198,6 +200,10 @@ public final class FinetuneCommand implements Subcommand {
                             + " is neither a checkpoint directory (config.json, *.safetensors) nor"
                             + " a built-in model: gpt2-tiny, llama-tiny");
         }
+        if (fromCheckpoint && !Files.isRegularFile(checkpoint.resolve(ConfigJson.FILE))) {
+            throw new IllegalArgumentException(
+                    "--model_name_or_path " + modelNameOrPath + " has no " + ConfigJson.FILE);
+        }
         Path tokenizerPath = tokenizerPath(checkpoint, fromCheckpoint);
         validate();
         DistributedEnv env = DistributedEnv.fromEnvironment();
@@ -205,13 +211,19 @@ public final class FinetuneCommand implements Subcommand {
         try (ProcessGroup group = ProcessGroups.init(env);
                 HuggingFaceTokenizer tokenizer = Tokenizers.load(tokenizerPath);
                 Model model = Model.newInstance("finetune", Device.cpu())) {
-            // A checkpoint is not loaded here: FSDP reads each rank's shards straight from it.
+            // Weights are not loaded here: FSDP reads each rank's shards straight from the files.
+            boolean hasWeights = fromCheckpoint && hasWeights(checkpoint);
+            ModelConfig architecture =
+                    fromCheckpoint ? ConfigJson.read(checkpoint) : Models.builtin(modelNameOrPath);
             CausalLM lm =
-                    fromCheckpoint
-                            ? Models.allocate(ConfigJson.read(checkpoint), model.getNDManager())
-                            : Models.create(Models.builtin(modelNameOrPath), model.getNDManager());
+                    hasWeights
+                            ? Models.allocate(architecture, model.getNDManager())
+                            : Models.create(architecture, model.getNDManager());
+            if (fromCheckpoint && !hasWeights && group.rank() == 0) {
+                print(checkpoint + " holds no weights: training from fresh weights");
+            }
             CheckpointShardSource source =
-                    fromCheckpoint ? HfCheckpoint.shardSource(lm, checkpoint) : null;
+                    hasWeights ? HfCheckpoint.shardSource(lm, checkpoint) : null;
             if (maxSeqLen > lm.getConfig().maxPositions()) {
                 throw new IllegalArgumentException(
                         "--max_seq_len "
@@ -247,6 +259,11 @@ public final class FinetuneCommand implements Subcommand {
             group.barrier();
         }
         return 0;
+    }
+
+    private static boolean hasWeights(Path checkpoint) {
+        return Files.exists(checkpoint.resolve(SafetensorsCheckpoint.SINGLE_FILE))
+                || Files.exists(checkpoint.resolve(SafetensorsCheckpoint.INDEX_FILE));
     }
 
     private Path tokenizerPath(Path checkpoint, boolean fromCheckpoint) {

@@ -1,9 +1,12 @@
 package ai.djl.fsdp.zoo.hf;
 
 import ai.djl.fsdp.param.ParameterSource;
+import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 
 import java.io.IOException;
@@ -29,7 +32,17 @@ public final class CheckpointShardSource implements ParameterSource, AutoCloseab
     public NDArray read(NDManager manager, Parameter parameter, long from, long to)
             throws IOException {
         String tensor = tensorByParameterId.get(parameter.getId());
-        return tensor == null ? null : checkpoint.read(manager, tensor, from, to);
+        if (tensor == null) {
+            return null;
+        }
+        if (checkpoint.info(tensor).dtype() != Dtype.F32) {
+            return checkpoint.read(manager, tensor, from, to); // widened on the way
+        }
+        // Copied from the mapped file straight into the tensor's own memory: no heap copy, which
+        // would grow the Java heap by the largest piece and keep it.
+        NDArray piece = manager.create(new Shape(to - from), DataType.FLOAT32);
+        piece.toByteBuffer(true).put(checkpoint.map(tensor, from, to));
+        return piece;
     }
 
     /** Unmaps the checkpoint's files. */
