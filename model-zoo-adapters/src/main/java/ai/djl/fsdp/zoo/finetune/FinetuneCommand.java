@@ -211,29 +211,16 @@ public final class FinetuneCommand implements Subcommand {
         try (ProcessGroup group = ProcessGroups.init(env);
                 HuggingFaceTokenizer tokenizer = Tokenizers.load(tokenizerPath);
                 Model model = Model.newInstance("finetune", Device.cpu())) {
-            // Weights are not loaded here: FSDP reads each rank's shards straight from the files.
-            boolean hasWeights = fromCheckpoint && hasWeights(checkpoint);
             ModelConfig architecture =
                     fromCheckpoint ? ConfigJson.read(checkpoint) : Models.builtin(modelNameOrPath);
-            CausalLM lm =
-                    hasWeights
-                            ? Models.allocate(architecture, model.getNDManager())
-                            : Models.create(architecture, model.getNDManager());
-            if (fromCheckpoint && !hasWeights && group.rank() == 0) {
-                print(checkpoint + " holds no weights: training from fresh weights");
-            }
-            CheckpointShardSource source =
-                    hasWeights ? HfCheckpoint.shardSource(lm, checkpoint) : null;
-            if (maxSeqLen > lm.getConfig().maxPositions()) {
+            if (maxSeqLen > architecture.maxPositions()) {
                 throw new IllegalArgumentException(
                         "--max_seq_len "
                                 + maxSeqLen
                                 + " exceeds the model's "
-                                + lm.getConfig().maxPositions()
+                                + architecture.maxPositions()
                                 + " positions");
             }
-            LoraConfig lora = usePeftLora ? applyLora(lm, group.rank()) : null;
-            model.setBlock(lm);
             int globalBatch = perDeviceTrainBatchSize * group.size();
             TokenBlocks blocks =
                     TokenBlocks.read(
@@ -241,10 +228,24 @@ public final class FinetuneCommand implements Subcommand {
                             dataset,
                             maxSeqLen,
                             (long) maxSteps * globalBatch,
-                            lm.getConfig().vocabSize());
+                            architecture.vocabSize());
             ArrayDataset data = blocks.toDataset(model.getNDManager(), globalBatch);
+            // Weights are not loaded here: FSDP reads each rank's shards straight from the files.
+            boolean hasWeights = fromCheckpoint && hasWeights(checkpoint);
+            CausalLM lm =
+                    hasWeights
+                            ? Models.allocate(architecture, model.getNDManager())
+                            : Models.create(architecture, model.getNDManager());
+            if (fromCheckpoint && !hasWeights && group.rank() == 0) {
+                print(checkpoint + " holds no weights: training from fresh weights");
+            }
+            model.setBlock(lm);
+            LoraConfig lora;
             FsdpTrainer trainer;
-            try (source) {
+            try (CheckpointShardSource source =
+                    hasWeights ? HfCheckpoint.shardSource(lm, checkpoint) : null) {
+                // Adapters come after the source has matched the base parameters to the files.
+                lora = usePeftLora ? applyLora(lm, group.rank()) : null;
                 trainer =
                         FullyShardedDataParallel.newTrainer(
                                 model, trainingConfig(), group, fsdpConfig(lm, source));
