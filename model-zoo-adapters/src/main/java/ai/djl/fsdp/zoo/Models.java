@@ -10,6 +10,8 @@ import ai.djl.ndarray.types.Shape;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Supplier;
 
 /**
@@ -47,6 +49,15 @@ public final class Models {
             throw new IllegalArgumentException("no built-in model " + name + "; built-in: " + BUILTIN.keySet());
         }
         return config.get();
+    }
+
+    /**
+     * Returns the names of the built-in configurations, sorted.
+     *
+     * @return the names
+     */
+    public static Set<String> builtinNames() {
+        return new TreeSet<>(BUILTIN.keySet());
     }
 
     /**

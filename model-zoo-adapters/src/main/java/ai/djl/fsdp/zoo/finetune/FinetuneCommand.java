@@ -187,6 +187,7 @@ public final class FinetuneCommand implements Subcommand {
                             + " the adapters, and the merged model in merged/.")
     private Path outputDir;
 
+    /** The learning-rate schedule, kept to print each step's rate. */
     private Tracker schedule;
 
     @Override
@@ -198,7 +199,8 @@ public final class FinetuneCommand implements Subcommand {
                     "--model_name_or_path "
                             + modelNameOrPath
                             + " is neither a checkpoint directory (config.json, *.safetensors) nor"
-                            + " a built-in model: gpt2-tiny, llama-tiny");
+                            + " a built-in model "
+                            + Models.builtinNames());
         }
         if (fromCheckpoint && !Files.isRegularFile(checkpoint.resolve(ConfigJson.FILE))) {
             throw new IllegalArgumentException(
