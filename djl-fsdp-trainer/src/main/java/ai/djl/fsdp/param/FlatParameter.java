@@ -11,6 +11,8 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -44,7 +46,8 @@ public final class FlatParameter implements AutoCloseable {
             int shardCount,
             int shardIndex,
             NDManager parentManager,
-            ProcessGroup syncFrom) {
+            ProcessGroup syncFrom,
+            ParameterSource source) {
         this.id = id;
         this.trainable = trainable;
         this.parameters = List.copyOf(parameters);
@@ -73,6 +76,12 @@ public final class FlatParameter implements AutoCloseable {
         paddedNumel = (total + shardCount - 1) / shardCount * shardCount;
         stateManager = parentManager.newSubManager(parameters.get(0).getArray().getDevice());
         stateManager.setName("fsdp-state-" + id);
+        long shardNumel = paddedNumel / shardCount;
+        long start = shardIndex * shardNumel;
+        if (source != null) {
+            shard = readShard(source, start, shardNumel, dataType);
+            return;
+        }
         try (NDManager scratch = stateManager.newSubManager()) {
             NDList pieces = new NDList();
             for (Parameter parameter : parameters) {
@@ -88,11 +97,57 @@ public final class FlatParameter implements AutoCloseable {
             if (syncFrom != null) {
                 syncFrom.broadcast(flat, 0);
             }
-            long shardNumel = paddedNumel / shardCount;
-            long start = shardIndex * shardNumel;
             shard = flat.get(new NDIndex("{}:{}", start, start + shardNumel)).duplicate();
             shard.attach(stateManager);
         }
+    }
+
+    /**
+     * Builds this rank's shard, elements {@code [start, start + numel)} of the padded buffer, from
+     * the pieces of the parameters that overlap it, each read from {@code source} alone.
+     */
+    private NDArray readShard(ParameterSource source, long start, long numel, DataType dataType) {
+        NDArray built = stateManager.zeros(new Shape(numel), dataType);
+        for (int i = 0; i < parameters.size(); i++) {
+            Parameter parameter = parameters.get(i);
+            long from = Math.max(start, offsets[i]);
+            long to = Math.min(start + numel, offsets[i] + parameter.getShape().size());
+            if (from >= to) {
+                continue;
+            }
+            try (NDManager scratch = stateManager.newSubManager()) {
+                NDArray piece =
+                        source.read(scratch, parameter, from - offsets[i], to - offsets[i]);
+                if (piece == null) {
+                    piece =
+                            parameter
+                                    .getArray()
+                                    .stopGradient()
+                                    .flatten()
+                                    .get(new NDIndex("{}:{}", from - offsets[i], to - offsets[i]));
+                    piece.attach(scratch);
+                }
+                if (piece.size() != to - from) {
+                    throw new IllegalStateException(
+                            "The parameter source gave "
+                                    + piece.size()
+                                    + " elements of "
+                                    + parameter.getName()
+                                    + " for the range ["
+                                    + (from - offsets[i])
+                                    + ", "
+                                    + (to - offsets[i])
+                                    + ")");
+                }
+                built.set(
+                        new NDIndex("{}:{}", from - start, to - start),
+                        piece.toType(dataType, false));
+            } catch (IOException e) {
+                throw new UncheckedIOException(
+                        "Cannot read the shard of parameter " + parameter.getName(), e);
+            }
+        }
+        return built;
     }
 
     /**
@@ -121,7 +176,36 @@ public final class FlatParameter implements AutoCloseable {
             throw new IllegalArgumentException("A flat parameter needs parameters: " + id);
         }
         return new FlatParameter(
-                id, trainable, parameters, shardCount, shardIndex, parentManager, syncFrom);
+                id, trainable, parameters, shardCount, shardIndex, parentManager, syncFrom, null);
+    }
+
+    /**
+     * Builds a flat parameter as {@link #create} does, but reads this rank's shard from {@code
+     * source}: only the elements of the shard are read, and the parameters' own arrays only for
+     * the parameters the source does not hold.
+     *
+     * @param id a name unique in the model; the optimizer keys the shard's state by it
+     * @param trainable whether the parameters receive gradients
+     * @param parameters the parameters, with arrays of their shape and one data type
+     * @param shardCount how many pieces the buffer is split in (1 for no sharding)
+     * @param shardIndex the piece this rank keeps
+     * @param parentManager the manager the shard's own manager is made under
+     * @param source where the values are read from
+     * @return the flat parameter
+     */
+    public static FlatParameter load(
+            String id,
+            boolean trainable,
+            List<Parameter> parameters,
+            int shardCount,
+            int shardIndex,
+            NDManager parentManager,
+            ParameterSource source) {
+        if (parameters.isEmpty()) {
+            throw new IllegalArgumentException("A flat parameter needs parameters: " + id);
+        }
+        return new FlatParameter(
+                id, trainable, parameters, shardCount, shardIndex, parentManager, null, source);
     }
 
     /**

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.param.ParameterSource;
 import ai.djl.fsdp.wrap.WrapPolicy;
 
 import java.util.Objects;
@@ -26,6 +27,7 @@ public final class FsdpConfig {
     private final float maxGradNorm;
     private final boolean syncModuleStates;
     private final boolean logAllRanks;
+    private final ParameterSource parameterSource;
 
     private FsdpConfig(Builder builder) {
         shardingStrategy = builder.shardingStrategy;
@@ -35,6 +37,12 @@ public final class FsdpConfig {
         maxGradNorm = builder.maxGradNorm;
         syncModuleStates = builder.syncModuleStates;
         logAllRanks = builder.logAllRanks;
+        parameterSource = builder.parameterSource;
+    }
+
+    /** Returns where sharding reads the parameters' values, null for their own arrays. */
+    public ParameterSource getParameterSource() {
+        return parameterSource;
     }
 
     /** Returns a builder with the defaults: FULL_SHARD, prefetch, no accumulation, no clipping. */
@@ -87,6 +95,7 @@ public final class FsdpConfig {
         private float maxGradNorm;
         private boolean syncModuleStates = true;
         private boolean logAllRanks;
+        private ParameterSource parameterSource;
 
         Builder() {}
 
@@ -178,6 +187,20 @@ public final class FsdpConfig {
          */
         public Builder optLogAllRanks(boolean logAllRanks) {
             this.logAllRanks = logAllRanks;
+            return this;
+        }
+
+        /**
+         * Makes each rank read its shards from {@code source} (a checkpoint on disk) instead of
+         * from the parameters' arrays, so no rank holds the whole model while the trainer is made;
+         * the parameters' arrays then serve only for their shapes (see {@link ParameterSource}).
+         * Every rank reads the same values, so nothing is broadcast.
+         *
+         * @param source where the values come from
+         * @return this builder
+         */
+        public Builder optParameterSource(ParameterSource source) {
+            this.parameterSource = source;
             return this;
         }
 

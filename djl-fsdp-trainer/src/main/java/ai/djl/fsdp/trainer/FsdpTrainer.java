@@ -101,7 +101,8 @@ public class FsdpTrainer extends Trainer {
                         strategy.recomputesInBackward(),
                         config.isPrefetch(),
                         config.isSyncModuleStates(),
-                        getManager());
+                        getManager(),
+                        config.getParameterSource());
         parameterStore = new FsdpParameterStore(getManager(), sharded);
         List<FlatParameter> trainable =
                 sharded.flatParameters().stream()

@@ -2,6 +2,7 @@ package ai.djl.fsdp.unit;
 
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.param.ParameterSource;
 import ai.djl.fsdp.wrap.ChildSwap;
 import ai.djl.fsdp.wrap.WrapPlanner;
 import ai.djl.fsdp.wrap.WrapPolicy;
@@ -85,6 +86,8 @@ public final class ShardedModel implements AutoCloseable {
      * @param prefetch whether the next unit's gather starts before the current unit computes
      * @param syncModuleStates whether rank 0's parameter values are broadcast first
      * @param manager the manager the shards are kept under
+     * @param source where each rank reads its shards from, or null to shard the parameters' own
+     *     arrays (then {@code syncModuleStates} is ignored: every rank reads the same source)
      * @return the sharded model
      */
     public static ShardedModel shard(
@@ -95,7 +98,8 @@ public final class ShardedModel implements AutoCloseable {
             boolean recompute,
             boolean prefetch,
             boolean syncModuleStates,
-            NDManager manager) {
+            NDManager manager,
+            ParameterSource source) {
         if (!block.isInitialized()) {
             throw new IllegalStateException(
                     "The model's parameters are not initialized: call"
@@ -104,7 +108,8 @@ public final class ShardedModel implements AutoCloseable {
         }
         List<WrapTarget> targets = WrapPlanner.plan(block, policy);
         int shardCount = sharded ? group.size() : 1;
-        ProcessGroup syncFrom = syncModuleStates && group.size() > 1 ? group : null;
+        ProcessGroup syncFrom =
+                syncModuleStates && source == null && group.size() > 1 ? group : null;
 
         Map<String, FsdpUnit> owners = new HashMap<>();
         Map<String, String> unitOfParameter = new HashMap<>();
@@ -136,7 +141,8 @@ public final class ShardedModel implements AutoCloseable {
                                     shardCount,
                                     group,
                                     manager,
-                                    syncFrom));
+                                    syncFrom,
+                                    source));
             parameters.forEach(p -> owners.put(p.getId(), unit));
             units.add(unit);
         }
@@ -151,7 +157,14 @@ public final class ShardedModel implements AutoCloseable {
                         0,
                         "root",
                         block,
-                        flatten("root", rootParameters, shardCount, group, manager, syncFrom));
+                        flatten(
+                                "root",
+                                rootParameters,
+                                shardCount,
+                                group,
+                                manager,
+                                syncFrom,
+                                source));
         rootParameters.forEach(p -> owners.put(p.getId(), root));
 
         List<ChildSwap> swaps = new ArrayList<>();
@@ -500,7 +513,8 @@ public final class ShardedModel implements AutoCloseable {
             int shardCount,
             ProcessGroup group,
             NDManager manager,
-            ProcessGroup syncFrom) {
+            ProcessGroup syncFrom,
+            ParameterSource source) {
         List<Parameter> trainable = new ArrayList<>();
         List<Parameter> frozen = new ArrayList<>();
         for (Parameter parameter : parameters) {
@@ -508,27 +522,20 @@ public final class ShardedModel implements AutoCloseable {
         }
         int shardIndex = shardCount == 1 ? 0 : group.rank();
         List<FlatParameter> flats = new ArrayList<>(2);
-        if (!trainable.isEmpty()) {
+        for (boolean isTrainable : new boolean[] {true, false}) {
+            List<Parameter> members = isTrainable ? trainable : frozen;
+            if (members.isEmpty()) {
+                continue;
+            }
+            String id = name + (isTrainable ? "/trainable" : "/frozen");
             flats.add(
-                    FlatParameter.create(
-                            name + "/trainable",
-                            true,
-                            trainable,
-                            shardCount,
-                            shardIndex,
-                            manager,
-                            syncFrom));
-        }
-        if (!frozen.isEmpty()) {
-            flats.add(
-                    FlatParameter.create(
-                            name + "/frozen",
-                            false,
-                            frozen,
-                            shardCount,
-                            shardIndex,
-                            manager,
-                            syncFrom));
+                    source == null
+                            ? FlatParameter.create(
+                                    id, isTrainable, members, shardCount, shardIndex, manager,
+                                    syncFrom)
+                            : FlatParameter.load(
+                                    id, isTrainable, members, shardCount, shardIndex, manager,
+                                    source));
         }
         return flats;
     }

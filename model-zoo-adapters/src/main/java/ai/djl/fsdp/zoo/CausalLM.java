@@ -4,6 +4,7 @@ import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 
@@ -46,6 +47,14 @@ public abstract class CausalLM extends HfBlock {
      * @return the base model prefix
      */
     public abstract String basePrefix();
+
+    /**
+     * Returns the class of the repeated decoder layer ({@code GPT2Block}, {@code
+     * LlamaDecoderLayer}): the natural FSDP unit, as Hugging Face's {@code _no_split_modules}.
+     *
+     * @return the decoder layer class
+     */
+    public abstract Class<? extends Block> decoderLayerClass();
 
     /**
      * Returns whether a checkpoint tensor is a buffer Hugging Face stores but this model computes

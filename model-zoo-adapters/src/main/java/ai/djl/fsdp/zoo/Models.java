@@ -10,6 +10,8 @@ import ai.djl.ndarray.types.Shape;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Supplier;
 
 /**
@@ -50,6 +52,25 @@ public final class Models {
     }
 
     /**
+     * Returns the names of the built-in configurations, sorted.
+     *
+     * @return the names
+     */
+    public static Set<String> builtinNames() {
+        return new TreeSet<>(BUILTIN.keySet());
+    }
+
+    /**
+     * Returns whether {@code name} is a built-in configuration.
+     *
+     * @param name a name
+     * @return true for {@code gpt2-tiny} and {@code llama-tiny}
+     */
+    public static boolean isBuiltin(String name) {
+        return BUILTIN.containsKey(name);
+    }
+
+    /**
      * Builds a model and initializes its parameters as Hugging Face initializes a fresh model.
      *
      * @param config the configuration
@@ -58,6 +79,23 @@ public final class Models {
      */
     public static CausalLM create(ModelConfig config, NDManager manager) {
         CausalLM model = config.newModel();
+        model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
+        return model;
+    }
+
+    /**
+     * Builds a model whose parameters have their shapes and memory but no values: the memory is
+     * allocated and never written, so it costs no resident memory until something fills it. This
+     * is the model FSDP shards straight from a checkpoint ({@code HfCheckpoint.shardSource}),
+     * each rank reading only its shards; its values must not be read before that.
+     *
+     * @param config the configuration
+     * @param manager the manager that owns the parameters
+     * @return the model, initialized in DJL's sense, with unspecified values
+     */
+    public static CausalLM allocate(ModelConfig config, NDManager manager) {
+        CausalLM model = config.newModel();
+        model.setInitializer((m, shape, dataType) -> m.create(shape, dataType), p -> true);
         model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
         return model;
     }

@@ -4,6 +4,7 @@ import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.KvCache;
 import ai.djl.fsdp.zoo.nn.Linear;
 import ai.djl.ndarray.NDArray;
+import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 
 /**
@@ -29,6 +30,11 @@ public final class GPT2LMHeadModel extends CausalLM {
     @Override
     public String basePrefix() {
         return BASE + '.';
+    }
+
+    @Override
+    public Class<? extends Block> decoderLayerClass() {
+        return GPT2Block.class;
     }
 
     @Override

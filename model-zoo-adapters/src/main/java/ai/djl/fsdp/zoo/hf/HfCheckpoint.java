@@ -6,10 +6,12 @@ import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -43,28 +45,8 @@ public final class HfCheckpoint {
      */
     public static void load(CausalLM model, Path path) throws IOException {
         Map<String, Parameter> parameters = StateDict.parameters(model);
-        Map<String, String> aliases = StateDict.aliases(model);
         try (SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint.open(path)) {
-            Map<String, String> sources = new LinkedHashMap<>();
-            Set<String> unexpected = new TreeSet<>();
-            for (String stored : checkpoint.names()) {
-                String name = canonical(model, stored, parameters, aliases);
-                if (name != null) {
-                    // A tied head stored under both names: either copy will do, keep the first.
-                    sources.putIfAbsent(name, stored);
-                } else if (!model.isComputedBuffer(stored)) {
-                    unexpected.add(stored);
-                }
-            }
-            Set<String> missing = new TreeSet<>(parameters.keySet());
-            missing.removeAll(sources.keySet());
-            if (!missing.isEmpty() || !unexpected.isEmpty()) {
-                throw new IllegalArgumentException(
-                        "checkpoint " + path + " does not fit " + model.getClass().getSimpleName()
-                                + ": missing " + summary(missing) + ", unexpected " + summary(unexpected)
-                                + " (a checkpoint of another model or configuration?)");
-            }
-            for (Map.Entry<String, String> entry : sources.entrySet()) {
+            for (Map.Entry<String, String> entry : sources(model, checkpoint, path).entrySet()) {
                 Parameter parameter = parameters.get(entry.getKey());
                 try (NDManager scope = parameter.getArray().getManager().newSubManager()) {
                     NDArray value = checkpoint.read(scope, entry.getValue());
@@ -72,6 +54,73 @@ public final class HfCheckpoint {
                 }
             }
         }
+    }
+
+    /**
+     * Opens a checkpoint as the source FSDP shards a model from: each rank reads only the byte
+     * ranges of its own shards (see {@code FsdpConfig.Builder#optParameterSource}). The model
+     * needs parameters of the right shapes but not their values: build it with {@link
+     * ai.djl.fsdp.zoo.Models#allocate}. The names and shapes are checked now, as {@link #load}
+     * checks them; adapters added later (LoRA) are not in the checkpoint and keep their own
+     * values.
+     *
+     * @param model the model, before adapters are added
+     * @param path the checkpoint directory or safetensors file
+     * @return the source; close it once the trainer is made
+     * @throws IOException if the checkpoint cannot be opened
+     * @throws IllegalArgumentException if the checkpoint does not match the model
+     */
+    public static CheckpointShardSource shardSource(CausalLM model, Path path) throws IOException {
+        SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint.open(path);
+        try {
+            Map<String, Parameter> parameters = StateDict.parameters(model);
+            Map<String, String> storedById = new HashMap<>();
+            for (Map.Entry<String, String> entry : sources(model, checkpoint, path).entrySet()) {
+                Parameter parameter = parameters.get(entry.getKey());
+                Shape stored = checkpoint.info(entry.getValue()).shape();
+                if (!parameter.getShape().equals(stored)) {
+                    throw new IllegalArgumentException(
+                            "shape mismatch for " + entry.getKey() + ": the model has "
+                                    + parameter.getShape() + ", the checkpoint " + stored);
+                }
+                storedById.put(parameter.getId(), entry.getValue());
+            }
+            return new CheckpointShardSource(checkpoint, storedById);
+        } catch (RuntimeException e) {
+            checkpoint.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Maps each of the model's parameters to the checkpoint tensor that holds it.
+     *
+     * @throws IllegalArgumentException naming the missing and unexpected tensors
+     */
+    private static Map<String, String> sources(
+            CausalLM model, SafetensorsCheckpoint checkpoint, Path path) {
+        Map<String, Parameter> parameters = StateDict.parameters(model);
+        Map<String, String> aliases = StateDict.aliases(model);
+        Map<String, String> sources = new LinkedHashMap<>();
+        Set<String> unexpected = new TreeSet<>();
+        for (String stored : checkpoint.names()) {
+            String name = canonical(model, stored, parameters, aliases);
+            if (name != null) {
+                // A tied head stored under both names: either copy will do, keep the first.
+                sources.putIfAbsent(name, stored);
+            } else if (!model.isComputedBuffer(stored)) {
+                unexpected.add(stored);
+            }
+        }
+        Set<String> missing = new TreeSet<>(parameters.keySet());
+        missing.removeAll(sources.keySet());
+        if (!missing.isEmpty() || !unexpected.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "checkpoint " + path + " does not fit " + model.getClass().getSimpleName()
+                            + ": missing " + summary(missing) + ", unexpected " + summary(unexpected)
+                            + " (a checkpoint of another model or configuration?)");
+        }
+        return sources;
     }
 
     /**

@@ -1,0 +1,143 @@
+package ai.djl.fsdp.bench.load;
+
+import ai.djl.Device;
+import ai.djl.Model;
+import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.trainer.FsdpConfig;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.loss.Loss;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Measures the peak resident memory ({@code VmHWM}) of loading a Hugging Face checkpoint:
+ *
+ * <ul>
+ *   <li>{@code create DIR}: saves a GPT-2 of 12 layers, width 768 (124M parameters, ~500 MB in
+ *       float32) with random weights, once.
+ *   <li>{@code whole DIR}: loads it into one process, as {@code Models.load} does.
+ *   <li>{@code baseline DIR}: only starts the engine and joins the job, for the memory every rank
+ *       holds before any model (the JVM, libtorch).
+ *   <li>{@code sharded DIR}: every rank of the job (run it under {@code bin/fsdp launch}) shards
+ *       it straight from the files into a FULL_SHARD trainer, reading only its own shards.
+ * </ul>
+ *
+ * Each rank prints {@code mode=.. rank=.. peak_rss_mb=.. rss_anon_mb=.. rss_file_mb=.. shard_mb=..}.
+ */
+public final class LoadMemoryMain {
+
+    private LoadMemoryMain() {}
+
+    /**
+     * Runs one mode.
+     *
+     * @param args the mode and the checkpoint directory
+     * @throws IOException if the checkpoint cannot be read or written
+     */
+    public static void main(String[] args) throws IOException {
+        if (args.length != 2) {
+            throw new IllegalArgumentException("usage: LoadMemoryMain create|whole|baseline|sharded DIR");
+        }
+        Path directory = Path.of(args[1]);
+        switch (args[0]) {
+            case "create" -> create(directory);
+            case "whole" -> whole(directory);
+            case "baseline" -> baseline();
+            case "sharded" -> sharded(directory);
+            default -> throw new IllegalArgumentException("unknown mode " + args[0]);
+        }
+    }
+
+    private static void create(Path directory) throws IOException {
+        try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager()) {
+            Engine.getEngine("PyTorch").setRandomSeed(1);
+            CausalLM model = Models.create(GPT2Config.of(12, 768, 12, 1024), manager);
+            HfCheckpoint.save(model, directory);
+        }
+        report("create", 0, 0);
+    }
+
+    private static void whole(Path directory) throws IOException {
+        try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager()) {
+            Models.load(directory, manager);
+            report("whole", 0, 0);
+        }
+    }
+
+    private static void baseline() throws IOException {
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment());
+                NDManager manager = Engine.getEngine("PyTorch").newBaseManager()) {
+            manager.ones(new Shape(1)).sum().getFloat(); // the engine is loaded and has run
+            report("baseline", group.rank(), 0);
+        }
+    }
+
+    private static void sharded(Path directory) throws IOException {
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment());
+                Model model = Model.newInstance("load", Device.cpu())) {
+            CausalLM lm = Models.allocate(ConfigJson.read(directory), model.getNDManager());
+            model.setBlock(lm);
+            FsdpTrainer trainer;
+            try (CheckpointShardSource source = HfCheckpoint.shardSource(lm, directory)) {
+                FsdpConfig fsdp =
+                        FsdpConfig.builder()
+                                .optWrapPolicy(
+                                        WrapPolicy.byLayerClass(
+                                                lm.decoderLayerClass().getSimpleName()))
+                                .optParameterSource(source)
+                                .build();
+                trainer =
+                        FullyShardedDataParallel.newTrainer(
+                                model,
+                                new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                                        .optDevices(new Device[] {Device.cpu()}),
+                                group,
+                                fsdp);
+            }
+            // Measured before closing: closing gathers the whole model onto every rank.
+            try (trainer) {
+                report("sharded", group.rank(), trainer.getShardingStats().parameterBytes());
+            }
+        }
+    }
+
+    private static void report(String mode, int rank, long shardBytes) throws IOException {
+        Map<String, Long> status = new HashMap<>();
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            int colon = line.indexOf(':');
+            if (line.endsWith(" kB") && colon > 0) {
+                status.put(line.substring(0, colon), Long.parseLong(line.replaceAll("[^0-9]", "")));
+            }
+        }
+        // VmHWM counts the checkpoint's mapped file pages a rank touched as well as its own
+        // memory; RssAnon and RssFile (now, not at the peak) tell them apart.
+        System.out.printf(
+                Locale.ROOT,
+                "mode=%s rank=%d peak_rss_mb=%.1f rss_anon_mb=%.1f rss_file_mb=%.1f shard_mb=%.1f%n",
+                mode,
+                rank,
+                status.getOrDefault("VmHWM", -1L) / 1e3,
+                status.getOrDefault("RssAnon", -1L) / 1e3,
+                status.getOrDefault("RssFile", -1L) / 1e3,
+                shardBytes / 1e6);
+    }
+}

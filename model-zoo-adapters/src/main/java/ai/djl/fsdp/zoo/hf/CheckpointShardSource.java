@@ -1,0 +1,53 @@
+package ai.djl.fsdp.zoo.hf;
+
+import ai.djl.fsdp.param.ParameterSource;
+import ai.djl.fsdp.safetensors.Dtype;
+import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+
+import java.io.IOException;
+import java.util.Map;
+
+/**
+ * A Hugging Face checkpoint as the source FSDP reads each rank's shards from: a shard's elements
+ * of a parameter are read from the memory-mapped safetensors file alone, touching only their bytes.
+ * Made by {@link HfCheckpoint#shardSource}, which has matched the parameters to the tensors.
+ */
+public final class CheckpointShardSource implements ParameterSource, AutoCloseable {
+
+    private final SafetensorsCheckpoint checkpoint;
+    private final Map<String, String> tensorByParameterId;
+
+    CheckpointShardSource(SafetensorsCheckpoint checkpoint, Map<String, String> tensorByParameterId) {
+        this.checkpoint = checkpoint;
+        this.tensorByParameterId = Map.copyOf(tensorByParameterId);
+    }
+
+    /** {@inheritDoc} Parameters the checkpoint does not hold (adapters) read as null. */
+    @Override
+    public NDArray read(NDManager manager, Parameter parameter, long from, long to)
+            throws IOException {
+        String tensor = tensorByParameterId.get(parameter.getId());
+        if (tensor == null) {
+            return null;
+        }
+        if (checkpoint.info(tensor).dtype() != Dtype.F32) {
+            return checkpoint.read(manager, tensor, from, to); // widened on the way
+        }
+        // Copied from the mapped file straight into the tensor's own memory: no heap copy, which
+        // would grow the Java heap by the largest piece and keep it.
+        NDArray piece = manager.create(new Shape(to - from), DataType.FLOAT32);
+        piece.toByteBuffer(true).put(checkpoint.map(tensor, from, to));
+        return piece;
+    }
+
+    /** Unmaps the checkpoint's files. */
+    @Override
+    public void close() throws IOException {
+        checkpoint.close();
+    }
+}

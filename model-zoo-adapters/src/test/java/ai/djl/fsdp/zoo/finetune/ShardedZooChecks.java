@@ -1,0 +1,266 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import ai.djl.Device;
+import ai.djl.Model;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.param.ParameterSource;
+import ai.djl.fsdp.trainer.FsdpConfig;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.ShardingStats;
+import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.GradientCollector;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.training.tracker.Tracker;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * Checks of the zoo's models under FSDP that every rank runs, on one rank in-process or on several
+ * as separate processes ({@link #main}): a failed check throws, and a rank that throws fails the
+ * job.
+ *
+ * <ul>
+ *   <li>For fixed weights and inputs, the logits do not depend on how the model is wrapped and
+ *       sharded: every strategy gives the plain model's logits.
+ *   <li>LoRA at initialization gives exactly the base model's logits under FSDP, and only the
+ *       adapters carry gradients and optimizer state.
+ *   <li>After a few steps of LoRA training under FSDP, the merged model's logits equal the adapted
+ *       model's.
+ *   <li>A model sharded straight from a checkpoint, each rank reading its own shards, with or
+ *       without adapters added, computes what the saved model computes.
+ * </ul>
+ */
+final class ShardedZooChecks {
+
+    private static final float TOLERANCE = 2e-5f;
+    private static final int SEED = 11;
+
+    private ShardedZooChecks() {}
+
+    /**
+     * Runs the checks on one rank of a job described by the environment.
+     *
+     * @param args none
+     */
+    public static void main(String[] args) {
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment())) {
+            runAll(group);
+        }
+        System.out.println("checks passed");
+    }
+
+    /** Runs every check for both architectures. */
+    static void runAll(ProcessGroup group) {
+        for (String name : List.of("gpt2-tiny", "llama-tiny")) {
+            for (ShardingStrategy strategy : ShardingStrategy.values()) {
+                logitsDoNotDependOnSharding(name, strategy, group);
+                loraStartsAtTheBaseModel(name, strategy, group);
+            }
+            mergedEqualsAdaptedAfterTraining(name, group);
+            for (boolean withLora : new boolean[] {false, true}) {
+                shardsLoadStraightFromACheckpoint(name, withLora, group);
+            }
+        }
+    }
+
+    /**
+     * A model built without values and sharded from a checkpoint (each rank reading its own
+     * shards) computes what the model that was saved computes.
+     */
+    private static void shardsLoadStraightFromACheckpoint(
+            String name, boolean withLora, ProcessGroup group) {
+        Path directory = null;
+        try (Model model = Model.newInstance(name, Device.cpu());
+                NDManager manager = TestModels.newManager()) {
+            directory = Files.createTempDirectory("sharded-load");
+            CausalLM saved = TestModels.seeded(name, manager, SEED + 3);
+            HfCheckpoint.save(saved, directory);
+            NDArray ids = TestModels.tokens(manager, 2, 12, SEED);
+            NDArray expected = TestModels.logits(saved, ids, null);
+            CausalLM empty = Models.allocate(ConfigJson.read(directory), model.getNDManager());
+            model.setBlock(empty);
+            FsdpTrainer trainer;
+            try (CheckpointShardSource source = HfCheckpoint.shardSource(empty, directory)) {
+                if (withLora) {
+                    Lora.apply(empty, lora());
+                }
+                trainer = newTrainer(model, ShardingStrategy.FULL_SHARD, group, 1e-3f, source);
+            }
+            try (trainer) {
+                check(
+                        name + (withLora ? " with LoRA" : "") + " sharded from a checkpoint",
+                        expected,
+                        trainer.evaluate(new NDList(ids)).head(),
+                        TOLERANCE);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            deleteQuietly(directory);
+        }
+    }
+
+    private static void deleteQuietly(Path directory) {
+        if (directory == null) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(directory)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void logitsDoNotDependOnSharding(
+            String name, ShardingStrategy strategy, ProcessGroup group) {
+        try (Model model = Model.newInstance(name, Device.cpu());
+                NDManager manager = TestModels.newManager()) {
+            CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
+            NDArray ids = TestModels.tokens(manager, 2, 12, SEED);
+            NDArray expected = TestModels.logits(lm, ids, null);
+            model.setBlock(lm);
+            try (FsdpTrainer trainer = newTrainer(model, strategy, group, 1e-3f)) {
+                NDArray actual = trainer.evaluate(new NDList(ids)).head();
+                check(name + " " + strategy + " logits", expected, actual, TOLERANCE);
+            }
+        }
+    }
+
+    private static void loraStartsAtTheBaseModel(
+            String name, ShardingStrategy strategy, ProcessGroup group) {
+        try (Model model = Model.newInstance(name, Device.cpu());
+                NDManager manager = TestModels.newManager()) {
+            CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
+            NDArray ids = TestModels.tokens(manager, 2, 12, SEED);
+            NDArray base = TestModels.logits(lm, ids, null);
+            Lora.apply(lm, lora());
+            model.setBlock(lm);
+            try (FsdpTrainer trainer = newTrainer(model, strategy, group, 1e-3f)) {
+                check(
+                        name + " " + strategy + " LoRA at init",
+                        base,
+                        trainer.evaluate(new NDList(ids)).head(),
+                        0f);
+                train(trainer, manager, 1);
+                ShardingStats stats = trainer.getShardingStats();
+                long shards = strategy.isSharded() ? group.size() : 1;
+                // Gradients and AdamW's two moments cover this rank's share of the adapters only:
+                // each of the units' trainable buffers (at most 3) pads by under one element.
+                long adapterBytes = (Lora.count(lm).trainable() / shards + 3) * Float.BYTES;
+                if (stats.gradientBytes() > adapterBytes
+                        || stats.optimizerStateBytes() > 2 * adapterBytes) {
+                    throw new AssertionError(
+                            name + " " + strategy + ": state beyond the adapters: " + stats);
+                }
+            }
+        }
+    }
+
+    private static void mergedEqualsAdaptedAfterTraining(String name, ProcessGroup group) {
+        try (Model model = Model.newInstance(name, Device.cpu());
+                NDManager manager = TestModels.newManager()) {
+            CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
+            NDArray ids = TestModels.tokens(manager, 2, 12, SEED + 1);
+            NDArray base = TestModels.logits(lm, ids, null);
+            Lora.apply(lm, lora());
+            model.setBlock(lm);
+            NDArray adapted;
+            try (FsdpTrainer trainer =
+                    newTrainer(model, ShardingStrategy.FULL_SHARD, group, 1e-2f)) {
+                train(trainer, manager, 3);
+                adapted = trainer.evaluate(new NDList(ids)).head();
+            } // closing gathers the trained adapters into the model
+            if (TestModels.maxDiff(base, adapted) < 1e-3f) {
+                throw new AssertionError(name + ": training did not change the adapted logits");
+            }
+            check(name + " adapted after close", adapted, TestModels.logits(lm, ids, null), TOLERANCE);
+            Lora.merge(lm);
+            check(name + " merged", adapted, TestModels.logits(lm, ids, null), 1e-4f);
+        }
+    }
+
+    private static LoraConfig lora() {
+        return LoraConfig.builder()
+                .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
+                .optRank(4)
+                .optAlpha(8)
+                .optDropout(0.1f)
+                .build();
+    }
+
+    private static FsdpTrainer newTrainer(
+            Model model, ShardingStrategy strategy, ProcessGroup group, float learningRate) {
+        return newTrainer(model, strategy, group, learningRate, null);
+    }
+
+    private static FsdpTrainer newTrainer(
+            Model model,
+            ShardingStrategy strategy,
+            ProcessGroup group,
+            float learningRate,
+            ParameterSource source) {
+        DefaultTrainingConfig config =
+                new DefaultTrainingConfig(new CausalLmLoss())
+                        .optOptimizer(
+                                Optimizer.adamW()
+                                        .optLearningRateTracker(Tracker.fixed(learningRate))
+                                        .build())
+                        .optDevices(new Device[] {Device.cpu()});
+        FsdpConfig fsdp =
+                FsdpConfig.builder()
+                        .optShardingStrategy(strategy)
+                        .optWrapPolicy(
+                                WrapPolicy.byLayerClass(
+                                        ((CausalLM) model.getBlock())
+                                                .decoderLayerClass()
+                                                .getSimpleName()))
+                        .optParameterSource(source)
+                        .build();
+        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
+    }
+
+    /** A few steps on fixed random tokens, the same global batch on every rank. */
+    private static void train(FsdpTrainer trainer, NDManager manager, int steps) {
+        for (int step = 0; step < steps; step++) {
+            try (NDManager scope = manager.newSubManager()) {
+                NDArray tokens = TestModels.tokens(scope, 2, 13, SEED + 2);
+                NDList inputs = new NDList(tokens.get(":, 0:12"));
+                NDList labels = new NDList(tokens.get(":, 1:13"));
+                try (GradientCollector collector = trainer.newGradientCollector()) {
+                    NDList outputs = trainer.forward(inputs, labels);
+                    collector.backward(trainer.getLoss().evaluate(labels, outputs));
+                }
+                trainer.step();
+            }
+        }
+    }
+
+    private static void check(String what, NDArray expected, NDArray actual, float tolerance) {
+        float diff = TestModels.maxDiff(expected, actual);
+        if (!(diff <= tolerance)) {
+            throw new AssertionError(what + ": largest difference " + diff + " > " + tolerance);
+        }
+    }
+}
