@@ -21,8 +21,8 @@ import java.util.concurrent.Callable;
  * --layers}, {@code --width}, {@code --heads}, {@code --vocab}, {@code n_positions = --seq},
  * dropout off) on random tokens on {@code --nproc} ranks of this machine and prints one line:
  * {@code sharding=S nproc=N tokens_per_s=.. step_ms=.. peak_rss_mb_per_rank=..
- * model_state_mb_per_rank=.. sent_mb_per_step=..}. The slowest rank's step
- * time counts, and the largest rank's memory.
+ * model_state_mb_per_rank=.. sent_mb_per_step=..}. The slowest rank's step time counts, and the
+ * largest rank's memory.
  */
 @Command(
         name = "train",
@@ -41,8 +41,9 @@ public final class TrainBenchCommand implements Callable<Integer> {
      * gathers would not show in the resident set. A fixed 4 MiB threshold keeps small activations
      * in the arenas and returns every larger buffer to the system when it is freed; huge pages for
      * those mappings cut the page faults of mapping them again (measured: docs/benchmarks.md).
+     * A glibc without these tunables ignores them.
      */
-    static final String MALLOC_TUNABLES =
+    private static final String MALLOC_TUNABLES =
             "glibc.malloc.mmap_threshold=4194304:glibc.malloc.hugetlb=1";
 
     @Spec private CommandSpec spec;
