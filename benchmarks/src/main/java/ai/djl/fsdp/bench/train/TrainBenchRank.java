@@ -13,6 +13,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.gpt2.GPT2Block;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -22,7 +23,6 @@ import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.Trainer;
-import ai.djl.training.initializer.NormalInitializer;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
@@ -39,13 +39,13 @@ import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
-import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.Callable;
 
 /**
- * One rank of the training benchmark, started by {@link TrainBenchCommand}: trains a {@link
- * GptModel} on random tokens with AdamW, with FSDP in the given strategy or ({@code NONE}, one
+ * One rank of the training benchmark, started by {@link TrainBenchCommand}: trains the model zoo's
+ * GPT-2 ({@code GPT2LMHeadModel}, Hugging Face's initialization, dropout off) on random tokens with
+ * AdamW, with FSDP in the given strategy ({@link GPT2Block}s are the units) or ({@code NONE}, one
  * rank) with DJL's ordinary trainer, and writes its measurements to {@code <report>.rank<r>}.
  */
 @Command(name = "train-rank", mixinStandardHelpOptions = true)
@@ -115,18 +115,18 @@ public final class TrainBenchRank implements Callable<Integer> {
         boolean baseline = BASELINE.equals(sharding);
         Optimizer optimizer =
                 Optimizer.adamW().optLearningRateTracker(Tracker.fixed(1e-4f)).build();
+        // No initializer here: the zoo's parameters carry GPT-2's own.
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                        .optInitializer(new NormalInitializer(0.02f), Parameter.Type.WEIGHT)
                         .optOptimizer(optimizer)
                         .optDevices(new Device[] {Device.cpu()});
         Engine.getInstance().setRandomSeed(42);
-        try (Model model = Model.newInstance("gpt-bench", Device.cpu());
+        try (Model model = Model.newInstance("gpt2-bench", Device.cpu());
                 ProcessGroup group = baseline ? null : ProcessGroups.init(env)) {
-            model.setBlock(new GptModel(layers, width, heads, vocab, sequence));
+            model.setBlock(settings(env).modelConfig().newModel());
             try (Trainer trainer = newTrainer(model, config, group)) {
                 trainer.initialize(new Shape(batch, sequence));
-                double stepMillis = timeSteps(trainer, env.rank());
+                double stepMillis = timeSteps(trainer);
                 long modelState;
                 long sent;
                 if (trainer instanceof FsdpTrainer) {
@@ -159,32 +159,26 @@ public final class TrainBenchRank implements Callable<Integer> {
         FsdpConfig fsdp =
                 FsdpConfig.builder()
                         .optShardingStrategy(ShardingStrategy.valueOf(sharding))
-                        .optWrapPolicy(WrapPolicy.byLayerClass("GptBlock"))
+                        .optWrapPolicy(WrapPolicy.byLayerClass(GPT2Block.class.getSimpleName()))
                         .build();
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
     }
 
     /** Trains {@code warmup} then {@code steps} steps on random tokens; the timed steps' mean. */
-    private double timeSteps(Trainer trainer, int rank) {
+    private double timeSteps(Trainer trainer) {
         NDManager manager = trainer.getManager();
-        Random random = new Random(rank);
         long start = 0;
         for (int step = 0; step < warmup + steps; step++) {
             if (step == warmup) {
                 start = System.nanoTime();
             }
             try (NDManager scope = manager.newSubManager()) {
-                int[] tokens = new int[batch * (sequence + 1)];
-                for (int i = 0; i < tokens.length; i++) {
-                    tokens[i] = random.nextInt(vocab);
-                }
-                NDArray all = scope.create(tokens, new Shape(batch, sequence + 1));
+                // Random tokens: their values do not change the cost of a step.
+                NDArray all =
+                        scope.randomInteger(
+                                0, vocab, new Shape(batch, sequence + 1), DataType.INT64);
                 NDList data = new NDList(all.get(":, :-1"));
-                NDList labels =
-                        new NDList(
-                                all.get(":, 1:")
-                                        .reshape(batch, sequence, 1)
-                                        .toType(DataType.INT32, false));
+                NDList labels = new NDList(all.get(":, 1:").reshape(batch, sequence, 1));
                 try (GradientCollector collector = trainer.newGradientCollector()) {
                     NDList predictions = trainer.forward(data, labels);
                     collector.backward(trainer.getLoss().evaluate(labels, predictions));
@@ -195,17 +189,29 @@ public final class TrainBenchRank implements Callable<Integer> {
         return (System.nanoTime() - start) / 1e6 / steps;
     }
 
-    /** Parameters, their gradients and the optimizer's state in DJL's ordinary trainer. */
+    /**
+     * Parameters, their gradients and the optimizer's state in DJL's ordinary trainer; the head
+     * tied to the token embedding is one parameter listed twice and counts once.
+     */
     private static long replicaModelState(Model model, Optimizer optimizer) {
         long bytes = 0;
         Set<String> ids = new HashSet<>();
         for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
-            NDArray array = pair.getValue().getArray();
+            Parameter parameter = pair.getValue();
+            if (!ids.add(parameter.getId())) {
+                continue;
+            }
+            NDArray array = parameter.getArray();
             long size = array.size() * array.getDataType().getNumOfBytes();
-            bytes += pair.getValue().requiresGradient() ? 2 * size : size;
-            ids.add(pair.getValue().getId());
+            bytes += parameter.requiresGradient() ? 2 * size : size;
         }
         return bytes + OptimizerState.bytes(optimizer, ids);
+    }
+
+    private TrainBenchSettings settings(DistributedEnv env) {
+        return new TrainBenchSettings(
+                env.worldSize(),
+                sharding, steps, warmup, layers, width, heads, vocab, sequence, batch);
     }
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */

@@ -1,5 +1,9 @@
 package ai.djl.fsdp.bench.train;
 
+import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+
+import com.google.gson.JsonObject;
+
 import java.util.Set;
 
 /**
@@ -9,11 +13,11 @@ import java.util.Set;
  * @param sharding a {@code ShardingStrategy} name, or {@code NONE} for DJL's plain trainer
  * @param steps timed steps
  * @param warmup untimed steps first
- * @param layers transformer layers
- * @param width hidden width
- * @param heads attention heads
- * @param vocab vocabulary size
- * @param sequence tokens per sequence
+ * @param layers GPT-2 blocks ({@code n_layer})
+ * @param width hidden width ({@code n_embd})
+ * @param heads attention heads ({@code n_head})
+ * @param vocab vocabulary size ({@code vocab_size})
+ * @param sequence tokens per sequence, also the model's {@code n_positions}
  * @param batch sequences per rank per step
  */
 record TrainBenchSettings(
@@ -56,5 +60,24 @@ record TrainBenchSettings(
             throw new IllegalArgumentException(
                     "--width " + width + " must be a multiple of --heads " + heads);
         }
+    }
+
+    /**
+     * Returns the model-zoo GPT-2 configuration these settings describe. Dropout is off: it would
+     * add random-mask work that does not depend on the sharding, and the baseline and FSDP runs
+     * should compute the same function.
+     */
+    GPT2Config modelConfig() {
+        JsonObject json = new JsonObject();
+        json.addProperty("model_type", GPT2Config.MODEL_TYPE);
+        json.addProperty("vocab_size", vocab);
+        json.addProperty("n_positions", sequence);
+        json.addProperty("n_embd", width);
+        json.addProperty("n_layer", layers);
+        json.addProperty("n_head", heads);
+        json.addProperty("resid_pdrop", 0f);
+        json.addProperty("embd_pdrop", 0f);
+        json.addProperty("attn_pdrop", 0f);
+        return GPT2Config.fromJson(json);
     }
 }

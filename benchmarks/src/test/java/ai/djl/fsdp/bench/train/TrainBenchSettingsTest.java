@@ -1,0 +1,36 @@
+package ai.djl.fsdp.bench.train;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+
+import org.junit.jupiter.api.Test;
+
+/** The benchmark's options map onto the model zoo's GPT-2 configuration. */
+class TrainBenchSettingsTest {
+
+    @Test
+    void optionsBecomeTheGpt2Configuration() {
+        TrainBenchSettings settings =
+                new TrainBenchSettings(2, "FULL_SHARD", 10, 2, 12, 768, 12, 8192, 64, 2);
+        GPT2Config config = settings.modelConfig();
+        assertEquals(12, config.numLayers());
+        assertEquals(768, config.hiddenSize());
+        assertEquals(12, config.numHeads());
+        assertEquals(8192, config.vocabSize());
+        assertEquals(64, config.maxPositions());
+        assertEquals(0f, config.embeddingDropout());
+        assertEquals(0f, config.attentionDropout());
+        assertEquals(0f, config.residualDropout());
+    }
+
+    @Test
+    void widthNotAMultipleOfHeadsIsRejectedNamingTheOptions() {
+        TrainBenchSettings settings =
+                new TrainBenchSettings(1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
+        assertTrue(e.getMessage().contains("--heads"), e.getMessage());
+    }
+}
