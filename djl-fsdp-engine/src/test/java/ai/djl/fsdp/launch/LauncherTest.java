@@ -77,6 +77,7 @@ class LauncherTest {
             assertEquals(String.valueOf(expectedThreads), report.get("num_threads"));
             assertEquals(String.valueOf(expectedThreads), report.get("OMP_NUM_THREADS"));
             assertEquals("1", report.get("num_interop_threads"));
+            assertEquals(Launcher.MALLOC_TUNABLES, report.get(Launcher.MALLOC_TUNABLES_VARIABLE));
         }
         assertEquals(expectedThreads, launcher.threadsPerRank());
         assertEquals(rank0.get("MASTER_PORT"), rank1.get("MASTER_PORT"));
@@ -91,7 +92,7 @@ class LauncherTest {
         probe(2, "report").build().run();
 
         List<String> lines = lines(out);
-        assertEquals(2 * 10, lines.size(), String.join("\n", lines));
+        assertEquals(2 * (RankProbe.VARIABLES.size() + 2), lines.size(), String.join("\n", lines));
         for (String line : lines) {
             assertTrue(line.matches("\\[rank[01]\\] \\S+=\\S+"), line);
         }
@@ -161,14 +162,21 @@ class LauncherTest {
     }
 
     @Test
-    void explicitThreadsAndTokenReachEveryRank() throws InterruptedException {
-        probe(2, "report").optThreadsPerRank(3).optJobToken("shared-secret").build().run();
+    void explicitThreadsTokenAndMallocSettingsReachEveryRank() throws InterruptedException {
+        probe(2, "report")
+                .optThreadsPerRank(3)
+                .optJobToken("shared-secret")
+                .optEnvironment(Launcher.MALLOC_TUNABLES_VARIABLE, "glibc.malloc.arena_max=2")
+                .build()
+                .run();
 
         for (int rank = 0; rank < 2; rank++) {
             Map<String, String> report = reportOf(rank);
             assertEquals("shared-secret", report.get(DistributedEnv.JOB_TOKEN_VARIABLE));
             assertEquals("3", report.get("num_threads"));
             assertEquals("3", report.get("OMP_NUM_THREADS"));
+            assertEquals(
+                    "glibc.malloc.arena_max=2", report.get(Launcher.MALLOC_TUNABLES_VARIABLE));
         }
     }
 

@@ -16,7 +16,8 @@ import java.util.stream.Stream;
  */
 public final class RankProbe {
 
-    private static final List<String> VARIABLES =
+    /** The variables {@code report} prints, then the two thread properties. */
+    static final List<String> VARIABLES =
             List.of(
                     "RANK",
                     "WORLD_SIZE",
@@ -25,7 +26,8 @@ public final class RankProbe {
                     "MASTER_ADDR",
                     "MASTER_PORT",
                     DistributedEnv.JOB_TOKEN_VARIABLE,
-                    "OMP_NUM_THREADS");
+                    "OMP_NUM_THREADS",
+                    Launcher.MALLOC_TUNABLES_VARIABLE);
 
     private RankProbe() {}
 

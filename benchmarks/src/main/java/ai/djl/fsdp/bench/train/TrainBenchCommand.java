@@ -34,18 +34,6 @@ import java.util.concurrent.Callable;
         })
 public final class TrainBenchCommand implements Callable<Integer> {
 
-    /**
-     * glibc malloc settings for the ranks (baseline included, so both run on the same allocator).
-     * By default glibc raises its mmap threshold to the largest buffer freed so far, after which
-     * parameter-sized buffers come from the heap arenas and, freed, stay resident: FSDP's freed
-     * gathers would not show in the resident set. A fixed 4 MiB threshold keeps small activations
-     * in the arenas and returns every larger buffer to the system when it is freed; huge pages for
-     * those mappings cut the page faults of mapping them again (measured: docs/benchmarks.md).
-     * A glibc without these tunables ignores them.
-     */
-    private static final String MALLOC_TUNABLES =
-            "glibc.malloc.mmap_threshold=4194304:glibc.malloc.hugetlb=1";
-
     @Spec private CommandSpec spec;
 
     @Option(
@@ -129,7 +117,6 @@ public final class TrainBenchCommand implements Callable<Integer> {
                     .setNprocPerNode(nproc)
                     .setCommand(TrainBenchRank.command(settings, report))
                     .optJavaOptions(jvmOptions.isEmpty() ? List.of("-Xmx1g") : jvmOptions)
-                    .optEnvironment("GLIBC_TUNABLES", MALLOC_TUNABLES)
                     .build()
                     .run();
             PrintWriter out = spec.commandLine().getOut();
