@@ -4,6 +4,7 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
 
 import java.util.Locale;
@@ -20,14 +21,19 @@ import java.util.Optional;
  * sizes.
  */
 public enum Collective {
-    /** Every rank contributes {@code 1/N} of the elements and receives all of them. */
+    /**
+     * Every rank contributes {@code 1/N} of the elements and receives all of them, in place as
+     * FSDP gathers (nccl-tests' in-place column): the input is this rank's piece of the output.
+     */
     ALL_GATHER {
         @Override
         public Run prepare(ProcessGroup group, NDManager manager, long elements) {
             int worldSize = group.size();
             long shard = shardOf(elements, worldSize);
-            NDArray input = manager.create(rankValues(group.rank(), 0, shard));
             NDArray output = manager.zeros(new Shape(elements));
+            NDIndex own = new NDIndex("{}:{}", group.rank() * shard, (group.rank() + 1) * shard);
+            output.set(own, manager.create(rankValues(group.rank(), 0, shard)));
+            NDArray input = output.get(own);
             return new Run(() -> group.allGather(input, output), output) {
                 @Override
                 float expected(long index) {
