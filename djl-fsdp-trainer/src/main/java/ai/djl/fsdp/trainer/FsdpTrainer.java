@@ -6,6 +6,7 @@ import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.unit.FsdpParameterStore;
 import ai.djl.fsdp.unit.ShardedModel;
+import ai.djl.fsdp.unit.UnitVisitor;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
@@ -237,6 +238,24 @@ public class FsdpTrainer extends Trainer {
         } finally {
             sharded.releaseParameterArrays();
         }
+    }
+
+    /**
+     * Runs {@code visitor} on each FSDP unit in turn, the root last, while that unit alone holds
+     * its full parameters (see {@link ShardedModel#forEachUnitGathered}): what {@link
+     * #withFullParameters} does for the whole model, one unit at a time, so no rank ever holds
+     * the whole model. Every rank must call it.
+     *
+     * @param visitor what to run on each unit
+     * @throws IOException if the visitor throws it
+     */
+    public void forEachUnitGathered(UnitVisitor visitor) throws IOException {
+        sharded().forEachUnitGathered(visitor);
+    }
+
+    /** Returns this process's rank in the trainer's process group. */
+    public int getRank() {
+        return group.rank();
     }
 
     /** Returns the FSDP configuration. */
