@@ -281,17 +281,59 @@ public final class Lora {
      * @throws IOException if writing fails
      */
     public static void save(Block root, LoraConfig config, Path directory) throws IOException {
+        Map<String, LoraLinear> adapters = savedAdapters(root);
+        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        adapters.forEach((path, lora) -> addAdapter(writer, path, lora));
+        writeAdapters(writer, adapters, config, directory);
+    }
+
+    /**
+     * Saves the adapters of a model trained with FSDP in PEFT's layout, as {@link #save(Block,
+     * LoraConfig, Path)} does, gathering one FSDP unit at a time. A collective: every rank calls
+     * it; only rank 0 writes.
+     *
+     * @param trainer the trainer of the adapted model
+     * @param config the configuration the adapters were made with
+     * @param directory the adapter directory (created if needed) on rank 0
+     * @throws IOException if writing fails
+     */
+    public static void save(FsdpTrainer trainer, LoraConfig config, Path directory) throws IOException {
+        Map<String, LoraLinear> adapters = savedAdapters(trainer.getModel().getBlock());
+        Map<Parameter, String> pathByA = new IdentityHashMap<>();
+        adapters.forEach((path, lora) -> pathByA.put(lora.getLoraA(), path));
+        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        // The adapters are small: the writer keeps copies of each unit's until all are in.
+        trainer.forEachUnitGathered(
+                unit -> {
+                    for (Parameter parameter : unit.getParameters()) {
+                        String path = pathByA.get(parameter);
+                        if (path != null) {
+                            addAdapter(writer, path, adapters.get(path));
+                        }
+                    }
+                });
+        if (trainer.getRank() == 0) {
+            writeAdapters(writer, adapters, config, directory);
+        }
+    }
+
+    private static Map<String, LoraLinear> savedAdapters(Block root) {
         Map<String, LoraLinear> adapters = adapters(root);
         if (adapters.isEmpty()) {
             throw new IllegalStateException("the model has no LoRA adapters to save");
         }
-        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
-        boolean fanInFanOut = false;
-        for (Map.Entry<String, LoraLinear> entry : adapters.entrySet()) {
-            writer.add(PEFT_PREFIX + entry.getKey() + ".lora_A.weight", entry.getValue().getLoraA().getArray());
-            writer.add(PEFT_PREFIX + entry.getKey() + ".lora_B.weight", entry.getValue().getLoraB().getArray());
-            fanInFanOut |= entry.getValue().getBase().fanInFanOut();
-        }
+        return adapters;
+    }
+
+    private static void addAdapter(SafetensorsWriter writer, String path, LoraLinear lora) {
+        writer.add(PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA().getArray());
+        writer.add(PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB().getArray());
+    }
+
+    private static void writeAdapters(
+            SafetensorsWriter writer, Map<String, LoraLinear> adapters, LoraConfig config, Path directory)
+            throws IOException {
+        boolean fanInFanOut = adapters.values().stream().anyMatch(lora -> lora.getBase().fanInFanOut());
         Files.createDirectories(directory);
         writer.write(directory.resolve(WEIGHTS_FILE));
         AtomicFiles.writeString(

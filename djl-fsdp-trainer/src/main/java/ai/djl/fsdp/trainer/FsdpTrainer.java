@@ -39,7 +39,9 @@ import java.util.stream.Collectors;
  * model). {@link #iterateDataset} yields this rank's slice of each global batch. {@link #step()}
  * counts micro-batches and runs the sharded optimizer step on every {@code k}-th call ({@code k}
  * the gradient accumulation steps). {@link #close()} gathers the trained parameters back into the
- * model on every rank and restores its block tree, so the model can be saved or used as usual.
+ * model on every rank and restores its block tree, so the model can be saved or used as usual; a
+ * model larger than one rank's memory is saved before instead, one unit at a time ({@link
+ * #forEachUnitGathered}).
  */
 public class FsdpTrainer extends Trainer {
 
@@ -266,12 +268,18 @@ public class FsdpTrainer extends Trainer {
     /**
      * Gathers the trained parameters back into the model on every rank (a collective: every rank
      * must close its trainer), restores the model's block tree, then closes as DJL's trainer does
-     * (listeners see the full model at training end).
+     * (listeners see the full model at training end). With {@link
+     * FsdpConfig.Builder#optGatherOnClose} off, nothing is gathered and the parameters are left
+     * empty.
      */
     @Override
     public void close() {
         if (sharded != null) {
-            sharded.unshard();
+            if (config.isGatherOnClose()) {
+                sharded.unshard();
+            } else {
+                sharded.restoreBlockTree();
+            }
             sharded.close();
             sharded = null;
         }

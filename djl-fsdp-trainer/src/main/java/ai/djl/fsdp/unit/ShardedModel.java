@@ -484,12 +484,20 @@ public final class ShardedModel implements AutoCloseable {
      * the model is an ordinary DJL model once more. Every rank must call it.
      */
     public void unshard() {
+        restoreBlockTree();
+        gatherParameterArrays();
+    }
+
+    /**
+     * Takes the unit wrappers out of the block tree without gathering: the parameters keep their
+     * empty arrays (for a job whose model was saved unit by unit and is not used whole again).
+     */
+    public void restoreBlockTree() {
         discardPass();
         for (int i = swaps.size() - 1; i >= 0; i--) {
             swaps.get(i).restore();
         }
         swaps.clear();
-        gatherParameterArrays();
     }
 
     /** Gives every parameter a copy of its full array (a collective: every rank calls it). */
