@@ -56,7 +56,8 @@ import java.util.stream.Stream;
  *       adapters carry gradients and optimizer state.
  *   <li>After a few steps of LoRA training under FSDP, the merged model's logits equal the adapted
  *       model's, whether merged whole after gathering or one unit at a time into a saved file
- *       (when only one unit at a time holds full parameters).
+ *       (when only one unit at a time holds full parameters); closing without gathering leaves
+ *       every parameter empty.
  *   <li>A model sharded straight from a checkpoint, each rank reading its own shards, with or
  *       without adapters added, computes what the saved model computes.
  * </ul>
@@ -88,6 +89,7 @@ final class ShardedZooChecks {
                 loraStartsAtTheBaseModel(name, strategy, group);
             }
             mergedEqualsAdaptedAfterTraining(name, group);
+            closingWithoutGatheringLeavesNoFullParameters(name, group);
             for (boolean withLora : new boolean[] {false, true}) {
                 shardsLoadStraightFromACheckpoint(name, withLora, group);
             }
@@ -234,6 +236,23 @@ final class ShardedZooChecks {
         }
     }
 
+    /** With {@code optGatherOnClose(false)}, closing the trainer gathers no parameter. */
+    private static void closingWithoutGatheringLeavesNoFullParameters(String name, ProcessGroup group) {
+        try (Model model = Model.newInstance(name, Device.cpu())) {
+            CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
+            model.setBlock(lm);
+            newTrainer(model, ShardingStrategy.FULL_SHARD, group, 1e-3f, null, false).close();
+            StateDict.parameters(lm)
+                    .forEach(
+                            (parameterName, parameter) -> {
+                                if (parameter.getArray().size() != 0) {
+                                    throw new AssertionError(
+                                            name + ": " + parameterName + " was gathered on close");
+                                }
+                            });
+        }
+    }
+
     /**
      * While a unit is visited, its parameters, and no others, hold their full arrays; every unit
      * is visited once, the root last.
@@ -286,6 +305,16 @@ final class ShardedZooChecks {
             ProcessGroup group,
             float learningRate,
             ParameterSource source) {
+        return newTrainer(model, strategy, group, learningRate, source, true);
+    }
+
+    private static FsdpTrainer newTrainer(
+            Model model,
+            ShardingStrategy strategy,
+            ProcessGroup group,
+            float learningRate,
+            ParameterSource source,
+            boolean gatherOnClose) {
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(
@@ -302,6 +331,7 @@ final class ShardedZooChecks {
                                                 .decoderLayerClass()
                                                 .getSimpleName()))
                         .optParameterSource(source)
+                        .optGatherOnClose(gatherOnClose)
                         .build();
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
     }
