@@ -4,9 +4,11 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.fsdp.safetensors.AtomicFiles;
+import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import com.google.gson.GsonBuilder;
@@ -45,6 +47,9 @@ public final class Lora {
 
     /** The prefix PEFT gives every key: its wrapper's path to the base model. */
     static final String PEFT_PREFIX = "base_model.model.";
+
+    /** The child of a {@link LoraLinear} that holds the adapted projection (PEFT's name). */
+    static final String BASE_LAYER = "base_layer";
 
     /** The output head, which {@code all-linear} leaves alone, as PEFT does. */
     private static final String OUTPUT_HEAD = "lm_head";
@@ -132,9 +137,7 @@ public final class Lora {
         Map<String, LoraLinear> adapters = adapters(root);
         for (Map.Entry<String, LoraLinear> entry : adapters.entrySet()) {
             LoraLinear lora = entry.getValue();
-            try (NDArray delta = lora.deltaWeight()) {
-                lora.getBase().addToWeight(delta);
-            }
+            lora.mergeIntoBase();
             parent(modules, entry.getKey()).replaceChild(leaf(entry.getKey()), lora.getBase());
             lora.getLoraA().close();
             lora.getLoraB().close();
@@ -143,6 +146,110 @@ public final class Lora {
             parameter.freeze(false);
         }
         return new ArrayList<>(adapters.keySet());
+    }
+
+    /**
+     * Returns the parameters the model will have once its adapters are merged, by the names they
+     * will have then (an adapted projection's {@code base_layer.} dropped, the adapters gone), in
+     * state-dict order. The model itself is not changed.
+     *
+     * @param root the model, adapted or not
+     * @return the merged model's parameters by name
+     */
+    public static Map<String, Parameter> mergedParameters(Block root) {
+        Set<Parameter> adapterWeights = Collections.newSetFromMap(new IdentityHashMap<>());
+        Map<String, String> basePrefixes = new LinkedHashMap<>();
+        adapters(root)
+                .forEach(
+                        (path, lora) -> {
+                            adapterWeights.add(lora.getLoraA());
+                            adapterWeights.add(lora.getLoraB());
+                            basePrefixes.put(path + "." + BASE_LAYER + ".", path + ".");
+                        });
+        Map<String, Parameter> merged = new LinkedHashMap<>();
+        StateDict.parameters(root)
+                .forEach(
+                        (name, parameter) -> {
+                            if (!adapterWeights.contains(parameter)) {
+                                merged.put(mergedName(name, basePrefixes), parameter);
+                            }
+                        });
+        return merged;
+    }
+
+    private static String mergedName(String name, Map<String, String> basePrefixes) {
+        for (Map.Entry<String, String> prefix : basePrefixes.entrySet()) {
+            if (name.startsWith(prefix.getKey())) {
+                return prefix.getValue() + name.substring(prefix.getKey().length());
+            }
+        }
+        return name;
+    }
+
+    /**
+     * Merges the adapters of a model trained with FSDP into its base weights and saves the merged
+     * model as one safetensors file with the plain model's names, one FSDP unit at a time: each
+     * unit is gathered alone, its adapters are merged into copies of its base weights, and rank 0
+     * writes its tensors into their place in the file, so no rank ever holds the whole model. The
+     * trainer's model keeps its adapters and shards. A collective: every rank calls it; only rank
+     * 0 writes, and the file appears (atomically) once every tensor is in it.
+     *
+     * <p>A model without adapters is saved as it is, the same way.
+     *
+     * @param trainer the trainer of the (adapted) model
+     * @param file the safetensors file to create or replace (on rank 0)
+     * @throws IOException if writing fails
+     */
+    public static void saveMerged(FsdpTrainer trainer, Path file) throws IOException {
+        Block root = trainer.getModel().getBlock();
+        Map<String, Parameter> merged = mergedParameters(root);
+        Map<Parameter, String> names = new IdentityHashMap<>();
+        merged.forEach((name, parameter) -> names.put(parameter, name));
+        Map<Parameter, LoraLinear> adapterByA = new IdentityHashMap<>();
+        adapters(root).values().forEach(lora -> adapterByA.put(lora.getLoraA(), lora));
+        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        merged.forEach(
+                (name, parameter) ->
+                        // The released arrays keep their element type; shapes live on the parameters.
+                        writer.declare(
+                                name,
+                                Dtype.of(parameter.getArray().getDataType()),
+                                parameter.getShape()));
+        try (SafetensorsWriter.StreamingFile out =
+                trainer.getRank() == 0 ? writer.stream(file) : null) {
+            trainer.forEachUnitGathered(
+                    unit -> {
+                        if (out == null) {
+                            return;
+                        }
+                        List<Parameter> parameters = unit.getParameters();
+                        Set<Parameter> inUnit = Collections.newSetFromMap(new IdentityHashMap<>());
+                        inUnit.addAll(parameters);
+                        for (Parameter parameter : parameters) {
+                            LoraLinear lora = adapterByA.get(parameter);
+                            if (lora == null) {
+                                continue;
+                            }
+                            Parameter base = lora.getBase().getParameters().get("weight");
+                            if (!inUnit.contains(base)) {
+                                throw new IllegalStateException(
+                                        "an adapter of FSDP unit " + unit.getName()
+                                                + " adapts a weight outside it; wrap the adapted"
+                                                + " projection's parent, not the projection");
+                            }
+                            lora.mergeIntoBase();
+                        }
+                        for (Parameter parameter : parameters) {
+                            String name = names.get(parameter);
+                            if (name != null) {
+                                out.write(name, parameter.getArray());
+                            }
+                        }
+                    });
+            if (out != null) {
+                out.commit();
+            }
+        }
     }
 
     /**
@@ -174,17 +281,59 @@ public final class Lora {
      * @throws IOException if writing fails
      */
     public static void save(Block root, LoraConfig config, Path directory) throws IOException {
+        Map<String, LoraLinear> adapters = savedAdapters(root);
+        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        adapters.forEach((path, lora) -> addAdapter(writer, path, lora));
+        writeAdapters(writer, adapters, config, directory);
+    }
+
+    /**
+     * Saves the adapters of a model trained with FSDP in PEFT's layout, as {@link #save(Block,
+     * LoraConfig, Path)} does, gathering one FSDP unit at a time. A collective: every rank calls
+     * it; only rank 0 writes.
+     *
+     * @param trainer the trainer of the adapted model
+     * @param config the configuration the adapters were made with
+     * @param directory the adapter directory (created if needed) on rank 0
+     * @throws IOException if writing fails
+     */
+    public static void save(FsdpTrainer trainer, LoraConfig config, Path directory) throws IOException {
+        Map<String, LoraLinear> adapters = savedAdapters(trainer.getModel().getBlock());
+        Map<Parameter, String> pathByA = new IdentityHashMap<>();
+        adapters.forEach((path, lora) -> pathByA.put(lora.getLoraA(), path));
+        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        // The adapters are small: the writer keeps copies of each unit's until all are in.
+        trainer.forEachUnitGathered(
+                unit -> {
+                    for (Parameter parameter : unit.getParameters()) {
+                        String path = pathByA.get(parameter);
+                        if (path != null) {
+                            addAdapter(writer, path, adapters.get(path));
+                        }
+                    }
+                });
+        if (trainer.getRank() == 0) {
+            writeAdapters(writer, adapters, config, directory);
+        }
+    }
+
+    private static Map<String, LoraLinear> savedAdapters(Block root) {
         Map<String, LoraLinear> adapters = adapters(root);
         if (adapters.isEmpty()) {
             throw new IllegalStateException("the model has no LoRA adapters to save");
         }
-        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
-        boolean fanInFanOut = false;
-        for (Map.Entry<String, LoraLinear> entry : adapters.entrySet()) {
-            writer.add(PEFT_PREFIX + entry.getKey() + ".lora_A.weight", entry.getValue().getLoraA().getArray());
-            writer.add(PEFT_PREFIX + entry.getKey() + ".lora_B.weight", entry.getValue().getLoraB().getArray());
-            fanInFanOut |= entry.getValue().getBase().fanInFanOut();
-        }
+        return adapters;
+    }
+
+    private static void addAdapter(SafetensorsWriter writer, String path, LoraLinear lora) {
+        writer.add(PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA().getArray());
+        writer.add(PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB().getArray());
+    }
+
+    private static void writeAdapters(
+            SafetensorsWriter writer, Map<String, LoraLinear> adapters, LoraConfig config, Path directory)
+            throws IOException {
+        boolean fanInFanOut = adapters.values().stream().anyMatch(lora -> lora.getBase().fanInFanOut());
         Files.createDirectories(directory);
         writer.write(directory.resolve(WEIGHTS_FILE));
         AtomicFiles.writeString(

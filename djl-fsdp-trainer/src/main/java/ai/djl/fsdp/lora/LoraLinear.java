@@ -25,7 +25,7 @@ import ai.djl.util.PairList;
  */
 public final class LoraLinear extends AbstractBlock {
 
-    private static final String BASE = "base_layer";
+    private static final String BASE = Lora.BASE_LAYER;
     private static final String A = "lora_A";
     private static final String B = "lora_B";
 
@@ -89,6 +89,17 @@ public final class LoraLinear extends AbstractBlock {
         NDArray a = getLoraA().getArray().stopGradient();
         NDArray b = getLoraB().getArray().stopGradient();
         return b.matMul(a).mul(scaling);
+    }
+
+    /**
+     * Adds this adapter's update into the base projection's weight, in place, in the weight's own
+     * layout: the merge of one adapter, whether the whole model is merged at once or one FSDP
+     * unit at a time.
+     */
+    public void mergeIntoBase() {
+        try (NDArray delta = deltaWeight()) {
+            base.addToWeight(delta);
+        }
     }
 
     @Override

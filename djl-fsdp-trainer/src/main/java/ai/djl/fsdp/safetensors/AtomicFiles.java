@@ -40,22 +40,78 @@ public final class AtomicFiles {
      * @throws IOException if writing or renaming fails; the target is then unchanged
      */
     public static void write(Path target, Content content) throws IOException {
+        try (Pending pending = open(target)) {
+            content.writeTo(pending.channel());
+            pending.commit();
+        }
+    }
+
+    /**
+     * Opens a temporary sibling of {@code target} for content written piece by piece (at any
+     * position); {@link Pending#commit()} puts it at {@code target}, closing without a commit
+     * deletes it.
+     *
+     * @param target the file to create or replace
+     * @return the open temporary file
+     * @throws IOException if it cannot be created
+     */
+    public static Pending open(Path target) throws IOException {
         Path absolute = target.toAbsolutePath();
         Files.createDirectories(absolute.getParent());
         Path temp = Files.createTempFile(absolute.getParent(), "." + absolute.getFileName(), ".tmp");
         try {
-            try (FileChannel channel =
-                    FileChannel.open(temp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-                content.writeTo(channel);
-                channel.force(true);
-            }
-            try {
-                Files.move(temp, absolute, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temp, absolute, StandardCopyOption.REPLACE_EXISTING);
-            }
-        } finally {
+            return new Pending(absolute, temp, FileChannel.open(temp, StandardOpenOption.WRITE));
+        } catch (IOException | RuntimeException e) {
             Files.deleteIfExists(temp);
+            throw e;
+        }
+    }
+
+    /** A file being written under a temporary name until it is committed. */
+    public static final class Pending implements AutoCloseable {
+
+        private final Path target;
+        private final Path temp;
+        private final FileChannel channel;
+
+        private Pending(Path target, Path temp, FileChannel channel) {
+            this.target = target;
+            this.temp = temp;
+            this.channel = channel;
+        }
+
+        /**
+         * Returns the channel of the temporary file.
+         *
+         * @return the channel to write the content to
+         */
+        public FileChannel channel() {
+            return channel;
+        }
+
+        /**
+         * Flushes the content to disk and renames the temporary file over the target.
+         *
+         * @throws IOException if flushing or renaming fails; the target is then unchanged
+         */
+        public void commit() throws IOException {
+            channel.force(true);
+            channel.close();
+            try {
+                Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING);
+            }
+        }
+
+        /** Deletes the temporary file unless it was committed. */
+        @Override
+        public void close() throws IOException {
+            try {
+                channel.close();
+            } finally {
+                Files.deleteIfExists(temp);
+            }
         }
     }
 

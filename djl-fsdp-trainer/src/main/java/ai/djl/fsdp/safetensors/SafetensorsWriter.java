@@ -12,8 +12,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Collects tensors and writes them as a safetensors file, or as a checkpoint directory sharded
@@ -23,10 +25,20 @@ import java.util.Map;
  * <pre>{@code
  * new SafetensorsWriter().add("wte.weight", wte).putMetadata("format", "pt").write(path);
  * }</pre>
+ *
+ * <p>A file too large to hold in memory at once is streamed instead: {@link #declare} every
+ * tensor's name, type and shape (which fixes the header and every tensor's offset), then {@link
+ * #stream} opens the file and takes each tensor's bytes as they become available, in any order.
  */
 public final class SafetensorsWriter {
 
-    private record Entry(Dtype dtype, Shape shape, ByteBuffer bytes) {}
+    /** A tensor's description, and its bytes unless it was only declared. */
+    private record Entry(Dtype dtype, Shape shape, ByteBuffer bytes) {
+
+        long byteSize() {
+            return shape.size() * dtype.bytes();
+        }
+    }
 
     private final Map<String, Entry> tensors = new LinkedHashMap<>();
     private final Map<String, String> metadata = new LinkedHashMap<>();
@@ -39,12 +51,7 @@ public final class SafetensorsWriter {
      * @return this writer
      */
     public SafetensorsWriter add(String name, NDArray array) {
-        Dtype dtype = Dtype.of(array.getDataType());
-        ByteBuffer bytes = array.toByteBuffer();
-        if (bytes.order() != ByteOrder.LITTLE_ENDIAN) {
-            throw new UnsupportedOperationException("safetensors is little-endian; this platform is not");
-        }
-        return add(name, dtype, array.getShape(), bytes);
+        return add(name, Dtype.of(array.getDataType()), array.getShape(), littleEndian(array));
     }
 
     /**
@@ -58,20 +65,40 @@ public final class SafetensorsWriter {
      * @return this writer
      */
     public SafetensorsWriter add(String name, Dtype dtype, Shape shape, ByteBuffer littleEndianBytes) {
+        checkSize(name, dtype, shape, littleEndianBytes);
+        return put(name, new Entry(dtype, shape, littleEndianBytes.slice()));
+    }
+
+    /**
+     * Declares a tensor whose bytes {@link #stream} takes later.
+     *
+     * @param name the tensor name
+     * @param dtype the element type
+     * @param shape the shape
+     * @return this writer
+     */
+    public SafetensorsWriter declare(String name, Dtype dtype, Shape shape) {
+        return put(name, new Entry(dtype, shape, null));
+    }
+
+    private SafetensorsWriter put(String name, Entry entry) {
         if (name.equals(SafetensorsFile.METADATA_KEY)) {
             throw new IllegalArgumentException(name + " is reserved for metadata");
         }
         if (tensors.containsKey(name)) {
             throw new IllegalArgumentException("tensor \"" + name + "\" was added twice");
         }
+        tensors.put(name, entry);
+        return this;
+    }
+
+    private static void checkSize(String name, Dtype dtype, Shape shape, ByteBuffer bytes) {
         long expected = shape.size() * dtype.bytes();
-        if (littleEndianBytes.remaining() != expected) {
+        if (bytes.remaining() != expected) {
             throw new IllegalArgumentException(
                     "tensor \"" + name + "\" of " + shape + " " + dtype + " needs " + expected
-                            + " bytes, got " + littleEndianBytes.remaining());
+                            + " bytes, got " + bytes.remaining());
         }
-        tensors.put(name, new Entry(dtype, shape, littleEndianBytes.slice()));
-        return this;
     }
 
     /**
@@ -112,7 +139,7 @@ public final class SafetensorsWriter {
         long currentBytes = 0;
         long totalBytes = 0;
         for (Map.Entry<String, Entry> e : tensors.entrySet()) {
-            long bytes = e.getValue().bytes().remaining();
+            long bytes = e.getValue().byteSize();
             if (!current.isEmpty() && currentBytes + bytes > maxShardBytes) {
                 shards.add(current);
                 current = new ArrayList<>();
@@ -143,13 +170,64 @@ public final class SafetensorsWriter {
                 new GsonBuilder().setPrettyPrinting().create().toJson(index));
     }
 
+    /**
+     * Opens a safetensors file of every tensor added or declared, for their bytes to be written as
+     * they become available. The header is written now; the file appears at {@code path} only
+     * when {@link StreamingFile#commit()} finds every tensor written.
+     *
+     * @param path the file to create or replace
+     * @return the open file
+     * @throws IOException if it cannot be created
+     */
+    public StreamingFile stream(Path path) throws IOException {
+        List<String> names = new ArrayList<>(tensors.keySet());
+        Header header = header(names);
+        AtomicFiles.Pending pending = AtomicFiles.open(path);
+        StreamingFile stream = new StreamingFile(pending, header);
+        try {
+            AtomicFiles.writeFully(pending.channel(), header.bytes());
+            for (String name : names) {
+                ByteBuffer bytes = tensors.get(name).bytes();
+                if (bytes != null) {
+                    stream.write(name, bytes.duplicate());
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            stream.close();
+            throw e;
+        }
+        return stream;
+    }
+
     private void write(Path path, List<String> names) throws IOException {
+        Header header = header(names);
+        AtomicFiles.write(
+                path,
+                channel -> {
+                    AtomicFiles.writeFully(channel, header.bytes());
+                    for (String name : names) {
+                        ByteBuffer bytes = tensors.get(name).bytes();
+                        if (bytes == null) {
+                            throw new IllegalStateException(
+                                    "tensor \"" + name + "\" was only declared: stream() the file"
+                                            + " to write its bytes when they are known");
+                        }
+                        AtomicFiles.writeFully(channel, bytes.duplicate());
+                    }
+                });
+    }
+
+    /** The encoded header of a file and where each tensor's bytes start in the file. */
+    private record Header(ByteBuffer bytes, Map<String, Long> fileOffsets) {}
+
+    private Header header(List<String> names) {
         JsonObject header = new JsonObject();
         if (!metadata.isEmpty()) {
             JsonObject meta = new JsonObject();
             metadata.forEach(meta::addProperty);
             header.add(SafetensorsFile.METADATA_KEY, meta);
         }
+        Map<String, Long> dataOffsets = new LinkedHashMap<>();
         long offset = 0;
         for (String name : names) {
             Entry entry = tensors.get(name);
@@ -162,7 +240,8 @@ public final class SafetensorsWriter {
             json.add("shape", shape);
             JsonArray offsets = new JsonArray();
             offsets.add(offset);
-            offset += entry.bytes().remaining();
+            dataOffsets.put(name, offset);
+            offset += entry.byteSize();
             offsets.add(offset);
             json.add("data_offsets", offsets);
             header.add(name, json);
@@ -176,13 +255,86 @@ public final class SafetensorsWriter {
             head.put((byte) ' ');
         }
         head.flip();
-        AtomicFiles.write(
-                path,
-                channel -> {
-                    AtomicFiles.writeFully(channel, head);
-                    for (String name : names) {
-                        AtomicFiles.writeFully(channel, tensors.get(name).bytes().duplicate());
-                    }
-                });
+        Map<String, Long> fileOffsets = new LinkedHashMap<>();
+        dataOffsets.forEach((name, at) -> fileOffsets.put(name, 8L + padded + at));
+        return new Header(head, fileOffsets);
+    }
+
+    /**
+     * A safetensors file being written tensor by tensor: its header is on disk, each tensor's
+     * bytes go to their place as they arrive, and {@link #commit()} publishes the file once every
+     * tensor is written. Closing without a commit deletes it.
+     */
+    public final class StreamingFile implements AutoCloseable {
+
+        private final AtomicFiles.Pending pending;
+        private final Header header;
+        private final Set<String> missing;
+
+        private StreamingFile(AtomicFiles.Pending pending, Header header) {
+            this.pending = pending;
+            this.header = header;
+            this.missing = new LinkedHashSet<>(header.fileOffsets().keySet());
+        }
+
+        /**
+         * Writes a declared tensor's values, stored with the type it was declared with.
+         *
+         * @param name the tensor name
+         * @param array its values, of the declared shape and element type
+         * @return this stream
+         * @throws IOException if writing fails
+         */
+        public StreamingFile write(String name, NDArray array) throws IOException {
+            Entry entry = tensors.get(name);
+            if (entry == null) {
+                throw new IllegalArgumentException("tensor \"" + name + "\" was not declared");
+            }
+            if (Dtype.of(array.getDataType()) != entry.dtype() || !array.getShape().equals(entry.shape())) {
+                throw new IllegalArgumentException(
+                        "tensor \"" + name + "\" was declared " + entry.shape() + " " + entry.dtype()
+                                + " but is " + array.getShape() + " " + array.getDataType());
+            }
+            return write(name, littleEndian(array));
+        }
+
+        private StreamingFile write(String name, ByteBuffer bytes) throws IOException {
+            if (!missing.remove(name)) {
+                throw new IllegalArgumentException("tensor \"" + name + "\" was already written");
+            }
+            checkSize(name, tensors.get(name).dtype(), tensors.get(name).shape(), bytes);
+            long position = header.fileOffsets().get(name);
+            while (bytes.hasRemaining()) {
+                position += pending.channel().write(bytes, position);
+            }
+            return this;
+        }
+
+        /**
+         * Publishes the file at its path.
+         *
+         * @throws IOException if writing fails
+         * @throws IllegalStateException if some declared tensor was not written
+         */
+        public void commit() throws IOException {
+            if (!missing.isEmpty()) {
+                throw new IllegalStateException("tensors never written: " + missing);
+            }
+            pending.commit();
+        }
+
+        /** Deletes the file unless it was committed. */
+        @Override
+        public void close() throws IOException {
+            pending.close();
+        }
+    }
+
+    private static ByteBuffer littleEndian(NDArray array) {
+        ByteBuffer bytes = array.toByteBuffer();
+        if (bytes.order() != ByteOrder.LITTLE_ENDIAN) {
+            throw new UnsupportedOperationException("safetensors is little-endian; this platform is not");
+        }
+        return bytes;
     }
 }

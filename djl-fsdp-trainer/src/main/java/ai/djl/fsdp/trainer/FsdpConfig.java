@@ -28,6 +28,7 @@ public final class FsdpConfig {
     private final boolean syncModuleStates;
     private final boolean logAllRanks;
     private final ParameterSource parameterSource;
+    private final boolean gatherOnClose;
 
     private FsdpConfig(Builder builder) {
         shardingStrategy = builder.shardingStrategy;
@@ -38,6 +39,12 @@ public final class FsdpConfig {
         syncModuleStates = builder.syncModuleStates;
         logAllRanks = builder.logAllRanks;
         parameterSource = builder.parameterSource;
+        gatherOnClose = builder.gatherOnClose;
+    }
+
+    /** Returns whether closing the trainer gathers the whole model back onto every rank. */
+    public boolean isGatherOnClose() {
+        return gatherOnClose;
     }
 
     /** Returns where sharding reads the parameters' values, null for their own arrays. */
@@ -96,6 +103,7 @@ public final class FsdpConfig {
         private boolean syncModuleStates = true;
         private boolean logAllRanks;
         private ParameterSource parameterSource;
+        private boolean gatherOnClose = true;
 
         Builder() {}
 
@@ -201,6 +209,20 @@ public final class FsdpConfig {
          */
         public Builder optParameterSource(ParameterSource source) {
             this.parameterSource = source;
+            return this;
+        }
+
+        /**
+         * Sets whether closing the trainer gathers the whole model back onto every rank (default
+         * true), so it can be used or saved as an ordinary model. A job that saves through {@link
+         * FsdpTrainer#forEachUnitGathered} (one unit at a time) turns it off, so that no rank ever
+         * holds the whole model; the model's parameters are then empty after close.
+         *
+         * @param gatherOnClose whether to gather on close
+         * @return this builder
+         */
+        public Builder optGatherOnClose(boolean gatherOnClose) {
+            this.gatherOnClose = gatherOnClose;
             return this;
         }
 

@@ -6,6 +6,7 @@ import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.unit.FsdpParameterStore;
 import ai.djl.fsdp.unit.ShardedModel;
+import ai.djl.fsdp.unit.UnitVisitor;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
@@ -38,7 +39,9 @@ import java.util.stream.Collectors;
  * model). {@link #iterateDataset} yields this rank's slice of each global batch. {@link #step()}
  * counts micro-batches and runs the sharded optimizer step on every {@code k}-th call ({@code k}
  * the gradient accumulation steps). {@link #close()} gathers the trained parameters back into the
- * model on every rank and restores its block tree, so the model can be saved or used as usual.
+ * model on every rank and restores its block tree, so the model can be saved or used as usual; a
+ * model larger than one rank's memory is saved before instead, one unit at a time ({@link
+ * #forEachUnitGathered}).
  */
 public class FsdpTrainer extends Trainer {
 
@@ -239,6 +242,24 @@ public class FsdpTrainer extends Trainer {
         }
     }
 
+    /**
+     * Runs {@code visitor} on each FSDP unit in turn, the root last, while that unit alone holds
+     * its full parameters (see {@link ShardedModel#forEachUnitGathered}): what {@link
+     * #withFullParameters} does for the whole model, one unit at a time, so no rank ever holds
+     * the whole model. Every rank must call it.
+     *
+     * @param visitor what to run on each unit
+     * @throws IOException if the visitor throws it
+     */
+    public void forEachUnitGathered(UnitVisitor visitor) throws IOException {
+        sharded().forEachUnitGathered(visitor);
+    }
+
+    /** Returns this process's rank in the trainer's process group. */
+    public int getRank() {
+        return group.rank();
+    }
+
     /** Returns the FSDP configuration. */
     public FsdpConfig getFsdpConfig() {
         return config;
@@ -247,12 +268,18 @@ public class FsdpTrainer extends Trainer {
     /**
      * Gathers the trained parameters back into the model on every rank (a collective: every rank
      * must close its trainer), restores the model's block tree, then closes as DJL's trainer does
-     * (listeners see the full model at training end).
+     * (listeners see the full model at training end). With {@link
+     * FsdpConfig.Builder#optGatherOnClose} off, nothing is gathered and the parameters are left
+     * empty.
      */
     @Override
     public void close() {
         if (sharded != null) {
-            sharded.unshard();
+            if (config.isGatherOnClose()) {
+                sharded.unshard();
+            } else {
+                sharded.restoreBlockTree();
+            }
             sharded.close();
             sharded = null;
         }

@@ -54,6 +54,23 @@ public final class FsdpUnit implements AutoCloseable {
         return flatParameters;
     }
 
+    /** Returns the unit's parameters, in the order of its flat parameters. */
+    public List<Parameter> getParameters() {
+        List<Parameter> parameters = new ArrayList<>();
+        flatParameters.forEach(flat -> parameters.addAll(flat.getParameters()));
+        return parameters;
+    }
+
+    /** Gives the unit's parameters copies of their full arrays (a collective when sharded). */
+    void restoreParameterArrays(ProcessGroup group) {
+        flatParameters.forEach(flat -> flat.restoreParameterArrays(group));
+    }
+
+    /** Frees the arrays {@link #restoreParameterArrays} gave the parameters. */
+    void releaseParameterArrays() {
+        flatParameters.forEach(FlatParameter::releaseParameterArrays);
+    }
+
     void startGather(ProcessGroup group) {
         flatParameters.forEach(flat -> flat.startGather(group));
     }

@@ -17,6 +17,7 @@ import ai.djl.training.ParameterStore;
 import ai.djl.util.Pair;
 import ai.djl.util.PairList;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -483,22 +484,54 @@ public final class ShardedModel implements AutoCloseable {
      * the model is an ordinary DJL model once more. Every rank must call it.
      */
     public void unshard() {
+        restoreBlockTree();
+        gatherParameterArrays();
+    }
+
+    /**
+     * Takes the unit wrappers out of the block tree without gathering: the parameters keep their
+     * empty arrays (for a job whose model was saved unit by unit and is not used whole again).
+     */
+    public void restoreBlockTree() {
         discardPass();
         for (int i = swaps.size() - 1; i >= 0; i--) {
             swaps.get(i).restore();
         }
         swaps.clear();
-        gatherParameterArrays();
     }
 
     /** Gives every parameter a copy of its full array (a collective: every rank calls it). */
     public void gatherParameterArrays() {
-        flatParameters().forEach(flat -> flat.restoreParameterArrays(group));
+        allUnits().forEach(unit -> unit.restoreParameterArrays(group));
     }
 
     /** Frees the arrays {@link #gatherParameterArrays()} gave the parameters. */
     public void releaseParameterArrays() {
-        flatParameters().forEach(FlatParameter::releaseParameterArrays);
+        allUnits().forEach(FsdpUnit::releaseParameterArrays);
+    }
+
+    /**
+     * Runs {@code visitor} on every unit in turn, the root last, with that unit's parameters
+     * holding their full arrays and every other unit's empty: a rank holds one unit's parameters
+     * at a time, never the whole model (to merge adapters and export a model larger than one
+     * rank's memory, say). A collective: every rank calls it, and every rank's visitor must
+     * return or throw alike, or the other ranks wait on the next unit's gather.
+     *
+     * @param visitor what to run on each unit
+     * @throws IOException if the visitor throws it; the unit's arrays are freed first
+     */
+    public void forEachUnitGathered(UnitVisitor visitor) throws IOException {
+        discardPass();
+        List<FsdpUnit> order = new ArrayList<>(units);
+        order.add(root);
+        for (FsdpUnit unit : order) {
+            unit.restoreParameterArrays(group);
+            try {
+                visitor.visit(unit);
+            } finally {
+                unit.releaseParameterArrays();
+            }
+        }
     }
 
     @Override

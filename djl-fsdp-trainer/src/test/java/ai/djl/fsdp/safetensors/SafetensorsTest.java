@@ -185,6 +185,51 @@ class SafetensorsTest {
         }
     }
 
+    @Test
+    void streamedFileEqualsTheOneWrittenAtOnce() throws IOException {
+        NDArray a = manager.arange(0f, 6f).reshape(2, 3);
+        NDArray b = manager.create(new long[] {4, 5, 6});
+        NDArray c = manager.ones(new Shape(3)).toType(DataType.FLOAT16, false);
+        Path whole = dir.resolve("whole.safetensors");
+        new SafetensorsWriter().putMetadata("format", "pt").add("a", a).add("b", b).add("c", c).write(whole);
+        Path streamed = dir.resolve("streamed.safetensors");
+        SafetensorsWriter writer =
+                new SafetensorsWriter()
+                        .putMetadata("format", "pt")
+                        .declare("a", Dtype.F32, new Shape(2, 3))
+                        .declare("b", Dtype.I64, new Shape(3))
+                        .add("c", c);
+        try (SafetensorsWriter.StreamingFile out = writer.stream(streamed)) {
+            // Bytes arrive out of order; the file exists only once all have.
+            out.write("b", b);
+            assertTrue(Files.notExists(streamed));
+            IllegalStateException early = assertThrows(IllegalStateException.class, out::commit);
+            assertTrue(early.getMessage().contains("[a]"), early.getMessage());
+            out.write("a", a);
+            out.commit();
+        }
+        assertArrayEquals(Files.readAllBytes(whole), Files.readAllBytes(streamed));
+    }
+
+    @Test
+    void streamingRefusesWhatWasNotDeclaredAsWritten() throws IOException {
+        Path file = dir.resolve("refused.safetensors");
+        SafetensorsWriter writer = new SafetensorsWriter().declare("a", Dtype.F32, new Shape(2));
+        IllegalStateException unwritable = assertThrows(IllegalStateException.class, () -> writer.write(file));
+        assertTrue(unwritable.getMessage().contains("only declared"), unwritable.getMessage());
+        try (SafetensorsWriter.StreamingFile out = writer.stream(file)) {
+            assertThrows(IllegalArgumentException.class, () -> out.write("b", manager.ones(new Shape(2))));
+            IllegalArgumentException shape =
+                    assertThrows(IllegalArgumentException.class, () -> out.write("a", manager.ones(new Shape(3))));
+            assertTrue(shape.getMessage().contains("declared (2) F32"), shape.getMessage());
+            out.write("a", manager.ones(new Shape(2)));
+            assertThrows(IllegalArgumentException.class, () -> out.write("a", manager.ones(new Shape(2))));
+        } // closed without a commit: nothing is left behind
+        try (var files = Files.list(dir)) {
+            assertEquals(0, files.count());
+        }
+    }
+
     private Path header(String name, String json) throws IOException {
         byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
         ByteBuffer b = ByteBuffer.allocate(8 + bytes.length + 8).order(ByteOrder.LITTLE_ENDIAN);

@@ -255,10 +255,8 @@ public final class FinetuneCommand implements Subcommand {
             try (trainer) {
                 train(trainer, data, group, (long) globalBatch * maxSeqLen);
                 report(trainer.getShardingStats(), group.rank());
-            } // closing gathers the trained weights into the model on every rank
-            if (group.rank() == 0) {
-                save(lm, lora, tokenizerPath);
-            }
+                save(trainer, lm, lora, tokenizerPath);
+            } // the model was saved one unit at a time: closing gathers nothing
             group.barrier();
         }
         return 0;
@@ -372,7 +370,9 @@ public final class FinetuneCommand implements Subcommand {
                 FsdpConfig.builder()
                         .optShardingStrategy(shardingStrategy)
                         .optWrapPolicy(WrapPolicy.byLayerClass(layers))
-                        .optParameterSource(source);
+                        .optParameterSource(source)
+                        // The model is saved one unit at a time before the trainer closes.
+                        .optGatherOnClose(false);
         if (maxGradNorm > 0) {
             builder.optMaxGradNorm(maxGradNorm);
         }
@@ -437,22 +437,34 @@ public final class FinetuneCommand implements Subcommand {
                         PeakMemory.residentBytes() / 1e6));
     }
 
-    private void save(CausalLM lm, LoraConfig lora, Path tokenizerPath) throws IOException {
-        OutputDirectory.replace(
-                outputDir,
+    /**
+     * Saves the trained model (LoRA: the adapters, and the merged model in {@code merged/}) one
+     * FSDP unit at a time, so no rank ever holds the whole model. Every rank takes part in the
+     * gathers; rank 0 writes, into a staging directory that replaces the output at the end.
+     */
+    private void save(FsdpTrainer trainer, CausalLM lm, LoraConfig lora, Path tokenizerPath)
+            throws IOException {
+        boolean writes = trainer.getRank() == 0;
+        OutputDirectory.Contents contents =
                 directory -> {
-                    Files.copy(tokenizerPath, directory.resolve(Tokenizers.FILE));
-                    if (lora == null) {
-                        HfCheckpoint.save(lm, directory);
-                        return;
+                    Path model = lora == null ? directory : directory.resolve(MERGED);
+                    if (lora != null) {
+                        Lora.save(trainer, lora, directory);
                     }
-                    Lora.save(lm, lora, directory);
-                    Lora.merge(lm);
-                    Path merged = directory.resolve(MERGED);
-                    HfCheckpoint.save(lm, merged);
-                    Files.copy(tokenizerPath, merged.resolve(Tokenizers.FILE));
-                });
-        print("saved " + (lora == null ? "the model" : "the adapters and merged/") + " to " + outputDir);
+                    HfCheckpoint.saveMerged(trainer, lm, model);
+                    if (writes) {
+                        Files.copy(tokenizerPath, directory.resolve(Tokenizers.FILE));
+                        if (lora != null) {
+                            Files.copy(tokenizerPath, model.resolve(Tokenizers.FILE));
+                        }
+                    }
+                };
+        if (writes) {
+            OutputDirectory.replace(outputDir, contents);
+            print("saved " + (lora == null ? "the model" : "the adapters and merged/") + " to " + outputDir);
+        } else {
+            contents.writeTo(outputDir); // takes part in the gathers; writes nothing
+        }
     }
 
     private void print(String line) {

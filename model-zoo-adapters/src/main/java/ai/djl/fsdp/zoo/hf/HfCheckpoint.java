@@ -1,8 +1,10 @@
 package ai.djl.fsdp.zoo.hf;
 
+import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -149,6 +151,28 @@ public final class HfCheckpoint {
      */
     public static void save(CausalLM model, Path directory) throws IOException {
         save(model, directory, DEFAULT_MAX_SHARD_BYTES);
+    }
+
+    /**
+     * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, {@code
+     * config.json} and {@code model.safetensors}, its LoRA adapters (if any) merged into the base
+     * weights: one FSDP unit at a time, so no rank holds the whole model (see {@link
+     * Lora#saveMerged}). A collective: every rank calls it; rank 0 writes.
+     *
+     * @param trainer the trainer of {@code model}
+     * @param model the model, adapted or not
+     * @param directory the directory (created if needed) on rank 0
+     * @throws IOException if writing fails
+     */
+    public static void saveMerged(FsdpTrainer trainer, CausalLM model, Path directory)
+            throws IOException {
+        if (trainer.getModel().getBlock() != model) {
+            throw new IllegalArgumentException("the trainer does not train this model");
+        }
+        Lora.saveMerged(trainer, directory.resolve(SafetensorsCheckpoint.SINGLE_FILE));
+        if (trainer.getRank() == 0) {
+            ConfigJson.write(model.getConfig(), directory);
+        }
     }
 
     /** Lists a few names of a set, which for a wrong model can hold hundreds. */

@@ -8,6 +8,8 @@ import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.param.ParameterSource;
+import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
@@ -23,6 +25,7 @@ import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.optimizer.Optimizer;
@@ -32,8 +35,13 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 
 /**
@@ -47,7 +55,9 @@ import java.util.stream.Stream;
  *   <li>LoRA at initialization gives exactly the base model's logits under FSDP, and only the
  *       adapters carry gradients and optimizer state.
  *   <li>After a few steps of LoRA training under FSDP, the merged model's logits equal the adapted
- *       model's.
+ *       model's, whether merged whole after gathering or one unit at a time into a saved file
+ *       (when only one unit at a time holds full parameters); closing without gathering leaves
+ *       every parameter empty.
  *   <li>A model sharded straight from a checkpoint, each rank reading its own shards, with or
  *       without adapters added, computes what the saved model computes.
  * </ul>
@@ -79,6 +89,7 @@ final class ShardedZooChecks {
                 loraStartsAtTheBaseModel(name, strategy, group);
             }
             mergedEqualsAdaptedAfterTraining(name, group);
+            closingWithoutGatheringLeavesNoFullParameters(name, group);
             for (boolean withLora : new boolean[] {false, true}) {
                 shardsLoadStraightFromACheckpoint(name, withLora, group);
             }
@@ -178,9 +189,16 @@ final class ShardedZooChecks {
         }
     }
 
+    /**
+     * After training, the model merged one FSDP unit at a time and saved by rank 0 loads as a
+     * plain checkpoint and computes what the adapted model computes, and what the model gathered
+     * whole and merged at once computes; while it is merged, a rank holds one unit at a time.
+     */
     private static void mergedEqualsAdaptedAfterTraining(String name, ProcessGroup group) {
+        Path directory = null;
         try (Model model = Model.newInstance(name, Device.cpu());
                 NDManager manager = TestModels.newManager()) {
+            directory = Files.createTempDirectory("merged-by-unit");
             CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
             NDArray ids = TestModels.tokens(manager, 2, 12, SEED + 1);
             NDArray base = TestModels.logits(lm, ids, null);
@@ -191,13 +209,79 @@ final class ShardedZooChecks {
                     newTrainer(model, ShardingStrategy.FULL_SHARD, group, 1e-2f)) {
                 train(trainer, manager, 3);
                 adapted = trainer.evaluate(new NDList(ids)).head();
+                gathersOneUnitAtATime(name, trainer, lm);
+                HfCheckpoint.saveMerged(trainer, lm, directory);
             } // closing gathers the trained adapters into the model
             if (TestModels.maxDiff(base, adapted) < 1e-3f) {
                 throw new AssertionError(name + ": training did not change the adapted logits");
             }
+            // Merging unit by unit changed copies only: the model still has its adapted weights.
             check(name + " adapted after close", adapted, TestModels.logits(lm, ids, null), TOLERANCE);
             Lora.merge(lm);
-            check(name + " merged", adapted, TestModels.logits(lm, ids, null), 1e-4f);
+            NDArray mergedWhole = TestModels.logits(lm, ids, null);
+            check(name + " merged", adapted, mergedWhole, 1e-4f);
+            if (group.rank() == 0) {
+                // Loading is strict: the file holds exactly the plain model's names and shapes.
+                CausalLM loaded = Models.load(directory, manager);
+                NDArray mergedByUnit = TestModels.logits(loaded, ids, null);
+                check(name + " merged unit by unit", adapted, mergedByUnit, 1e-4f);
+                check(name + " merged unit by unit vs whole", mergedWhole, mergedByUnit, 0f);
+            } else if (Files.exists(directory.resolve(SafetensorsCheckpoint.SINGLE_FILE))) {
+                throw new AssertionError(name + ": a rank other than 0 wrote the merged model");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            deleteQuietly(directory);
+        }
+    }
+
+    /** With {@code optGatherOnClose(false)}, closing the trainer gathers no parameter. */
+    private static void closingWithoutGatheringLeavesNoFullParameters(String name, ProcessGroup group) {
+        try (Model model = Model.newInstance(name, Device.cpu())) {
+            CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
+            model.setBlock(lm);
+            newTrainer(model, ShardingStrategy.FULL_SHARD, group, 1e-3f, null, false).close();
+            StateDict.parameters(lm)
+                    .forEach(
+                            (parameterName, parameter) -> {
+                                if (parameter.getArray().size() != 0) {
+                                    throw new AssertionError(
+                                            name + ": " + parameterName + " was gathered on close");
+                                }
+                            });
+        }
+    }
+
+    /**
+     * While a unit is visited, its parameters, and no others, hold their full arrays; every unit
+     * is visited once, the root last.
+     */
+    private static void gathersOneUnitAtATime(String name, FsdpTrainer trainer, CausalLM lm)
+            throws IOException {
+        Map<String, Parameter> parameters = StateDict.parameters(lm);
+        List<String> visited = new ArrayList<>();
+        trainer.forEachUnitGathered(
+                unit -> {
+                    Set<Parameter> own = Collections.newSetFromMap(new IdentityHashMap<>());
+                    own.addAll(unit.getParameters());
+                    parameters.forEach(
+                            (parameterName, parameter) -> {
+                                boolean full =
+                                        parameter.getArray().getShape().equals(parameter.getShape());
+                                if (full != own.contains(parameter)) {
+                                    throw new AssertionError(
+                                            name + ": while unit " + unit.getName()
+                                                    + " is gathered, " + parameterName
+                                                    + (full ? " is gathered too" : " is not"));
+                                }
+                            });
+                    visited.add(unit.getName());
+                });
+        int layers = lm.getConfig().numLayers();
+        if (visited.size() != layers + 1 || !visited.get(layers).equals("root")) {
+            throw new AssertionError(
+                    name + ": expected " + layers + " layers then the root, visited " + visited);
         }
     }
 
@@ -221,6 +305,16 @@ final class ShardedZooChecks {
             ProcessGroup group,
             float learningRate,
             ParameterSource source) {
+        return newTrainer(model, strategy, group, learningRate, source, true);
+    }
+
+    private static FsdpTrainer newTrainer(
+            Model model,
+            ShardingStrategy strategy,
+            ProcessGroup group,
+            float learningRate,
+            ParameterSource source,
+            boolean gatherOnClose) {
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(
@@ -237,6 +331,7 @@ final class ShardedZooChecks {
                                                 .decoderLayerClass()
                                                 .getSimpleName()))
                         .optParameterSource(source)
+                        .optGatherOnClose(gatherOnClose)
                         .build();
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
     }
