@@ -1,19 +1,13 @@
 package ai.djl.fsdp.bench;
 
 import ai.djl.fsdp.launch.Launcher;
-import ai.djl.fsdp.launch.RankFailedException;
 
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -32,13 +26,7 @@ import java.util.concurrent.Callable;
         })
 public final class CollectivesBenchCommand implements Callable<Integer> {
 
-    @Spec private CommandSpec spec;
-
-    @Option(
-            names = "--nproc",
-            defaultValue = "2",
-            description = "Ranks (default: ${DEFAULT-VALUE}).")
-    private int nproc;
+    @Mixin private BenchRanks ranks;
 
     @Option(
             names = "--bytes",
@@ -58,35 +46,14 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
             description = "Untimed runs first (default: ${DEFAULT-VALUE}).")
     private int warmup;
 
-    @Option(
-            names = "--jvm-opt",
-            paramLabel = "OPT",
-            description =
-                    "A JVM option for every rank (repeatable; default: -Xmx for the buffers).")
-    private List<String> jvmOptions = new ArrayList<>();
 
     @Override
     public Integer call() throws IOException, InterruptedException {
-        CollectivesBenchRank.checkSettings(bytes, iterations, warmup, nproc);
-        Path report = Files.createTempFile("fsdp-bench-collectives", ".txt");
-        try {
-            List<String> command = CollectivesBenchRank.command(bytes, iterations, warmup, report);
-            Launcher.builder()
-                    .setNprocPerNode(nproc)
-                    .setCommand(command)
-                    .optJavaOptions(jvmOptions.isEmpty() ? defaultJvmOptions() : jvmOptions)
-                    .build()
-                    .run();
-            PrintWriter out = spec.commandLine().getOut();
-            Files.readAllLines(report, StandardCharsets.UTF_8).forEach(out::println);
-            out.flush();
-            return 0;
-        } catch (RankFailedException e) {
-            spec.commandLine().getErr().println("fsdp bench collectives: " + e.getMessage());
-            return e.exitCode();
-        } finally {
-            Files.deleteIfExists(report);
-        }
+        CollectivesBenchRank.checkSettings(bytes, iterations, warmup, ranks.nproc());
+        return ranks.run(
+                report -> CollectivesBenchRank.command(bytes, iterations, warmup, report),
+                defaultJvmOptions(),
+                report -> String.join(System.lineSeparator(), Files.readAllLines(report)));
     }
 
     /**

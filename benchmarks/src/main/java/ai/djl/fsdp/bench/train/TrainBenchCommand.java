@@ -1,18 +1,12 @@
 package ai.djl.fsdp.bench.train;
 
-import ai.djl.fsdp.launch.Launcher;
-import ai.djl.fsdp.launch.RankFailedException;
+import ai.djl.fsdp.bench.BenchRanks;
 
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -34,13 +28,7 @@ import java.util.concurrent.Callable;
         })
 public final class TrainBenchCommand implements Callable<Integer> {
 
-    @Spec private CommandSpec spec;
-
-    @Option(
-            names = "--nproc",
-            defaultValue = "2",
-            description = "Ranks (default: ${DEFAULT-VALUE}).")
-    private int nproc;
+    @Mixin private BenchRanks ranks;
 
     @Option(
             names = "--sharding",
@@ -98,39 +86,16 @@ public final class TrainBenchCommand implements Callable<Integer> {
             description = "Sequences per rank per step (default: ${DEFAULT-VALUE}).")
     private int batch;
 
-    @Option(
-            names = "--jvm-opt",
-            paramLabel = "OPT",
-            description = "A JVM option for every rank (repeatable; default: -Xmx1g).")
-    private List<String> jvmOptions = new ArrayList<>();
-
     @Override
     public Integer call() throws IOException, InterruptedException {
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        nproc, sharding, steps, warmup, layers, width, heads, vocab, sequence,
-                        batch);
+                        ranks.nproc(), sharding, steps, warmup, layers, width, heads, vocab,
+                        sequence, batch);
         settings.check();
-        Path report = Files.createTempFile("fsdp-bench-train", "");
-        try {
-            Launcher.builder()
-                    .setNprocPerNode(nproc)
-                    .setCommand(TrainBenchRank.command(settings, report))
-                    .optJavaOptions(jvmOptions.isEmpty() ? List.of("-Xmx1g") : jvmOptions)
-                    .build()
-                    .run();
-            PrintWriter out = spec.commandLine().getOut();
-            out.println(TrainBenchReport.summarize(settings, report));
-            out.flush();
-            return 0;
-        } catch (RankFailedException e) {
-            spec.commandLine().getErr().println("fsdp bench train: " + e.getMessage());
-            return e.exitCode();
-        } finally {
-            for (int rank = 0; rank < nproc; rank++) {
-                Files.deleteIfExists(Path.of(report + ".rank" + rank));
-            }
-            Files.deleteIfExists(report);
-        }
+        return ranks.run(
+                report -> TrainBenchRank.command(settings, report),
+                List.of("-Xmx1g"),
+                report -> TrainBenchReport.summarize(settings, report));
     }
 }
