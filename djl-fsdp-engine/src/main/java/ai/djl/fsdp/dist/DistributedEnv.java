@@ -252,14 +252,6 @@ public final class DistributedEnv {
         return jobToken;
     }
 
-    /**
-     * Returns how many intra-op threads this process should use so that the processes of a node
-     * share its cores rather than thrash: the cores divided by the local world size, at least one.
-     */
-    public int intraOpThreads() {
-        return Math.max(1, Runtime.getRuntime().availableProcessors() / localWorldSize);
-    }
-
     /** {@inheritDoc} The job token is not shown. */
     @Override
     public String toString() {

@@ -43,7 +43,8 @@ public final class ProcessGroupOptions {
 
     /**
      * Returns the longest the group waits: to reach the store and the other ranks at start-up, for
-     * a store call, and for a peer that sends nothing during a collective.
+     * a store call, and (socket backend) for a peer that sends nothing during a collective; NCCL
+     * collectives wait on the GPU without it.
      */
     public Duration timeout() {
         return timeout;

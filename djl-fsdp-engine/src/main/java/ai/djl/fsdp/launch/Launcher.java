@@ -44,10 +44,6 @@ public final class Launcher {
     static final String CLI_MAIN_CLASS = "ai.djl.fsdp.cli.Fsdp";
 
     /**
-     * Slurm describes the task that runs the launcher, not the ranks it starts; a rank that saw
-     * them could take them for its own place in the job.
-     */
-    /**
      * glibc malloc settings for every rank, unless the environment already sets the variable. By
      * default glibc raises its mmap threshold to the largest block freed so far, after which
      * parameter-sized buffers come from the heap arenas and stay resident once freed: the memory
@@ -61,6 +57,10 @@ public final class Launcher {
     static final String MALLOC_TUNABLES =
             "glibc.malloc.mmap_threshold=4194304:glibc.malloc.hugetlb=1";
 
+    /**
+     * Slurm describes the task that runs the launcher, not the ranks it starts; a rank that saw
+     * them could take them for its own place in the job.
+     */
     private static final List<String> SLURM_TASK_VARIABLES =
             List.of("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE");
 

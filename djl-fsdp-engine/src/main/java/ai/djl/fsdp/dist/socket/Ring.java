@@ -78,14 +78,6 @@ final class Ring implements AutoCloseable {
         ByteBuffer filled(ByteBuffer full);
     }
 
-    int rank() {
-        return rank;
-    }
-
-    int size() {
-        return size;
-    }
-
     int next() {
         return (rank + 1) % size;
     }
@@ -184,7 +176,7 @@ final class Ring implements AutoCloseable {
                     int length = (int) Math.min(Math.min(receive.remaining(), PULL_BYTES),
                             offerLeft);
                     if (length == 0 && receive.hasRemaining()) {
-                        throw new PeerFailure(prev(), "rank " + prev() + " offered fewer bytes"
+                        throw new PeerFailure("rank " + prev() + " offered fewer bytes"
                                 + " than rank " + rank + " expects; the ranks disagree on a"
                                 + " collective's size", null);
                     }
@@ -265,21 +257,21 @@ final class Ring implements AutoCloseable {
         try {
             PeerMemory.read(prevPid, address, receive, length);
         } catch (IOException e) {
-            throw new PeerFailure(prev(), "rank " + prev() + "'s memory could not be read ("
+            throw new PeerFailure("rank " + prev() + "'s memory could not be read ("
                     + e.getMessage() + "): rank " + prev() + " exited or was killed", e);
         }
     }
 
     private PeerFailure closedBy(int peer) {
-        return new PeerFailure(peer, "rank " + peer + " closed its link with rank " + rank
+        return new PeerFailure("rank " + peer + " closed its link with rank " + rank
                 + " mid-collective (its process exited, was killed or gave up)", null);
     }
 
     private PeerFailure linkFailure(int peer, String what, IOException e) {
         if (e instanceof ClosedChannelException) {
-            return new PeerFailure(rank, "the process group on rank " + rank + " was closed", e);
+            return new PeerFailure("the process group on rank " + rank + " was closed", e);
         }
-        return new PeerFailure(peer, what + " (" + e.getMessage() + "): rank " + peer
+        return new PeerFailure(what + " (" + e.getMessage() + "): rank " + peer
                 + " exited, was killed or is unreachable", e);
     }
 
@@ -297,17 +289,17 @@ final class Ring implements AutoCloseable {
             }
         } catch (IOException | RuntimeException e) {
             // A closed selector or cancelled key: the group is shutting down.
-            throw new PeerFailure(rank, "the process group on rank " + rank + " was closed", e);
+            throw new PeerFailure("the process group on rank " + rank + " was closed", e);
         }
         if (!selector.isOpen()) {
-            throw new PeerFailure(rank, "the process group on rank " + rank + " was closed", null);
+            throw new PeerFailure("the process group on rank " + rank + " was closed", null);
         }
         if (readPrev || writePrev) {
-            throw new PeerFailure(prev(), "rank " + prev() + " did not answer rank " + rank
+            throw new PeerFailure("rank " + prev() + " did not answer rank " + rank
                     + " for " + timeout + " (it hangs, or is not calling the same collectives)",
                     null);
         }
-        throw new PeerFailure(next(), "rank " + next() + " did not answer rank " + rank + " for "
+        throw new PeerFailure("rank " + next() + " did not answer rank " + rank + " for "
                 + timeout + " (it hangs, or is not calling the same collectives)", null);
     }
 

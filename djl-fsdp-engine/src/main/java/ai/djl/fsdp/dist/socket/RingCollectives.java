@@ -27,6 +27,8 @@ final class RingCollectives {
     private final ByteBuffer staging;
     private final ByteBuffer ownHeader = direct(HEADER_BYTES);
     private final ByteBuffer peerHeader = direct(HEADER_BYTES);
+    private final ByteBuffer barrierPiece = direct(1);
+    private final ByteBuffer barrierAll;
     private ByteBuffer[] partials = new ByteBuffer[] {direct(0), direct(0)};
     private long sequence;
 
@@ -40,6 +42,7 @@ final class RingCollectives {
         this.size = size;
         // A whole number of elements of every supported type.
         staging = direct(Math.max(Long.BYTES, chunkBytes - chunkBytes % Long.BYTES));
+        barrierAll = direct(size);
     }
 
     /** Every rank's {@code input} into {@code output}, rank r's at byte {@code r * input}. */
@@ -106,8 +109,7 @@ final class RingCollectives {
 
     /** Returns once every rank has called it: a one-byte all-gather. */
     void barrier() throws PeerFailure {
-        ByteBuffer all = direct(size);
-        allGather(direct(1), all);
+        allGather(barrierPiece.duplicate(), barrierAll.duplicate());
     }
 
     /**
@@ -134,7 +136,7 @@ final class RingCollectives {
                 || peerParameter != parameter) {
             String difference = peerParameter != parameter && peerKind == kind.ordinal()
                     && peerBytes == bytes ? " with a different element type, operation or root" : "";
-            throw new PeerFailure(ring.prev(), "ranks disagree on collective #" + sequence
+            throw new PeerFailure("ranks disagree on collective #" + sequence
                     + ": rank " + ring.prev() + " called " + describe(peerSequence, peerKind,
                     peerBytes) + " but rank " + rank + " called " + describe(sequence,
                     kind.ordinal(), bytes) + difference + "; every rank must call the same"
