@@ -2,6 +2,7 @@ package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
@@ -158,8 +159,8 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     @Override
     public synchronized Work allGatherAsync(NDArray input, NDArray output) {
-        int type = elementType(input, output);
-        requireSizes("allGather", input, output);
+        int type = elementType(CollectiveArguments.sameType("allGather", input, output));
+        CollectiveArguments.requireSizes("allGather", size, "output", output, "input", input);
         DevicePointer stream = enter();
         NcclStatus.checkNccl(
                 nccl.ncclAllGather(
@@ -176,8 +177,8 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     @Override
     public synchronized Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-        int type = elementType(input, output);
-        requireSizes("reduceScatter", output, input);
+        int type = elementType(CollectiveArguments.sameType("reduceScatter", input, output));
+        CollectiveArguments.requireSizes("reduceScatter", size, "input", input, "output", output);
         DevicePointer stream = enter();
         NcclStatus.checkNccl(
                 nccl.ncclReduceScatter(
@@ -195,7 +196,7 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     @Override
     public synchronized Work allReduceAsync(NDArray array, ReduceOp op) {
-        int type = elementType(array, array);
+        int type = elementType(TensorMemory.dataType(array));
         DevicePointer stream = enter();
         NcclStatus.checkNccl(
                 nccl.ncclAllReduce(
@@ -213,11 +214,8 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     @Override
     public synchronized Work broadcastAsync(NDArray array, int root) {
-        if (root < 0 || root >= size) {
-            throw new IllegalArgumentException(
-                    "broadcast root must be in [0, " + size + "), got " + root);
-        }
-        int type = elementType(array, array);
+        CollectiveArguments.requireRoot(root, size);
+        int type = elementType(TensorMemory.dataType(array));
         DevicePointer stream = enter();
         NcclStatus.checkNccl(
                 nccl.ncclBroadcast(
@@ -285,20 +283,6 @@ public final class NcclProcessGroup implements ProcessGroup {
         return new DevicePointer(TensorMemory.contiguousDataPointer(array, "collective's array"));
     }
 
-    private void requireSizes(String collective, NDArray piece, NDArray whole) {
-        if (whole.size() != piece.size() * size) {
-            throw new IllegalArgumentException(
-                    collective
-                            + " needs the larger array to hold exactly "
-                            + size
-                            + " times the smaller one's elements, got "
-                            + whole.size()
-                            + " and "
-                            + piece.size()
-                            + "; pad the larger one");
-        }
-    }
-
     private static int reduction(ReduceOp op) {
         switch (op) {
             case SUM:
@@ -310,20 +294,7 @@ public final class NcclProcessGroup implements ProcessGroup {
         }
     }
 
-    /** Maps the arrays' element type to NCCL's. */
-    private static int elementType(NDArray first, NDArray second) {
-        DataType type = TensorMemory.dataType(first);
-        DataType other = TensorMemory.dataType(second);
-        if (type != other) {
-            throw new IllegalArgumentException(
-                    "A collective's arrays must share one element type, got "
-                            + type
-                            + " and "
-                            + other);
-        }
-        return elementType(type);
-    }
-
+    /** Maps an element type to NCCL's. */
     private static int elementType(DataType type) {
         switch (type) {
             case FLOAT32:

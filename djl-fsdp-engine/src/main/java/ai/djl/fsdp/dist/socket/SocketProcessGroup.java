@@ -1,5 +1,6 @@
 package ai.djl.fsdp.dist.socket;
 
+import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
@@ -128,8 +129,8 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     @Override
     public Work allGatherAsync(NDArray input, NDArray output) {
-        requireSameType("allGather", input, output);
-        requireSizes("allGather", "output", output, "input", input);
+        CollectiveArguments.sameType("allGather", input, output);
+        CollectiveArguments.requireSizes("allGather", size, "output", output, "input", input);
         ByteBuffer in = TensorMemory.hostBuffer(input, "allGather input");
         ByteBuffer out = TensorMemory.hostBuffer(output, "allGather output");
         return submit("allGather of " + out.capacity() + " bytes",
@@ -138,9 +139,9 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     @Override
     public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-        requireSameType("reduceScatter", input, output);
-        requireSizes("reduceScatter", "input", input, "output", output);
-        ElementReduction reduction = ElementReduction.of(TensorMemory.dataType(input));
+        DataType type = CollectiveArguments.sameType("reduceScatter", input, output);
+        CollectiveArguments.requireSizes("reduceScatter", size, "input", input, "output", output);
+        ElementReduction reduction = ElementReduction.of(type);
         ByteBuffer in = TensorMemory.hostBuffer(input, "reduceScatter input");
         ByteBuffer out = TensorMemory.hostBuffer(output, "reduceScatter output");
         int divisor = divisor(op);
@@ -159,10 +160,7 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     @Override
     public Work broadcastAsync(NDArray array, int root) {
-        if (root < 0 || root >= size) {
-            throw new IllegalArgumentException("broadcast root " + root + " is not a rank of this"
-                    + " group of " + size);
-        }
+        CollectiveArguments.requireRoot(root, size);
         ByteBuffer memory = TensorMemory.hostBuffer(array, "broadcast array");
         return submit("broadcast of " + memory.capacity() + " bytes from rank " + root,
                 () -> collectives.broadcast(memory, root));
@@ -181,25 +179,6 @@ public final class SocketProcessGroup implements ProcessGroup {
                 return size;
             default:
                 throw new IllegalArgumentException("Unsupported reduction " + op);
-        }
-    }
-
-    private static void requireSameType(String collective, NDArray input, NDArray output) {
-        DataType in = TensorMemory.dataType(input);
-        DataType out = TensorMemory.dataType(output);
-        if (in != out) {
-            throw new IllegalArgumentException(collective + " input is " + in
-                    + " but its output is " + out + ": they must match");
-        }
-    }
-
-    /** Requires {@code large} to hold exactly {@code size} times the elements of {@code small}. */
-    private void requireSizes(String collective, String largeName, NDArray large,
-            String smallName, NDArray small) {
-        if (large.size() != small.size() * size) {
-            throw new IllegalArgumentException(collective + " " + largeName + " has "
-                    + large.size() + " elements but must have " + size + " (the world size) times"
-                    + " the " + smallName + "'s " + small.size() + ": pad to a multiple");
         }
     }
 
