@@ -366,10 +366,10 @@ public final class FlatParameter implements AutoCloseable {
         return gradient;
     }
 
-    /** Sets the accumulated gradient to zero, keeping its memory. */
+    /** Sets the accumulated gradient to zero, keeping its memory; Inf and NaN become zero too. */
     public void zeroGradient() {
         if (gradient != null) {
-            gradient.subi(gradient);
+            gradient.set(new NDIndex("..."), 0);
         }
     }
 
