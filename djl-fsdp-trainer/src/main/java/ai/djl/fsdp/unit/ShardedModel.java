@@ -88,7 +88,8 @@ public final class ShardedModel implements AutoCloseable {
      * @param syncModuleStates whether rank 0's parameter values are broadcast first
      * @param manager the manager the shards are kept under
      * @param source where each rank reads its shards from, or null to shard the parameters' own
-     *     arrays (then {@code syncModuleStates} is ignored: every rank reads the same source)
+     *     arrays; when a source is given, {@code syncModuleStates} is ignored: every rank reads the
+     *     same source
      * @return the sharded model
      */
     public static ShardedModel shard(
