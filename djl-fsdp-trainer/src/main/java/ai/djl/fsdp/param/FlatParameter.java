@@ -348,14 +348,14 @@ public final class FlatParameter implements AutoCloseable {
     /**
      * Adds {@code shardGradient} times {@code scale} to the shard's accumulated gradient.
      *
-     * @param shardGradient a gradient for this rank's shard; it is scaled in place
+     * @param shardGradient a gradient for this rank's shard; it is scaled in place (unless scale is 1)
      * @param scale the factor
      */
     public void accumulateGradient(NDArray shardGradient, float scale) {
-        if (gradient == null) {
-            gradient = stateManager.zeros(shard.getShape(), shard.getDataType());
+        if (scale != 1f) {
+            shardGradient.muli(scale);
         }
-        gradient.addi(shardGradient.muli(scale));
+        getGradient().addi(shardGradient);
     }
 
     /** Returns the shard's accumulated gradient, zeros if none has come yet. */
