@@ -369,7 +369,11 @@ public final class FlatParameter implements AutoCloseable {
     /** Sets the accumulated gradient to zero, keeping its memory; Inf and NaN become zero too. */
     public void zeroGradient() {
         if (gradient != null) {
-            gradient.set(new NDIndex("..."), 0);
+            // The zero is made in a scratch manager so no scalar is left behind in the state.
+            try (NDManager scratch = stateManager.newSubManager()) {
+                NDArray zero = scratch.zeros(new Shape(), gradient.getDataType());
+                gradient.set(new NDIndex("..."), zero);
+            }
         }
     }
 
