@@ -44,6 +44,8 @@ public final class ShardedModel implements AutoCloseable {
     private final boolean prefetch;
     private final FsdpUnit root;
     private final List<FsdpUnit> units;
+    private final List<FsdpUnit> allUnits;
+    private final List<FlatParameter> flatParameters;
     private final Map<String, FsdpUnit> ownerByParameterId;
     private final List<ChildSwap> swaps;
     private final List<UnitCall> tape = new ArrayList<>();
@@ -70,6 +72,13 @@ public final class ShardedModel implements AutoCloseable {
         this.prefetch = prefetch;
         this.root = root;
         this.units = units;
+        List<FsdpUnit> all = new ArrayList<>(units.size() + 1);
+        all.add(root);
+        all.addAll(units);
+        this.allUnits = Collections.unmodifiableList(all);
+        List<FlatParameter> flats = new ArrayList<>();
+        allUnits.forEach(unit -> flats.addAll(unit.getFlatParameters()));
+        this.flatParameters = Collections.unmodifiableList(flats);
         this.ownerByParameterId = ownerByParameterId;
         this.swaps = swaps;
         forwardOrder = units;
@@ -191,17 +200,12 @@ public final class ShardedModel implements AutoCloseable {
 
     /** Returns the units, root first. */
     public List<FsdpUnit> allUnits() {
-        List<FsdpUnit> all = new ArrayList<>(units.size() + 1);
-        all.add(root);
-        all.addAll(units);
-        return all;
+        return allUnits;
     }
 
     /** Returns every flat parameter, the root's first. */
     public List<FlatParameter> flatParameters() {
-        List<FlatParameter> flats = new ArrayList<>();
-        allUnits().forEach(unit -> flats.addAll(unit.getFlatParameters()));
-        return flats;
+        return flatParameters;
     }
 
     /**
@@ -471,7 +475,6 @@ public final class ShardedModel implements AutoCloseable {
         tape.clear();
         observedOrder = new ArrayList<>();
         recording = false;
-        root.clearViews();
         if (rootScope != null) {
             rootScope.close();
             rootScope = null;
