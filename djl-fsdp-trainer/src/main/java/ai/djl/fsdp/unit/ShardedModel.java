@@ -566,13 +566,15 @@ public final class ShardedModel implements AutoCloseable {
             }
             String id = name + (isTrainable ? "/trainable" : "/frozen");
             flats.add(
-                    source == null
-                            ? FlatParameter.create(
-                                    id, isTrainable, members, shardCount, shardIndex, manager,
-                                    syncFrom)
-                            : FlatParameter.load(
-                                    id, isTrainable, members, shardCount, shardIndex, manager,
-                                    source));
+                    FlatParameter.create(
+                            id,
+                            isTrainable,
+                            members,
+                            shardCount,
+                            shardIndex,
+                            manager,
+                            syncFrom,
+                            source));
         }
         return flats;
     }
