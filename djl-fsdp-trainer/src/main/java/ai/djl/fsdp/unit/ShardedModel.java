@@ -280,20 +280,20 @@ public final class ShardedModel implements AutoCloseable {
         scope.setName("fsdp-unit-" + unit.getName());
         boolean buildGraph = recording && !recompute;
         NDList inputLeaves = leavesOf(inputs, scope, buildGraph);
-        List<NDArray> flatLeaves = unit.materialize(buildGraph, scope);
         int seed = seed(unit, callIndex);
-        boolean gradMode = JniUtils.isGradMode();
-        NDList outputs;
-        try {
-            JniUtils.setGradMode(buildGraph);
-            if (recording) {
-                parameterStore.getManager().getEngine().setRandomSeed(seed);
-            }
-            outputs = unit.getBlock().forward(parameterStore, inputLeaves, training, params);
-        } finally {
-            JniUtils.setGradMode(gradMode);
-            unit.clearViews();
-        }
+        UnitForward forward =
+                forwardUnit(
+                        unit,
+                        parameterStore,
+                        inputLeaves,
+                        scope,
+                        buildGraph,
+                        recording,
+                        seed,
+                        training,
+                        params);
+        List<NDArray> flatLeaves = forward.flatLeaves();
+        NDList outputs = forward.outputs();
         NDList outputLeaves = new NDList(outputs.size());
         for (NDArray output : outputs) {
             NDArray leaf = output.stopGradient();
@@ -362,6 +362,40 @@ public final class ShardedModel implements AutoCloseable {
         microBatch = 0;
     }
 
+    /** A unit's forward: the flat leaves it was materialized with, and its outputs. */
+    private record UnitForward(List<NDArray> flatLeaves, NDList outputs) {}
+
+    /**
+     * Materializes {@code unit}'s parameters in {@code scope}, reseeds the engine when {@code
+     * reseed}, runs the unit's block with grad mode set to {@code withGraph}, then restores the
+     * grad mode and clears the unit's views.
+     */
+    private UnitForward forwardUnit(
+            FsdpUnit unit,
+            ParameterStore parameterStore,
+            NDList inputLeaves,
+            NDManager scope,
+            boolean withGraph,
+            boolean reseed,
+            int seed,
+            boolean training,
+            PairList<String, Object> params) {
+        List<NDArray> flatLeaves = unit.materialize(withGraph, scope);
+        boolean gradMode = JniUtils.isGradMode();
+        NDList outputs;
+        try {
+            JniUtils.setGradMode(withGraph);
+            if (reseed) {
+                parameterStore.getManager().getEngine().setRandomSeed(seed);
+            }
+            outputs = unit.getBlock().forward(parameterStore, inputLeaves, training, params);
+        } finally {
+            JniUtils.setGradMode(gradMode);
+            unit.clearViews();
+        }
+        return new UnitForward(flatLeaves, outputs);
+    }
+
     private void backwardThrough(UnitCall call, ParameterStore parameterStore, float scale) {
         FsdpUnit unit = call.unit;
         if (call.scope == null) {
@@ -369,18 +403,19 @@ public final class ShardedModel implements AutoCloseable {
             unit.awaitGather();
             call.scope = call.inputs.head().getManager().newSubManager();
             call.inputLeaves = leavesOf(call.inputs, call.scope, true);
-            call.flatLeaves = unit.materialize(true, call.scope);
-            parameterStore.getManager().getEngine().setRandomSeed(call.seed);
-            boolean gradMode = JniUtils.isGradMode();
-            try {
-                JniUtils.setGradMode(true);
-                call.outputs =
-                        unit.getBlock()
-                                .forward(parameterStore, call.inputLeaves, true, call.params);
-            } finally {
-                JniUtils.setGradMode(gradMode);
-                unit.clearViews();
-            }
+            UnitForward forward =
+                    forwardUnit(
+                            unit,
+                            parameterStore,
+                            call.inputLeaves,
+                            call.scope,
+                            true,
+                            true,
+                            call.seed,
+                            true,
+                            call.params);
+            call.flatLeaves = forward.flatLeaves();
+            call.outputs = forward.outputs();
         }
         NDManager scope = call.scope;
         try {
