@@ -287,11 +287,6 @@ public final class FlatParameter implements AutoCloseable {
         }
     }
 
-    /** Returns whether the full buffer is gathered (or on its way). */
-    public boolean isGathered() {
-        return shardCount == 1 || full != null;
-    }
-
     /** Returns the gathered full buffer. */
     public NDArray getFull() {
         if (shardCount == 1) {
