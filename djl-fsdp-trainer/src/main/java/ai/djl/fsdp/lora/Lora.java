@@ -303,8 +303,12 @@ public final class Lora {
         adapters.forEach((path, lora) -> pathByA.put(lora.getLoraA(), path));
         SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
         // The adapters are small: the writer keeps copies of each unit's until all are in.
+        // Every rank takes part in the gathers; only rank 0, which writes, copies the adapters.
         trainer.forEachUnitGathered(
                 unit -> {
+                    if (trainer.getRank() != 0) {
+                        return;
+                    }
                     for (Parameter parameter : unit.getParameters()) {
                         String path = pathByA.get(parameter);
                         if (path != null) {

@@ -26,6 +26,7 @@ public final class ShardedOptimizer {
     private final List<FlatParameter> trainable;
     private final ProcessGroup group;
     private final float maxGradNorm;
+    private final boolean sharded;
 
     /**
      * Creates the step.
@@ -44,6 +45,7 @@ public final class ShardedOptimizer {
         this.trainable = List.copyOf(trainable);
         this.group = group;
         this.maxGradNorm = maxGradNorm;
+        this.sharded = this.trainable.stream().anyMatch(FlatParameter::isSharded);
     }
 
     /**
@@ -74,7 +76,6 @@ public final class ShardedOptimizer {
      * Scales the gradients so their global norm is at most {@code maxGradNorm}, as PyTorch does.
      */
     private float clip() {
-        boolean sharded = trainable.stream().anyMatch(FlatParameter::isSharded);
         float norm;
         try (NDManager scope =
                 trainable.get(0).getShard().getManager().getParentManager().newSubManager()) {

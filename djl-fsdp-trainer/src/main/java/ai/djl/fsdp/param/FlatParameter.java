@@ -155,13 +155,21 @@ public final class FlatParameter implements AutoCloseable {
      * which this rank keeps piece {@code shardIndex}. The parameters keep their arrays; see {@link
      * #releaseParameterArrays()}.
      *
+     * <p>Without a {@code source}, the shard is cut from the parameters' own arrays (after rank 0's
+     * values are broadcast over {@code syncFrom}, when given). With a {@code source}, this rank's
+     * shard is read from it: only the elements of the shard are read, and the parameters' own
+     * arrays only for the parameters the source does not hold; {@code syncFrom} is then ignored.
+     *
      * @param id a name unique in the model; the optimizer keys the shard's state by it
      * @param trainable whether the parameters receive gradients
-     * @param parameters the parameters, initialized, of one data type and device
+     * @param parameters the parameters, of one data type and device: initialized, or with arrays
+     *     of their shape when a {@code source} is given
      * @param shardCount how many pieces the buffer is split in (1 for no sharding)
      * @param shardIndex the piece this rank keeps
      * @param parentManager the manager the shard's own manager is made under
-     * @param syncFrom when not null, rank 0's values are broadcast over this group first
+     * @param syncFrom when not null (and no source is given), rank 0's values are broadcast over
+     *     this group first
+     * @param source when not null, where the values are read from
      * @return the flat parameter
      */
     public static FlatParameter create(
@@ -171,41 +179,20 @@ public final class FlatParameter implements AutoCloseable {
             int shardCount,
             int shardIndex,
             NDManager parentManager,
-            ProcessGroup syncFrom) {
-        if (parameters.isEmpty()) {
-            throw new IllegalArgumentException("A flat parameter needs parameters: " + id);
-        }
-        return new FlatParameter(
-                id, trainable, parameters, shardCount, shardIndex, parentManager, syncFrom, null);
-    }
-
-    /**
-     * Builds a flat parameter as {@link #create} does, but reads this rank's shard from {@code
-     * source}: only the elements of the shard are read, and the parameters' own arrays only for
-     * the parameters the source does not hold.
-     *
-     * @param id a name unique in the model; the optimizer keys the shard's state by it
-     * @param trainable whether the parameters receive gradients
-     * @param parameters the parameters, with arrays of their shape and one data type
-     * @param shardCount how many pieces the buffer is split in (1 for no sharding)
-     * @param shardIndex the piece this rank keeps
-     * @param parentManager the manager the shard's own manager is made under
-     * @param source where the values are read from
-     * @return the flat parameter
-     */
-    public static FlatParameter load(
-            String id,
-            boolean trainable,
-            List<Parameter> parameters,
-            int shardCount,
-            int shardIndex,
-            NDManager parentManager,
+            ProcessGroup syncFrom,
             ParameterSource source) {
         if (parameters.isEmpty()) {
             throw new IllegalArgumentException("A flat parameter needs parameters: " + id);
         }
         return new FlatParameter(
-                id, trainable, parameters, shardCount, shardIndex, parentManager, null, source);
+                id,
+                trainable,
+                parameters,
+                shardCount,
+                shardIndex,
+                parentManager,
+                source == null ? syncFrom : null,
+                source);
     }
 
     /**
@@ -300,11 +287,6 @@ public final class FlatParameter implements AutoCloseable {
         }
     }
 
-    /** Returns whether the full buffer is gathered (or on its way). */
-    public boolean isGathered() {
-        return shardCount == 1 || full != null;
-    }
-
     /** Returns the gathered full buffer. */
     public NDArray getFull() {
         if (shardCount == 1) {
@@ -348,14 +330,14 @@ public final class FlatParameter implements AutoCloseable {
     /**
      * Adds {@code shardGradient} times {@code scale} to the shard's accumulated gradient.
      *
-     * @param shardGradient a gradient for this rank's shard; it is scaled in place
+     * @param shardGradient a gradient for this rank's shard; it is scaled in place (unless scale is 1)
      * @param scale the factor
      */
     public void accumulateGradient(NDArray shardGradient, float scale) {
-        if (gradient == null) {
-            gradient = stateManager.zeros(shard.getShape(), shard.getDataType());
+        if (scale != 1f) {
+            shardGradient.muli(scale);
         }
-        gradient.addi(shardGradient.muli(scale));
+        getGradient().addi(shardGradient);
     }
 
     /** Returns the shard's accumulated gradient, zeros if none has come yet. */
@@ -366,10 +348,14 @@ public final class FlatParameter implements AutoCloseable {
         return gradient;
     }
 
-    /** Sets the accumulated gradient to zero, keeping its memory. */
+    /** Sets the accumulated gradient to zero, keeping its memory; Inf and NaN become zero too. */
     public void zeroGradient() {
         if (gradient != null) {
-            gradient.subi(gradient);
+            // The zero is made in a scratch manager so no scalar is left behind in the state.
+            try (NDManager scratch = stateManager.newSubManager()) {
+                NDArray zero = scratch.zeros(new Shape(), gradient.getDataType());
+                gradient.set(new NDIndex("..."), zero);
+            }
         }
     }
 

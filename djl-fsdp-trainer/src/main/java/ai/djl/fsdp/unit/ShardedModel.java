@@ -44,6 +44,8 @@ public final class ShardedModel implements AutoCloseable {
     private final boolean prefetch;
     private final FsdpUnit root;
     private final List<FsdpUnit> units;
+    private final List<FsdpUnit> allUnits;
+    private final List<FlatParameter> flatParameters;
     private final Map<String, FsdpUnit> ownerByParameterId;
     private final List<ChildSwap> swaps;
     private final List<UnitCall> tape = new ArrayList<>();
@@ -70,6 +72,13 @@ public final class ShardedModel implements AutoCloseable {
         this.prefetch = prefetch;
         this.root = root;
         this.units = units;
+        List<FsdpUnit> all = new ArrayList<>(units.size() + 1);
+        all.add(root);
+        all.addAll(units);
+        this.allUnits = Collections.unmodifiableList(all);
+        List<FlatParameter> flats = new ArrayList<>();
+        allUnits.forEach(unit -> flats.addAll(unit.getFlatParameters()));
+        this.flatParameters = Collections.unmodifiableList(flats);
         this.ownerByParameterId = ownerByParameterId;
         this.swaps = swaps;
         forwardOrder = units;
@@ -88,7 +97,8 @@ public final class ShardedModel implements AutoCloseable {
      * @param syncModuleStates whether rank 0's parameter values are broadcast first
      * @param manager the manager the shards are kept under
      * @param source where each rank reads its shards from, or null to shard the parameters' own
-     *     arrays (then {@code syncModuleStates} is ignored: every rank reads the same source)
+     *     arrays; when a source is given, {@code syncModuleStates} is ignored: every rank reads the
+     *     same source
      * @return the sharded model
      */
     public static ShardedModel shard(
@@ -190,17 +200,12 @@ public final class ShardedModel implements AutoCloseable {
 
     /** Returns the units, root first. */
     public List<FsdpUnit> allUnits() {
-        List<FsdpUnit> all = new ArrayList<>(units.size() + 1);
-        all.add(root);
-        all.addAll(units);
-        return all;
+        return allUnits;
     }
 
     /** Returns every flat parameter, the root's first. */
     public List<FlatParameter> flatParameters() {
-        List<FlatParameter> flats = new ArrayList<>();
-        allUnits().forEach(unit -> flats.addAll(unit.getFlatParameters()));
-        return flats;
+        return flatParameters;
     }
 
     /**
@@ -275,20 +280,20 @@ public final class ShardedModel implements AutoCloseable {
         scope.setName("fsdp-unit-" + unit.getName());
         boolean buildGraph = recording && !recompute;
         NDList inputLeaves = leavesOf(inputs, scope, buildGraph);
-        List<NDArray> flatLeaves = unit.materialize(buildGraph, scope);
         int seed = seed(unit, callIndex);
-        boolean gradMode = JniUtils.isGradMode();
-        NDList outputs;
-        try {
-            JniUtils.setGradMode(buildGraph);
-            if (recording) {
-                parameterStore.getManager().getEngine().setRandomSeed(seed);
-            }
-            outputs = unit.getBlock().forward(parameterStore, inputLeaves, training, params);
-        } finally {
-            JniUtils.setGradMode(gradMode);
-            unit.clearViews();
-        }
+        UnitForward forward =
+                forwardUnit(
+                        unit,
+                        parameterStore,
+                        inputLeaves,
+                        scope,
+                        buildGraph,
+                        recording,
+                        seed,
+                        training,
+                        params);
+        List<NDArray> flatLeaves = forward.flatLeaves();
+        NDList outputs = forward.outputs();
         NDList outputLeaves = new NDList(outputs.size());
         for (NDArray output : outputs) {
             NDArray leaf = output.stopGradient();
@@ -357,6 +362,40 @@ public final class ShardedModel implements AutoCloseable {
         microBatch = 0;
     }
 
+    /** A unit's forward: the flat leaves it was materialized with, and its outputs. */
+    private record UnitForward(List<NDArray> flatLeaves, NDList outputs) {}
+
+    /**
+     * Materializes {@code unit}'s parameters in {@code scope}, reseeds the engine when {@code
+     * reseed}, runs the unit's block with grad mode set to {@code withGraph}, then restores the
+     * grad mode and clears the unit's views.
+     */
+    private UnitForward forwardUnit(
+            FsdpUnit unit,
+            ParameterStore parameterStore,
+            NDList inputLeaves,
+            NDManager scope,
+            boolean withGraph,
+            boolean reseed,
+            int seed,
+            boolean training,
+            PairList<String, Object> params) {
+        List<NDArray> flatLeaves = unit.materialize(withGraph, scope);
+        boolean gradMode = JniUtils.isGradMode();
+        NDList outputs;
+        try {
+            JniUtils.setGradMode(withGraph);
+            if (reseed) {
+                parameterStore.getManager().getEngine().setRandomSeed(seed);
+            }
+            outputs = unit.getBlock().forward(parameterStore, inputLeaves, training, params);
+        } finally {
+            JniUtils.setGradMode(gradMode);
+            unit.clearViews();
+        }
+        return new UnitForward(flatLeaves, outputs);
+    }
+
     private void backwardThrough(UnitCall call, ParameterStore parameterStore, float scale) {
         FsdpUnit unit = call.unit;
         if (call.scope == null) {
@@ -364,18 +403,19 @@ public final class ShardedModel implements AutoCloseable {
             unit.awaitGather();
             call.scope = call.inputs.head().getManager().newSubManager();
             call.inputLeaves = leavesOf(call.inputs, call.scope, true);
-            call.flatLeaves = unit.materialize(true, call.scope);
-            parameterStore.getManager().getEngine().setRandomSeed(call.seed);
-            boolean gradMode = JniUtils.isGradMode();
-            try {
-                JniUtils.setGradMode(true);
-                call.outputs =
-                        unit.getBlock()
-                                .forward(parameterStore, call.inputLeaves, true, call.params);
-            } finally {
-                JniUtils.setGradMode(gradMode);
-                unit.clearViews();
-            }
+            UnitForward forward =
+                    forwardUnit(
+                            unit,
+                            parameterStore,
+                            call.inputLeaves,
+                            call.scope,
+                            true,
+                            true,
+                            call.seed,
+                            true,
+                            call.params);
+            call.flatLeaves = forward.flatLeaves();
+            call.outputs = forward.outputs();
         }
         NDManager scope = call.scope;
         try {
@@ -470,7 +510,6 @@ public final class ShardedModel implements AutoCloseable {
         tape.clear();
         observedOrder = new ArrayList<>();
         recording = false;
-        root.clearViews();
         if (rootScope != null) {
             rootScope.close();
             rootScope = null;
@@ -562,13 +601,15 @@ public final class ShardedModel implements AutoCloseable {
             }
             String id = name + (isTrainable ? "/trainable" : "/frozen");
             flats.add(
-                    source == null
-                            ? FlatParameter.create(
-                                    id, isTrainable, members, shardCount, shardIndex, manager,
-                                    syncFrom)
-                            : FlatParameter.load(
-                                    id, isTrainable, members, shardCount, shardIndex, manager,
-                                    source));
+                    FlatParameter.create(
+                            id,
+                            isTrainable,
+                            members,
+                            shardCount,
+                            shardIndex,
+                            manager,
+                            syncFrom,
+                            source));
         }
         return flats;
     }

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import java.util.ArrayList;
 import java.util.List;
 
-/** {@link FlatParameter#load}: each shard is read from a source, only its own elements. */
+/** {@link FlatParameter#create} with a source: each shard is read from a source, only its own elements. */
 class FlatParameterLoadTest {
 
     private static Parameter parameter(NDManager manager, String name, Shape shape) {
@@ -50,7 +50,8 @@ class FlatParameterLoadTest {
             for (int rank = 0; rank < 3; rank++) {
                 reads.clear();
                 FlatParameter flat =
-                        FlatParameter.load("u", false, List.of(a, b), 3, rank, manager, source);
+                        FlatParameter.create(
+                                "u", false, List.of(a, b), 3, rank, manager, null, source);
                 assertArrayEquals(expected[rank], flat.getShard().toFloatArray(), "rank " + rank);
                 assertEquals(expectedReads.get(rank), reads, "rank " + rank + " reads");
             }
