@@ -64,14 +64,14 @@ public final class Attention {
     }
 
     /**
-     * Appends new keys or values to the cached ones of earlier positions, if any.
+     * Appends new keys or values to the cached ones of earlier positions.
      *
-     * @param past the cached {@code [B, H, P, D]}, or null
+     * @param past the cached {@code [B, H, P, D]}
      * @param present the new {@code [B, H, T, D]}
      * @return {@code [B, H, P + T, D]}
      */
     public static NDArray appendToPast(NDArray past, NDArray present) {
-        return past == null ? present : past.concat(present, 2);
+        return past.concat(present, 2);
     }
 
     /**
