@@ -56,12 +56,8 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
                 report -> String.join(System.lineSeparator(), Files.readAllLines(report)));
     }
 
-    /**
-     * A rank holds the larger buffer, its Java copy for filling, and the copy it checks: room for a
-     * few of them plus DJL.
-     */
+    /** Each rank's heap, sized by {@link CollectivesBenchPeer#heapMegabytes}. */
     private List<String> defaultJvmOptions() {
-        long heapMegabytes = 256 + 4 * bytes / (1 << 20);
-        return List.of("-Xmx" + heapMegabytes + "m");
+        return List.of("-Xmx" + CollectivesBenchPeer.heapMegabytes(bytes) + "m");
     }
 }

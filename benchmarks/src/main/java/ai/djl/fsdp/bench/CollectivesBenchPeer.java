@@ -20,6 +20,17 @@ public final class CollectivesBenchPeer {
     private CollectivesBenchPeer() {}
 
     /**
+     * The heap a rank needs for a collective on {@code bytes} bytes: the larger buffer, its Java
+     * copy for filling, and the copy it checks, room for a few of them plus DJL.
+     *
+     * @param bytes the collective's size in bytes
+     * @return the heap in MiB, for {@code -Xmx<n>m}
+     */
+    static long heapMegabytes(long bytes) {
+        return 256 + 4 * bytes / (1 << 20);
+    }
+
+    /**
      * Runs the peer until rank 0 leaves.
      *
      * @param args the collective's label and the size in bytes

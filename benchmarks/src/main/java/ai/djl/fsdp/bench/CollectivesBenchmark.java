@@ -82,7 +82,8 @@ public class CollectivesBenchmark {
                         .setNprocPerNode(ranks)
                         .setCommand(CollectivesBenchPeer.class.getName(), op, Long.toString(bytes))
                         .optLocalRanks(peerRanks)
-                        .optJavaOptions(List.of("-Xmx" + (256 + 4 * bytes / (1 << 20)) + "m"))
+                        .optJavaOptions(
+                                List.of("-Xmx" + CollectivesBenchPeer.heapMegabytes(bytes) + "m"))
                         .build();
         peers = new Thread(() -> runPeers(launcher), "collectives-benchmark-peers");
         peers.start();

@@ -12,6 +12,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.finetune.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
@@ -22,11 +23,8 @@ import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.loss.Loss;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Locale;
-import java.util.Map;
 
 /**
  * Measures the peak resident memory ({@code VmHWM}) of loading a Hugging Face checkpoint:
@@ -121,13 +119,6 @@ public final class LoadMemoryMain {
     }
 
     private static void report(String mode, int rank, long shardBytes) throws IOException {
-        Map<String, Long> status = new HashMap<>();
-        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            int colon = line.indexOf(':');
-            if (line.endsWith(" kB") && colon > 0) {
-                status.put(line.substring(0, colon), Long.parseLong(line.replaceAll("[^0-9]", "")));
-            }
-        }
         // VmHWM counts the checkpoint's mapped file pages a rank touched as well as its own
         // memory; RssAnon and RssFile (now, not at the peak) tell them apart.
         System.out.printf(
@@ -135,9 +126,9 @@ public final class LoadMemoryMain {
                 "mode=%s rank=%d peak_rss_mb=%.1f rss_anon_mb=%.1f rss_file_mb=%.1f shard_mb=%.1f%n",
                 mode,
                 rank,
-                status.getOrDefault("VmHWM", -1L) / 1e3,
-                status.getOrDefault("RssAnon", -1L) / 1e3,
-                status.getOrDefault("RssFile", -1L) / 1e3,
+                PeakMemory.bytes("VmHWM") / 1e6,
+                PeakMemory.bytes("RssAnon") / 1e6,
+                PeakMemory.bytes("RssFile") / 1e6,
                 shardBytes / 1e6);
     }
 }

@@ -13,6 +13,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.finetune.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Block;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -216,11 +217,10 @@ public final class TrainBenchRank implements Callable<Integer> {
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */
     static long peakRssBytes() throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            if (line.startsWith("VmHWM:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-            }
+        long bytes = PeakMemory.bytes("VmHWM");
+        if (bytes < 0) {
+            throw new IOException("/proc/self/status has no VmHWM line");
         }
-        throw new IOException("/proc/self/status has no VmHWM line");
+        return bytes;
     }
 }

@@ -5,21 +5,36 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** This process's peak resident set, native memory (libtorch's tensors) included. */
-final class PeakMemory {
+/**
+ * This process's resident memory as {@code /proc/self/status} reports it, native memory
+ * (libtorch's tensors) included.
+ */
+public final class PeakMemory {
 
     private static final Path STATUS = Path.of("/proc/self/status");
 
     private PeakMemory() {}
 
-    /** Returns {@code VmHWM} in bytes, or -1 where {@code /proc} does not report it. */
-    static long residentBytes() {
+    /** Returns {@code VmHWM} (the peak resident set) in bytes, or -1 where it is not reported. */
+    public static long residentBytes() {
+        return bytes("VmHWM");
+    }
+
+    /**
+     * Returns one {@code kB} line of {@code /proc/self/status} ({@code VmHWM}, {@code RssAnon},
+     * {@code RssFile}, ...) in bytes.
+     *
+     * @param key the line's name, without the colon
+     * @return the value in bytes, or -1 where {@code /proc} does not report it
+     */
+    public static long bytes(String key) {
         if (!Files.isReadable(STATUS)) {
             return -1;
         }
+        String prefix = key + ':';
         try {
             for (String line : Files.readAllLines(STATUS)) {
-                if (line.startsWith("VmHWM:")) {
+                if (line.startsWith(prefix)) {
                     return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
                 }
             }

@@ -104,11 +104,6 @@ public final class TokenBlocks {
         return (int) Math.max(0, (tokens.length - 1) / seqLen);
     }
 
-    /** Returns the tokens per block. */
-    public int getSeqLen() {
-        return seqLen;
-    }
-
     /**
      * Returns the blocks as a dataset of {@code inputIds [seqLen]} to {@code labels [seqLen]}
      * (int64), read in order in batches of {@code batchSize}; an incomplete last batch is dropped

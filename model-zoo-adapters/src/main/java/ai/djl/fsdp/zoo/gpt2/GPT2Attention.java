@@ -9,7 +9,7 @@ import ai.djl.util.PairList;
 
 /**
  * GPT-2's causal self-attention: one {@code c_attn} projection to queries, keys and values, and
- * {@code c_proj} back. Inputs {@code (x [B, T, C], bias [B, 1, T, S] [, pastK, pastV])}; outputs
+ * {@code c_proj} back. Inputs {@code (x [B, T, C], bias [B or 1, 1, T, S] [, pastK, pastV])}; outputs
  * {@code (y)}, or {@code (y, keys, values)} when past keys and values were given.
  */
 public final class GPT2Attention extends HfBlock {
@@ -22,8 +22,7 @@ public final class GPT2Attention extends HfBlock {
         int width = config.hiddenSize();
         float std = config.initializerRange();
         addChild("c_attn", new Conv1D(width, 3L * width, std));
-        // GPT-2 scales the init of projections into the residual stream by 1 / sqrt(2 * n_layer).
-        addChild("c_proj", new Conv1D(width, width, (float) (std / Math.sqrt(2.0 * config.numLayers()))));
+        addChild("c_proj", new Conv1D(width, width, config.residualProjectionStd()));
         heads = config.numHeads();
         attentionDropout = config.attentionDropout();
         residualDropout = config.residualDropout();

@@ -181,6 +181,17 @@ public final class GPT2Config implements ModelConfig {
         return initializerRange;
     }
 
+    /**
+     * Returns the standard deviation of fresh weights in the projections into the residual stream
+     * (attention and MLP {@code c_proj}): GPT-2 scales {@link #initializerRange()} by {@code 1 /
+     * sqrt(2 * n_layer)}.
+     *
+     * @return the residual projections' initializer standard deviation
+     */
+    public float residualProjectionStd() {
+        return (float) (initializerRange / Math.sqrt(2.0 * numLayers()));
+    }
+
     @Override
     public GPT2LMHeadModel newModel() {
         return new GPT2LMHeadModel(this);

@@ -18,7 +18,7 @@ public final class GPT2MLP extends HfBlock {
     GPT2MLP(GPT2Config config) {
         float std = config.initializerRange();
         addChild("c_fc", new Conv1D(config.hiddenSize(), config.innerSize(), std));
-        addChild("c_proj", new Conv1D(config.innerSize(), config.hiddenSize(), (float) (std / Math.sqrt(2.0 * config.numLayers()))));
+        addChild("c_proj", new Conv1D(config.innerSize(), config.hiddenSize(), config.residualProjectionStd()));
         residualDropout = config.residualDropout();
     }
 

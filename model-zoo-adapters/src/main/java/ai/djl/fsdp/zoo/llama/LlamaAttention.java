@@ -10,7 +10,7 @@ import ai.djl.util.PairList;
 
 /**
  * Llama's grouped-query self-attention with rotary embeddings. Inputs {@code (x [B, T, C], bias
- * [B, 1, T, S], cos, sin [, pastK, pastV])}; outputs {@code (y)}, or {@code (y, keys, values)}
+ * [B or 1, 1, T, S], cos, sin [, pastK, pastV])}; outputs {@code (y)}, or {@code (y, keys, values)}
  * when past keys and values were given. The cache holds the rotated keys of the key-value heads,
  * before they are repeated for the query groups.
  */
@@ -51,7 +51,9 @@ public final class LlamaAttention extends HfBlock {
         }
         // Each key-value head serves heads / kvHeads consecutive query heads.
         int groups = heads / kvHeads;
-        NDArray y = Attention.scaledDotProduct(q, k.repeat(1, groups), v.repeat(1, groups), bias, 0, training);
+        NDArray keys = groups == 1 ? k : k.repeat(1, groups);
+        NDArray values = groups == 1 ? v : v.repeat(1, groups);
+        NDArray y = Attention.scaledDotProduct(q, keys, values, bias, 0, training);
         y = call("o_proj", ps, Attention.mergeHeads(y), training);
         return past == null ? new NDList(y) : new NDList(y, k, v);
     }

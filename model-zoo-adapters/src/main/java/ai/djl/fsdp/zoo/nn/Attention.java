@@ -51,7 +51,7 @@ public final class Attention {
      * @param q queries {@code [B, H, T, D]}
      * @param k keys {@code [B, H, S, D]}
      * @param v values {@code [B, H, S, D]}
-     * @param bias the additive mask {@code [B, 1, T, S]}
+     * @param bias the additive mask {@code [B, 1, T, S]} or {@code [1, 1, T, S]}
      * @param dropout the dropout probability on the weights
      * @param training whether this is a training pass
      * @return the outputs {@code [B, H, T, D]}
@@ -64,14 +64,14 @@ public final class Attention {
     }
 
     /**
-     * Appends new keys or values to the cached ones of earlier positions, if any.
+     * Appends new keys or values to the cached ones of earlier positions.
      *
-     * @param past the cached {@code [B, H, P, D]}, or null
+     * @param past the cached {@code [B, H, P, D]}
      * @param present the new {@code [B, H, T, D]}
      * @return {@code [B, H, P + T, D]}
      */
     public static NDArray appendToPast(NDArray past, NDArray present) {
-        return past == null ? present : past.concat(present, 2);
+        return past.concat(present, 2);
     }
 
     /**
@@ -84,7 +84,8 @@ public final class Attention {
      * @param batch the batch size {@code B}
      * @param past the number of cached positions
      * @param length the number of new positions {@code T}
-     * @return the bias {@code [B, 1, T, past + T]}: 0 where allowed, {@link #MASKED} elsewhere
+     * @return the bias {@code [B, 1, T, past + T]}, or {@code [1, 1, T, past + T]} without a mask
+     *     (the scores broadcast it): 0 where allowed, {@link #MASKED} elsewhere
      */
     public static NDArray causalBias(
             NDManager manager, NDArray attentionMask, long batch, long past, long length) {
@@ -95,8 +96,6 @@ public final class Attention {
         if (attentionMask != null) {
             checkMask(attentionMask, batch, keys);
             allowed = allowed.logicalAnd(attentionMask.toType(DataType.BOOLEAN, false).reshape(batch, 1, 1, keys));
-        } else {
-            allowed = allowed.broadcast(batch, 1, length, keys);
         }
         return allowed.logicalNot().toType(DataType.FLOAT32, false).mul(MASKED);
     }

@@ -12,8 +12,6 @@ import java.util.List;
  */
 public final class ModuleList extends HfBlock {
 
-    private final int size;
-
     /**
      * Creates a list.
      *
@@ -23,7 +21,6 @@ public final class ModuleList extends HfBlock {
         for (int i = 0; i < blocks.size(); i++) {
             addChild(Integer.toString(i), blocks.get(i));
         }
-        size = blocks.size();
     }
 
     /**
@@ -32,7 +29,7 @@ public final class ModuleList extends HfBlock {
      * @return the size
      */
     public int size() {
-        return size;
+        return getChildren().size();
     }
 
     /**
