@@ -2,7 +2,6 @@ package ai.djl.fsdp.bench;
 
 import ai.djl.fsdp.bench.train.TrainBenchCommand;
 import ai.djl.fsdp.cli.Subcommand;
-
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;

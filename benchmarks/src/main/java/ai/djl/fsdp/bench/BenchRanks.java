@@ -2,11 +2,6 @@ package ai.djl.fsdp.bench;
 
 import ai.djl.fsdp.launch.Launcher;
 import ai.djl.fsdp.launch.RankFailedException;
-
-import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
-
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -14,11 +9,14 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * What every {@code bin/fsdp bench} command shares (a picocli mixin): the ranks it starts on this
- * machine, their JVM options, and the run itself: launch the ranks, which write their
- * measurements next to a report file, then print the command's summary of them.
+ * machine, their JVM options, and the run itself: launch the ranks, which write their measurements
+ * next to a report file, then print the command's summary of them.
  */
 public final class BenchRanks {
 
@@ -74,8 +72,9 @@ public final class BenchRanks {
      * @throws IOException if the report cannot be made or read
      * @throws InterruptedException if interrupted while the ranks run
      */
-    public int run(Function<Path, List<String>> command, List<String> defaultJvmOptions,
-            Summary summary) throws IOException, InterruptedException {
+    public int run(
+            Function<Path, List<String>> command, List<String> defaultJvmOptions, Summary summary)
+            throws IOException, InterruptedException {
         Path report = Files.createTempFile("fsdp-bench-" + spec.name(), "");
         try {
             Launcher.builder()
@@ -89,8 +88,9 @@ public final class BenchRanks {
             out.flush();
             return 0;
         } catch (RankFailedException e) {
-            spec.commandLine().getErr().println(
-                    "fsdp bench " + spec.name() + ": " + e.getMessage());
+            spec.commandLine()
+                    .getErr()
+                    .println("fsdp bench " + spec.name() + ": " + e.getMessage());
             return e.exitCode();
         } finally {
             for (int rank = 0; rank < nproc; rank++) {

@@ -6,7 +6,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
-
 import java.util.Locale;
 import java.util.Optional;
 
@@ -22,8 +21,8 @@ import java.util.Optional;
  */
 public enum Collective {
     /**
-     * Every rank contributes {@code 1/N} of the elements and receives all of them, in place as
-     * FSDP gathers (nccl-tests' in-place column): the input is this rank's piece of the output.
+     * Every rank contributes {@code 1/N} of the elements and receives all of them, in place as FSDP
+     * gathers (nccl-tests' in-place column): the input is this rank's piece of the output.
      */
     ALL_GATHER {
         @Override

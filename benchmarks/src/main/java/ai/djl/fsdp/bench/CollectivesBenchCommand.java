@@ -1,15 +1,13 @@
 package ai.djl.fsdp.bench;
 
 import ai.djl.fsdp.launch.Launcher;
-
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /**
  * {@code bin/fsdp bench collectives}: starts {@code --nproc} ranks on this machine through the
@@ -45,7 +43,6 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
             defaultValue = "5",
             description = "Untimed runs first (default: ${DEFAULT-VALUE}).")
     private int warmup;
-
 
     @Override
     public Integer call() throws IOException, InterruptedException {

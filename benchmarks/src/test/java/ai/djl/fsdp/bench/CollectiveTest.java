@@ -14,7 +14,7 @@ class CollectiveTest {
                 Collective.ALL_GATHER.report(4_000_000_000L, 2.0, 4));
         assertEquals(
                 "op=reduce_scatter bytes=4000000000 time_ms=2000.000 algbw_GBps=2.000"
-                    + " busbw_GBps=1.500",
+                        + " busbw_GBps=1.500",
                 Collective.REDUCE_SCATTER.report(4_000_000_000L, 2.0, 4));
         assertEquals(
                 "op=all_reduce bytes=4000000000 time_ms=2000.000 algbw_GBps=2.000 busbw_GBps=3.000",

@@ -1,5 +1,7 @@
 package ai.djl.fsdp.cli;
 
+import java.io.PrintWriter;
+import java.util.ServiceLoader;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IVersionProvider;
@@ -8,9 +10,6 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
-
-import java.io.PrintWriter;
-import java.util.ServiceLoader;
 
 /**
  * The {@code bin/fsdp} command line. Its subcommands are whatever {@link Subcommand}s the modules

@@ -23,25 +23,46 @@ public final class CollectiveArguments {
         DataType in = TensorMemory.dataType(input);
         DataType out = TensorMemory.dataType(output);
         if (in != out) {
-            throw new IllegalArgumentException(collective + " input is " + in
-                    + " but its output is " + out + ": they must match");
+            throw new IllegalArgumentException(
+                    collective
+                            + " input is "
+                            + in
+                            + " but its output is "
+                            + out
+                            + ": they must match");
         }
         return in;
     }
 
     /**
-     * Requires {@code large} to hold exactly {@code worldSize} times the elements of {@code
-     * small}, as all-gather and reduce-scatter move equal pieces.
+     * Requires {@code large} to hold exactly {@code worldSize} times the elements of {@code small},
+     * as all-gather and reduce-scatter move equal pieces.
      *
      * @param collective the collective's name, for the error
      * @throws IllegalArgumentException if it does not
      */
-    public static void requireSizes(String collective, int worldSize, String largeName,
-            NDArray large, String smallName, NDArray small) {
+    public static void requireSizes(
+            String collective,
+            int worldSize,
+            String largeName,
+            NDArray large,
+            String smallName,
+            NDArray small) {
         if (large.size() != small.size() * worldSize) {
-            throw new IllegalArgumentException(collective + " " + largeName + " has "
-                    + large.size() + " elements but must have " + worldSize + " (the world size)"
-                    + " times the " + smallName + "'s " + small.size() + ": pad to a multiple");
+            throw new IllegalArgumentException(
+                    collective
+                            + " "
+                            + largeName
+                            + " has "
+                            + large.size()
+                            + " elements but must have "
+                            + worldSize
+                            + " (the world size)"
+                            + " times the "
+                            + smallName
+                            + "'s "
+                            + small.size()
+                            + ": pad to a multiple");
         }
     }
 
@@ -52,8 +73,8 @@ public final class CollectiveArguments {
      */
     public static void requireRoot(int root, int worldSize) {
         if (root < 0 || root >= worldSize) {
-            throw new IllegalArgumentException("broadcast root " + root + " is not a rank of this"
-                    + " group of " + worldSize);
+            throw new IllegalArgumentException(
+                    "broadcast root " + root + " is not a rank of this" + " group of " + worldSize);
         }
     }
 }

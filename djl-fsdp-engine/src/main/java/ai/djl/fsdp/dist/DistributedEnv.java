@@ -17,14 +17,14 @@ import java.util.Optional;
  *       MASTER_ADDR}, {@code MASTER_PORT}: torchrun, Kubeflow's PyTorchJob (which sets no local
  *       rank: one process per pod) and this project's launcher;
  *   <li>{@code SLURM_PROCID}, {@code SLURM_NTASKS}, {@code SLURM_LOCALID}, {@code
- *       SLURM_NTASKS_PER_NODE} or {@code SLURM_TASKS_PER_NODE} (with {@code SLURM_NODEID}): a
- *       Slurm step ({@code srun}); Slurm names no rendezvous host, so {@code MASTER_ADDR} must be
+ *       SLURM_NTASKS_PER_NODE} or {@code SLURM_TASKS_PER_NODE} (with {@code SLURM_NODEID}): a Slurm
+ *       step ({@code srun}); Slurm names no rendezvous host, so {@code MASTER_ADDR} must be
  *       exported;
  *   <li>none of them: a single process (rank 0 of 1).
  * </ol>
  *
- * <p>{@code DJL_FSDP_JOB_TOKEN} is the secret that every rank presents to the store and to its
- * ring neighbours; processes without it are refused.
+ * <p>{@code DJL_FSDP_JOB_TOKEN} is the secret that every rank presents to the store and to its ring
+ * neighbours; processes without it are refused.
  */
 public final class DistributedEnv {
 
@@ -87,8 +87,7 @@ public final class DistributedEnv {
     }
 
     /**
-     * Returns the environment of a job of one process, whose store listens on a free loopback
-     * port.
+     * Returns the environment of a job of one process, whose store listens on a free loopback port.
      */
     public static DistributedEnv single(String jobToken) {
         return new DistributedEnv(0, 1, 0, 1, LOOPBACK, 0, Objects.requireNonNull(jobToken));
@@ -108,19 +107,42 @@ public final class DistributedEnv {
             int masterPort,
             String jobToken) {
         check(worldSize >= 1, "WORLD_SIZE", worldSize, "must be at least 1");
-        check(rank >= 0 && rank < worldSize, "RANK", rank, "must be in [0, WORLD_SIZE=" + worldSize + ")");
-        check(localWorldSize >= 1 && localWorldSize <= worldSize,
-                "LOCAL_WORLD_SIZE", localWorldSize, "must be in [1, WORLD_SIZE=" + worldSize + "]");
-        check(localRank >= 0 && localRank < localWorldSize,
-                "LOCAL_RANK", localRank, "must be in [0, LOCAL_WORLD_SIZE=" + localWorldSize + ")");
-        check(masterPort >= 0 && masterPort <= 65535, "MASTER_PORT", masterPort, "must be a TCP port");
-        check(masterPort != 0 || worldSize == 1,
-                "MASTER_PORT", masterPort, "0 (any free port) only works for a single process");
+        check(
+                rank >= 0 && rank < worldSize,
+                "RANK",
+                rank,
+                "must be in [0, WORLD_SIZE=" + worldSize + ")");
+        check(
+                localWorldSize >= 1 && localWorldSize <= worldSize,
+                "LOCAL_WORLD_SIZE",
+                localWorldSize,
+                "must be in [1, WORLD_SIZE=" + worldSize + "]");
+        check(
+                localRank >= 0 && localRank < localWorldSize,
+                "LOCAL_RANK",
+                localRank,
+                "must be in [0, LOCAL_WORLD_SIZE=" + localWorldSize + ")");
+        check(
+                masterPort >= 0 && masterPort <= 65535,
+                "MASTER_PORT",
+                masterPort,
+                "must be a TCP port");
+        check(
+                masterPort != 0 || worldSize == 1,
+                "MASTER_PORT",
+                masterPort,
+                "0 (any free port) only works for a single process");
         if (masterAddr == null || masterAddr.isBlank()) {
-            throw new IllegalArgumentException("MASTER_ADDR is empty: set it to rank 0's host name");
+            throw new IllegalArgumentException(
+                    "MASTER_ADDR is empty: set it to rank 0's host name");
         }
         return new DistributedEnv(
-                rank, worldSize, localRank, localWorldSize, masterAddr, masterPort,
+                rank,
+                worldSize,
+                localRank,
+                localWorldSize,
+                masterAddr,
+                masterPort,
                 Objects.requireNonNull(jobToken));
     }
 
@@ -129,8 +151,14 @@ public final class DistributedEnv {
         int rank = v.requiredInt("RANK", "WORLD_SIZE is set");
         int localWorldSize = v.intOr("LOCAL_WORLD_SIZE", 1);
         int localRank = v.intOr("LOCAL_RANK", 0);
-        return of(rank, worldSize, localRank, localWorldSize, masterAddr(v, worldSize, false),
-                v.intOr("MASTER_PORT", DEFAULT_MASTER_PORT), v.text(JOB_TOKEN_VARIABLE).orElse(""));
+        return of(
+                rank,
+                worldSize,
+                localRank,
+                localWorldSize,
+                masterAddr(v, worldSize, false),
+                v.intOr("MASTER_PORT", DEFAULT_MASTER_PORT),
+                v.text(JOB_TOKEN_VARIABLE).orElse(""));
     }
 
     private static DistributedEnv fromSlurm(Variables v) {
@@ -141,13 +169,21 @@ public final class DistributedEnv {
         if (v.isSet("SLURM_NTASKS_PER_NODE")) {
             localWorldSize = v.requiredInt("SLURM_NTASKS_PER_NODE", "");
         } else if (v.isSet("SLURM_TASKS_PER_NODE")) {
-            localWorldSize = tasksOnNode(v.text("SLURM_TASKS_PER_NODE").orElseThrow(),
-                    v.intOr("SLURM_NODEID", 0));
+            localWorldSize =
+                    tasksOnNode(
+                            v.text("SLURM_TASKS_PER_NODE").orElseThrow(),
+                            v.intOr("SLURM_NODEID", 0));
         } else {
             localWorldSize = 1;
         }
-        return of(rank, worldSize, localRank, localWorldSize, masterAddr(v, worldSize, true),
-                v.intOr("MASTER_PORT", DEFAULT_MASTER_PORT), v.text(JOB_TOKEN_VARIABLE).orElse(""));
+        return of(
+                rank,
+                worldSize,
+                localRank,
+                localWorldSize,
+                masterAddr(v, worldSize, true),
+                v.intOr("MASTER_PORT", DEFAULT_MASTER_PORT),
+                v.text(JOB_TOKEN_VARIABLE).orElse(""));
     }
 
     private static String masterAddr(Variables v, int worldSize, boolean slurm) {
@@ -165,7 +201,8 @@ public final class DistributedEnv {
                             + " \"$SLURM_JOB_NODELIST\" | head -n 1)");
         }
         throw new IllegalArgumentException(
-                "MASTER_ADDR is not set: with WORLD_SIZE=" + worldSize
+                "MASTER_ADDR is not set: with WORLD_SIZE="
+                        + worldSize
                         + " every rank needs rank 0's host name in MASTER_ADDR");
     }
 
@@ -192,15 +229,19 @@ public final class DistributedEnv {
             }
         }
         if (nodeId < 0 || nodeId >= perNode.size()) {
-            throw new IllegalArgumentException("SLURM_NODEID=" + nodeId + " has no entry in"
-                    + " SLURM_TASKS_PER_NODE=" + tasksPerNode);
+            throw new IllegalArgumentException(
+                    "SLURM_NODEID="
+                            + nodeId
+                            + " has no entry in"
+                            + " SLURM_TASKS_PER_NODE="
+                            + tasksPerNode);
         }
         return perNode.get(nodeId);
     }
 
     private static IllegalArgumentException badTasksPerNode(String value) {
-        return new IllegalArgumentException("SLURM_TASKS_PER_NODE='" + value
-                + "' is not in Slurm's form, such as '2(x3),1'");
+        return new IllegalArgumentException(
+                "SLURM_TASKS_PER_NODE='" + value + "' is not in Slurm's form, such as '2(x3),1'");
     }
 
     private static int parse(String name, String value) {
@@ -255,9 +296,21 @@ public final class DistributedEnv {
     /** {@inheritDoc} The job token is not shown. */
     @Override
     public String toString() {
-        return "DistributedEnv{rank=" + rank + ", worldSize=" + worldSize + ", localRank=" + localRank
-                + ", localWorldSize=" + localWorldSize + ", master=" + masterAddr + ':' + masterPort
-                + ", token=" + (jobToken.isEmpty() ? "none" : "set") + '}';
+        return "DistributedEnv{rank="
+                + rank
+                + ", worldSize="
+                + worldSize
+                + ", localRank="
+                + localRank
+                + ", localWorldSize="
+                + localWorldSize
+                + ", master="
+                + masterAddr
+                + ':'
+                + masterPort
+                + ", token="
+                + (jobToken.isEmpty() ? "none" : "set")
+                + '}';
     }
 
     /** Typed access to a process environment, with errors that name the variable. */
@@ -278,8 +331,16 @@ public final class DistributedEnv {
         }
 
         int requiredInt(String name, String because) {
-            String value = text(name).orElseThrow(() -> new IllegalArgumentException(
-                    name + " is not set" + (because.isEmpty() ? "" : " but " + because)));
+            String value =
+                    text(name)
+                            .orElseThrow(
+                                    () ->
+                                            new IllegalArgumentException(
+                                                    name
+                                                            + " is not set"
+                                                            + (because.isEmpty()
+                                                                    ? ""
+                                                                    : " but " + because)));
             return parse(name, value);
         }
 

@@ -5,16 +5,16 @@ import ai.djl.ndarray.NDArray;
 /**
  * The ranks of one job and the collectives they run together, on DJL {@link NDArray}s.
  *
- * <p>The semantics are NCCL's: every rank calls the same collectives in the same order; outputs
- * are caller-provided arrays written in place; {@code allGather} and {@code reduceScatter} move
+ * <p>The semantics are NCCL's: every rank calls the same collectives in the same order; outputs are
+ * caller-provided arrays written in place; {@code allGather} and {@code reduceScatter} move
  * equal-sized pieces, so the larger array holds exactly {@link #size()} times the elements of the
  * smaller one (callers pad, as FSDP does). Supported element types are float32, float16, bfloat16,
  * int32 and int64 (NCCL also float64, int8 and uint8). Arrays must be contiguous.
  *
- * <p>The asynchronous forms run in call order on the group's own stream of work and return a
- * {@link Work} to wait on; the synchronous forms wait before returning. An error on any rank
- * (a rank that died, a timeout) fails the pending and all later work; the socket backend's
- * exception names the rank at fault, NCCL's carries NCCL's own error.
+ * <p>The asynchronous forms run in call order on the group's own stream of work and return a {@link
+ * Work} to wait on; the synchronous forms wait before returning. An error on any rank (a rank that
+ * died, a timeout) fails the pending and all later work; the socket backend's exception names the
+ * rank at fault, NCCL's carries NCCL's own error.
  */
 public interface ProcessGroup extends AutoCloseable {
 
@@ -37,9 +37,8 @@ public interface ProcessGroup extends AutoCloseable {
     Work allGatherAsync(NDArray input, NDArray output);
 
     /**
-     * Reduces {@code input} element-wise across ranks and leaves piece {@code rank()} of the
-     * result (elements {@code [rank * output.size(), (rank + 1) * output.size())}) in {@code
-     * output}.
+     * Reduces {@code input} element-wise across ranks and leaves piece {@code rank()} of the result
+     * (elements {@code [rank * output.size(), (rank + 1) * output.size())}) in {@code output}.
      */
     Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op);
 

@@ -1,7 +1,6 @@
 package ai.djl.fsdp.dist;
 
 import ai.djl.Device;
-
 import java.time.Duration;
 import java.util.Objects;
 
@@ -99,8 +98,8 @@ public final class ProcessGroupOptions {
         /** Sets how many bytes a reduction combines at a time; the default is 1 MiB. */
         public Builder optSocketChunkBytes(int bytes) {
             if (bytes < 64) {
-                throw new IllegalArgumentException("the chunk size must be at least 64 bytes: "
-                        + bytes);
+                throw new IllegalArgumentException(
+                        "the chunk size must be at least 64 bytes: " + bytes);
             }
             this.socketChunkBytes = bytes;
             return this;
@@ -112,8 +111,8 @@ public final class ProcessGroupOptions {
          */
         public Builder optSocketBufferBytes(int bytes) {
             if (bytes < 0) {
-                throw new IllegalArgumentException("the socket buffer size cannot be negative: "
-                        + bytes);
+                throw new IllegalArgumentException(
+                        "the socket buffer size cannot be negative: " + bytes);
             }
             this.socketBufferBytes = bytes;
             return this;

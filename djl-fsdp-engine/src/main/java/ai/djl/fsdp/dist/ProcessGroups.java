@@ -4,7 +4,6 @@ import ai.djl.Device;
 import ai.djl.fsdp.dist.nccl.NcclProcessGroup;
 import ai.djl.fsdp.dist.socket.SocketProcessGroup;
 import ai.djl.fsdp.rendezvous.TcpStore;
-
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,14 +33,18 @@ public final class ProcessGroups {
      */
     public static ProcessGroup init(DistributedEnv env, ProcessGroupOptions options) {
         if (env.worldSize() > 1 && env.jobToken().isEmpty()) {
-            logger.warn("{} is not set: any process that reaches {}:{} can join this job's store",
-                    DistributedEnv.JOB_TOKEN_VARIABLE, env.masterAddr(), env.masterPort());
+            logger.warn(
+                    "{} is not set: any process that reaches {}:{} can join this job's store",
+                    DistributedEnv.JOB_TOKEN_VARIABLE,
+                    env.masterAddr(),
+                    env.masterPort());
         }
-        TcpStore store = TcpStore.builder(env.masterAddr(), env.masterPort())
-                .optHostServer(env.rank() == 0)
-                .optToken(env.jobToken())
-                .optTimeout(options.timeout())
-                .build();
+        TcpStore store =
+                TcpStore.builder(env.masterAddr(), env.masterPort())
+                        .optHostServer(env.rank() == 0)
+                        .optToken(env.jobToken())
+                        .optTimeout(options.timeout())
+                        .build();
         try {
             return createBackend(env, store, options);
         } catch (RuntimeException e) {

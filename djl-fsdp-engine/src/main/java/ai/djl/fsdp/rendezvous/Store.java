@@ -3,9 +3,9 @@ package ai.djl.fsdp.rendezvous;
 import java.time.Duration;
 
 /**
- * The job's key-value store, through which ranks find each other (peer addresses, the NCCL
- * unique id) and wait for each other. Rank 0 hosts it at {@code MASTER_ADDR:MASTER_PORT}; every
- * rank, rank 0 included, talks to it as a client.
+ * The job's key-value store, through which ranks find each other (peer addresses, the NCCL unique
+ * id) and wait for each other. Rank 0 hosts it at {@code MASTER_ADDR:MASTER_PORT}; every rank, rank
+ * 0 included, talks to it as a client.
  *
  * <p>Every call that waits does so for at most the store's timeout, and its error names what did
  * not arrive.
@@ -16,16 +16,16 @@ public interface Store extends AutoCloseable {
     void set(String key, byte[] value);
 
     /**
-     * Returns the value under {@code key}, waiting up to {@link #timeout()} until some rank has
-     * set it.
+     * Returns the value under {@code key}, waiting up to {@link #timeout()} until some rank has set
+     * it.
      */
     default byte[] get(String key) {
         return get(key, timeout());
     }
 
     /**
-     * Returns the value under {@code key}, waiting up to {@code wait} until some rank has set it;
-     * a zero {@code wait} only looks.
+     * Returns the value under {@code key}, waiting up to {@code wait} until some rank has set it; a
+     * zero {@code wait} only looks.
      *
      * @throws StoreTimeoutException if the key was not set in time
      */

@@ -11,10 +11,10 @@ import java.io.IOException;
  *
  * <p>Every message is a frame: a big-endian {@code int} length, {@code 1..MAX_FRAME_BYTES}, then
  * that many bytes. A connection opens with a hello frame ({@link #MAGIC}, {@link #VERSION}, then
- * the job token's UTF-8 bytes) answered by one status byte; then each request frame (an op byte
- * and its fields) is answered by one reply frame (a status byte and its fields). Lengths are
- * checked before anything is allocated, so a foreign client cannot make the server allocate more
- * than one frame.
+ * the job token's UTF-8 bytes) answered by one status byte; then each request frame (an op byte and
+ * its fields) is answered by one reply frame (a status byte and its fields). Lengths are checked
+ * before anything is allocated, so a foreign client cannot make the server allocate more than one
+ * frame.
  */
 final class StoreProtocol {
 
@@ -42,8 +42,8 @@ final class StoreProtocol {
     static DataInputStream readFrame(DataInputStream in) throws IOException {
         int length = in.readInt();
         if (length <= 0 || length > MAX_FRAME_BYTES) {
-            throw new MalformedFrameException("frame length " + length + " is outside 1.."
-                    + MAX_FRAME_BYTES);
+            throw new MalformedFrameException(
+                    "frame length " + length + " is outside 1.." + MAX_FRAME_BYTES);
         }
         byte[] frame = new byte[length];
         in.readFully(frame);
@@ -55,8 +55,12 @@ final class StoreProtocol {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         body.writeTo(new DataOutputStream(bytes));
         if (bytes.size() > MAX_FRAME_BYTES) {
-            throw new IllegalArgumentException("a store message of " + bytes.size()
-                    + " bytes exceeds the limit of " + MAX_FRAME_BYTES + " bytes");
+            throw new IllegalArgumentException(
+                    "a store message of "
+                            + bytes.size()
+                            + " bytes exceeds the limit of "
+                            + MAX_FRAME_BYTES
+                            + " bytes");
         }
         out.writeInt(bytes.size());
         bytes.writeTo(out);

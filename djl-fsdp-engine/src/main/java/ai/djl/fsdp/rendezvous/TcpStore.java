@@ -1,8 +1,5 @@
 package ai.djl.fsdp.rendezvous;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -18,10 +15,12 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The job's {@link Store} over TCP: rank 0 hosts the server at {@code MASTER_ADDR:MASTER_PORT},
- * and every rank (rank 0 too) is a client with one connection.
+ * The job's {@link Store} over TCP: rank 0 hosts the server at {@code MASTER_ADDR:MASTER_PORT}, and
+ * every rank (rank 0 too) is a client with one connection.
  *
  * <p>A client keeps trying to connect until its timeout, since rank 0 may start after the others.
  * Every client presents the job token; the server refuses and disconnects any other. Calls from
@@ -85,25 +84,38 @@ public final class TcpStore implements Store {
     @Override
     public void set(String key, byte[] value) {
         Objects.requireNonNull(value, "value");
-        call(key(key), Duration.ZERO, o -> {
-            o.writeByte(StoreProtocol.OP_SET);
-            o.writeUTF(key);
-            o.writeInt(value.length);
-            o.write(value);
-        });
+        call(
+                key(key),
+                Duration.ZERO,
+                o -> {
+                    o.writeByte(StoreProtocol.OP_SET);
+                    o.writeUTF(key);
+                    o.writeInt(value.length);
+                    o.write(value);
+                });
     }
 
     @Override
     public byte[] get(String key, Duration wait) {
-        DataInputStream reply = call(key(key), wait, o -> {
-            o.writeByte(StoreProtocol.OP_GET);
-            o.writeUTF(key);
-            o.writeLong(wait.toMillis());
-        });
+        DataInputStream reply =
+                call(
+                        key(key),
+                        wait,
+                        o -> {
+                            o.writeByte(StoreProtocol.OP_GET);
+                            o.writeUTF(key);
+                            o.writeLong(wait.toMillis());
+                        });
         try {
             if (reply.readByte() == StoreProtocol.STATUS_TIMEOUT) {
-                throw new StoreTimeoutException("No rank set store key '" + key + "' within "
-                        + wait + " (store at " + endpoint + ")");
+                throw new StoreTimeoutException(
+                        "No rank set store key '"
+                                + key
+                                + "' within "
+                                + wait
+                                + " (store at "
+                                + endpoint
+                                + ")");
             }
             byte[] value = new byte[reply.readInt()];
             reply.readFully(value);
@@ -115,11 +127,15 @@ public final class TcpStore implements Store {
 
     @Override
     public long add(String key, long delta) {
-        DataInputStream reply = call(key(key), Duration.ZERO, o -> {
-            o.writeByte(StoreProtocol.OP_ADD);
-            o.writeUTF(key);
-            o.writeLong(delta);
-        });
+        DataInputStream reply =
+                call(
+                        key(key),
+                        Duration.ZERO,
+                        o -> {
+                            o.writeByte(StoreProtocol.OP_ADD);
+                            o.writeUTF(key);
+                            o.writeLong(delta);
+                        });
         try {
             if (reply.readByte() != StoreProtocol.STATUS_OK) {
                 throw new StoreException(reply.readUTF());
@@ -134,8 +150,14 @@ public final class TcpStore implements Store {
     public void waitFor(Iterable<String> keys) {
         List<String> missing = missingAfterWait(keys, timeout);
         if (!missing.isEmpty()) {
-            throw new StoreTimeoutException("Store keys " + missing + " were not set within "
-                    + timeout + " (store at " + endpoint + ")");
+            throw new StoreTimeoutException(
+                    "Store keys "
+                            + missing
+                            + " were not set within "
+                            + timeout
+                            + " (store at "
+                            + endpoint
+                            + ")");
         }
     }
 
@@ -163,22 +185,34 @@ public final class TcpStore implements Store {
             for (String key : missing) {
                 absent.add(Integer.parseInt(key.substring(prefix.length())));
             }
-            throw new StoreTimeoutException("Barrier '" + name + "' timed out after " + timeout
-                    + ": ranks " + absent + " of " + worldSize + " did not arrive");
+            throw new StoreTimeoutException(
+                    "Barrier '"
+                            + name
+                            + "' timed out after "
+                            + timeout
+                            + ": ranks "
+                            + absent
+                            + " of "
+                            + worldSize
+                            + " did not arrive");
         }
     }
 
     private List<String> missingAfterWait(Iterable<String> keys, Duration wait) {
         List<String> all = new ArrayList<>();
         keys.forEach(k -> all.add(key(k)));
-        DataInputStream reply = call("a wait for " + all.size() + " keys", wait, o -> {
-            o.writeByte(StoreProtocol.OP_WAIT);
-            o.writeInt(all.size());
-            for (String key : all) {
-                o.writeUTF(key);
-            }
-            o.writeLong(wait.toMillis());
-        });
+        DataInputStream reply =
+                call(
+                        "a wait for " + all.size() + " keys",
+                        wait,
+                        o -> {
+                            o.writeByte(StoreProtocol.OP_WAIT);
+                            o.writeInt(all.size());
+                            for (String key : all) {
+                                o.writeUTF(key);
+                            }
+                            o.writeLong(wait.toMillis());
+                        });
         try {
             reply.readByte();
             int count = reply.readInt();
@@ -208,8 +242,15 @@ public final class TcpStore implements Store {
             StoreProtocol.writeFrame(out, request);
             return StoreProtocol.readFrame(in);
         } catch (IOException e) {
-            throw new StoreException("The store at " + endpoint + " failed during " + what + ": "
-                    + e + " (rank 0 hosts it: did it exit?)", e);
+            throw new StoreException(
+                    "The store at "
+                            + endpoint
+                            + " failed during "
+                            + what
+                            + ": "
+                            + e
+                            + " (rank 0 hosts it: did it exit?)",
+                    e);
         }
     }
 
@@ -251,7 +292,8 @@ public final class TcpStore implements Store {
         /** Sets the longest any call (connecting included) waits; the default is 5 minutes. */
         public Builder optTimeout(Duration timeout) {
             if (timeout.isNegative() || timeout.isZero()) {
-                throw new IllegalArgumentException("the store timeout must be positive: " + timeout);
+                throw new IllegalArgumentException(
+                        "the store timeout must be positive: " + timeout);
             }
             this.timeout = timeout;
             return this;
@@ -271,7 +313,8 @@ public final class TcpStore implements Store {
         public TcpStore build() {
             if (port == 0 && !hostServer) {
                 throw new IllegalArgumentException(
-                        "port 0 means 'any free port' and only works in the process hosting the store");
+                        "port 0 means 'any free port' and only works in the process hosting the"
+                                + " store");
             }
             byte[] tokenBytes = token.getBytes(StandardCharsets.UTF_8);
             TcpStoreServer server = null;
@@ -320,7 +363,8 @@ public final class TcpStore implements Store {
                 Socket socket = new Socket();
                 try {
                     long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
-                    socket.connect(new InetSocketAddress(host, connectPort),
+                    socket.connect(
+                            new InetSocketAddress(host, connectPort),
                             (int) Math.min(left, Integer.MAX_VALUE));
                     socket.setTcpNoDelay(true);
                     return socket;
@@ -336,22 +380,38 @@ public final class TcpStore implements Store {
                 }
                 pauseMillis = Math.min(pauseMillis * 2, MAX_RETRY_PAUSE.toMillis());
             } while (System.nanoTime() < deadline);
-            throw new StoreException("Could not reach the store at " + host + ':' + connectPort
-                    + " within " + timeout + " (" + last + "). Is rank 0 running, and are"
-                    + " MASTER_ADDR and MASTER_PORT the same on every rank?", last);
+            throw new StoreException(
+                    "Could not reach the store at "
+                            + host
+                            + ':'
+                            + connectPort
+                            + " within "
+                            + timeout
+                            + " ("
+                            + last
+                            + "). Is rank 0 running, and are"
+                            + " MASTER_ADDR and MASTER_PORT the same on every rank?",
+                    last);
         }
     }
 
     private void hello(byte[] token) {
-        DataInputStream reply = call("the handshake", Duration.ZERO, o -> {
-            o.writeInt(StoreProtocol.MAGIC);
-            o.writeByte(StoreProtocol.VERSION);
-            o.write(token);
-        });
+        DataInputStream reply =
+                call(
+                        "the handshake",
+                        Duration.ZERO,
+                        o -> {
+                            o.writeInt(StoreProtocol.MAGIC);
+                            o.writeByte(StoreProtocol.VERSION);
+                            o.write(token);
+                        });
         try {
             if (reply.readByte() != StoreProtocol.STATUS_OK) {
-                throw new StoreException("The store at " + endpoint + " refused this process's"
-                        + " job token: DJL_FSDP_JOB_TOKEN must be the same on every rank");
+                throw new StoreException(
+                        "The store at "
+                                + endpoint
+                                + " refused this process's"
+                                + " job token: DJL_FSDP_JOB_TOKEN must be the same on every rank");
             }
         } catch (IOException e) {
             throw brokenReply(e);

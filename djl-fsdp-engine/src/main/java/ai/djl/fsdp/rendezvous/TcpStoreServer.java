@@ -1,10 +1,6 @@
 package ai.djl.fsdp.rendezvous;
 
 import ai.djl.fsdp.rendezvous.StoreProtocol.MalformedFrameException;
-
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -28,6 +24,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The store's server, hosted by rank 0: a key-value map behind a TCP port, one thread per
@@ -75,8 +73,13 @@ final class TcpStoreServer implements AutoCloseable {
             socket.bind(new InetSocketAddress(bindAddress(host), port), 128);
         } catch (IOException e) {
             socket.close();
-            throw new IOException("rank 0 could not host the store on port " + port + " ("
-                    + e.getMessage() + "); is MASTER_PORT in use by another job?", e);
+            throw new IOException(
+                    "rank 0 could not host the store on port "
+                            + port
+                            + " ("
+                            + e.getMessage()
+                            + "); is MASTER_PORT in use by another job?",
+                    e);
         }
         TcpStoreServer server = new TcpStoreServer(socket, token, handshakeTimeout);
         Thread acceptor = new Thread(server::acceptLoop, "djl-fsdp-store-server");
@@ -105,8 +108,10 @@ final class TcpStoreServer implements AutoCloseable {
         while (!closed) {
             try {
                 Socket socket = serverSocket.accept();
-                Thread handler = new Thread(() -> serve(socket),
-                        "djl-fsdp-store-conn-" + socket.getRemoteSocketAddress());
+                Thread handler =
+                        new Thread(
+                                () -> serve(socket),
+                                "djl-fsdp-store-conn-" + socket.getRemoteSocketAddress());
                 handler.setDaemon(true);
                 handler.start();
             } catch (IOException e) {
@@ -127,12 +132,13 @@ final class TcpStoreServer implements AutoCloseable {
                 return;
             }
             if (connections.size() > MAX_CONNECTIONS) {
-                logger.warn("Refused store client {}: {} connections are open", peer,
-                        MAX_CONNECTIONS);
+                logger.warn(
+                        "Refused store client {}: {} connections are open", peer, MAX_CONNECTIONS);
                 return;
             }
             socket.setTcpNoDelay(true);
-            DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
+            DataInputStream in =
+                    new DataInputStream(new BufferedInputStream(socket.getInputStream()));
             DataOutputStream out =
                     new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
             socket.setSoTimeout(Math.toIntExact(handshakeTimeout.toMillis()));
@@ -166,10 +172,11 @@ final class TcpStoreServer implements AutoCloseable {
     private boolean admit(DataInputStream in, DataOutputStream out, String peer)
             throws IOException {
         DataInputStream hello = StoreProtocol.readFrame(in);
-        StoreProtocol.require(hello.readInt() == StoreProtocol.MAGIC,
-                "the first frame is not a store hello");
+        StoreProtocol.require(
+                hello.readInt() == StoreProtocol.MAGIC, "the first frame is not a store hello");
         byte version = hello.readByte();
-        StoreProtocol.require(version == StoreProtocol.VERSION,
+        StoreProtocol.require(
+                version == StoreProtocol.VERSION,
                 "protocol version " + version + ", expected " + StoreProtocol.VERSION);
         byte[] presented = hello.readAllBytes();
         // Constant time, so the reply's timing says nothing about how much of the token matched.
@@ -192,47 +199,56 @@ final class TcpStoreServer implements AutoCloseable {
             case StoreProtocol.OP_GET:
                 String key = request.readUTF();
                 byte[] value = awaitValue(key, readWait(request));
-                StoreProtocol.writeFrame(out, o -> {
-                    if (value == null) {
-                        o.writeByte(StoreProtocol.STATUS_TIMEOUT);
-                    } else {
-                        o.writeByte(StoreProtocol.STATUS_OK);
-                        o.writeInt(value.length);
-                        o.write(value);
-                    }
-                });
+                StoreProtocol.writeFrame(
+                        out,
+                        o -> {
+                            if (value == null) {
+                                o.writeByte(StoreProtocol.STATUS_TIMEOUT);
+                            } else {
+                                o.writeByte(StoreProtocol.STATUS_OK);
+                                o.writeInt(value.length);
+                                o.write(value);
+                            }
+                        });
                 break;
             case StoreProtocol.OP_ADD:
                 String counter = request.readUTF();
                 long delta = request.readLong();
-                StoreProtocol.writeFrame(out, o -> {
-                    try {
-                        long sum = add(counter, delta);
-                        o.writeByte(StoreProtocol.STATUS_OK);
-                        o.writeLong(sum);
-                    } catch (NumberFormatException e) {
-                        o.writeByte(StoreProtocol.STATUS_ERROR);
-                        o.writeUTF("the value under '" + counter + "' is not a counter");
-                    }
-                });
+                StoreProtocol.writeFrame(
+                        out,
+                        o -> {
+                            try {
+                                long sum = add(counter, delta);
+                                o.writeByte(StoreProtocol.STATUS_OK);
+                                o.writeLong(sum);
+                            } catch (NumberFormatException e) {
+                                o.writeByte(StoreProtocol.STATUS_ERROR);
+                                o.writeUTF("the value under '" + counter + "' is not a counter");
+                            }
+                        });
                 break;
             case StoreProtocol.OP_WAIT:
                 int count = request.readInt();
-                StoreProtocol.require(count >= 0 && count <= StoreProtocol.MAX_FRAME_BYTES / 2,
+                StoreProtocol.require(
+                        count >= 0 && count <= StoreProtocol.MAX_FRAME_BYTES / 2,
                         "wait for " + count + " keys");
                 List<String> keys = new ArrayList<>(count);
                 for (int i = 0; i < count; i++) {
                     keys.add(request.readUTF());
                 }
                 List<String> missing = awaitKeys(keys, readWait(request));
-                StoreProtocol.writeFrame(out, o -> {
-                    o.writeByte(missing.isEmpty()
-                            ? StoreProtocol.STATUS_OK : StoreProtocol.STATUS_TIMEOUT);
-                    o.writeInt(missing.size());
-                    for (String k : missing) {
-                        o.writeUTF(k);
-                    }
-                });
+                StoreProtocol.writeFrame(
+                        out,
+                        o -> {
+                            o.writeByte(
+                                    missing.isEmpty()
+                                            ? StoreProtocol.STATUS_OK
+                                            : StoreProtocol.STATUS_TIMEOUT);
+                            o.writeInt(missing.size());
+                            for (String k : missing) {
+                                o.writeUTF(k);
+                            }
+                        });
                 break;
             default:
                 throw new MalformedFrameException("unknown store operation " + op);
@@ -242,7 +258,8 @@ final class TcpStoreServer implements AutoCloseable {
 
     private static byte[] readValue(DataInputStream request) throws IOException {
         int length = request.readInt();
-        StoreProtocol.require(length >= 0 && length <= request.available(),
+        StoreProtocol.require(
+                length >= 0 && length <= request.available(),
                 "value length " + length + " does not fit its frame");
         byte[] value = new byte[length];
         request.readFully(value);
@@ -269,8 +286,9 @@ final class TcpStoreServer implements AutoCloseable {
         lock.lock();
         try {
             byte[] old = values.get(key);
-            long sum = (old == null ? 0 : Long.parseLong(new String(old, StandardCharsets.UTF_8)))
-                    + delta;
+            long sum =
+                    (old == null ? 0 : Long.parseLong(new String(old, StandardCharsets.UTF_8)))
+                            + delta;
             values.put(key, Long.toString(sum).getBytes(StandardCharsets.UTF_8));
             changed.signalAll();
             return sum;

@@ -2,14 +2,12 @@ package ai.djl.fsdp.tensor;
 
 import ai.djl.engine.Engine;
 import ai.djl.pytorch.jni.LibUtils;
-
 import com.sun.jna.Library;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 

@@ -4,7 +4,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-
 import java.nio.Buffer;
 import java.nio.FloatBuffer;
 import java.nio.LongBuffer;
@@ -24,9 +23,9 @@ import java.nio.LongBuffer;
  *
  * <p>So: Java data that becomes part of a model, a graph or a long-lived array goes through {@link
  * #create}; a scalar operand of {@code mul}, {@code div}, {@code pow}, {@code maximum} or {@code
- * minimum} on an array that may be in a gradient graph is {@link #scalar}. ({@code add} and
- * {@code sub} with a {@code Number} are safe: autograd saves neither operand, and the result is
- * computed before DJL closes the scalar.)
+ * minimum} on an array that may be in a gradient graph is {@link #scalar}. ({@code add} and {@code
+ * sub} with a {@code Number} are safe: autograd saves neither operand, and the result is computed
+ * before DJL closes the scalar.)
  */
 public final class OwnedArrays {
 

@@ -7,12 +7,10 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
-
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
-
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
@@ -48,8 +46,8 @@ public final class TensorMemory {
     }
 
     /**
-     * Returns the address of the array's memory after checking that it is contiguous, so that
-     * its {@code size()} elements lie one after another from there.
+     * Returns the address of the array's memory after checking that it is contiguous, so that its
+     * {@code size()} elements lie one after another from there.
      *
      * @param array a PyTorch-engine array
      * @param role how the caller names the array in errors, such as {@code "allGather input"}

@@ -5,17 +5,30 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.junit.jupiter.api.Test;
-
 import java.util.Map;
+import org.junit.jupiter.api.Test;
 
 class DistributedEnvTest {
 
     @Test
     void torchrunVariables() {
-        DistributedEnv env = DistributedEnv.fromVariables(Map.of(
-                "RANK", "3", "WORLD_SIZE", "8", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2",
-                "MASTER_ADDR", "node0", "MASTER_PORT", "1234", "DJL_FSDP_JOB_TOKEN", "secret"));
+        DistributedEnv env =
+                DistributedEnv.fromVariables(
+                        Map.of(
+                                "RANK",
+                                "3",
+                                "WORLD_SIZE",
+                                "8",
+                                "LOCAL_RANK",
+                                "1",
+                                "LOCAL_WORLD_SIZE",
+                                "2",
+                                "MASTER_ADDR",
+                                "node0",
+                                "MASTER_PORT",
+                                "1234",
+                                "DJL_FSDP_JOB_TOKEN",
+                                "secret"));
         assertEquals(3, env.rank());
         assertEquals(8, env.worldSize());
         assertEquals(1, env.localRank());
@@ -28,8 +41,9 @@ class DistributedEnvTest {
 
     @Test
     void kubeflowSetsNoLocalRankAndNoToken() {
-        DistributedEnv env = DistributedEnv.fromVariables(Map.of(
-                "RANK", "1", "WORLD_SIZE", "2", "MASTER_ADDR", "job-master-0"));
+        DistributedEnv env =
+                DistributedEnv.fromVariables(
+                        Map.of("RANK", "1", "WORLD_SIZE", "2", "MASTER_ADDR", "job-master-0"));
         assertEquals(0, env.localRank());
         assertEquals(1, env.localWorldSize());
         assertEquals(DistributedEnv.DEFAULT_MASTER_PORT, env.masterPort());
@@ -38,25 +52,52 @@ class DistributedEnvTest {
 
     @Test
     void slurmVariables() {
-        DistributedEnv env = DistributedEnv.fromVariables(Map.of(
-                "SLURM_PROCID", "5", "SLURM_NTASKS", "7", "SLURM_LOCALID", "0",
-                "SLURM_TASKS_PER_NODE", "2(x3),1", "SLURM_NODEID", "3",
-                "MASTER_ADDR", "n1", "MASTER_PORT", "4000"));
+        DistributedEnv env =
+                DistributedEnv.fromVariables(
+                        Map.of(
+                                "SLURM_PROCID",
+                                "5",
+                                "SLURM_NTASKS",
+                                "7",
+                                "SLURM_LOCALID",
+                                "0",
+                                "SLURM_TASKS_PER_NODE",
+                                "2(x3),1",
+                                "SLURM_NODEID",
+                                "3",
+                                "MASTER_ADDR",
+                                "n1",
+                                "MASTER_PORT",
+                                "4000"));
         assertEquals(5, env.rank());
         assertEquals(7, env.worldSize());
         assertEquals(0, env.localRank());
         assertEquals(1, env.localWorldSize());
         assertEquals("n1", env.masterAddr());
-        DistributedEnv perNode = DistributedEnv.fromVariables(Map.of(
-                "SLURM_PROCID", "1", "SLURM_NTASKS", "4", "SLURM_LOCALID", "1",
-                "SLURM_NTASKS_PER_NODE", "2", "MASTER_ADDR", "n1"));
+        DistributedEnv perNode =
+                DistributedEnv.fromVariables(
+                        Map.of(
+                                "SLURM_PROCID",
+                                "1",
+                                "SLURM_NTASKS",
+                                "4",
+                                "SLURM_LOCALID",
+                                "1",
+                                "SLURM_NTASKS_PER_NODE",
+                                "2",
+                                "MASTER_ADDR",
+                                "n1"));
         assertEquals(2, perNode.localWorldSize());
     }
 
     @Test
     void slurmWithoutMasterAddrSaysHowToSetIt() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> DistributedEnv.fromVariables(Map.of("SLURM_PROCID", "0", "SLURM_NTASKS", "2")));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                DistributedEnv.fromVariables(
+                                        Map.of("SLURM_PROCID", "0", "SLURM_NTASKS", "2")));
         assertTrue(e.getMessage().contains("MASTER_ADDR"), e.getMessage());
         assertTrue(e.getMessage().contains("scontrol show hostnames"), e.getMessage());
     }
@@ -85,17 +126,32 @@ class DistributedEnvTest {
         assertMessage("WORLD_SIZE is not set", Map.of("RANK", "0"));
         assertMessage("RANK is not set", Map.of("WORLD_SIZE", "2"));
         assertMessage("MASTER_ADDR is not set", Map.of("RANK", "0", "WORLD_SIZE", "2"));
-        assertMessage("LOCAL_RANK=2", Map.of("RANK", "0", "WORLD_SIZE", "4", "LOCAL_RANK", "2",
-                "LOCAL_WORLD_SIZE", "2", "MASTER_ADDR", "h"));
-        assertMessage("MASTER_PORT=70000", Map.of("RANK", "0", "WORLD_SIZE", "2",
-                "MASTER_ADDR", "h", "MASTER_PORT", "70000"));
+        assertMessage(
+                "LOCAL_RANK=2",
+                Map.of(
+                        "RANK",
+                        "0",
+                        "WORLD_SIZE",
+                        "4",
+                        "LOCAL_RANK",
+                        "2",
+                        "LOCAL_WORLD_SIZE",
+                        "2",
+                        "MASTER_ADDR",
+                        "h"));
+        assertMessage(
+                "MASTER_PORT=70000",
+                Map.of("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "h", "MASTER_PORT", "70000"));
         assertMessage("SLURM_NTASKS='x'", Map.of("SLURM_PROCID", "0", "SLURM_NTASKS", "x"));
     }
 
     private static void assertMessage(String expected, Map<String, String> variables) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> DistributedEnv.fromVariables(variables));
-        assertTrue(e.getMessage().contains(expected),
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> DistributedEnv.fromVariables(variables));
+        assertTrue(
+                e.getMessage().contains(expected),
                 "'" + e.getMessage() + "' should mention " + expected);
     }
 }

@@ -6,11 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.dist.DistributedEnv;
-
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -23,6 +18,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Starts real rank JVMs running {@link RankProbe}. */
 class LauncherTest {
@@ -154,8 +152,7 @@ class LauncherTest {
 
         assertEquals(List.of(), lines(out));
         for (int rank = 0; rank < 2; rank++) {
-            List<String> log =
-                    Files.readAllLines(logDirectory.resolve(Launcher.logFileName(rank)));
+            List<String> log = Files.readAllLines(logDirectory.resolve(Launcher.logFileName(rank)));
             assertTrue(log.contains("RANK=" + rank), String.join("\n", log));
             assertTrue(log.contains("stderr line"), String.join("\n", log));
         }
@@ -175,8 +172,7 @@ class LauncherTest {
             assertEquals("shared-secret", report.get(DistributedEnv.JOB_TOKEN_VARIABLE));
             assertEquals("3", report.get("num_threads"));
             assertEquals("3", report.get("OMP_NUM_THREADS"));
-            assertEquals(
-                    "glibc.malloc.arena_max=2", report.get(Launcher.MALLOC_TUNABLES_VARIABLE));
+            assertEquals("glibc.malloc.arena_max=2", report.get(Launcher.MALLOC_TUNABLES_VARIABLE));
         }
     }
 

@@ -1,7 +1,6 @@
 package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.dist.DistributedEnv;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

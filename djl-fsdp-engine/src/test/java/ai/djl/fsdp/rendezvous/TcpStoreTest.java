@@ -5,10 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
@@ -21,6 +17,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 class TcpStoreTest {
 
@@ -31,8 +30,12 @@ class TcpStoreTest {
 
     @BeforeEach
     void startHost() {
-        host = TcpStore.builder("127.0.0.1", 0).optHostServer(true).optToken(TOKEN)
-                .optTimeout(TIMEOUT).build();
+        host =
+                TcpStore.builder("127.0.0.1", 0)
+                        .optHostServer(true)
+                        .optToken(TOKEN)
+                        .optTimeout(TIMEOUT)
+                        .build();
     }
 
     @AfterEach
@@ -41,14 +44,17 @@ class TcpStoreTest {
     }
 
     private TcpStore client() {
-        return TcpStore.builder("127.0.0.1", host.port()).optToken(TOKEN).optTimeout(TIMEOUT)
+        return TcpStore.builder("127.0.0.1", host.port())
+                .optToken(TOKEN)
+                .optTimeout(TIMEOUT)
                 .build();
     }
 
     @Test
     void setGetAddAndWaitBetweenClients() throws Exception {
         try (TcpStore client = client()) {
-            CompletableFuture<byte[]> waiting = CompletableFuture.supplyAsync(() -> client.get("k"));
+            CompletableFuture<byte[]> waiting =
+                    CompletableFuture.supplyAsync(() -> client.get("k"));
             host.set("k", new byte[] {1, 2, 3});
             assertArrayEquals(new byte[] {1, 2, 3}, waiting.get(5, TimeUnit.SECONDS));
             assertEquals(5, host.add("counter", 5));
@@ -61,12 +67,16 @@ class TcpStoreTest {
 
     @Test
     void timeoutsNameWhatDidNotArrive() {
-        StoreTimeoutException get = assertThrows(StoreTimeoutException.class,
-                () -> host.get("never", Duration.ofMillis(100)));
+        StoreTimeoutException get =
+                assertThrows(
+                        StoreTimeoutException.class,
+                        () -> host.get("never", Duration.ofMillis(100)));
         assertTrue(get.getMessage().contains("'never'"), get.getMessage());
         host.set("present", new byte[0]);
-        StoreTimeoutException wait = assertThrows(StoreTimeoutException.class,
-                () -> host.waitFor(List.of("present", "absent")));
+        StoreTimeoutException wait =
+                assertThrows(
+                        StoreTimeoutException.class,
+                        () -> host.waitFor(List.of("present", "absent")));
         assertTrue(wait.getMessage().contains("[absent]"), wait.getMessage());
     }
 
@@ -78,8 +88,8 @@ class TcpStoreTest {
             host.barrier("start", 0, 2);
             rank1.get(5, TimeUnit.SECONDS);
             // The second use of a name is a fresh barrier, so rank 1's absence shows.
-            StoreTimeoutException e = assertThrows(StoreTimeoutException.class,
-                    () -> host.barrier("start", 0, 3));
+            StoreTimeoutException e =
+                    assertThrows(StoreTimeoutException.class, () -> host.barrier("start", 0, 3));
             assertTrue(e.getMessage().contains("ranks [1, 2] of 3"), e.getMessage());
         }
     }
@@ -90,12 +100,20 @@ class TcpStoreTest {
         try (ServerSocket probe = new ServerSocket(0)) {
             port = probe.getLocalPort();
         }
-        CompletableFuture<TcpStore> early = CompletableFuture.supplyAsync(
-                () -> TcpStore.builder("127.0.0.1", port).optToken(TOKEN)
-                        .optTimeout(Duration.ofSeconds(20)).build());
+        CompletableFuture<TcpStore> early =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                TcpStore.builder("127.0.0.1", port)
+                                        .optToken(TOKEN)
+                                        .optTimeout(Duration.ofSeconds(20))
+                                        .build());
         Thread.sleep(500);
-        try (TcpStore late = TcpStore.builder("127.0.0.1", port).optHostServer(true)
-                        .optToken(TOKEN).optTimeout(TIMEOUT).build();
+        try (TcpStore late =
+                        TcpStore.builder("127.0.0.1", port)
+                                .optHostServer(true)
+                                .optToken(TOKEN)
+                                .optTimeout(TIMEOUT)
+                                .build();
                 TcpStore client = early.get(20, TimeUnit.SECONDS)) {
             client.set("hello", new byte[] {7});
             assertArrayEquals(new byte[] {7}, late.get("hello"));
@@ -104,9 +122,14 @@ class TcpStoreTest {
 
     @Test
     void wrongTokenIsRefusedAndTheJobGoesOn() {
-        StoreException e = assertThrows(StoreException.class,
-                () -> TcpStore.builder("127.0.0.1", host.port()).optToken("guess")
-                        .optTimeout(TIMEOUT).build());
+        StoreException e =
+                assertThrows(
+                        StoreException.class,
+                        () ->
+                                TcpStore.builder("127.0.0.1", host.port())
+                                        .optToken("guess")
+                                        .optTimeout(TIMEOUT)
+                                        .build());
         assertTrue(e.getMessage().contains("refused"), e.getMessage());
         assertStillServes();
     }
@@ -116,21 +139,24 @@ class TcpStoreTest {
         // A length beyond the limit: dropped before anything is allocated.
         assertDisconnected(out -> out.writeInt(Integer.MAX_VALUE));
         // A stray protocol.
-        assertDisconnected(out -> out.write("GET / HTTP/1.1\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
+        assertDisconnected(
+                out -> out.write("GET / HTTP/1.1\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
         // A correct hello, then an unknown operation.
-        assertDisconnected(out -> {
-            hello(out);
-            out.writeInt(1);
-            out.writeByte(99);
-        });
+        assertDisconnected(
+                out -> {
+                    hello(out);
+                    out.writeInt(1);
+                    out.writeByte(99);
+                });
         // A correct hello, then a value longer than its frame.
-        assertDisconnected(out -> {
-            hello(out);
-            out.writeInt(8);
-            out.writeByte(1);
-            out.writeUTF("k");
-            out.writeInt(1000);
-        });
+        assertDisconnected(
+                out -> {
+                    hello(out);
+                    out.writeInt(8);
+                    out.writeByte(1);
+                    out.writeUTF("k");
+                    out.writeInt(1000);
+                });
         assertStillServes();
     }
 
@@ -180,9 +206,14 @@ class TcpStoreTest {
         try (ServerSocket probe = new ServerSocket(0)) {
             port = probe.getLocalPort();
         }
-        StoreException e = assertThrows(StoreException.class,
-                () -> TcpStore.builder("127.0.0.1", port).optToken(TOKEN)
-                        .optTimeout(Duration.ofMillis(300)).build());
+        StoreException e =
+                assertThrows(
+                        StoreException.class,
+                        () ->
+                                TcpStore.builder("127.0.0.1", port)
+                                        .optToken(TOKEN)
+                                        .optTimeout(Duration.ofMillis(300))
+                                        .build());
         assertTrue(e.getMessage().contains("Is rank 0 running"), e.getMessage());
     }
 }

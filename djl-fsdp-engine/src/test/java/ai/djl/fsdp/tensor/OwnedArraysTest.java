@@ -10,14 +10,12 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.GradientCollector;
-
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /**
  * Arrays from {@link OwnedArrays} stay valid after their DJL handle is closed and the garbage
@@ -103,7 +101,8 @@ class OwnedArraysTest {
             // Direct memory is freed by the Cleaner thread after the collection.
             Thread.sleep(20);
             for (int i = 0; i < 1000; i++) {
-                ByteBuffer garbage = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+                ByteBuffer garbage =
+                        ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
                 while (garbage.remaining() >= Float.BYTES) {
                     garbage.putFloat(Float.NaN);
                 }

@@ -11,15 +11,12 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
-
+import java.nio.ByteBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-
-import java.nio.ByteBuffer;
 
 /** CPU checks of the shim calls; the CUDA stream is exercised by the NCCL tests on GPUs. */
 class TensorMemoryTest {

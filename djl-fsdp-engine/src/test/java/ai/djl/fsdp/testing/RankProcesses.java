@@ -2,7 +2,6 @@ package ai.djl.fsdp.testing;
 
 import ai.djl.fsdp.launch.LaunchedJob;
 import ai.djl.fsdp.launch.Launcher;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -21,8 +20,8 @@ import java.util.stream.Stream;
 /**
  * A job of N ranks on this machine for multi-process tests, started by the project's {@link
  * Launcher} (so tests run the ranks exactly as {@code bin/fsdp launch} does): each rank is a JVM
- * running a given main class on the test class path, with a small heap and one DJL thread, and
- * its standard output and error in a file that the results carry as text.
+ * running a given main class on the test class path, with a small heap and one DJL thread, and its
+ * standard output and error in a file that the results carry as text.
  *
  * <pre>{@code
  * try (RankProcesses job = RankProcesses.builder(MyRankMain.class).worldSize(3).start()) {
@@ -70,8 +69,15 @@ public final class RankProcesses implements AutoCloseable {
             // Read once more after the exit: the last lines may have landed meanwhile.
             if (System.nanoTime() > deadline
                     || !job.process(rank).isAlive() && !output(rank).contains(text)) {
-                throw new AssertionError("rank " + rank + " did not print '" + text + "' within "
-                        + wait + "; its output:\n" + output(rank));
+                throw new AssertionError(
+                        "rank "
+                                + rank
+                                + " did not print '"
+                                + text
+                                + "' within "
+                                + wait
+                                + "; its output:\n"
+                                + output(rank));
             }
             sleep(50);
         }
@@ -90,7 +96,8 @@ public final class RankProcesses implements AutoCloseable {
     public Results await() {
         boolean exited;
         try {
-            exited = job.awaitExit(Duration.ofNanos(Math.max(0, deadlineNanos - System.nanoTime())));
+            exited =
+                    job.awaitExit(Duration.ofNanos(Math.max(0, deadlineNanos - System.nanoTime())));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             exited = false;
@@ -101,16 +108,17 @@ public final class RankProcesses implements AutoCloseable {
         List<RankResult> results = new ArrayList<>();
         for (int rank : job.ranks()) {
             Process process = job.process(rank);
-            results.add(new RankResult(rank, process.isAlive() ? -1 : process.exitValue(),
-                    output(rank)));
+            results.add(
+                    new RankResult(
+                            rank, process.isAlive() ? -1 : process.exitValue(), output(rank)));
         }
         return new Results(results, exited ? null : timeout);
     }
 
     private String output(int rank) {
         try {
-            return Files.readString(logDirectory.resolve(Launcher.logFileName(rank)),
-                    StandardCharsets.UTF_8);
+            return Files.readString(
+                    logDirectory.resolve(Launcher.logFileName(rank)), StandardCharsets.UTF_8);
         } catch (IOException e) {
             return "(output unreadable: " + e + ")";
         }
@@ -209,8 +217,13 @@ public final class RankProcesses implements AutoCloseable {
                 text.append("The job was stopped after ").append(timedOutAfter).append('\n');
             }
             for (RankResult r : ranks) {
-                text.append("---- rank ").append(r.rank).append(" exit ").append(r.exitCode)
-                        .append(" ----\n").append(r.output).append('\n');
+                text.append("---- rank ")
+                        .append(r.rank)
+                        .append(" exit ")
+                        .append(r.exitCode)
+                        .append(" ----\n")
+                        .append(r.output)
+                        .append('\n');
             }
             return text.toString();
         }
@@ -221,8 +234,8 @@ public final class RankProcesses implements AutoCloseable {
         private final Class<?> mainClass;
         private int worldSize = 2;
         private final List<String> args = new ArrayList<>();
-        private final List<String> jvmOptions = new ArrayList<>(List.of("-Xmx512m",
-                "-XX:+UseSerialGC"));
+        private final List<String> jvmOptions =
+                new ArrayList<>(List.of("-Xmx512m", "-XX:+UseSerialGC"));
         private final Map<String, String> environment = new LinkedHashMap<>();
         private Duration timeout = Duration.ofMinutes(2);
 
@@ -270,20 +283,21 @@ public final class RankProcesses implements AutoCloseable {
             try {
                 logDirectory = Files.createTempDirectory("ranks-" + mainClass.getSimpleName());
             } catch (IOException e) {
-                throw new UncheckedIOException("could not create a folder for the ranks' output",
-                        e);
+                throw new UncheckedIOException(
+                        "could not create a folder for the ranks' output", e);
             }
             List<String> command = new ArrayList<>();
             command.add(mainClass.getName());
             command.addAll(args);
-            Launcher.Builder launcher = Launcher.builder()
-                    .setNprocPerNode(worldSize)
-                    .setCommand(command)
-                    .optThreadsPerRank(1)
-                    .optJavaOptions(jvmOptions)
-                    .optClassPath(classPath())
-                    .optLogDirectory(logDirectory)
-                    .optStopTimeout(STOP_TIMEOUT);
+            Launcher.Builder launcher =
+                    Launcher.builder()
+                            .setNprocPerNode(worldSize)
+                            .setCommand(command)
+                            .optThreadsPerRank(1)
+                            .optJavaOptions(jvmOptions)
+                            .optClassPath(classPath())
+                            .optLogDirectory(logDirectory)
+                            .optStopTimeout(STOP_TIMEOUT);
             environment.forEach(launcher::optEnvironment);
             return new RankProcesses(launcher.build().start(), logDirectory, timeout);
         }
@@ -295,7 +309,8 @@ public final class RankProcesses implements AutoCloseable {
         private static String classPath() {
             String surefire = System.getProperty("surefire.test.class.path");
             return surefire != null && !surefire.isEmpty()
-                    ? surefire : System.getProperty("java.class.path");
+                    ? surefire
+                    : System.getProperty("java.class.path");
         }
     }
 }

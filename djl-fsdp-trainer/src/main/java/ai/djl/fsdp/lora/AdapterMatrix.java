@@ -34,7 +34,10 @@ final class AdapterMatrix extends AbstractBlock {
 
     @Override
     protected NDList forwardInternal(
-            ParameterStore parameterStore, NDList inputs, boolean training, PairList<String, Object> params) {
+            ParameterStore parameterStore,
+            NDList inputs,
+            boolean training,
+            PairList<String, Object> params) {
         var x = inputs.singletonOrThrow();
         var w = parameterStore.getValue(weight, x.getDevice(), training);
         return new NDList(x.matMul(w.transpose()));

@@ -4,10 +4,10 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.nn.Block;
 
 /**
- * A block computing {@code y = x W^T (+ b)} that LoRA can adapt: its input is {@code [..., in]}
- * and its output {@code [..., out]}. Model code implements it for its projections (a PyTorch
- * {@code nn.Linear}, or GPT-2's {@code Conv1D}, which stores {@code W} transposed); {@link Lora}
- * never needs to know the concrete class.
+ * A block computing {@code y = x W^T (+ b)} that LoRA can adapt: its input is {@code [..., in]} and
+ * its output {@code [..., out]}. Model code implements it for its projections (a PyTorch {@code
+ * nn.Linear}, or GPT-2's {@code Conv1D}, which stores {@code W} transposed); {@link Lora} never
+ * needs to know the concrete class.
  */
 public interface LinearProjection extends Block {
 

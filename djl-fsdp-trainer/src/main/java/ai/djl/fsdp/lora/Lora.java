@@ -1,14 +1,14 @@
 package ai.djl.fsdp.lora;
 
-import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.fsdp.safetensors.AtomicFiles;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import com.google.gson.GsonBuilder;
@@ -34,8 +34,8 @@ import java.util.TreeSet;
  * adapter_config.json} and {@code adapter_model.safetensors} keyed {@code
  * base_model.model.<module>.lora_A.weight}), so adapters move between this project and PEFT.
  *
- * <p>The tree's parents of targeted projections must be {@link MutableBlock}s; the projections
- * must be {@link LinearProjection}s.
+ * <p>The tree's parents of targeted projections must be {@link MutableBlock}s; the projections must
+ * be {@link LinearProjection}s.
  */
 public final class Lora {
 
@@ -57,8 +57,8 @@ public final class Lora {
     private Lora() {}
 
     /**
-     * Wraps every targeted projection in a {@link LoraLinear}, initializes the adapters next to
-     * the base weights, and freezes every parameter but the adapters'.
+     * Wraps every targeted projection in a {@link LoraLinear}, initializes the adapters next to the
+     * base weights, and freezes every parameter but the adapters'.
      *
      * @param root an initialized model
      * @param config the adaptation
@@ -70,18 +70,22 @@ public final class Lora {
     public static List<String> apply(Block root, LoraConfig config) {
         Map<String, Block> modules = StateDict.modules(root);
         if (!adapters(root).isEmpty()) {
-            throw new IllegalStateException("the model already has LoRA adapters: merge them first");
+            throw new IllegalStateException(
+                    "the model already has LoRA adapters: merge them first");
         }
         List<String> adapted = new ArrayList<>();
         for (Map.Entry<String, Block> entry : modules.entrySet()) {
             String path = entry.getKey();
             if (!(entry.getValue() instanceof LinearProjection projection)
-                    || !(config.targetsAllLinear() ? !path.equals(OUTPUT_HEAD) : config.targets(path))) {
+                    || !(config.targetsAllLinear()
+                            ? !path.equals(OUTPUT_HEAD)
+                            : config.targets(path))) {
                 continue;
             }
             Parameter weight = projection.getParameters().get("weight");
             if (weight == null || !weight.isInitialized()) {
-                throw new IllegalStateException("initialize the model before adding adapters (" + path + ")");
+                throw new IllegalStateException(
+                        "initialize the model before adding adapters (" + path + ")");
             }
             LoraLinear lora = new LoraLinear(projection, config);
             NDArray w = weight.getArray();
@@ -91,8 +95,10 @@ public final class Lora {
         }
         if (adapted.isEmpty()) {
             throw new IllegalArgumentException(
-                    "no module matches LoRA target_modules " + config.getTargetModules()
-                            + "; this model's projections are " + projectionNames(modules));
+                    "no module matches LoRA target_modules "
+                            + config.getTargetModules()
+                            + "; this model's projections are "
+                            + projectionNames(modules));
         }
         Set<Parameter> trainable = Collections.newSetFromMap(new IdentityHashMap<>());
         for (LoraLinear lora : adapters(root).values()) {
@@ -126,8 +132,8 @@ public final class Lora {
     /**
      * Adds every adapter's update into its base weight and puts the base projection back in its
      * place, leaving a plain model that computes what the adapted one did and has the original
-     * parameter names (ready to save as an ordinary checkpoint). Every parameter is trainable
-     * again afterwards.
+     * parameter names (ready to save as an ordinary checkpoint). Every parameter is trainable again
+     * afterwards.
      *
      * @param root the adapted model
      * @return the dotted paths of the merged modules
@@ -191,8 +197,8 @@ public final class Lora {
      * model as one safetensors file with the plain model's names, one FSDP unit at a time: each
      * unit is gathered alone, its adapters are merged into copies of its base weights, and rank 0
      * writes its tensors into their place in the file, so no rank ever holds the whole model. The
-     * trainer's model keeps its adapters and shards. A collective: every rank calls it; only rank
-     * 0 writes, and the file appears (atomically) once every tensor is in it.
+     * trainer's model keeps its adapters and shards. A collective: every rank calls it; only rank 0
+     * writes, and the file appears (atomically) once every tensor is in it.
      *
      * <p>A model without adapters is saved as it is, the same way.
      *
@@ -210,7 +216,8 @@ public final class Lora {
         SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
         merged.forEach(
                 (name, parameter) ->
-                        // The released arrays keep their element type; shapes live on the parameters.
+                        // The released arrays keep their element type; shapes live on the
+                        // parameters.
                         writer.declare(
                                 name,
                                 Dtype.of(parameter.getArray().getDataType()),
@@ -233,7 +240,8 @@ public final class Lora {
                             Parameter base = lora.getBase().getParameters().get("weight");
                             if (!inUnit.contains(base)) {
                                 throw new IllegalStateException(
-                                        "an adapter of FSDP unit " + unit.getName()
+                                        "an adapter of FSDP unit "
+                                                + unit.getName()
                                                 + " adapts a weight outside it; wrap the adapted"
                                                 + " projection's parent, not the projection");
                             }
@@ -297,7 +305,8 @@ public final class Lora {
      * @param directory the adapter directory (created if needed) on rank 0
      * @throws IOException if writing fails
      */
-    public static void save(FsdpTrainer trainer, LoraConfig config, Path directory) throws IOException {
+    public static void save(FsdpTrainer trainer, LoraConfig config, Path directory)
+            throws IOException {
         Map<String, LoraLinear> adapters = savedAdapters(trainer.getModel().getBlock());
         Map<Parameter, String> pathByA = new IdentityHashMap<>();
         adapters.forEach((path, lora) -> pathByA.put(lora.getLoraA(), path));
@@ -335,33 +344,41 @@ public final class Lora {
     }
 
     private static void writeAdapters(
-            SafetensorsWriter writer, Map<String, LoraLinear> adapters, LoraConfig config, Path directory)
+            SafetensorsWriter writer,
+            Map<String, LoraLinear> adapters,
+            LoraConfig config,
+            Path directory)
             throws IOException {
-        boolean fanInFanOut = adapters.values().stream().anyMatch(lora -> lora.getBase().fanInFanOut());
+        boolean fanInFanOut =
+                adapters.values().stream().anyMatch(lora -> lora.getBase().fanInFanOut());
         Files.createDirectories(directory);
         writer.write(directory.resolve(WEIGHTS_FILE));
         AtomicFiles.writeString(
                 directory.resolve(CONFIG_FILE),
-                new GsonBuilder().setPrettyPrinting().create().toJson(config.toPeftJson(fanInFanOut)));
+                new GsonBuilder()
+                        .setPrettyPrinting()
+                        .create()
+                        .toJson(config.toPeftJson(fanInFanOut)));
     }
 
     /**
-     * Adds the adapters saved in a PEFT adapter directory to a model: applies its configuration
-     * and copies in the adapter weights.
+     * Adds the adapters saved in a PEFT adapter directory to a model: applies its configuration and
+     * copies in the adapter weights.
      *
      * @param root an initialized model without adapters
      * @param directory the adapter directory
      * @return the configuration that was read
      * @throws IOException if reading fails
-     * @throws IllegalArgumentException if the adapters do not fit the model (missing or
-     *     unexpected keys, wrong shapes)
+     * @throws IllegalArgumentException if the adapters do not fit the model (missing or unexpected
+     *     keys, wrong shapes)
      */
     public static LoraConfig load(Block root, Path directory) throws IOException {
         LoraConfig config;
         try (Reader reader = Files.newBufferedReader(directory.resolve(CONFIG_FILE))) {
             config = LoraConfig.fromPeftJson(JsonParser.parseReader(reader).getAsJsonObject());
         } catch (JsonParseException | IllegalStateException e) {
-            throw new IllegalArgumentException(directory.resolve(CONFIG_FILE) + " is not valid JSON: " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    directory.resolve(CONFIG_FILE) + " is not valid JSON: " + e.getMessage(), e);
         }
         apply(root, config);
         Map<String, Parameter> expected = new LinkedHashMap<>();
@@ -378,8 +395,12 @@ public final class Lora {
             unexpected.removeAll(expected.keySet());
             if (!missing.isEmpty() || !unexpected.isEmpty()) {
                 throw new IllegalArgumentException(
-                        "adapters in " + directory + " do not fit this model: missing " + missing
-                                + ", unexpected " + unexpected);
+                        "adapters in "
+                                + directory
+                                + " do not fit this model: missing "
+                                + missing
+                                + ", unexpected "
+                                + unexpected);
             }
             for (Map.Entry<String, Parameter> entry : expected.entrySet()) {
                 NDManager manager = entry.getValue().getArray().getManager();
@@ -397,8 +418,11 @@ public final class Lora {
         Block parent = modules.get(parentPath);
         if (!(parent instanceof MutableBlock mutable)) {
             throw new IllegalStateException(
-                    "cannot insert an adapter at " + path + ": its parent "
-                            + parent.getClass().getSimpleName() + " does not implement MutableBlock");
+                    "cannot insert an adapter at "
+                            + path
+                            + ": its parent "
+                            + parent.getClass().getSimpleName()
+                            + " does not implement MutableBlock");
         }
         return mutable;
     }
@@ -427,7 +451,8 @@ public final class Lora {
     public record ParameterCount(long trainable, long all) {
 
         /**
-         * Returns PEFT's summary line: {@code trainable params: X || all params: Y || trainable%: Z}.
+         * Returns PEFT's summary line: {@code trainable params: X || all params: Y || trainable%:
+         * Z}.
          *
          * @return the summary
          */

@@ -168,7 +168,9 @@ public final class LoraConfig {
         Builder builder = builder();
         if (targets.isJsonArray()) {
             builder.setTargetModules(
-                    targets.getAsJsonArray().asList().stream().map(JsonElement::getAsString).toList());
+                    targets.getAsJsonArray().asList().stream()
+                            .map(JsonElement::getAsString)
+                            .toList());
         } else {
             builder.setTargetModules(List.of(targets.getAsString()));
         }
@@ -182,8 +184,15 @@ public final class LoraConfig {
     /** {@inheritDoc} */
     @Override
     public String toString() {
-        return "LoraConfig{r=" + rank + ", alpha=" + alpha + ", dropout=" + dropout
-                + ", targets=" + targetModules + '}';
+        return "LoraConfig{r="
+                + rank
+                + ", alpha="
+                + alpha
+                + ", dropout="
+                + dropout
+                + ", targets="
+                + targetModules
+                + '}';
     }
 
     /** The builder of {@link LoraConfig}. */
@@ -250,16 +259,20 @@ public final class LoraConfig {
         public LoraConfig build() {
             if (targetModules == null || targetModules.isEmpty()) {
                 throw new IllegalArgumentException(
-                        "LoRA needs target modules: names such as [c_attn, c_proj] or [" + ALL_LINEAR + "]");
+                        "LoRA needs target modules: names such as [c_attn, c_proj] or ["
+                                + ALL_LINEAR
+                                + "]");
             }
             if (targetModules.contains(ALL_LINEAR) && targetModules.size() > 1) {
-                throw new IllegalArgumentException(ALL_LINEAR + " cannot be combined with other targets");
+                throw new IllegalArgumentException(
+                        ALL_LINEAR + " cannot be combined with other targets");
             }
             if (rank <= 0) {
                 throw new IllegalArgumentException("LoRA rank must be positive, got " + rank);
             }
             if (!(dropout >= 0 && dropout < 1)) {
-                throw new IllegalArgumentException("LoRA dropout must be in [0, 1), got " + dropout);
+                throw new IllegalArgumentException(
+                        "LoRA dropout must be in [0, 1), got " + dropout);
             }
             return new LoraConfig(this);
         }

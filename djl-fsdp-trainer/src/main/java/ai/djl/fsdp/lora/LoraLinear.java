@@ -14,9 +14,8 @@ import ai.djl.training.initializer.UniformInitializer;
 import ai.djl.util.PairList;
 
 /**
- * A frozen projection plus a trainable low-rank update:
- * {@code y = base(x) + (dropout(x) A^T B^T) * alpha / r}, with {@code A [r, in]} and {@code B [out,
- * r]}.
+ * A frozen projection plus a trainable low-rank update: {@code y = base(x) + (dropout(x) A^T B^T) *
+ * alpha / r}, with {@code A [r, in]} and {@code B [out, r]}.
  *
  * <p>As in PEFT, {@code A} starts Kaiming-uniform ({@code a = sqrt(5)}, so uniform in {@code ±1 /
  * sqrt(in)}) and {@code B} at zero, so an adapted model starts out computing exactly what the base
@@ -45,9 +44,19 @@ public final class LoraLinear extends AbstractBlock {
     public LoraLinear(LinearProjection base, LoraConfig config) {
         this.base = addChildBlock(BASE, base);
         long in = base.inFeatures();
-        // Kaiming-uniform with a = sqrt(5): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / in) = 1 / sqrt(in).
-        loraA = addChildBlock(A, new AdapterMatrix(in, config.getRank(), new UniformInitializer((float) (1 / Math.sqrt(in)))));
-        loraB = addChildBlock(B, new AdapterMatrix(config.getRank(), base.outFeatures(), Initializer.ZEROS));
+        // Kaiming-uniform with a = sqrt(5): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / in) = 1 /
+        // sqrt(in).
+        loraA =
+                addChildBlock(
+                        A,
+                        new AdapterMatrix(
+                                in,
+                                config.getRank(),
+                                new UniformInitializer((float) (1 / Math.sqrt(in)))));
+        loraB =
+                addChildBlock(
+                        B,
+                        new AdapterMatrix(config.getRank(), base.outFeatures(), Initializer.ZEROS));
         scaling = config.getScaling();
         dropout = config.getDropout();
     }
@@ -93,8 +102,8 @@ public final class LoraLinear extends AbstractBlock {
 
     /**
      * Adds this adapter's update into the base projection's weight, in place, in the weight's own
-     * layout: the merge of one adapter, whether the whole model is merged at once or one FSDP
-     * unit at a time.
+     * layout: the merge of one adapter, whether the whole model is merged at once or one FSDP unit
+     * at a time.
      */
     public void mergeIntoBase() {
         try (NDArray delta = deltaWeight()) {
@@ -104,7 +113,10 @@ public final class LoraLinear extends AbstractBlock {
 
     @Override
     protected NDList forwardInternal(
-            ParameterStore parameterStore, NDList inputs, boolean training, PairList<String, Object> params) {
+            ParameterStore parameterStore,
+            NDList inputs,
+            boolean training,
+            PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
         NDArray y = base.forward(parameterStore, inputs, training, params).singletonOrThrow();
         NDArray adapterInput =
@@ -117,7 +129,8 @@ public final class LoraLinear extends AbstractBlock {
     }
 
     @Override
-    protected void initializeChildBlocks(NDManager manager, DataType dataType, Shape... inputShapes) {
+    protected void initializeChildBlocks(
+            NDManager manager, DataType dataType, Shape... inputShapes) {
         base.initialize(manager, dataType, inputShapes);
         loraA.initialize(manager, dataType, inputShapes);
         loraB.initialize(manager, dataType, loraA.getOutputShapes(inputShapes));

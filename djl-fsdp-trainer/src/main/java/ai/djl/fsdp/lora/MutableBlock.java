@@ -3,10 +3,9 @@ package ai.djl.fsdp.lora;
 import ai.djl.nn.Block;
 
 /**
- * A block whose children can be swapped after construction. DJL hands out only copies of a
- * block's child list, so inserting an adapter around a layer needs the parent's cooperation; model
- * blocks implement this and look their children up by name at each forward, so a replacement takes
- * effect.
+ * A block whose children can be swapped after construction. DJL hands out only copies of a block's
+ * child list, so inserting an adapter around a layer needs the parent's cooperation; model blocks
+ * implement this and look their children up by name at each forward, so a replacement takes effect.
  */
 public interface MutableBlock extends Block {
 

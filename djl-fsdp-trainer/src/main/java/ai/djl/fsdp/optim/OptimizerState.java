@@ -2,7 +2,6 @@ package ai.djl.fsdp.optim;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.training.optimizer.Optimizer;
-
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.util.Map;

@@ -10,7 +10,6 @@ import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -116,8 +115,7 @@ public final class FlatParameter implements AutoCloseable {
                 continue;
             }
             try (NDManager scratch = stateManager.newSubManager()) {
-                NDArray piece =
-                        source.read(scratch, parameter, from - offsets[i], to - offsets[i]);
+                NDArray piece = source.read(scratch, parameter, from - offsets[i], to - offsets[i]);
                 if (piece == null) {
                     piece =
                             parameter
@@ -162,8 +160,8 @@ public final class FlatParameter implements AutoCloseable {
      *
      * @param id a name unique in the model; the optimizer keys the shard's state by it
      * @param trainable whether the parameters receive gradients
-     * @param parameters the parameters, of one data type and device: initialized, or with arrays
-     *     of their shape when a {@code source} is given
+     * @param parameters the parameters, of one data type and device: initialized, or with arrays of
+     *     their shape when a {@code source} is given
      * @param shardCount how many pieces the buffer is split in (1 for no sharding)
      * @param shardIndex the piece this rank keeps
      * @param parentManager the manager the shard's own manager is made under
@@ -330,7 +328,8 @@ public final class FlatParameter implements AutoCloseable {
     /**
      * Adds {@code shardGradient} times {@code scale} to the shard's accumulated gradient.
      *
-     * @param shardGradient a gradient for this rank's shard; it is scaled in place (unless scale is 1)
+     * @param shardGradient a gradient for this rank's shard; it is scaled in place (unless scale is
+     *     1)
      * @param scale the factor
      */
     public void accumulateGradient(NDArray shardGradient, float scale) {

@@ -2,7 +2,6 @@ package ai.djl.fsdp.param;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.nn.Parameter;
-
 import java.lang.reflect.Field;
 
 /**

@@ -58,7 +58,8 @@ public final class AtomicFiles {
     public static Pending open(Path target) throws IOException {
         Path absolute = target.toAbsolutePath();
         Files.createDirectories(absolute.getParent());
-        Path temp = Files.createTempFile(absolute.getParent(), "." + absolute.getFileName(), ".tmp");
+        Path temp =
+                Files.createTempFile(absolute.getParent(), "." + absolute.getFileName(), ".tmp");
         try {
             return new Pending(absolute, temp, FileChannel.open(temp, StandardOpenOption.WRITE));
         } catch (IOException | RuntimeException e) {
@@ -98,7 +99,11 @@ public final class AtomicFiles {
             channel.force(true);
             channel.close();
             try {
-                Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                Files.move(
+                        temp,
+                        target,
+                        StandardCopyOption.ATOMIC_MOVE,
+                        StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
                 Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING);
             }

@@ -6,8 +6,7 @@ import ai.djl.ndarray.types.DataType;
  * The element types of the safetensors format, by the names its header uses.
  *
  * <p>{@link #BF16} has no DJL counterpart that is safe to create (DJL's JNI aborts the JVM when
- * asked for a bfloat16 tensor), so readers widen it to float32 in Java; see {@link
- * #readableAs()}.
+ * asked for a bfloat16 tensor), so readers widen it to float32 in Java; see {@link #readableAs()}.
  */
 public enum Dtype {
     BOOL(1, DataType.BOOLEAN),
@@ -39,8 +38,8 @@ public enum Dtype {
     }
 
     /**
-     * Returns the DJL type a tensor of this element type is read into: the same type, except
-     * {@link #BF16}, which is widened exactly to {@link DataType#FLOAT32}.
+     * Returns the DJL type a tensor of this element type is read into: the same type, except {@link
+     * #BF16}, which is widened exactly to {@link DataType#FLOAT32}.
      *
      * @return the DJL type a reader produces
      */
@@ -61,8 +60,7 @@ public enum Dtype {
                 return dtype;
             }
         }
-        throw new IllegalArgumentException(
-                "safetensors has no element type for DJL's " + dataType);
+        throw new IllegalArgumentException("safetensors has no element type for DJL's " + dataType);
     }
 
     /**

@@ -34,7 +34,8 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
     private final List<SafetensorsFile> files;
     private final Map<String, SafetensorsFile> byName;
 
-    private SafetensorsCheckpoint(List<SafetensorsFile> files, Map<String, SafetensorsFile> byName) {
+    private SafetensorsCheckpoint(
+            List<SafetensorsFile> files, Map<String, SafetensorsFile> byName) {
         this.files = files;
         this.byName = byName;
     }
@@ -62,7 +63,11 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
         Path single = path.resolve(SINGLE_FILE);
         if (!Files.exists(single)) {
             throw new SafetensorsException(
-                    path + " holds neither " + SINGLE_FILE + " nor " + INDEX_FILE
+                    path
+                            + " holds neither "
+                            + SINGLE_FILE
+                            + " nor "
+                            + INDEX_FILE
                             + ": is it a Hugging Face checkpoint saved with safetensors?");
         }
         return open(single);
@@ -71,7 +76,8 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
     private static SafetensorsCheckpoint openSharded(Path index) throws IOException {
         JsonObject weightMap;
         try (Reader reader = Files.newBufferedReader(index)) {
-            weightMap = JsonParser.parseReader(reader).getAsJsonObject().getAsJsonObject("weight_map");
+            weightMap =
+                    JsonParser.parseReader(reader).getAsJsonObject().getAsJsonObject("weight_map");
         } catch (JsonParseException | IllegalStateException e) {
             throw new SafetensorsException(index + " is not a valid index: " + e.getMessage(), e);
         }
@@ -90,7 +96,11 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
                 }
                 if (!shard.contains(entry.getKey())) {
                     throw new SafetensorsException(
-                            index + " places \"" + entry.getKey() + "\" in " + shardName
+                            index
+                                    + " places \""
+                                    + entry.getKey()
+                                    + "\" in "
+                                    + shardName
                                     + ", which does not hold it");
                 }
                 byName.put(entry.getKey(), shard);
@@ -185,7 +195,8 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
     private SafetensorsFile file(String name) {
         SafetensorsFile file = byName.get(name);
         if (file == null) {
-            throw new IllegalArgumentException("the checkpoint has no tensor named \"" + name + '"');
+            throw new IllegalArgumentException(
+                    "the checkpoint has no tensor named \"" + name + '"');
         }
         return file;
     }

@@ -24,13 +24,13 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * A safetensors file opened for reading: the header is parsed and checked once, and tensor data
- * is memory-mapped on demand, so a caller can read a few tensors, or a range of elements of one
- * tensor (a rank's shard), without touching the rest of the file.
+ * A safetensors file opened for reading: the header is parsed and checked once, and tensor data is
+ * memory-mapped on demand, so a caller can read a few tensors, or a range of elements of one tensor
+ * (a rank's shard), without touching the rest of the file.
  *
  * <p>The format: an 8-byte little-endian header length {@code N}, {@code N} bytes of JSON mapping
- * each tensor name to {@code {"dtype", "shape", "data_offsets": [begin, end]}} (offsets relative
- * to the data section that follows the header) and an optional {@code "__metadata__"} object of
+ * each tensor name to {@code {"dtype", "shape", "data_offsets": [begin, end]}} (offsets relative to
+ * the data section that follows the header) and an optional {@code "__metadata__"} object of
  * strings, then the data, little-endian and row-major.
  */
 public final class SafetensorsFile implements AutoCloseable {
@@ -72,7 +72,9 @@ public final class SafetensorsFile implements AutoCloseable {
         try {
             long size = channel.size();
             if (size < 8) {
-                throw corrupt(path, "it is " + size + " bytes long, shorter than the 8-byte header length");
+                throw corrupt(
+                        path,
+                        "it is " + size + " bytes long, shorter than the 8-byte header length");
             }
             ByteBuffer lengthBytes = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
             readFully(channel, lengthBytes, 0);
@@ -209,9 +211,9 @@ public final class SafetensorsFile implements AutoCloseable {
     }
 
     /**
-     * Reads elements {@code [from, to)} of a tensor, counted in row-major order, into a 1-D
-     * NDArray of {@link Dtype#readableAs()} type. Only those bytes of the file are touched: this
-     * is how a rank loads just its shard.
+     * Reads elements {@code [from, to)} of a tensor, counted in row-major order, into a 1-D NDArray
+     * of {@link Dtype#readableAs()} type. Only those bytes of the file are touched: this is how a
+     * rank loads just its shard.
      *
      * @param manager the manager that owns the result
      * @param name the tensor name
@@ -263,13 +265,15 @@ public final class SafetensorsFile implements AutoCloseable {
             }
             root = parsed.getAsJsonObject();
         } catch (JsonParseException e) {
-            throw new SafetensorsException(path + " is not a valid safetensors file: its header is not valid JSON", e);
+            throw new SafetensorsException(
+                    path + " is not a valid safetensors file: its header is not valid JSON", e);
         }
         Map<String, TensorInfo> tensors = new LinkedHashMap<>();
         for (Map.Entry<String, JsonElement> entry : root.entrySet()) {
             String name = entry.getKey();
             if (METADATA_KEY.equals(name)) {
-                for (Map.Entry<String, JsonElement> m : entry.getValue().getAsJsonObject().entrySet()) {
+                for (Map.Entry<String, JsonElement> m :
+                        entry.getValue().getAsJsonObject().entrySet()) {
                     metadata.put(m.getKey(), m.getValue().getAsString());
                 }
                 continue;
@@ -279,13 +283,20 @@ public final class SafetensorsFile implements AutoCloseable {
         return tensors;
     }
 
-    private static TensorInfo parseEntry(Path path, String name, JsonElement element, long dataSize) {
+    private static TensorInfo parseEntry(
+            Path path, String name, JsonElement element, long dataSize) {
         try {
             JsonObject entry = element.getAsJsonObject();
             String dtypeName = entry.get("dtype").getAsString();
             Dtype dtype = Dtype.parse(dtypeName);
             if (dtype == null) {
-                throw corrupt(path, "tensor \"" + name + "\" has unsupported safetensors dtype \"" + dtypeName + '"');
+                throw corrupt(
+                        path,
+                        "tensor \""
+                                + name
+                                + "\" has unsupported safetensors dtype \""
+                                + dtypeName
+                                + '"');
             }
             JsonArray dims = entry.getAsJsonArray("shape");
             long[] shape = new long[dims.size()];
@@ -333,7 +344,8 @@ public final class SafetensorsFile implements AutoCloseable {
         } catch (IllegalStateException | NullPointerException | UnsupportedOperationException e) {
             // Gson's accessors throw these when a field is missing or has the wrong JSON type.
             throw new SafetensorsException(
-                    path + " is not a valid safetensors file: malformed entry for \"" + name + '"', e);
+                    path + " is not a valid safetensors file: malformed entry for \"" + name + '"',
+                    e);
         }
     }
 

@@ -18,8 +18,8 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Collects tensors and writes them as a safetensors file, or as a checkpoint directory sharded
- * the way Hugging Face shards ({@code model-00001-of-00002.safetensors} plus {@code
+ * Collects tensors and writes them as a safetensors file, or as a checkpoint directory sharded the
+ * way Hugging Face shards ({@code model-00001-of-00002.safetensors} plus {@code
  * model.safetensors.index.json}). Every file is written atomically (see {@link AtomicFiles}).
  *
  * <pre>{@code
@@ -64,7 +64,8 @@ public final class SafetensorsWriter {
      * @param littleEndianBytes exactly {@code shape.size() * dtype.bytes()} remaining bytes
      * @return this writer
      */
-    public SafetensorsWriter add(String name, Dtype dtype, Shape shape, ByteBuffer littleEndianBytes) {
+    public SafetensorsWriter add(
+            String name, Dtype dtype, Shape shape, ByteBuffer littleEndianBytes) {
         checkSize(name, dtype, shape, littleEndianBytes);
         return put(name, new Entry(dtype, shape, littleEndianBytes.slice()));
     }
@@ -96,8 +97,16 @@ public final class SafetensorsWriter {
         long expected = shape.size() * dtype.bytes();
         if (bytes.remaining() != expected) {
             throw new IllegalArgumentException(
-                    "tensor \"" + name + "\" of " + shape + " " + dtype + " needs " + expected
-                            + " bytes, got " + bytes.remaining());
+                    "tensor \""
+                            + name
+                            + "\" of "
+                            + shape
+                            + " "
+                            + dtype
+                            + " needs "
+                            + expected
+                            + " bytes, got "
+                            + bytes.remaining());
         }
     }
 
@@ -172,8 +181,8 @@ public final class SafetensorsWriter {
 
     /**
      * Opens a safetensors file of every tensor added or declared, for their bytes to be written as
-     * they become available. The header is written now; the file appears at {@code path} only
-     * when {@link StreamingFile#commit()} finds every tensor written.
+     * they become available. The header is written now; the file appears at {@code path} only when
+     * {@link StreamingFile#commit()} finds every tensor written.
      *
      * @param path the file to create or replace
      * @return the open file
@@ -209,7 +218,9 @@ public final class SafetensorsWriter {
                         ByteBuffer bytes = tensors.get(name).bytes();
                         if (bytes == null) {
                             throw new IllegalStateException(
-                                    "tensor \"" + name + "\" was only declared: stream() the file"
+                                    "tensor \""
+                                            + name
+                                            + "\" was only declared: stream() the file"
                                             + " to write its bytes when they are known");
                         }
                         AtomicFiles.writeFully(channel, bytes.duplicate());
@@ -261,9 +272,9 @@ public final class SafetensorsWriter {
     }
 
     /**
-     * A safetensors file being written tensor by tensor: its header is on disk, each tensor's
-     * bytes go to their place as they arrive, and {@link #commit()} publishes the file once every
-     * tensor is written. Closing without a commit deletes it.
+     * A safetensors file being written tensor by tensor: its header is on disk, each tensor's bytes
+     * go to their place as they arrive, and {@link #commit()} publishes the file once every tensor
+     * is written. Closing without a commit deletes it.
      */
     public final class StreamingFile implements AutoCloseable {
 
@@ -290,10 +301,19 @@ public final class SafetensorsWriter {
             if (entry == null) {
                 throw new IllegalArgumentException("tensor \"" + name + "\" was not declared");
             }
-            if (Dtype.of(array.getDataType()) != entry.dtype() || !array.getShape().equals(entry.shape())) {
+            if (Dtype.of(array.getDataType()) != entry.dtype()
+                    || !array.getShape().equals(entry.shape())) {
                 throw new IllegalArgumentException(
-                        "tensor \"" + name + "\" was declared " + entry.shape() + " " + entry.dtype()
-                                + " but is " + array.getShape() + " " + array.getDataType());
+                        "tensor \""
+                                + name
+                                + "\" was declared "
+                                + entry.shape()
+                                + " "
+                                + entry.dtype()
+                                + " but is "
+                                + array.getShape()
+                                + " "
+                                + array.getDataType());
             }
             return write(name, littleEndian(array));
         }
@@ -333,7 +353,8 @@ public final class SafetensorsWriter {
     private static ByteBuffer littleEndian(NDArray array) {
         ByteBuffer bytes = array.toByteBuffer();
         if (bytes.order() != ByteOrder.LITTLE_ENDIAN) {
-            throw new UnsupportedOperationException("safetensors is little-endian; this platform is not");
+            throw new UnsupportedOperationException(
+                    "safetensors is little-endian; this platform is not");
         }
         return bytes;
     }

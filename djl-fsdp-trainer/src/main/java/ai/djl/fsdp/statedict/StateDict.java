@@ -92,20 +92,23 @@ public final class StateDict {
         String prefix = String.format(Locale.ROOT, "%02d", position + 1);
         if (!key.startsWith(prefix)) {
             throw new IllegalStateException(
-                    "child key \"" + key + "\" lacks the position prefix " + prefix
+                    "child key \""
+                            + key
+                            + "\" lacks the position prefix "
+                            + prefix
                             + "; was it added with addChildBlock?");
         }
         return key.substring(prefix.length());
     }
 
     /**
-     * Copies a value into a parameter's existing array, in place, so every holder of the array
-     * (a tied head, an optimizer, a parameter store, a flat buffer it is a view of) sees it.
+     * Copies a value into a parameter's existing array, in place, so every holder of the array (a
+     * tied head, an optimizer, a parameter store, a flat buffer it is a view of) sees it.
      *
      * <p>The copy goes through a detached alias of the array: the write is legal even for a leaf
      * that requires a gradient, and the array keeps its own native storage. (DJL's {@code
-     * NDArray.set(Buffer)} would instead swap in Java-owned memory, which breaks views and
-     * outlives nothing that still points at it.)
+     * NDArray.set(Buffer)} would instead swap in Java-owned memory, which breaks views and outlives
+     * nothing that still points at it.)
      *
      * @param name the parameter's dotted name, for the error message
      * @param parameter the initialized parameter
@@ -116,10 +119,15 @@ public final class StateDict {
         NDArray target = parameter.getArray();
         if (!target.getShape().equals(value.getShape())) {
             throw new IllegalArgumentException(
-                    "shape mismatch for " + name + ": the model has " + target.getShape()
-                            + ", the checkpoint " + value.getShape());
+                    "shape mismatch for "
+                            + name
+                            + ": the model has "
+                            + target.getShape()
+                            + ", the checkpoint "
+                            + value.getShape());
         }
-        NDArray cast = value.toType(target.getDataType(), false).toDevice(target.getDevice(), false);
+        NDArray cast =
+                value.toType(target.getDataType(), false).toDevice(target.getDevice(), false);
         try (NDArray alias = target.stopGradient()) {
             alias.set(new NDIndex("..."), cast);
         } finally {

@@ -2,7 +2,6 @@ package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.param.ParameterSource;
 import ai.djl.fsdp.wrap.WrapPolicy;
-
 import java.util.Objects;
 
 /**

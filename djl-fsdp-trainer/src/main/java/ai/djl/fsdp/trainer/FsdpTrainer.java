@@ -22,7 +22,6 @@ import ai.djl.training.initializer.Initializer;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
-
 import java.io.IOException;
 import java.util.List;
 import java.util.function.Predicate;
@@ -245,8 +244,8 @@ public class FsdpTrainer extends Trainer {
     /**
      * Runs {@code visitor} on each FSDP unit in turn, the root last, while that unit alone holds
      * its full parameters (see {@link ShardedModel#forEachUnitGathered}): what {@link
-     * #withFullParameters} does for the whole model, one unit at a time, so no rank ever holds
-     * the whole model. Every rank must call it.
+     * #withFullParameters} does for the whole model, one unit at a time, so no rank ever holds the
+     * whole model. Every rank must call it.
      *
      * @param visitor what to run on each unit
      * @throws IOException if the visitor throws it

@@ -4,7 +4,6 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.ndarray.NDArray;
-
 import java.util.concurrent.atomic.AtomicLong;
 
 /**

@@ -5,7 +5,6 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.training.dataset.Batch;
 import ai.djl.translate.Batchifier;
-
 import java.util.Iterator;
 import java.util.List;
 

@@ -8,7 +8,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
-
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;

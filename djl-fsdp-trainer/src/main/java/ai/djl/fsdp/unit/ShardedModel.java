@@ -16,7 +16,6 @@ import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.Pair;
 import ai.djl.util.PairList;
-
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -551,10 +550,10 @@ public final class ShardedModel implements AutoCloseable {
 
     /**
      * Runs {@code visitor} on every unit in turn, the root last, with that unit's parameters
-     * holding their full arrays and every other unit's empty: a rank holds one unit's parameters
-     * at a time, never the whole model (to merge adapters and export a model larger than one
-     * rank's memory, say). A collective: every rank calls it, and every rank's visitor must
-     * return or throw alike, or the other ranks wait on the next unit's gather.
+     * holding their full arrays and every other unit's empty: a rank holds one unit's parameters at
+     * a time, never the whole model (to merge adapters and export a model larger than one rank's
+     * memory, say). A collective: every rank calls it, and every rank's visitor must return or
+     * throw alike, or the other ranks wait on the next unit's gather.
      *
      * @param visitor what to run on each unit
      * @throws IOException if the visitor throws it; the unit's arrays are freed first

@@ -2,7 +2,6 @@ package ai.djl.fsdp.wrap;
 
 import ai.djl.nn.Block;
 import ai.djl.util.Pair;
-
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;

@@ -3,7 +3,6 @@ package ai.djl.fsdp.wrap;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.util.Pair;
-
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;

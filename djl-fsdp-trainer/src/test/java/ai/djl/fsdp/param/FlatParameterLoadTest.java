@@ -8,13 +8,14 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.initializer.Initializer;
-
-import org.junit.jupiter.api.Test;
-
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.jupiter.api.Test;
 
-/** {@link FlatParameter#create} with a source: each shard is read from a source, only its own elements. */
+/**
+ * {@link FlatParameter#create} with a source: each shard is read from a source, only its own
+ * elements.
+ */
 class FlatParameterLoadTest {
 
     private static Parameter parameter(NDManager manager, String name, Shape shape) {

@@ -64,7 +64,9 @@ class SafetensorsTest {
         try (SafetensorsFile st = SafetensorsFile.open(file)) {
             assertEquals(List.of("a.f32", "b.f16", "c.i64"), List.copyOf(st.names()));
             assertEquals(Map.of("format", "pt"), st.metadata());
-            assertEquals(new TensorInfo("a.f32", Dtype.F32, new Shape(2, 3, 4), 0, 96), st.info("a.f32"));
+            assertEquals(
+                    new TensorInfo("a.f32", Dtype.F32, new Shape(2, 3, 4), 0, 96),
+                    st.info("a.f32"));
             assertBitIdentical(f32, st.read(manager, "a.f32"));
             assertBitIdentical(f16, st.read(manager, "b.f16"));
             assertBitIdentical(i64, st.read(manager, "c.i64"));
@@ -80,7 +82,10 @@ class SafetensorsTest {
         }
         assertArrayEquals(Files.readAllBytes(file), Files.readAllBytes(again));
         // The data section starts 8-byte aligned.
-        long headerLength = ByteBuffer.wrap(Files.readAllBytes(file), 0, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
+        long headerLength =
+                ByteBuffer.wrap(Files.readAllBytes(file), 0, 8)
+                        .order(ByteOrder.LITTLE_ENDIAN)
+                        .getLong();
         assertEquals(0, headerLength % 8);
     }
 
@@ -90,7 +95,8 @@ class SafetensorsTest {
         Path file = dir.resolve("r.safetensors");
         new SafetensorsWriter().add("x", x).write(file);
         try (SafetensorsFile st = SafetensorsFile.open(file)) {
-            assertArrayEquals(new float[] {17, 18, 19, 20, 21}, st.read(manager, "x", 17, 22).toFloatArray());
+            assertArrayEquals(
+                    new float[] {17, 18, 19, 20, 21}, st.read(manager, "x", 17, 22).toFloatArray());
             assertEquals(0, st.read(manager, "x", 60, 60).size());
             assertThrows(IndexOutOfBoundsException.class, () -> st.read(manager, "x", 50, 61));
             ByteBuffer raw = st.map("x", 59, 60);
@@ -113,7 +119,8 @@ class SafetensorsTest {
             assertEquals(DataType.FLOAT32, read.getDataType());
             assertEquals(new Shape(2, 3), read.getShape());
             assertArrayEquals(values, read.toFloatArray());
-            assertArrayEquals(new float[] {3.140625f, 0f}, st.read(manager, "w", 2, 4).toFloatArray());
+            assertArrayEquals(
+                    new float[] {3.140625f, 0f}, st.read(manager, "w", 2, 4).toFloatArray());
         }
     }
 
@@ -142,7 +149,11 @@ class SafetensorsTest {
         new SafetensorsWriter().add("x", manager.ones(new Shape(4))).write(file);
         byte[] good = Files.readAllBytes(file);
 
-        Path hugeHeader = write("huge.safetensors", good, b -> b.order(ByteOrder.LITTLE_ENDIAN).putLong(0, 1L << 40));
+        Path hugeHeader =
+                write(
+                        "huge.safetensors",
+                        good,
+                        b -> b.order(ByteOrder.LITTLE_ENDIAN).putLong(0, 1L << 40));
         assertMessage(hugeHeader, "header length");
 
         Path truncated = dir.resolve("truncated.safetensors");
@@ -156,14 +167,21 @@ class SafetensorsTest {
         Path notJson = header("json.safetensors", "{\"x\": [}");
         assertMessage(notJson, "not valid JSON");
 
-        Path badDtype = header("dtype.safetensors", "{\"x\":{\"dtype\":\"F8\",\"shape\":[1],\"data_offsets\":[0,1]}}");
+        Path badDtype =
+                header(
+                        "dtype.safetensors",
+                        "{\"x\":{\"dtype\":\"F8\",\"shape\":[1],\"data_offsets\":[0,1]}}");
         assertMessage(badDtype, "unsupported safetensors dtype \"F8\"");
 
-        Path wrongSize = header("size.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}");
+        Path wrongSize =
+                header(
+                        "size.safetensors",
+                        "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}");
         assertMessage(wrongSize, "needs 12");
 
         try (SafetensorsFile st = SafetensorsFile.open(file)) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> st.info("y"));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> st.info("y"));
             assertTrue(e.getMessage().contains("no tensor named \"y\""));
         }
     }
@@ -175,10 +193,13 @@ class SafetensorsTest {
         byte[] before = Files.readAllBytes(file);
         assertThrows(
                 IOException.class,
-                () -> AtomicFiles.write(file, channel -> {
-                    channel.write(ByteBuffer.wrap(new byte[] {1, 2}));
-                    throw new IOException("disk full");
-                }));
+                () ->
+                        AtomicFiles.write(
+                                file,
+                                channel -> {
+                                    channel.write(ByteBuffer.wrap(new byte[] {1, 2}));
+                                    throw new IOException("disk full");
+                                }));
         assertArrayEquals(before, Files.readAllBytes(file));
         try (var files = Files.list(dir)) {
             assertEquals(1, files.count(), "no temporary file is left behind");
@@ -191,7 +212,12 @@ class SafetensorsTest {
         NDArray b = manager.create(new long[] {4, 5, 6});
         NDArray c = manager.ones(new Shape(3)).toType(DataType.FLOAT16, false);
         Path whole = dir.resolve("whole.safetensors");
-        new SafetensorsWriter().putMetadata("format", "pt").add("a", a).add("b", b).add("c", c).write(whole);
+        new SafetensorsWriter()
+                .putMetadata("format", "pt")
+                .add("a", a)
+                .add("b", b)
+                .add("c", c)
+                .write(whole);
         Path streamed = dir.resolve("streamed.safetensors");
         SafetensorsWriter writer =
                 new SafetensorsWriter()
@@ -215,15 +241,22 @@ class SafetensorsTest {
     void streamingRefusesWhatWasNotDeclaredAsWritten() throws IOException {
         Path file = dir.resolve("refused.safetensors");
         SafetensorsWriter writer = new SafetensorsWriter().declare("a", Dtype.F32, new Shape(2));
-        IllegalStateException unwritable = assertThrows(IllegalStateException.class, () -> writer.write(file));
+        IllegalStateException unwritable =
+                assertThrows(IllegalStateException.class, () -> writer.write(file));
         assertTrue(unwritable.getMessage().contains("only declared"), unwritable.getMessage());
         try (SafetensorsWriter.StreamingFile out = writer.stream(file)) {
-            assertThrows(IllegalArgumentException.class, () -> out.write("b", manager.ones(new Shape(2))));
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> out.write("b", manager.ones(new Shape(2))));
             IllegalArgumentException shape =
-                    assertThrows(IllegalArgumentException.class, () -> out.write("a", manager.ones(new Shape(3))));
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> out.write("a", manager.ones(new Shape(3))));
             assertTrue(shape.getMessage().contains("declared (2) F32"), shape.getMessage());
             out.write("a", manager.ones(new Shape(2)));
-            assertThrows(IllegalArgumentException.class, () -> out.write("a", manager.ones(new Shape(2))));
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> out.write("a", manager.ones(new Shape(2))));
         } // closed without a commit: nothing is left behind
         try (var files = Files.list(dir)) {
             assertEquals(0, files.count());
@@ -239,18 +272,21 @@ class SafetensorsTest {
         return path;
     }
 
-    private Path write(String name, byte[] content, java.util.function.Consumer<ByteBuffer> edit) throws IOException {
+    private Path write(String name, byte[] content, java.util.function.Consumer<ByteBuffer> edit)
+            throws IOException {
         ByteBuffer copy = ByteBuffer.wrap(content.clone());
         edit.accept(copy);
         Path path = dir.resolve(name);
-        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+        try (FileChannel channel =
+                FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
             channel.write(copy.rewind());
         }
         return path;
     }
 
     private static void assertMessage(Path file, String expected) {
-        SafetensorsException e = assertThrows(SafetensorsException.class, () -> SafetensorsFile.open(file).close());
+        SafetensorsException e =
+                assertThrows(SafetensorsException.class, () -> SafetensorsFile.open(file).close());
         assertTrue(e.getMessage().contains(expected), e.getMessage());
         assertTrue(e.getMessage().contains(file.getFileName().toString()), e.getMessage());
     }

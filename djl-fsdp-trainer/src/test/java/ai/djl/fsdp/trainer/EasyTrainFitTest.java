@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
-
 import org.junit.jupiter.api.Test;
 
 /** {@code EasyTrain.fit} with DJL's listeners runs unchanged on an FSDP trainer. */

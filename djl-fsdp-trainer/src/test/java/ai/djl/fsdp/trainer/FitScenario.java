@@ -23,7 +23,6 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.wrap.WrapPolicy;
-
 import org.junit.jupiter.api.Test;
 
 class FsdpConfigTest {

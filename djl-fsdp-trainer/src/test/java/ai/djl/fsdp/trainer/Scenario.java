@@ -20,7 +20,6 @@ import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
-
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;

@@ -3,7 +3,6 @@ package ai.djl.fsdp.trainer;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
-
 import java.nio.file.Path;
 import java.util.Arrays;
 

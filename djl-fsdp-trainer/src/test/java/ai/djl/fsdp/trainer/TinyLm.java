@@ -10,7 +10,6 @@ import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
-
 import java.util.ArrayList;
 import java.util.List;
 

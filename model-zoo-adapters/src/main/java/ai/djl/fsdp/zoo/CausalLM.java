@@ -12,10 +12,10 @@ import ai.djl.util.PairList;
  * A decoder-only language model as a Block tree with Hugging Face's module and parameter names.
  *
  * <p>Block forward contract: {@code NDList(inputIds [B, T] int64 [, attentionMask [B, T]])} to
- * {@code NDList(logits [B, T, vocab])}. The mask holds 1 for tokens and 0 for padding; position
- * ids count non-padding tokens, so left- and right-padded batches both work. The decoder layers
- * are child blocks called through {@link ai.djl.nn.Block#forward}, one call per layer per pass,
- * and are pure functions of their inputs and parameters: they are the FSDP units.
+ * {@code NDList(logits [B, T, vocab])}. The mask holds 1 for tokens and 0 for padding; position ids
+ * count non-padding tokens, so left- and right-padded batches both work. The decoder layers are
+ * child blocks called through {@link ai.djl.nn.Block#forward}, one call per layer per pass, and are
+ * pure functions of their inputs and parameters: they are the FSDP units.
  */
 public abstract class CausalLM extends HfBlock {
 
@@ -40,9 +40,9 @@ public abstract class CausalLM extends HfBlock {
     }
 
     /**
-     * Returns the path of the base model inside this one, with a trailing dot ({@code
-     * transformer.} for GPT-2, {@code model.} for Llama). Checkpoints of the bare base model name
-     * their tensors without it.
+     * Returns the path of the base model inside this one, with a trailing dot ({@code transformer.}
+     * for GPT-2, {@code model.} for Llama). Checkpoints of the bare base model name their tensors
+     * without it.
      *
      * @return the base model prefix
      */
@@ -76,14 +76,20 @@ public abstract class CausalLM extends HfBlock {
      * @return the logits {@code [B, T, vocab]}
      */
     public abstract NDArray forward(
-            ParameterStore ps, NDArray inputIds, NDArray attentionMask, KvCache cache, boolean training);
+            ParameterStore ps,
+            NDArray inputIds,
+            NDArray attentionMask,
+            KvCache cache,
+            boolean training);
 
     @Override
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
         if (inputs.isEmpty() || inputs.size() > 2) {
             throw new IllegalArgumentException(
-                    "expected NDList(inputIds [B, T] [, attentionMask [B, T]]), got " + inputs.size() + " arrays");
+                    "expected NDList(inputIds [B, T] [, attentionMask [B, T]]), got "
+                            + inputs.size()
+                            + " arrays");
         }
         NDArray mask = inputs.size() == 2 ? inputs.get(1) : null;
         return new NDList(forward(ps, inputs.get(0), mask, null, training));

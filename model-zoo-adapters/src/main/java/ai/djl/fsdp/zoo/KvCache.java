@@ -6,13 +6,13 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 
 /**
- * The keys and values of every decoder layer for the positions processed so far, so that
- * generation computes each new token's attention without recomputing the prefix.
+ * The keys and values of every decoder layer for the positions processed so far, so that generation
+ * computes each new token's attention without recomputing the prefix.
  *
  * <p>The cache is explicit state owned by the caller: layers receive the past keys and values as
- * inputs and return the updated ones as outputs, and {@link CausalLM#forward} moves them in and
- * out of this object. A layer therefore keeps no state between calls, which the FSDP units
- * (recomputed in backward) rely on. The cache owns its arrays; close it when generation ends.
+ * inputs and return the updated ones as outputs, and {@link CausalLM#forward} moves them in and out
+ * of this object. A layer therefore keeps no state between calls, which the FSDP units (recomputed
+ * in backward) rely on. The cache owns its arrays; close it when generation ends.
  */
 public final class KvCache implements AutoCloseable {
 
@@ -43,8 +43,7 @@ public final class KvCache implements AutoCloseable {
     }
 
     /**
-     * Returns a layer's cached keys and values, empty ({@code [B, H, 0, D]}) before the first
-     * call.
+     * Returns a layer's cached keys and values, empty ({@code [B, H, 0, D]}) before the first call.
      *
      * @param layer the layer index
      * @param batch the batch size

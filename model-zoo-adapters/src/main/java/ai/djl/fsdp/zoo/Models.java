@@ -46,7 +46,8 @@ public final class Models {
     public static ModelConfig builtin(String name) {
         Supplier<ModelConfig> config = BUILTIN.get(name);
         if (config == null) {
-            throw new IllegalArgumentException("no built-in model " + name + "; built-in: " + BUILTIN.keySet());
+            throw new IllegalArgumentException(
+                    "no built-in model " + name + "; built-in: " + BUILTIN.keySet());
         }
         return config.get();
     }
@@ -85,9 +86,9 @@ public final class Models {
 
     /**
      * Builds a model whose parameters have their shapes and memory but no values: the memory is
-     * allocated and never written, so it costs no resident memory until something fills it. This
-     * is the model FSDP shards straight from a checkpoint ({@code HfCheckpoint.shardSource}),
-     * each rank reading only its shards; its values must not be read before that.
+     * allocated and never written, so it costs no resident memory until something fills it. This is
+     * the model FSDP shards straight from a checkpoint ({@code HfCheckpoint.shardSource}), each
+     * rank reading only its shards; its values must not be read before that.
      *
      * @param config the configuration
      * @param manager the manager that owns the parameters

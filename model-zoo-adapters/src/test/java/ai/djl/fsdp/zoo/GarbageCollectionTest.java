@@ -29,7 +29,11 @@ import org.junit.jupiter.api.Test;
 class GarbageCollectionTest {
 
     private static final LoraConfig ADAPTERS =
-            LoraConfig.builder().setTargetModules(List.of(LoraConfig.ALL_LINEAR)).optRank(2).optAlpha(4).build();
+            LoraConfig.builder()
+                    .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
+                    .optRank(2)
+                    .optAlpha(4)
+                    .build();
 
     @Test
     void gradientsAreTheSameWhenTheCollectorRunsBeforeBackward() throws InterruptedException {
@@ -46,20 +50,30 @@ class GarbageCollectionTest {
 
                 assertEquals(undisturbed.keySet(), collected.keySet());
                 for (String parameter : undisturbed.keySet()) {
-                    assertArrayEquals(undisturbed.get(parameter), collected.get(parameter), name + " " + parameter);
+                    assertArrayEquals(
+                            undisturbed.get(parameter),
+                            collected.get(parameter),
+                            name + " " + parameter);
                 }
             }
         }
     }
 
-    /** One backward of a fixed linear loss; returns the trainable parameters' gradients, then zeroes them. */
-    private static Map<String, float[]> gradients(CausalLM model, NDArray ids, boolean collectBeforeBackward)
+    /**
+     * One backward of a fixed linear loss; returns the trainable parameters' gradients, then zeroes
+     * them.
+     */
+    private static Map<String, float[]> gradients(
+            CausalLM model, NDArray ids, boolean collectBeforeBackward)
             throws InterruptedException {
         NDManager manager = ids.getManager();
         Engine.getEngine("PyTorch").setRandomSeed(13);
         NDArray direction = manager.randomNormal(new Shape(2, 5, model.getConfig().vocabSize()));
         try (GradientCollector collector = Engine.getEngine("PyTorch").newGradientCollector()) {
-            NDArray loss = model.forward(new ParameterStore(manager, false), ids, null, null, false).mul(direction).mean();
+            NDArray loss =
+                    model.forward(new ParameterStore(manager, false), ids, null, null, false)
+                            .mul(direction)
+                            .mean();
             if (collectBeforeBackward) {
                 reclaimAndOverwriteFreedMemory();
             }
@@ -86,7 +100,8 @@ class GarbageCollectionTest {
             // Direct memory is freed by the Cleaner thread after the collection.
             Thread.sleep(20);
             for (int i = 0; i < 1000; i++) {
-                ByteBuffer garbage = ByteBuffer.allocateDirect(Float.BYTES).order(ByteOrder.nativeOrder());
+                ByteBuffer garbage =
+                        ByteBuffer.allocateDirect(Float.BYTES).order(ByteOrder.nativeOrder());
                 garbage.putFloat(Float.NaN);
             }
         }

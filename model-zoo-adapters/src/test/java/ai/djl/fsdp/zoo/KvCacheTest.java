@@ -27,8 +27,15 @@ class KvCacheTest {
                 NDArray prefill = model.forward(ps, ids.get(":, :5"), null, cache, false);
                 assertTrue(TestModels.maxDiff(prefill, full.get(":, :5")) < 1e-5f);
                 for (int t = 5; t < 9; t++) {
-                    NDArray step = model.forward(ps, ids.get(new NDIndex(":, {}:{}", t, t + 1)), null, cache, false);
-                    float diff = TestModels.maxDiff(step, full.get(new NDIndex(":, {}:{}", t, t + 1)));
+                    NDArray step =
+                            model.forward(
+                                    ps,
+                                    ids.get(new NDIndex(":, {}:{}", t, t + 1)),
+                                    null,
+                                    cache,
+                                    false);
+                    float diff =
+                            TestModels.maxDiff(step, full.get(new NDIndex(":, {}:{}", t, t + 1)));
                     assertTrue(diff < 1e-5f, "position " + t + " differs by " + diff);
                 }
                 assertEquals(9, cache.length());
@@ -44,7 +51,9 @@ class KvCacheTest {
             NDArray ids = TestModels.tokens(manager, 1, 6, 5);
             NDArray alone = TestModels.logits(model, ids, null);
 
-            NDArray padded = manager.zeros(new ai.djl.ndarray.types.Shape(1, 3), ids.getDataType()).concat(ids, 1);
+            NDArray padded =
+                    manager.zeros(new ai.djl.ndarray.types.Shape(1, 3), ids.getDataType())
+                            .concat(ids, 1);
             NDArray mask = manager.create(new long[] {0, 0, 0, 1, 1, 1, 1, 1, 1}).reshape(1, 9);
             NDArray batched = TestModels.logits(model, padded, mask);
             assertTrue(TestModels.maxDiff(batched.get(":, 3:"), alone) < 1e-5f);

@@ -20,7 +20,8 @@ class ParameterNamesTest {
     @Test
     void gpt2NamesAreHuggingFaces() {
         CausalLM model = GPT2Config.of(2, 64, 4, 256).newModel();
-        List<String> expected = new ArrayList<>(List.of("transformer.wte.weight", "transformer.wpe.weight"));
+        List<String> expected =
+                new ArrayList<>(List.of("transformer.wte.weight", "transformer.wpe.weight"));
         for (int i = 0; i < 2; i++) {
             String p = "transformer.h." + i + '.';
             expected.addAll(
@@ -35,7 +36,9 @@ class ParameterNamesTest {
         expected.addAll(List.of("transformer.ln_f.weight", "transformer.ln_f.bias"));
         assertEquals(expected, new ArrayList<>(StateDict.parameters(model).keySet()));
         assertEquals(Map.of("lm_head.weight", "transformer.wte.weight"), StateDict.aliases(model));
-        assertEquals("GPT2Block", StateDict.modules(model).get("transformer.h.1").getClass().getSimpleName());
+        assertEquals(
+                "GPT2Block",
+                StateDict.modules(model).get("transformer.h.1").getClass().getSimpleName());
     }
 
     @Test
@@ -46,17 +49,27 @@ class ParameterNamesTest {
             String p = "model.layers." + i + '.';
             expected.addAll(
                     List.of(
-                            p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
-                            p + "self_attn.v_proj.weight", p + "self_attn.o_proj.weight",
-                            p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight", p + "mlp.down_proj.weight",
-                            p + "input_layernorm.weight", p + "post_attention_layernorm.weight"));
+                            p + "self_attn.q_proj.weight",
+                            p + "self_attn.k_proj.weight",
+                            p + "self_attn.v_proj.weight",
+                            p + "self_attn.o_proj.weight",
+                            p + "mlp.gate_proj.weight",
+                            p + "mlp.up_proj.weight",
+                            p + "mlp.down_proj.weight",
+                            p + "input_layernorm.weight",
+                            p + "post_attention_layernorm.weight"));
         }
         expected.addAll(List.of("model.norm.weight", "lm_head.weight"));
         Map<String, Parameter> parameters = StateDict.parameters(model);
         assertEquals(expected, new ArrayList<>(parameters.keySet()));
-        assertEquals(List.of(64L, 32L), List.of(
-                parameters.get("model.layers.0.self_attn.q_proj.weight").getShape().get(0),
-                parameters.get("model.layers.0.self_attn.k_proj.weight").getShape().get(0)));
+        assertEquals(
+                List.of(64L, 32L),
+                List.of(
+                        parameters.get("model.layers.0.self_attn.q_proj.weight").getShape().get(0),
+                        parameters
+                                .get("model.layers.0.self_attn.k_proj.weight")
+                                .getShape()
+                                .get(0)));
         Block layer = StateDict.modules(model).get("model.layers.0");
         assertEquals("LlamaDecoderLayer", layer.getClass().getSimpleName());
     }
@@ -70,6 +83,7 @@ class ParameterNamesTest {
         assertSame(
                 modules.get("model.embed_tokens").getDirectParameters().get("weight"),
                 modules.get("lm_head").getDirectParameters().get("weight"));
-        assertEquals(Map.of("lm_head.weight", "model.embed_tokens.weight"), StateDict.aliases(model));
+        assertEquals(
+                Map.of("lm_head.weight", "model.embed_tokens.weight"), StateDict.aliases(model));
     }
 }

@@ -14,9 +14,9 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * Checks the models' numerics against a direct transcription of the Hugging Face forward passes
- * in scalar double-precision Java (no DJL), on small configurations: Conv1D's input-major layout,
- * tanh GELU, LayerNorm, the causal mask, the tied head; RMSNorm, Hugging Face's rotary layout,
+ * Checks the models' numerics against a direct transcription of the Hugging Face forward passes in
+ * scalar double-precision Java (no DJL), on small configurations: Conv1D's input-major layout, tanh
+ * GELU, LayerNorm, the causal mask, the tied head; RMSNorm, Hugging Face's rotary layout,
  * grouped-query head sharing, SwiGLU.
  */
 class ReferenceNumericsTest {
@@ -60,12 +60,15 @@ class ReferenceNumericsTest {
             CausalLM model = Models.create(config, manager);
             // Fresh norms are ones and zeros; perturb every parameter so each one matters.
             for (Parameter p : StateDict.parameters(model).values()) {
-                NDArray noise = manager.randomNormal(0, 0.3f, p.getShape(), p.getArray().getDataType());
+                NDArray noise =
+                        manager.randomNormal(0, 0.3f, p.getShape(), p.getArray().getDataType());
                 p.getArray().addi(noise);
             }
             Map<String, Mat> weights = new java.util.HashMap<>();
-            StateDict.parameters(model).forEach((name, p) -> weights.put(name, new Mat(p.getArray())));
-            StateDict.aliases(model).forEach((alias, name) -> weights.put(alias, weights.get(name)));
+            StateDict.parameters(model)
+                    .forEach((name, p) -> weights.put(name, new Mat(p.getArray())));
+            StateDict.aliases(model)
+                    .forEach((alias, name) -> weights.put(alias, weights.get(name)));
 
             NDArray ids = manager.create(IDS).reshape(1, IDS.length);
             float[] actual = TestModels.logits(model, ids, null).toFloatArray();
@@ -86,30 +89,74 @@ class ReferenceNumericsTest {
         double eps = config.layerNormEpsilon();
         double[][] x = new double[ids.length][];
         for (int t = 0; t < ids.length; t++) {
-            x[t] = add(w.get("transformer.wte.weight").row((int) ids[t]), w.get("transformer.wpe.weight").row(t));
+            x[t] =
+                    add(
+                            w.get("transformer.wte.weight").row((int) ids[t]),
+                            w.get("transformer.wpe.weight").row(t));
         }
         for (int l = 0; l < config.numLayers(); l++) {
             String p = "transformer.h." + l + '.';
             double[][] qkv = new double[ids.length][];
             for (int t = 0; t < ids.length; t++) {
                 double[] h = layerNorm(x[t], w.get(p + "ln_1.weight"), w.get(p + "ln_1.bias"), eps);
-                qkv[t] = affine(h, w.get(p + "attn.c_attn.weight").transpose(), w.get(p + "attn.c_attn.bias"));
+                qkv[t] =
+                        affine(
+                                h,
+                                w.get(p + "attn.c_attn.weight").transpose(),
+                                w.get(p + "attn.c_attn.bias"));
             }
-            double[][] attn = attention(qkv, qkv, qkv, config.numHeads(), 1, c / config.numHeads(), 0, c, 2 * c);
+            double[][] attn =
+                    attention(
+                            qkv,
+                            qkv,
+                            qkv,
+                            config.numHeads(),
+                            1,
+                            c / config.numHeads(),
+                            0,
+                            c,
+                            2 * c);
             for (int t = 0; t < ids.length; t++) {
-                x[t] = add(x[t], affine(attn[t], w.get(p + "attn.c_proj.weight").transpose(), w.get(p + "attn.c_proj.bias")));
+                x[t] =
+                        add(
+                                x[t],
+                                affine(
+                                        attn[t],
+                                        w.get(p + "attn.c_proj.weight").transpose(),
+                                        w.get(p + "attn.c_proj.bias")));
                 double[] h = layerNorm(x[t], w.get(p + "ln_2.weight"), w.get(p + "ln_2.bias"), eps);
-                double[] inner = affine(h, w.get(p + "mlp.c_fc.weight").transpose(), w.get(p + "mlp.c_fc.bias"));
+                double[] inner =
+                        affine(
+                                h,
+                                w.get(p + "mlp.c_fc.weight").transpose(),
+                                w.get(p + "mlp.c_fc.bias"));
                 for (int i = 0; i < inner.length; i++) {
                     double u = inner[i];
-                    inner[i] = 0.5 * u * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (u + 0.044715 * u * u * u)));
+                    inner[i] =
+                            0.5
+                                    * u
+                                    * (1
+                                            + Math.tanh(
+                                                    Math.sqrt(2 / Math.PI)
+                                                            * (u + 0.044715 * u * u * u)));
                 }
-                x[t] = add(x[t], affine(inner, w.get(p + "mlp.c_proj.weight").transpose(), w.get(p + "mlp.c_proj.bias")));
+                x[t] =
+                        add(
+                                x[t],
+                                affine(
+                                        inner,
+                                        w.get(p + "mlp.c_proj.weight").transpose(),
+                                        w.get(p + "mlp.c_proj.bias")));
             }
         }
         double[][] logits = new double[ids.length][];
         for (int t = 0; t < ids.length; t++) {
-            double[] h = layerNorm(x[t], w.get("transformer.ln_f.weight"), w.get("transformer.ln_f.bias"), eps);
+            double[] h =
+                    layerNorm(
+                            x[t],
+                            w.get("transformer.ln_f.weight"),
+                            w.get("transformer.ln_f.bias"),
+                            eps);
             logits[t] = affine(h, w.get("lm_head.weight"), null);
         }
         return logits;
@@ -130,8 +177,18 @@ class ReferenceNumericsTest {
             double[][] v = new double[ids.length][];
             for (int t = 0; t < ids.length; t++) {
                 double[] h = rmsNorm(x[t], w.get(p + "input_layernorm.weight"), eps);
-                q[t] = rotate(affine(h, w.get(p + "self_attn.q_proj.weight"), null), t, d, config.ropeTheta());
-                k[t] = rotate(affine(h, w.get(p + "self_attn.k_proj.weight"), null), t, d, config.ropeTheta());
+                q[t] =
+                        rotate(
+                                affine(h, w.get(p + "self_attn.q_proj.weight"), null),
+                                t,
+                                d,
+                                config.ropeTheta());
+                k[t] =
+                        rotate(
+                                affine(h, w.get(p + "self_attn.k_proj.weight"), null),
+                                t,
+                                d,
+                                config.ropeTheta());
                 v[t] = affine(h, w.get(p + "self_attn.v_proj.weight"), null);
             }
             int groups = config.numHeads() / config.numKeyValueHeads();
@@ -149,17 +206,29 @@ class ReferenceNumericsTest {
         }
         double[][] logits = new double[ids.length][];
         for (int t = 0; t < ids.length; t++) {
-            logits[t] = affine(rmsNorm(x[t], w.get("model.norm.weight"), eps), w.get("lm_head.weight"), null);
+            logits[t] =
+                    affine(
+                            rmsNorm(x[t], w.get("model.norm.weight"), eps),
+                            w.get("lm_head.weight"),
+                            null);
         }
         return logits;
     }
 
     /**
-     * Causal attention over rows of q, k, v; head {@code h} reads keys and values of head {@code
-     * h / groups}, each at its column offset.
+     * Causal attention over rows of q, k, v; head {@code h} reads keys and values of head {@code h
+     * / groups}, each at its column offset.
      */
     private static double[][] attention(
-            double[][] q, double[][] k, double[][] v, int heads, int groups, int d, int qOff, int kOff, int vOff) {
+            double[][] q,
+            double[][] k,
+            double[][] v,
+            int heads,
+            int groups,
+            int d,
+            int qOff,
+            int kOff,
+            int vOff) {
         int n = q.length;
         double[][] out = new double[n][heads * d];
         for (int h = 0; h < heads; h++) {

@@ -41,7 +41,11 @@ public final class TestModels {
 
     /** Returns the largest absolute difference of two arrays. */
     public static float maxDiff(NDArray a, NDArray b) {
-        return a.toType(DataType.FLOAT32, false).sub(b.toType(DataType.FLOAT32, false)).abs().max().getFloat();
+        return a.toType(DataType.FLOAT32, false)
+                .sub(b.toType(DataType.FLOAT32, false))
+                .abs()
+                .max()
+                .getFloat();
     }
 
     /**
@@ -55,7 +59,11 @@ public final class TestModels {
                 return candidate;
             }
         }
-        Assumptions.abort("test data " + file + " not found in any shared/data above " + Path.of("").toAbsolutePath());
+        Assumptions.abort(
+                "test data "
+                        + file
+                        + " not found in any shared/data above "
+                        + Path.of("").toAbsolutePath());
         return null;
     }
 }

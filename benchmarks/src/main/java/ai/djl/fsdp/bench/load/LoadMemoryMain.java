@@ -21,7 +21,6 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.loss.Loss;
-
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -35,11 +34,12 @@ import java.util.Locale;
  *   <li>{@code whole DIR}: loads it into one process, as {@code Models.load} does.
  *   <li>{@code baseline DIR}: only starts the engine and joins the job, for the memory every rank
  *       holds before any model (the JVM, libtorch).
- *   <li>{@code sharded DIR}: every rank of the job (run it under {@code bin/fsdp launch}) shards
- *       it straight from the files into a FULL_SHARD trainer, reading only its own shards.
+ *   <li>{@code sharded DIR}: every rank of the job (run it under {@code bin/fsdp launch}) shards it
+ *       straight from the files into a FULL_SHARD trainer, reading only its own shards.
  * </ul>
  *
- * Each rank prints {@code mode=.. rank=.. peak_rss_mb=.. rss_anon_mb=.. rss_file_mb=.. shard_mb=..}.
+ * Each rank prints {@code mode=.. rank=.. peak_rss_mb=.. rss_anon_mb=.. rss_file_mb=..
+ * shard_mb=..}.
  */
 public final class LoadMemoryMain {
 
@@ -53,7 +53,8 @@ public final class LoadMemoryMain {
      */
     public static void main(String[] args) throws IOException {
         if (args.length != 2) {
-            throw new IllegalArgumentException("usage: LoadMemoryMain create|whole|baseline|sharded DIR");
+            throw new IllegalArgumentException(
+                    "usage: LoadMemoryMain create|whole|baseline|sharded DIR");
         }
         Path directory = Path.of(args[1]);
         switch (args[0]) {
@@ -123,7 +124,8 @@ public final class LoadMemoryMain {
         // memory; RssAnon and RssFile (now, not at the peak) tell them apart.
         System.out.printf(
                 Locale.ROOT,
-                "mode=%s rank=%d peak_rss_mb=%.1f rss_anon_mb=%.1f rss_file_mb=%.1f shard_mb=%.1f%n",
+                "mode=%s rank=%d peak_rss_mb=%.1f rss_anon_mb=%.1f rss_file_mb=%.1f"
+                        + " shard_mb=%.1f%n",
                 mode,
                 rank,
                 PeakMemory.bytes("VmHWM") / 1e6,

@@ -1,14 +1,12 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.bench.BenchRanks;
-
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
-
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /**
  * {@code bin/fsdp bench train}: trains the model zoo's GPT-2 ({@code GPT2LMHeadModel} of {@code
@@ -90,8 +88,16 @@ public final class TrainBenchCommand implements Callable<Integer> {
     public Integer call() throws IOException, InterruptedException {
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        ranks.nproc(), sharding, steps, warmup, layers, width, heads, vocab,
-                        sequence, batch);
+                        ranks.nproc(),
+                        sharding,
+                        steps,
+                        warmup,
+                        layers,
+                        width,
+                        heads,
+                        vocab,
+                        sequence,
+                        batch);
         settings.check();
         return ranks.run(
                 report -> TrainBenchRank.command(settings, report),

@@ -28,11 +28,6 @@ import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
-
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -42,6 +37,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * One rank of the training benchmark, started by {@link TrainBenchCommand}: trains the model zoo's
@@ -212,7 +210,15 @@ public final class TrainBenchRank implements Callable<Integer> {
     private TrainBenchSettings settings(DistributedEnv env) {
         return new TrainBenchSettings(
                 env.worldSize(),
-                sharding, steps, warmup, layers, width, heads, vocab, sequence, batch);
+                sharding,
+                steps,
+                warmup,
+                layers,
+                width,
+                heads,
+                vocab,
+                sequence,
+                batch);
     }
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */

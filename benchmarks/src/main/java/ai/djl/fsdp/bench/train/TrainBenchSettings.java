@@ -1,9 +1,7 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
-
 import com.google.gson.JsonObject;
-
 import java.util.Set;
 
 /**

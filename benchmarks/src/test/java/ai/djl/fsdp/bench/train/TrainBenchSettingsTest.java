@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
-
 import org.junit.jupiter.api.Test;
 
 /** The benchmark's options map onto the model zoo's GPT-2 configuration. */

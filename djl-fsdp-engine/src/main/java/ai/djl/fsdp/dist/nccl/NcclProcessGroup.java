@@ -14,7 +14,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.cuda.global.nccl;
@@ -128,9 +127,9 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     /**
      * Returns the key of the communicator this rank is joining, so that one store can set up
-     * several in turn. Joining a communicator waits for all ranks, so every rank has counted
-     * itself into one before any counts itself into the next: the {@code worldSize} joins of
-     * communicator {@code g} are counts {@code g * worldSize + 1} to {@code (g + 1) * worldSize}.
+     * several in turn. Joining a communicator waits for all ranks, so every rank has counted itself
+     * into one before any counts itself into the next: the {@code worldSize} joins of communicator
+     * {@code g} are counts {@code g * worldSize + 1} to {@code (g + 1) * worldSize}.
      */
     static String uniqueIdKey(Store store, int worldSize) {
         long generation = (store.add(JOINS_KEY, 1) - 1) / worldSize;
@@ -245,8 +244,8 @@ public final class NcclProcessGroup implements ProcessGroup {
     }
 
     /**
-     * Flushes queued collectives, then frees the communicator (a failed flush aborts it) and
-     * closes the store.
+     * Flushes queued collectives, then frees the communicator (a failed flush aborts it) and closes
+     * the store.
      */
     @Override
     public synchronized void close() {

@@ -1,7 +1,6 @@
 package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.fsdp.dist.CollectiveException;
-
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.cuda.global.nccl;
 

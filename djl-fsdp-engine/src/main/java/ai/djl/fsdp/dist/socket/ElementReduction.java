@@ -1,7 +1,6 @@
 package ai.djl.fsdp.dist.socket;
 
 import ai.djl.ndarray.types.DataType;
-
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -9,15 +8,15 @@ import java.nio.LongBuffer;
 import java.nio.ShortBuffer;
 
 /**
- * The element-wise sum of two byte ranges holding one element type: every per-dtype arithmetic
- * of the socket backend lives here.
+ * The element-wise sum of two byte ranges holding one element type: every per-dtype arithmetic of
+ * the socket backend lives here.
  *
  * <p>Each sum is one tight loop over typed views of the native-order direct buffers; the views'
- * accessors are monomorphic, so the JIT inlines them and the loop runs at memory speed, faster
- * than copying blocks into arrays and back (measured). For float32 and the integers, sum and
- * average are separate methods: a loop that first runs long after its method was compiled without
- * it stays slow (measured: 40x). The 16-bit formats share one loop for both, whose cost is the
- * conversion to and from float32 either way.
+ * accessors are monomorphic, so the JIT inlines them and the loop runs at memory speed, faster than
+ * copying blocks into arrays and back (measured). For float32 and the integers, sum and average are
+ * separate methods: a loop that first runs long after its method was compiled without it stays slow
+ * (measured: 40x). The 16-bit formats share one loop for both, whose cost is the conversion to and
+ * from float32 either way.
  */
 abstract class ElementReduction {
 
@@ -53,8 +52,10 @@ abstract class ElementReduction {
             case INT64:
                 return INT64_SUM;
             default:
-                throw new IllegalArgumentException("The socket backend reduces float32, float16,"
-                        + " bfloat16, int32 and int64 arrays, not " + type);
+                throw new IllegalArgumentException(
+                        "The socket backend reduces float32, float16,"
+                                + " bfloat16, int32 and int64 arrays, not "
+                                + type);
         }
     }
 

@@ -9,10 +9,13 @@ public final class Float16 {
 
     private static final int FLOAT_EXPONENT_BIAS = 127;
     private static final int HALF_EXPONENT_BIAS = 15;
+
     /** The float bits of 2^-14, the smallest normal half. */
     private static final int MIN_NORMAL_BITS = (FLOAT_EXPONENT_BIAS - 14) << 23;
+
     /** The float bits of 65520: from here up a half rounds to infinity. */
     private static final int OVERFLOW_BITS = 0x477FF000;
+
     private static final int FLOAT_INFINITY_BITS = 0x7F800000;
 
     private Float16() {}

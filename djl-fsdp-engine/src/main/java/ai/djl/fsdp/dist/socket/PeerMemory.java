@@ -6,12 +6,10 @@ import com.sun.jna.Native;
 import com.sun.jna.NativeLong;
 import com.sun.jna.Platform;
 import com.sun.jna.Pointer;
-
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Reads another process's memory with Linux's cross-memory attach ({@code process_vm_readv}): one
@@ -19,8 +17,8 @@ import java.nio.ByteBuffer;
  * kernel and another out of it. MPI libraries move intra-node messages the same way.
  *
  * <p>The kernel allows it only where this process may trace the other (same user; no Yama
- * restriction or seccomp filter in the way), so the ring probes it per link and streams through
- * the socket where it fails.
+ * restriction or seccomp filter in the way), so the ring probes it per link and streams through the
+ * socket where it fails.
  */
 final class PeerMemory {
 
@@ -32,8 +30,13 @@ final class PeerMemory {
 
     /** The one libc call this class needs; an iovec is two longs (base, length). */
     interface CLibrary extends Library {
-        NativeLong process_vm_readv(int pid, long[] localIov, NativeLong localCount,
-                long[] remoteIov, NativeLong remoteCount, NativeLong flags)
+        NativeLong process_vm_readv(
+                int pid,
+                long[] localIov,
+                NativeLong localCount,
+                long[] remoteIov,
+                NativeLong remoteCount,
+                NativeLong flags)
                 throws LastErrorException;
     }
 
@@ -74,11 +77,23 @@ final class PeerMemory {
             long[] remoteIov = {remoteAddress + done, length - done};
             long n;
             try {
-                n = LIBC.process_vm_readv((int) pid, localIov, new NativeLong(1), remoteIov,
-                        new NativeLong(1), new NativeLong(0)).longValue();
+                n =
+                        LIBC.process_vm_readv(
+                                        (int) pid,
+                                        localIov,
+                                        new NativeLong(1),
+                                        remoteIov,
+                                        new NativeLong(1),
+                                        new NativeLong(0))
+                                .longValue();
             } catch (LastErrorException e) {
-                throw new IOException("process_vm_readv from process " + pid + " failed with"
-                        + " errno " + e.getErrorCode(), e);
+                throw new IOException(
+                        "process_vm_readv from process "
+                                + pid
+                                + " failed with"
+                                + " errno "
+                                + e.getErrorCode(),
+                        e);
             }
             if (n <= 0) {
                 throw new IOException("process_vm_readv from process " + pid + " read nothing");

@@ -1,8 +1,5 @@
 package ai.djl.fsdp.dist.socket;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -11,11 +8,13 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * This rank's two links in the ring: one to the next rank and one from the previous rank. One
- * thread drives both through a selector, so sending and receiving overlap with no extra thread,
- * and the bytes go straight between the links and the arrays' memory.
+ * thread drives both through a selector, so sending and receiving overlap with no extra thread, and
+ * the bytes go straight between the links and the arrays' memory.
  *
  * <p>A link moves data in one of two ways, chosen per link when the ring forms:
  *
@@ -27,8 +26,8 @@ import java.time.Duration;
  *       the sender may change or free them. One copy instead of two, and no kernel socket buffers.
  * </ul>
  *
- * <p>Failures name the neighbour: end of stream or a reset on a link, a pull from a process that
- * is gone, or no progress on a link for the timeout. {@link RingConnector} makes the links.
+ * <p>Failures name the neighbour: end of stream or a reset on a link, a pull from a process that is
+ * gone, or no progress on a link for the timeout. {@link RingConnector} makes the links.
  */
 final class Ring implements AutoCloseable {
 
@@ -41,10 +40,13 @@ final class Ring implements AutoCloseable {
     private final int size;
     private final SocketChannel toNext;
     private final SocketChannel fromPrev;
+
     /** The previous rank's process id when this rank pulls from it, else -1. */
     private final long prevPid;
+
     /** Whether the next rank pulls from this rank. */
     private final boolean nextPulls;
+
     private final Selector selector;
     private final SelectionKey nextKey;
     private final SelectionKey prevKey;
@@ -55,8 +57,15 @@ final class Ring implements AutoCloseable {
     private final ByteBuffer ackOut = ByteBuffer.allocateDirect(1);
     private final ByteBuffer ackIn = ByteBuffer.allocateDirect(1);
 
-    Ring(int rank, int size, SocketChannel toNext, SocketChannel fromPrev, long prevPid,
-            boolean nextPulls, Duration timeout) throws IOException {
+    Ring(
+            int rank,
+            int size,
+            SocketChannel toNext,
+            SocketChannel fromPrev,
+            long prevPid,
+            boolean nextPulls,
+            Duration timeout)
+            throws IOException {
         this.rank = rank;
         this.size = size;
         this.toNext = toNext;
@@ -88,8 +97,12 @@ final class Ring implements AutoCloseable {
 
     /** Returns how the two links move data, for logs. */
     String describeLinks() {
-        return "from rank " + prev() + (prevPid >= 0 ? " pulled" : " streamed") + ", to rank "
-                + next() + (nextPulls ? " pulled" : " streamed");
+        return "from rank "
+                + prev()
+                + (prevPid >= 0 ? " pulled" : " streamed")
+                + ", to rank "
+                + next()
+                + (nextPulls ? " pulled" : " streamed");
     }
 
     /**
@@ -113,8 +126,8 @@ final class Ring implements AutoCloseable {
 
     /**
      * Receives {@code data} from the previous rank and passes it on to the next rank. Streamed
-     * links pass each byte on as soon as it has arrived, so a broadcast flows through every rank
-     * at once; a pulled link can offer the data only once it is all here.
+     * links pass each byte on as soon as it has arrived, so a broadcast flows through every rank at
+     * once; a pulled link can offer the data only once it is all here.
      */
     void relay(ByteBuffer data) throws PeerFailure {
         if (prevPid >= 0 || nextPulls) {
@@ -173,12 +186,18 @@ final class Ring implements AutoCloseable {
                         offerReceived = true;
                     }
                 } else {
-                    int length = (int) Math.min(Math.min(receive.remaining(), PULL_BYTES),
-                            offerLeft);
+                    int length =
+                            (int) Math.min(Math.min(receive.remaining(), PULL_BYTES), offerLeft);
                     if (length == 0 && receive.hasRemaining()) {
-                        throw new PeerFailure("rank " + prev() + " offered fewer bytes"
-                                + " than rank " + rank + " expects; the ranks disagree on a"
-                                + " collective's size", null);
+                        throw new PeerFailure(
+                                "rank "
+                                        + prev()
+                                        + " offered fewer bytes"
+                                        + " than rank "
+                                        + rank
+                                        + " expects; the ranks disagree on a"
+                                        + " collective's size",
+                                null);
                     }
                     pull(offerAddress, receive, length);
                     offerAddress += length;
@@ -257,31 +276,52 @@ final class Ring implements AutoCloseable {
         try {
             PeerMemory.read(prevPid, address, receive, length);
         } catch (IOException e) {
-            throw new PeerFailure("rank " + prev() + "'s memory could not be read ("
-                    + e.getMessage() + "): rank " + prev() + " exited or was killed", e);
+            throw new PeerFailure(
+                    "rank "
+                            + prev()
+                            + "'s memory could not be read ("
+                            + e.getMessage()
+                            + "): rank "
+                            + prev()
+                            + " exited or was killed",
+                    e);
         }
     }
 
     private PeerFailure closedBy(int peer) {
-        return new PeerFailure("rank " + peer + " closed its link with rank " + rank
-                + " mid-collective (its process exited, was killed or gave up)", null);
+        return new PeerFailure(
+                "rank "
+                        + peer
+                        + " closed its link with rank "
+                        + rank
+                        + " mid-collective (its process exited, was killed or gave up)",
+                null);
     }
 
     private PeerFailure linkFailure(int peer, String what, IOException e) {
         if (e instanceof ClosedChannelException) {
             return new PeerFailure("the process group on rank " + rank + " was closed", e);
         }
-        return new PeerFailure(what + " (" + e.getMessage() + "): rank " + peer
-                + " exited, was killed or is unreachable", e);
+        return new PeerFailure(
+                what
+                        + " ("
+                        + e.getMessage()
+                        + "): rank "
+                        + peer
+                        + " exited, was killed or is unreachable",
+                e);
     }
 
-    private void awaitReady(boolean writeNext, boolean readNext, boolean readPrev,
-            boolean writePrev) throws PeerFailure {
+    private void awaitReady(
+            boolean writeNext, boolean readNext, boolean readPrev, boolean writePrev)
+            throws PeerFailure {
         try {
-            nextKey.interestOps((writeNext ? SelectionKey.OP_WRITE : 0)
-                    | (readNext ? SelectionKey.OP_READ : 0));
-            prevKey.interestOps((readPrev ? SelectionKey.OP_READ : 0)
-                    | (writePrev ? SelectionKey.OP_WRITE : 0));
+            nextKey.interestOps(
+                    (writeNext ? SelectionKey.OP_WRITE : 0)
+                            | (readNext ? SelectionKey.OP_READ : 0));
+            prevKey.interestOps(
+                    (readPrev ? SelectionKey.OP_READ : 0)
+                            | (writePrev ? SelectionKey.OP_WRITE : 0));
             int ready = selector.select(timeoutMillis);
             selector.selectedKeys().clear();
             if (ready > 0) {
@@ -295,12 +335,25 @@ final class Ring implements AutoCloseable {
             throw new PeerFailure("the process group on rank " + rank + " was closed", null);
         }
         if (readPrev || writePrev) {
-            throw new PeerFailure("rank " + prev() + " did not answer rank " + rank
-                    + " for " + timeout + " (it hangs, or is not calling the same collectives)",
+            throw new PeerFailure(
+                    "rank "
+                            + prev()
+                            + " did not answer rank "
+                            + rank
+                            + " for "
+                            + timeout
+                            + " (it hangs, or is not calling the same collectives)",
                     null);
         }
-        throw new PeerFailure("rank " + next() + " did not answer rank " + rank + " for "
-                + timeout + " (it hangs, or is not calling the same collectives)", null);
+        throw new PeerFailure(
+                "rank "
+                        + next()
+                        + " did not answer rank "
+                        + rank
+                        + " for "
+                        + timeout
+                        + " (it hangs, or is not calling the same collectives)",
+                null);
     }
 
     /** Closes both links, which fails any collective in flight here and soon at the neighbours. */

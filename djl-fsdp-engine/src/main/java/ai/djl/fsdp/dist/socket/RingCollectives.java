@@ -5,11 +5,11 @@ import java.nio.ByteOrder;
 import java.util.function.IntFunction;
 
 /**
- * The ring algorithms NCCL uses, over raw bytes: all-gather and reduce-scatter in {@code N-1}
- * steps that each move {@code 1/N} of the data, all-reduce as the two in turn (each rank sends
- * {@code 2(N-1)/N} of the array: bandwidth-optimal), and a broadcast relayed along the ring as it
- * arrives. Reductions combine the incoming bytes chunk by chunk as they land in a staging buffer,
- * while they are still in cache, and while the neighbours keep sending.
+ * The ring algorithms NCCL uses, over raw bytes: all-gather and reduce-scatter in {@code N-1} steps
+ * that each move {@code 1/N} of the data, all-reduce as the two in turn (each rank sends {@code
+ * 2(N-1)/N} of the array: bandwidth-optimal), and a broadcast relayed along the ring as it arrives.
+ * Reductions combine the incoming bytes chunk by chunk as they land in a staging buffer, while they
+ * are still in cache, and while the neighbours keep sending.
  *
  * <p>Runs on the group's communication thread only.
  */
@@ -58,8 +58,8 @@ final class RingCollectives {
     }
 
     /** Reduces {@code input} across ranks and leaves piece {@code rank} in {@code output}. */
-    void reduceScatter(ByteBuffer input, ByteBuffer output, ElementReduction reduction,
-            int divisor) throws PeerFailure {
+    void reduceScatter(ByteBuffer input, ByteBuffer output, ElementReduction reduction, int divisor)
+            throws PeerFailure {
         int segmentBytes = output.remaining();
         agree(Kind.REDUCE_SCATTER, input.remaining(), reduction.code(divisor));
         if (size == 1) {
@@ -73,9 +73,14 @@ final class RingCollectives {
         }
         // Partial sums go to scratch (the input stays intact, as NCCL leaves it); the last step
         // writes the finished piece into the output.
-        reduceSteps(piece, (step, i) -> step == size - 2
-                ? output.duplicate() : view(partials[step % 2], 0, segmentBytes),
-                reduction, divisor);
+        reduceSteps(
+                piece,
+                (step, i) ->
+                        step == size - 2
+                                ? output.duplicate()
+                                : view(partials[step % 2], 0, segmentBytes),
+                reduction,
+                divisor);
     }
 
     /** Reduces {@code array} across ranks in place; its pieces may differ by one element. */
@@ -83,11 +88,12 @@ final class RingCollectives {
         int elementBytes = reduction.elementBytes();
         long elements = array.remaining() / elementBytes;
         agree(Kind.ALL_REDUCE, array.remaining(), reduction.code(divisor));
-        IntFunction<ByteBuffer> piece = i -> {
-            long start = i * (elements / size) + Math.min(i, elements % size);
-            long count = elements / size + (i < elements % size ? 1 : 0);
-            return view(array, (int) (start * elementBytes), (int) (count * elementBytes));
-        };
+        IntFunction<ByteBuffer> piece =
+                i -> {
+                    long start = i * (elements / size) + Math.min(i, elements % size);
+                    long count = elements / size + (i < elements % size ? 1 : 0);
+                    return view(array, (int) (start * elementBytes), (int) (count * elementBytes));
+                };
         reduceSteps(piece, (step, i) -> piece.apply(i), reduction, divisor);
         gatherSteps(piece);
     }
@@ -114,8 +120,7 @@ final class RingCollectives {
 
     /**
      * Exchanges a header with the neighbours so that a rank calling a different collective, or a
-     * different size, is caught at once with a clear message instead of corrupting data or
-     * hanging.
+     * different size, is caught at once with a clear message instead of corrupting data or hanging.
      */
     private void agree(Kind kind, long bytes, int parameter) throws PeerFailure {
         sequence++;
@@ -132,28 +137,48 @@ final class RingCollectives {
         int peerKind = peerHeader.getInt();
         long peerBytes = peerHeader.getLong();
         int peerParameter = peerHeader.getInt();
-        if (peerSequence != sequence || peerKind != kind.ordinal() || peerBytes != bytes
+        if (peerSequence != sequence
+                || peerKind != kind.ordinal()
+                || peerBytes != bytes
                 || peerParameter != parameter) {
-            String difference = peerParameter != parameter && peerKind == kind.ordinal()
-                    && peerBytes == bytes ? " with a different element type, operation or root" : "";
-            throw new PeerFailure("ranks disagree on collective #" + sequence
-                    + ": rank " + ring.prev() + " called " + describe(peerSequence, peerKind,
-                    peerBytes) + " but rank " + rank + " called " + describe(sequence,
-                    kind.ordinal(), bytes) + difference + "; every rank must call the same"
-                    + " collectives in the same order", null);
+            String difference =
+                    peerParameter != parameter && peerKind == kind.ordinal() && peerBytes == bytes
+                            ? " with a different element type, operation or root"
+                            : "";
+            throw new PeerFailure(
+                    "ranks disagree on collective #"
+                            + sequence
+                            + ": rank "
+                            + ring.prev()
+                            + " called "
+                            + describe(peerSequence, peerKind, peerBytes)
+                            + " but rank "
+                            + rank
+                            + " called "
+                            + describe(sequence, kind.ordinal(), bytes)
+                            + difference
+                            + "; every rank must call the same"
+                            + " collectives in the same order",
+                    null);
         }
     }
 
     private static String describe(long sequence, int kind, long bytes) {
-        String name = kind >= 0 && kind < Kind.values().length
-                ? Kind.values()[kind].toString() : "unknown(" + kind + ')';
+        String name =
+                kind >= 0 && kind < Kind.values().length
+                        ? Kind.values()[kind].toString()
+                        : "unknown(" + kind + ')';
         return name + " #" + sequence + " of " + bytes + " bytes";
     }
 
-    /** All-gather steps: at step s, send piece {@code rank-s} and receive piece {@code rank-s-1}. */
+    /**
+     * All-gather steps: at step s, send piece {@code rank-s} and receive piece {@code rank-s-1}.
+     */
     private void gatherSteps(IntFunction<ByteBuffer> piece) throws PeerFailure {
         for (int step = 0; step < size - 1; step++) {
-            ring.exchange(piece.apply(index(rank - step)), piece.apply(index(rank - step - 1)),
+            ring.exchange(
+                    piece.apply(index(rank - step)),
+                    piece.apply(index(rank - step - 1)),
                     full -> null);
         }
     }
@@ -163,8 +188,12 @@ final class RingCollectives {
      * incoming partial of piece {@code rank-s-2} to this rank's own; after {@code N-1} steps this
      * rank holds the full sum of piece {@code rank}.
      */
-    private void reduceSteps(IntFunction<ByteBuffer> input, Destination destination,
-            ElementReduction reduction, int divisor) throws PeerFailure {
+    private void reduceSteps(
+            IntFunction<ByteBuffer> input,
+            Destination destination,
+            ElementReduction reduction,
+            int divisor)
+            throws PeerFailure {
         ByteBuffer send = input.apply(index(rank - 1));
         for (int step = 0; step < size - 1; step++) {
             int i = index(rank - step - 2);
@@ -176,31 +205,44 @@ final class RingCollectives {
     }
 
     /** Sends {@code send} while receiving the peer's piece and writing {@code own + received}. */
-    private void receiveReducing(ByteBuffer send, ByteBuffer own, ByteBuffer target,
-            ElementReduction reduction, int divisor) throws PeerFailure {
+    private void receiveReducing(
+            ByteBuffer send,
+            ByteBuffer own,
+            ByteBuffer target,
+            ElementReduction reduction,
+            int divisor)
+            throws PeerFailure {
         int total = own.remaining();
         ByteBuffer chunk = staging.duplicate().order(ByteOrder.nativeOrder());
         chunk.clear().limit(Math.min(chunk.capacity(), total));
         int[] done = {0};
-        ring.exchange(send.duplicate(), chunk, full -> {
-            int length = full.position();
-            full.flip();
-            reduction.combine(full, view(own, done[0], length), view(target, done[0], length),
-                    divisor);
-            done[0] += length;
-            if (done[0] == total) {
-                return null;
-            }
-            full.clear().limit(Math.min(full.capacity(), total - done[0]));
-            return full;
-        });
+        ring.exchange(
+                send.duplicate(),
+                chunk,
+                full -> {
+                    int length = full.position();
+                    full.flip();
+                    reduction.combine(
+                            full,
+                            view(own, done[0], length),
+                            view(target, done[0], length),
+                            divisor);
+                    done[0] += length;
+                    if (done[0] == total) {
+                        return null;
+                    }
+                    full.clear().limit(Math.min(full.capacity(), total - done[0]));
+                    return full;
+                });
     }
 
     private int index(int i) {
         return Math.floorMod(i, size);
     }
 
-    /** Returns bytes {@code [offset, offset + length)} of {@code buffer}'s content, native order. */
+    /**
+     * Returns bytes {@code [offset, offset + length)} of {@code buffer}'s content, native order.
+     */
     private static ByteBuffer view(ByteBuffer buffer, int offset, int length) {
         return buffer.slice(buffer.position() + offset, length).order(ByteOrder.nativeOrder());
     }

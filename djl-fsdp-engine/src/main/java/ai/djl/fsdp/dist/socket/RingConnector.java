@@ -1,11 +1,8 @@
 package ai.djl.fsdp.dist.socket;
 
 import ai.djl.fsdp.rendezvous.Store;
-
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
+import java.lang.ref.Reference;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
@@ -22,26 +19,26 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.lang.ref.Reference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
 import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Forms the ring: every rank listens, publishes its address in the store, connects to the next
- * rank and accepts the previous one, refusing any connection without the job token.
+ * Forms the ring: every rank listens, publishes its address in the store, connects to the next rank
+ * and accepts the previous one, refusing any connection without the job token.
  *
  * <p>A rank listens on TCP and, where it can, on a Unix domain socket in the temporary folder,
- * whose path carries a random name. A neighbour that sees that path exists is on the same
- * machine and connects through it: the same bytes without the TCP/IP stack, markedly faster on
- * loopback. Anything else (another machine, a container with its own temporary folder, a
- * failed attempt) uses TCP.
+ * whose path carries a random name. A neighbour that sees that path exists is on the same machine
+ * and connects through it: the same bytes without the TCP/IP stack, markedly faster on loopback.
+ * Anything else (another machine, a container with its own temporary folder, a failed attempt) uses
+ * TCP.
  *
  * <p>Neighbours on one machine then check whether they may read each other's memory ({@link
- * PeerMemory}); each link where the receiver can is pulled rather than streamed (see {@link
- * Ring}).
+ * PeerMemory}); each link where the receiver can is pulled rather than streamed (see {@link Ring}).
  */
 final class RingConnector {
 
@@ -49,6 +46,7 @@ final class RingConnector {
 
     /** "DJLR": the first bytes of a ring handshake. */
     private static final int MAGIC = 0x444A4C52;
+
     private static final int MAX_TOKEN_BYTES = 4096;
     private static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
     private static final int PROBE_BYTES = 32;
@@ -62,8 +60,16 @@ final class RingConnector {
      * @param localAddress the address of this machine that the other ranks can reach
      * @param socketBufferBytes the socket buffer size to ask for; 0 leaves it to the system
      */
-    static Ring connect(Store store, int rank, int size, byte[] token, InetAddress localAddress,
-            Duration timeout, int socketBufferBytes, boolean peerCopy) throws IOException {
+    static Ring connect(
+            Store store,
+            int rank,
+            int size,
+            byte[] token,
+            InetAddress localAddress,
+            Duration timeout,
+            int socketBufferBytes,
+            boolean peerCopy)
+            throws IOException {
         int next = (rank + 1) % size;
         int prev = (rank + size - 1) % size;
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -89,7 +95,8 @@ final class RingConnector {
                 address += ' ' + path.toString();
             }
             store.set(addressKey(rank), address.getBytes(StandardCharsets.UTF_8));
-            ByteBuffer probe = peerCopy && PeerMemory.available() ? publishProbe(store, rank) : null;
+            ByteBuffer probe =
+                    peerCopy && PeerMemory.available() ? publishProbe(store, rank) : null;
             if (probe == null) {
                 store.set(probeKey(rank), NO_PROBE);
             }
@@ -104,8 +111,9 @@ final class RingConnector {
             boolean prevIsLocal = fromPrev.getLocalAddress() instanceof UnixDomainSocketAddress;
             long prevPid = probe != null && prevIsLocal ? probePrevious(store, prev) : -1;
             store.set(pullKey(rank), Long.toString(prevPid).getBytes(StandardCharsets.UTF_8));
-            boolean nextPulls = Long.parseLong(
-                    new String(store.get(pullKey(next)), StandardCharsets.UTF_8)) >= 0;
+            boolean nextPulls =
+                    Long.parseLong(new String(store.get(pullKey(next)), StandardCharsets.UTF_8))
+                            >= 0;
             // The next rank reads the probe until it has decided; keep it alive until all have.
             store.barrier("socket-ring", rank, size);
             Reference.reachabilityFence(probe);
@@ -143,8 +151,12 @@ final class RingConnector {
         new SecureRandom().nextBytes(secret);
         ByteBuffer probe = ByteBuffer.allocateDirect(PROBE_BYTES);
         probe.put(secret).flip();
-        String description = ProcessHandle.current().pid() + " " + PeerMemory.address(probe) + ' '
-                + Base64.getEncoder().encodeToString(secret);
+        String description =
+                ProcessHandle.current().pid()
+                        + " "
+                        + PeerMemory.address(probe)
+                        + ' '
+                        + Base64.getEncoder().encodeToString(secret);
         store.set(probeKey(rank), description.getBytes(StandardCharsets.UTF_8));
         return probe;
     }
@@ -174,8 +186,8 @@ final class RingConnector {
     /** Returns a fresh private folder for this rank's Unix socket, or null where there is none. */
     private static Path unixSocketFolder() {
         try {
-            return Files.createTempDirectory("djl-fsdp-" + UUID.randomUUID().toString()
-                    .substring(0, 8));
+            return Files.createTempDirectory(
+                    "djl-fsdp-" + UUID.randomUUID().toString().substring(0, 8));
         } catch (IOException | UnsupportedOperationException e) {
             logger.debug("No Unix domain socket for the ring; TCP only", e);
             return null;
@@ -208,8 +220,10 @@ final class RingConnector {
         }
         SocketChannel tcp = SocketChannel.open();
         try {
-            tcp.socket().connect(new InetSocketAddress(address[0], Integer.parseInt(address[1])),
-                    millisUntil(deadline));
+            tcp.socket()
+                    .connect(
+                            new InetSocketAddress(address[0], Integer.parseInt(address[1])),
+                            millisUntil(deadline));
             return tcp;
         } catch (IOException e) {
             Ring.closeQuietly(tcp);
@@ -217,8 +231,7 @@ final class RingConnector {
         }
     }
 
-    private static void configure(SocketChannel channel, int socketBufferBytes)
-            throws IOException {
+    private static void configure(SocketChannel channel, int socketBufferBytes) throws IOException {
         if (channel.getRemoteAddress() instanceof InetSocketAddress) {
             channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
         }
@@ -237,8 +250,9 @@ final class RingConnector {
         }
     }
 
-    private static SocketChannel acceptPrevious(List<ServerSocketChannel> listeners, int prev,
-            byte[] token, long deadline) throws IOException {
+    private static SocketChannel acceptPrevious(
+            List<ServerSocketChannel> listeners, int prev, byte[] token, long deadline)
+            throws IOException {
         try (Selector selector = Selector.open()) {
             for (ServerSocketChannel listener : listeners) {
                 listener.configureBlocking(false);
@@ -255,15 +269,17 @@ final class RingConnector {
                     if (refusal == null) {
                         return channel;
                     }
-                    logger.warn("Refused a ring connection from {}: {}",
-                            channel.getRemoteAddress(), refusal);
+                    logger.warn(
+                            "Refused a ring connection from {}: {}",
+                            channel.getRemoteAddress(),
+                            refusal);
                     Ring.closeQuietly(channel);
                 }
                 selector.selectedKeys().clear();
             }
         }
-        throw new IOException("rank " + prev + " did not connect to this rank's ring link in"
-                + " time");
+        throw new IOException(
+                "rank " + prev + " did not connect to this rank's ring link in" + " time");
     }
 
     /** Returns why the connection's handshake is refused, or null when it is rank {@code prev}. */

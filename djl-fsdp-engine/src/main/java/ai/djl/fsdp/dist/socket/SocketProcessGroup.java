@@ -13,10 +13,6 @@ import ai.djl.fsdp.rendezvous.StoreTimeoutException;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
-
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
@@ -28,17 +24,18 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The CPU backend: a ring of TCP connections between neighbouring ranks, running NCCL's ring
  * algorithms straight on the arrays' memory.
  *
- * <p>Collectives run in call order on one communication thread per group. When a peer dies or
- * stops answering, the rank that notices records the cause in the store under {@value
- * #ABORT_KEY} (the first to notice wins) and then closes its ring links; its neighbours' links
- * break in turn, and they read the recorded cause, so every surviving rank fails promptly with
- * the same message naming the rank at fault. The group stays failed: later collectives fail at
- * once with that message.
+ * <p>Collectives run in call order on one communication thread per group. When a peer dies or stops
+ * answering, the rank that notices records the cause in the store under {@value #ABORT_KEY} (the
+ * first to notice wins) and then closes its ring links; its neighbours' links break in turn, and
+ * they read the recorded cause, so every surviving rank fails promptly with the same message naming
+ * the rank at fault. The group stays failed: later collectives fail at once with that message.
  */
 public final class SocketProcessGroup implements ProcessGroup {
 
@@ -49,10 +46,13 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     private static final String ABORT_CLAIM_KEY = "socket/abort-claims";
     private static final String CLOSED_KEY_PREFIX = "socket/closed/";
+
     /** How long a rank that lost the race to record a failure waits for the winner's cause. */
     private static final Duration ABORT_READ_WAIT = Duration.ofSeconds(10);
+
     /** How long rank 0 keeps the store up for the others to finish closing after a failure. */
     private static final Duration FAILED_CLOSE_WAIT = Duration.ofSeconds(2);
+
     private static final Duration MAX_CLOSE_WAIT = Duration.ofMinutes(1);
 
     private final int rank;
@@ -67,8 +67,8 @@ public final class SocketProcessGroup implements ProcessGroup {
     private volatile CollectiveException failure;
     private volatile boolean closed;
 
-    private SocketProcessGroup(DistributedEnv env, Store store, Ring ring,
-            ProcessGroupOptions options) {
+    private SocketProcessGroup(
+            DistributedEnv env, Store store, Ring ring, ProcessGroupOptions options) {
         rank = env.rank();
         size = env.worldSize();
         localRank = env.localRank();
@@ -76,11 +76,13 @@ public final class SocketProcessGroup implements ProcessGroup {
         this.ring = ring;
         timeout = options.timeout();
         collectives = new RingCollectives(ring, rank, size, options.socketChunkBytes());
-        communication = Executors.newSingleThreadExecutor(task -> {
-            Thread thread = new Thread(task, "djl-fsdp-socket-rank" + rank);
-            thread.setDaemon(true);
-            return thread;
-        });
+        communication =
+                Executors.newSingleThreadExecutor(
+                        task -> {
+                            Thread thread = new Thread(task, "djl-fsdp-socket-rank" + rank);
+                            thread.setDaemon(true);
+                            return thread;
+                        });
     }
 
     /**
@@ -90,18 +92,34 @@ public final class SocketProcessGroup implements ProcessGroup {
      * @param localAddress the address of this machine the other ranks can reach
      * @throws CollectiveException if the ring cannot be formed within the options' timeout
      */
-    public static SocketProcessGroup connect(DistributedEnv env, Store store,
-            InetAddress localAddress, ProcessGroupOptions options) {
+    public static SocketProcessGroup connect(
+            DistributedEnv env,
+            Store store,
+            InetAddress localAddress,
+            ProcessGroupOptions options) {
         Ring ring = null;
         if (env.worldSize() > 1) {
             try {
-                ring = RingConnector.connect(store, env.rank(), env.worldSize(),
-                        env.jobToken().getBytes(StandardCharsets.UTF_8), localAddress,
-                        options.timeout(), options.socketBufferBytes(),
-                        options.peerMemoryCopy());
+                ring =
+                        RingConnector.connect(
+                                store,
+                                env.rank(),
+                                env.worldSize(),
+                                env.jobToken().getBytes(StandardCharsets.UTF_8),
+                                localAddress,
+                                options.timeout(),
+                                options.socketBufferBytes(),
+                                options.peerMemoryCopy());
             } catch (IOException | RuntimeException e) {
-                throw new CollectiveException("Rank " + env.rank() + " could not join the socket"
-                        + " ring of " + env.worldSize() + " ranks: " + e.getMessage(), e);
+                throw new CollectiveException(
+                        "Rank "
+                                + env.rank()
+                                + " could not join the socket"
+                                + " ring of "
+                                + env.worldSize()
+                                + " ranks: "
+                                + e.getMessage(),
+                        e);
             }
         }
         return new SocketProcessGroup(env, store, ring, options);
@@ -133,8 +151,8 @@ public final class SocketProcessGroup implements ProcessGroup {
         CollectiveArguments.requireSizes("allGather", size, "output", output, "input", input);
         ByteBuffer in = TensorMemory.hostBuffer(input, "allGather input");
         ByteBuffer out = TensorMemory.hostBuffer(output, "allGather output");
-        return submit("allGather of " + out.capacity() + " bytes",
-                () -> collectives.allGather(in, out));
+        return submit(
+                "allGather of " + out.capacity() + " bytes", () -> collectives.allGather(in, out));
     }
 
     @Override
@@ -145,7 +163,8 @@ public final class SocketProcessGroup implements ProcessGroup {
         ByteBuffer in = TensorMemory.hostBuffer(input, "reduceScatter input");
         ByteBuffer out = TensorMemory.hostBuffer(output, "reduceScatter output");
         int divisor = divisor(op);
-        return submit("reduceScatter of " + in.capacity() + " bytes",
+        return submit(
+                "reduceScatter of " + in.capacity() + " bytes",
                 () -> collectives.reduceScatter(in, out, reduction, divisor));
     }
 
@@ -154,7 +173,8 @@ public final class SocketProcessGroup implements ProcessGroup {
         ElementReduction reduction = ElementReduction.of(TensorMemory.dataType(array));
         ByteBuffer memory = TensorMemory.hostBuffer(array, "allReduce array");
         int divisor = divisor(op);
-        return submit("allReduce of " + memory.capacity() + " bytes",
+        return submit(
+                "allReduce of " + memory.capacity() + " bytes",
                 () -> collectives.allReduce(memory, reduction, divisor));
     }
 
@@ -162,7 +182,8 @@ public final class SocketProcessGroup implements ProcessGroup {
     public Work broadcastAsync(NDArray array, int root) {
         CollectiveArguments.requireRoot(root, size);
         ByteBuffer memory = TensorMemory.hostBuffer(array, "broadcast array");
-        return submit("broadcast of " + memory.capacity() + " bytes from rank " + root,
+        return submit(
+                "broadcast of " + memory.capacity() + " bytes from rank " + root,
                 () -> collectives.broadcast(memory, root));
     }
 
@@ -218,8 +239,8 @@ public final class SocketProcessGroup implements ProcessGroup {
     }
 
     /**
-     * Records a failure (or adopts one already recorded), closes the ring so the neighbours
-     * notice, and returns the error every later collective fails with.
+     * Records a failure (or adopts one already recorded), closes the ring so the neighbours notice,
+     * and returns the error every later collective fails with.
      */
     private CollectiveException fail(PeerFailure cause) {
         if (closed) {
@@ -228,16 +249,17 @@ public final class SocketProcessGroup implements ProcessGroup {
         }
         String message = agreeOnCause(cause.getMessage());
         ring.close();
-        failure = new CollectiveException("Collective failed on rank " + rank + ": " + message,
-                cause);
+        failure =
+                new CollectiveException(
+                        "Collective failed on rank " + rank + ": " + message, cause);
         logger.error(failure.getMessage());
         return failure;
     }
 
     /**
-     * Returns the job's recorded failure cause, recording {@code ours} if none is recorded yet.
-     * A rank closes its links only after recording, so a rank whose link broke because a
-     * neighbour gave up finds the neighbour's cause here, not a blame on the neighbour.
+     * Returns the job's recorded failure cause, recording {@code ours} if none is recorded yet. A
+     * rank closes its links only after recording, so a rank whose link broke because a neighbour
+     * gave up finds the neighbour's cause here, not a blame on the neighbour.
      */
     private String agreeOnCause(String ours) {
         try {
@@ -252,8 +274,11 @@ public final class SocketProcessGroup implements ProcessGroup {
             recorded = recordedCause(ABORT_READ_WAIT);
             return recorded == null ? ours : recorded;
         } catch (StoreException e) {
-            return ours + " (the store is unreachable as well, so rank 0, its host, may have"
-                    + " failed: " + e.getMessage() + ')';
+            return ours
+                    + " (the store is unreachable as well, so rank 0, its host, may have"
+                    + " failed: "
+                    + e.getMessage()
+                    + ')';
         }
     }
 
@@ -305,8 +330,10 @@ public final class SocketProcessGroup implements ProcessGroup {
             store.set(CLOSED_KEY_PREFIX + rank, new byte[0]);
             return;
         }
-        Duration wait = failure != null ? FAILED_CLOSE_WAIT
-                : timeout.compareTo(MAX_CLOSE_WAIT) < 0 ? timeout : MAX_CLOSE_WAIT;
+        Duration wait =
+                failure != null
+                        ? FAILED_CLOSE_WAIT
+                        : timeout.compareTo(MAX_CLOSE_WAIT) < 0 ? timeout : MAX_CLOSE_WAIT;
         long deadline = System.nanoTime() + wait.toNanos();
         for (int r = 1; r < size; r++) {
             Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));

@@ -2,7 +2,6 @@ package ai.djl.fsdp.dist.socket;
 
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.Work;
-
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 

@@ -5,13 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.launch.Launcher;
 import ai.djl.fsdp.rendezvous.TcpStore;
-
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * Runs {@link NcclRankCheck} on one rank per GPU (at most two), skipped without a GPU; and checks

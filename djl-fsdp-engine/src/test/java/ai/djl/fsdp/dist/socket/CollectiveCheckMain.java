@@ -12,7 +12,6 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,19 +19,20 @@ import java.util.List;
 /**
  * A rank of {@link SocketProcessGroupTest}'s jobs: runs every collective over every supported
  * element type (bfloat16 arrays made through {@link TensorMemory}, as DJL cannot make them), SUM
- * and AVG, and element counts that are zero, one, uneven and large, and checks
- * each result against the value every rank contributes, which each rank computes for itself.
- * Exits 0 when all match; otherwise prints the mismatches and exits 1. With the argument {@code
- * stream}, every link streams through its socket; otherwise ranks pull from each other's memory
- * where the system allows.
+ * and AVG, and element counts that are zero, one, uneven and large, and checks each result against
+ * the value every rank contributes, which each rank computes for itself. Exits 0 when all match;
+ * otherwise prints the mismatches and exits 1. With the argument {@code stream}, every link streams
+ * through its socket; otherwise ranks pull from each other's memory where the system allows.
  */
 public final class CollectiveCheckMain {
 
     private static final DataType[] TYPES = {
         DataType.FLOAT32, DataType.FLOAT16, DataType.BFLOAT16, DataType.INT32, DataType.INT64
     };
+
     /** Elements per rank: none, fewer than the ranks, uneven, and a few MiB (float32 only). */
     private static final int[] COUNTS = {0, 1, 5, 1001};
+
     private static final int LARGE_COUNT = 1_500_001;
 
     private final ProcessGroup group;
@@ -51,10 +51,11 @@ public final class CollectiveCheckMain {
 
     public static void main(String[] args) {
         boolean streamOnly = args.length > 0 && "stream".equals(args[0]);
-        ProcessGroupOptions options = ProcessGroupOptions.builder()
-                .optTimeout(Duration.ofSeconds(60))
-                .optPeerMemoryCopy(!streamOnly)
-                .build();
+        ProcessGroupOptions options =
+                ProcessGroupOptions.builder()
+                        .optTimeout(Duration.ofSeconds(60))
+                        .optPeerMemoryCopy(!streamOnly)
+                        .build();
         CollectiveCheckMain check;
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
                 NDManager manager = NDManager.newBaseManager()) {
@@ -121,22 +122,22 @@ public final class CollectiveCheckMain {
         NDArray input = contribution(type, count * size);
         NDArray output = create(type, new double[count]);
         group.reduceScatter(input, output, op);
-        compare("reduceScatter " + type + ' ' + op + " x" + count, output,
+        compare(
+                "reduceScatter " + type + ' ' + op + " x" + count,
+                output,
                 reduced(type, op, rank * count, count));
     }
 
     private void checkAllReduce(DataType type, int count, ReduceOp op) {
         NDArray array = contribution(type, count);
         group.allReduce(array, op);
-        compare("allReduce " + type + ' ' + op + " x" + count, array,
-                reduced(type, op, 0, count));
+        compare("allReduce " + type + ' ' + op + " x" + count, array, reduced(type, op, 0, count));
     }
 
     private void checkBroadcast(DataType type, int count, int root) {
         NDArray array = contribution(type, count);
         group.broadcast(array, root);
-        compare("broadcast " + type + " from " + root + " x" + count, array,
-                values(root, count));
+        compare("broadcast " + type + " from " + root + " x" + count, array, values(root, count));
     }
 
     /** Four collectives of different kinds in flight at once, awaited after all are queued. */
@@ -145,25 +146,26 @@ public final class CollectiveCheckMain {
         NDArray gatherInput = contribution(DataType.FLOAT32, count);
         NDArray gathered = manager.zeros(new Shape(count * size));
         NDArray scatterInput = contribution(DataType.INT64, count * size);
-        NDArray scattered =
-                manager.zeros(new Shape(count), DataType.INT64);
+        NDArray scattered = manager.zeros(new Shape(count), DataType.INT64);
         NDArray reducedArray = contribution(DataType.FLOAT16, count);
         NDArray broadcastArray = contribution(DataType.INT32, count);
-        List<Work> works = List.of(
-                group.allGatherAsync(gatherInput, gathered),
-                group.reduceScatterAsync(scatterInput, scattered, ReduceOp.AVG),
-                group.allReduceAsync(reducedArray, ReduceOp.SUM),
-                group.broadcastAsync(broadcastArray, size - 1));
+        List<Work> works =
+                List.of(
+                        group.allGatherAsync(gatherInput, gathered),
+                        group.reduceScatterAsync(scatterInput, scattered, ReduceOp.AVG),
+                        group.allReduceAsync(reducedArray, ReduceOp.SUM),
+                        group.broadcastAsync(broadcastArray, size - 1));
         works.forEach(Work::await);
         double[] expectedGather = new double[count * size];
         for (int r = 0; r < size; r++) {
             System.arraycopy(values(r, count), 0, expectedGather, r * count, count);
         }
         compare("async allGather", gathered, expectedGather);
-        compare("async reduceScatter", scattered,
+        compare(
+                "async reduceScatter",
+                scattered,
                 reduced(DataType.INT64, ReduceOp.AVG, rank * count, count));
-        compare("async allReduce", reducedArray,
-                reduced(DataType.FLOAT16, ReduceOp.SUM, 0, count));
+        compare("async allReduce", reducedArray, reduced(DataType.FLOAT16, ReduceOp.SUM, 0, count));
         compare("async broadcast", broadcastArray, values(size - 1, count));
     }
 
@@ -197,9 +199,9 @@ public final class CollectiveCheckMain {
     }
 
     /**
-     * The reduction of elements {@code [from, from + count)} over all ranks, rounded as the
-     * backend rounds: sums of small integers are exact, AVG divides once in the type's
-     * arithmetic (float32 for float16 and bfloat16, truncating for integers).
+     * The reduction of elements {@code [from, from + count)} over all ranks, rounded as the backend
+     * rounds: sums of small integers are exact, AVG divides once in the type's arithmetic (float32
+     * for float16 and bfloat16, truncating for integers).
      */
     private double[] reduced(DataType type, ReduceOp op, int from, int count) {
         double[] expected = new double[count];
@@ -238,8 +240,8 @@ public final class CollectiveCheckMain {
         }
         for (int i = 0; i < got.length; i++) {
             if (got[i] != expected[i]) {
-                failures.add(what + ": element " + i + " is " + got[i] + ", expected "
-                        + expected[i]);
+                failures.add(
+                        what + ": element " + i + " is " + got[i] + ", expected " + expected[i]);
                 return;
             }
         }

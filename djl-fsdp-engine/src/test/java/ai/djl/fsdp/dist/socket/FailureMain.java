@@ -9,15 +9,14 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-
 import java.time.Duration;
 
 /**
- * A rank of {@link SocketProcessGroupTest}'s failure jobs. With {@code endless}, it all-reduces
- * 16 MiB over and over (printing {@code RUNNING} once it has done one) until a collective fails;
- * with {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code
- * silent}, rank 1 sleeps through the others' allReduce. A rank that sees
- * the {@link CollectiveException} prints {@code FAILED: <message>} and exits 3.
+ * A rank of {@link SocketProcessGroupTest}'s failure jobs. With {@code endless}, it all-reduces 16
+ * MiB over and over (printing {@code RUNNING} once it has done one) until a collective fails; with
+ * {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code silent},
+ * rank 1 sleeps through the others' allReduce. A rank that sees the {@link CollectiveException}
+ * prints {@code FAILED: <message>} and exits 3.
  */
 public final class FailureMain {
 

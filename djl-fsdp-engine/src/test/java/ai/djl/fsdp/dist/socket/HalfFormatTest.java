@@ -9,14 +9,12 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-
+import java.nio.ShortBuffer;
+import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-
-import java.nio.ShortBuffer;
-import java.util.Random;
 
 /** Checks each {@link HalfFormat} bit for bit against libtorch's own conversions. */
 class HalfFormatTest {
@@ -49,7 +47,9 @@ class HalfFormatTest {
         for (int pattern = 0; pattern < PATTERNS; pattern++) {
             short half = (short) pattern;
             float actual = format.toFloat(half);
-            assertEquals(Float.floatToIntBits(expected[pattern]), Float.floatToIntBits(actual),
+            assertEquals(
+                    Float.floatToIntBits(expected[pattern]),
+                    Float.floatToIntBits(actual),
                     () -> format + " bits " + Integer.toHexString(half & 0xFFFF));
             if (!Float.isNaN(actual)) {
                 assertEquals(half, format.fromFloat(actual), "round trip");
@@ -77,8 +77,7 @@ class HalfFormatTest {
         };
         System.arraycopy(edges, 0, values, 0, edges.length);
         ShortBuffer expected =
-                TensorMemory.hostBuffer(libtorchRounded(format, values), "rounded")
-                        .asShortBuffer();
+                TensorMemory.hostBuffer(libtorchRounded(format, values), "rounded").asShortBuffer();
         for (float value : values) {
             short libtorch = expected.get();
             short actual = format.fromFloat(value);

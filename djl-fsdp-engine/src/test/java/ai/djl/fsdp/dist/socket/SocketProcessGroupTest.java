@@ -18,23 +18,22 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-
+import java.time.Duration;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-
-import java.time.Duration;
 
 class SocketProcessGroupTest {
 
     @ParameterizedTest(name = "world size {0}, {1} links")
     @CsvSource({"2, pulled", "3, pulled", "2, stream", "3, stream"})
     void everyCollectiveMatchesItsExpectation(int worldSize, String links) {
-        try (RankProcesses job = RankProcesses.builder(CollectiveCheckMain.class)
-                .worldSize(worldSize)
-                .args(links)
-                .start()) {
+        try (RankProcesses job =
+                RankProcesses.builder(CollectiveCheckMain.class)
+                        .worldSize(worldSize)
+                        .args(links)
+                        .start()) {
             RankProcesses.Results results = job.await().assertAllSucceeded();
             for (RankProcesses.RankResult rank : results.all()) {
                 assertTrue(rank.output().contains("OK "), results.describe());
@@ -44,11 +43,12 @@ class SocketProcessGroupTest {
 
     @Test
     void killedRankFailsEverySurvivorWithItsName() {
-        try (RankProcesses job = RankProcesses.builder(FailureMain.class)
-                .worldSize(3)
-                .args("endless")
-                .timeout(Duration.ofMinutes(2))
-                .start()) {
+        try (RankProcesses job =
+                RankProcesses.builder(FailureMain.class)
+                        .worldSize(3)
+                        .args("endless")
+                        .timeout(Duration.ofMinutes(2))
+                        .start()) {
             for (int rank = 0; rank < 3; rank++) {
                 job.awaitOutput(rank, "RUNNING", Duration.ofSeconds(60));
             }
@@ -56,9 +56,10 @@ class SocketProcessGroupTest {
             RankProcesses.Results results = job.await();
             for (int rank : new int[] {0, 2}) {
                 String output = results.rank(rank).output();
-                assertEquals(FailureMain.FAILED_EXIT, results.rank(rank).exitCode(),
-                        results.describe());
-                assertTrue(output.contains("FAILED: ") && output.contains("rank 1 "),
+                assertEquals(
+                        FailureMain.FAILED_EXIT, results.rank(rank).exitCode(), results.describe());
+                assertTrue(
+                        output.contains("FAILED: ") && output.contains("rank 1 "),
                         "rank " + rank + " must blame rank 1:\n" + results.describe());
             }
         }
@@ -66,18 +67,16 @@ class SocketProcessGroupTest {
 
     @Test
     void silentRankFailsTheOthersAfterTheTimeoutWithItsName() {
-        try (RankProcesses job = RankProcesses.builder(FailureMain.class)
-                .worldSize(3)
-                .args("silent")
-                .start()) {
+        try (RankProcesses job =
+                RankProcesses.builder(FailureMain.class).worldSize(3).args("silent").start()) {
             job.awaitOutput(0, "FAILED: ", Duration.ofSeconds(90));
             job.awaitOutput(2, "FAILED: ", Duration.ofSeconds(90));
             job.kill(1);
             RankProcesses.Results results = job.await();
             for (int rank : new int[] {0, 2}) {
                 String output = results.rank(rank).output();
-                assertEquals(FailureMain.FAILED_EXIT, results.rank(rank).exitCode(),
-                        results.describe());
+                assertEquals(
+                        FailureMain.FAILED_EXIT, results.rank(rank).exitCode(), results.describe());
                 assertTrue(output.contains("rank 1 did not answer"), results.describe());
             }
         }
@@ -85,14 +84,13 @@ class SocketProcessGroupTest {
 
     @Test
     void mismatchedCollectivesFailEveryRankWithBothCalls() {
-        try (RankProcesses job = RankProcesses.builder(FailureMain.class)
-                .worldSize(2)
-                .args("mismatch")
-                .start()) {
+        try (RankProcesses job =
+                RankProcesses.builder(FailureMain.class).worldSize(2).args("mismatch").start()) {
             RankProcesses.Results results = job.await();
             for (RankProcesses.RankResult rank : results.all()) {
                 assertEquals(FailureMain.FAILED_EXIT, rank.exitCode(), results.describe());
-                assertTrue(rank.output().contains("ranks disagree on collective #1"),
+                assertTrue(
+                        rank.output().contains("ranks disagree on collective #1"),
                         results.describe());
             }
         }
@@ -122,23 +120,40 @@ class SocketProcessGroupTest {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single("t"));
                 NDManager manager = NDManager.newBaseManager()) {
             NDArray floats = manager.zeros(new Shape(4));
-            String sizes = assertThrows(IllegalArgumentException.class,
-                    () -> group.allGather(floats, manager.zeros(new Shape(5)))).getMessage();
+            String sizes =
+                    assertThrows(
+                                    IllegalArgumentException.class,
+                                    () -> group.allGather(floats, manager.zeros(new Shape(5))))
+                            .getMessage();
             assertTrue(sizes.contains("world size"), sizes);
-            String types = assertThrows(IllegalArgumentException.class,
-                    () -> group.allGather(floats, manager.zeros(new Shape(4), DataType.INT32)))
-                    .getMessage();
+            String types =
+                    assertThrows(
+                                    IllegalArgumentException.class,
+                                    () ->
+                                            group.allGather(
+                                                    floats,
+                                                    manager.zeros(new Shape(4), DataType.INT32)))
+                            .getMessage();
             assertTrue(types.contains("must match"), types);
-            String dtype = assertThrows(IllegalArgumentException.class,
-                    () -> group.allReduce(manager.zeros(new Shape(4), DataType.INT8),
-                            ReduceOp.SUM)).getMessage();
+            String dtype =
+                    assertThrows(
+                                    IllegalArgumentException.class,
+                                    () ->
+                                            group.allReduce(
+                                                    manager.zeros(new Shape(4), DataType.INT8),
+                                                    ReduceOp.SUM))
+                            .getMessage();
             assertTrue(dtype.contains("INT8") || dtype.contains("int8"), dtype);
             NDArray transposed = manager.zeros(new Shape(3, 4)).transpose();
-            String layout = assertThrows(IllegalArgumentException.class,
-                    () -> group.allReduce(transposed, ReduceOp.SUM)).getMessage();
+            String layout =
+                    assertThrows(
+                                    IllegalArgumentException.class,
+                                    () -> group.allReduce(transposed, ReduceOp.SUM))
+                            .getMessage();
             assertTrue(layout.contains("not contiguous"), layout);
-            String root = assertThrows(IllegalArgumentException.class,
-                    () -> group.broadcast(floats, 1)).getMessage();
+            String root =
+                    assertThrows(IllegalArgumentException.class, () -> group.broadcast(floats, 1))
+                            .getMessage();
             assertTrue(root.contains("root 1"), root);
         }
     }
@@ -149,8 +164,9 @@ class SocketProcessGroupTest {
         group.close();
         try (NDManager manager = NDManager.newBaseManager()) {
             NDArray array = manager.zeros(new Shape(4));
-            CollectiveException e = assertThrows(CollectiveException.class,
-                    () -> group.allReduce(array, ReduceOp.SUM));
+            CollectiveException e =
+                    assertThrows(
+                            CollectiveException.class, () -> group.allReduce(array, ReduceOp.SUM));
             assertTrue(e.getMessage().contains("closed"), e.getMessage());
         }
     }
@@ -160,8 +176,10 @@ class SocketProcessGroupTest {
         Assumptions.assumeFalse(NcclProcessGroup.isAvailable(), "NCCL can run here");
         ProcessGroupOptions options =
                 ProcessGroupOptions.builder().optDevice(Device.gpu(0)).build();
-        UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                () -> ProcessGroups.init(DistributedEnv.single("t"), options));
+        UnsupportedOperationException e =
+                assertThrows(
+                        UnsupportedOperationException.class,
+                        () -> ProcessGroups.init(DistributedEnv.single("t"), options));
         assertTrue(e.getMessage().contains("mvn -Pcuda"), e.getMessage());
     }
 }

@@ -5,9 +5,9 @@ import ai.djl.ndarray.NDList;
 import ai.djl.training.loss.Loss;
 
 /**
- * The causal language-modelling loss: the mean cross-entropy of the next token over every
- * position of every sequence. Predictions are {@code logits [B, T, vocab]}; labels are the token
- * ids {@code [B, T]} that follow each input position (the inputs shifted left by one).
+ * The causal language-modelling loss: the mean cross-entropy of the next token over every position
+ * of every sequence. Predictions are {@code logits [B, T, vocab]}; labels are the token ids {@code
+ * [B, T]} that follow each input position (the inputs shifted left by one).
  */
 public final class CausalLmLoss extends Loss {
 

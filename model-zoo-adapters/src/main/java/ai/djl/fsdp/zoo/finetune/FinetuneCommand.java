@@ -35,24 +35,22 @@ import ai.djl.training.dataset.Batch;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.translate.TranslateException;
-
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
-
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code bin/fsdp finetune}: trains a causal language model (GPT-2, Llama) on a plain-text file,
- * fully or with LoRA adapters, with Hugging Face's flag names. Alone it is a job of one rank;
- * under {@code bin/fsdp launch --nproc-per-node N -- finetune ...} the ranks train together with
- * FSDP, each on its slice of every global batch.
+ * fully or with LoRA adapters, with Hugging Face's flag names. Alone it is a job of one rank; under
+ * {@code bin/fsdp launch --nproc-per-node N -- finetune ...} the ranks train together with FSDP,
+ * each on its slice of every global batch.
  */
 @Command(
         name = "finetune",
@@ -73,8 +71,8 @@ public final class FinetuneCommand implements Subcommand {
             defaultValue = "gpt2-tiny",
             description =
                     "Hugging Face checkpoint directory (config.json, *.safetensors; config.json"
-                            + " alone trains fresh weights), or a built-in architecture trained from"
-                            + " scratch: gpt2-tiny, llama-tiny (default ${DEFAULT-VALUE}).")
+                        + " alone trains fresh weights), or a built-in architecture trained from"
+                        + " scratch: gpt2-tiny, llama-tiny (default ${DEFAULT-VALUE}).")
     private String modelNameOrPath;
 
     @Option(
@@ -126,8 +124,9 @@ public final class FinetuneCommand implements Subcommand {
     @Option(
             names = "--max_grad_norm",
             defaultValue = "1.0",
-            description = "Clip the global gradient norm to this; 0 turns clipping off (default"
-                    + " ${DEFAULT-VALUE}).")
+            description =
+                    "Clip the global gradient norm to this; 0 turns clipping off (default"
+                            + " ${DEFAULT-VALUE}).")
     private float maxGradNorm;
 
     @Option(
@@ -141,7 +140,10 @@ public final class FinetuneCommand implements Subcommand {
             description = "Train LoRA adapters on a frozen base model instead of every weight.")
     private boolean usePeftLora;
 
-    @Option(names = "--lora_r", defaultValue = "8", description = "LoRA rank (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--lora_r",
+            defaultValue = "8",
+            description = "LoRA rank (default ${DEFAULT-VALUE}).")
     private int loraR;
 
     @Option(
@@ -290,7 +292,8 @@ public final class FinetuneCommand implements Subcommand {
         requirePositive(perDeviceTrainBatchSize, "--per_device_train_batch_size");
         requirePositive(maxSteps, "--max_steps");
         if (!(learningRate > 0)) {
-            throw new IllegalArgumentException("--learning_rate must be positive, got " + learningRate);
+            throw new IllegalArgumentException(
+                    "--learning_rate must be positive, got " + learningRate);
         }
         if (warmupSteps < 0 || warmupSteps >= maxSteps) {
             throw new IllegalArgumentException(
@@ -461,7 +464,11 @@ public final class FinetuneCommand implements Subcommand {
                 };
         if (writes) {
             OutputDirectory.replace(outputDir, contents);
-            print("saved " + (lora == null ? "the model" : "the adapters and merged/") + " to " + outputDir);
+            print(
+                    "saved "
+                            + (lora == null ? "the model" : "the adapters and merged/")
+                            + " to "
+                            + outputDir);
         } else {
             contents.writeTo(outputDir); // takes part in the gathers; writes nothing
         }

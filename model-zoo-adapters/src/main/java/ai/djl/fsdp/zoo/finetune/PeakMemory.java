@@ -6,8 +6,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * This process's resident memory as {@code /proc/self/status} reports it, native memory
- * (libtorch's tensors) included.
+ * This process's resident memory as {@code /proc/self/status} reports it, native memory (libtorch's
+ * tensors) included.
  */
 public final class PeakMemory {
 

@@ -6,7 +6,6 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.dataset.ArrayDataset;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -17,8 +16,8 @@ import java.util.Arrays;
 /**
  * A plain-text corpus tokenized and packed into fixed-length blocks for causal language modelling,
  * as Hugging Face's {@code run_clm} groups texts: the token stream is cut into blocks of {@code
- * seqLen} inputs, and each block's labels are the same tokens shifted by one (the last label is
- * the next block's first token), so every token but the first is predicted exactly once.
+ * seqLen} inputs, and each block's labels are the same tokens shifted by one (the last label is the
+ * next block's first token), so every token but the first is predicted exactly once.
  */
 public final class TokenBlocks {
 

@@ -19,7 +19,8 @@ import picocli.CommandLine.Spec;
 @Command(
         name = "generate",
         mixinStandardHelpOptions = true,
-        description = "Continue a prompt with a causal language model (GPT-2, Llama) and print the text.")
+        description =
+                "Continue a prompt with a causal language model (GPT-2, Llama) and print the text.")
 public final class GenerateCommand implements Subcommand {
 
     @Spec private CommandSpec spec;
@@ -35,19 +36,35 @@ public final class GenerateCommand implements Subcommand {
     @Option(names = "--prompt", required = true, description = "The text to continue.")
     private String prompt;
 
-    @Option(names = "--max_new_tokens", defaultValue = "32", description = "Most tokens to generate (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max_new_tokens",
+            defaultValue = "32",
+            description = "Most tokens to generate (default ${DEFAULT-VALUE}).")
     private int maxNewTokens;
 
-    @Option(names = "--temperature", defaultValue = "0", description = "Sampling temperature; 0 is greedy (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--temperature",
+            defaultValue = "0",
+            description = "Sampling temperature; 0 is greedy (default ${DEFAULT-VALUE}).")
     private float temperature;
 
-    @Option(names = "--top_k", defaultValue = "0", description = "Sample among the k most likely tokens; 0 is off (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--top_k",
+            defaultValue = "0",
+            description =
+                    "Sample among the k most likely tokens; 0 is off (default ${DEFAULT-VALUE}).")
     private int topK;
 
-    @Option(names = "--top_p", defaultValue = "1", description = "Sample within this probability mass (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--top_p",
+            defaultValue = "1",
+            description = "Sample within this probability mass (default ${DEFAULT-VALUE}).")
     private float topP;
 
-    @Option(names = "--seed", defaultValue = "42", description = "Sampling seed (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--seed",
+            defaultValue = "42",
+            description = "Sampling seed (default ${DEFAULT-VALUE}).")
     private long seed;
 
     @Option(names = "--tokenizer", description = "tokenizer.json (default: the one in --model).")
@@ -59,11 +76,15 @@ public final class GenerateCommand implements Subcommand {
         boolean checkpoint = Files.isDirectory(directory);
         Path tokenizerPath = tokenizer != null ? tokenizer : directory.resolve(Tokenizers.FILE);
         if (!checkpoint && tokenizer == null) {
-            throw new IllegalArgumentException("--model " + model + " is not a directory: built-in models need --tokenizer");
+            throw new IllegalArgumentException(
+                    "--model " + model + " is not a directory: built-in models need --tokenizer");
         }
         try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager();
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath)) {
-            CausalLM lm = checkpoint ? Models.load(directory, manager) : Models.create(Models.builtin(model), manager);
+            CausalLM lm =
+                    checkpoint
+                            ? Models.load(directory, manager)
+                            : Models.create(Models.builtin(model), manager);
             GenerationConfig config =
                     GenerationConfig.builder()
                             .optMaxNewTokens(maxNewTokens)
@@ -76,8 +97,11 @@ public final class GenerateCommand implements Subcommand {
             long[] promptIds = tok.encode(prompt).getIds();
             long[] generated = new Generator(lm).generate(manager, promptIds, config);
             // Decode prompt and continuation together: a character's bytes may span the boundary.
-            long[] all = java.util.stream.LongStream.concat(
-                    java.util.Arrays.stream(promptIds), java.util.Arrays.stream(generated)).toArray();
+            long[] all =
+                    java.util.stream.LongStream.concat(
+                                    java.util.Arrays.stream(promptIds),
+                                    java.util.Arrays.stream(generated))
+                            .toArray();
             PrintWriter out = spec.commandLine().getOut();
             out.println(tok.decode(all));
             out.flush();

@@ -3,10 +3,10 @@ package ai.djl.fsdp.zoo.generate;
 import java.util.List;
 
 /**
- * How {@link Generator} picks tokens: greedy when the temperature is 0, otherwise sampling from
- * the softmax of {@code logits / temperature}, restricted to the {@code top_k} most likely tokens
- * and then to the smallest set whose probability reaches {@code top_p}. A fixed seed makes
- * sampling reproducible.
+ * How {@link Generator} picks tokens: greedy when the temperature is 0, otherwise sampling from the
+ * softmax of {@code logits / temperature}, restricted to the {@code top_k} most likely tokens and
+ * then to the smallest set whose probability reaches {@code top_p}. A fixed seed makes sampling
+ * reproducible.
  */
 public final class GenerationConfig {
 
@@ -175,10 +175,12 @@ public final class GenerationConfig {
          */
         public GenerationConfig build() {
             if (maxNewTokens < 0) {
-                throw new IllegalArgumentException("max_new_tokens must be 0 or more, got " + maxNewTokens);
+                throw new IllegalArgumentException(
+                        "max_new_tokens must be 0 or more, got " + maxNewTokens);
             }
             if (!(temperature >= 0)) {
-                throw new IllegalArgumentException("temperature must be 0 (greedy) or more, got " + temperature);
+                throw new IllegalArgumentException(
+                        "temperature must be 0 (greedy) or more, got " + temperature);
             }
             if (topK < 0) {
                 throw new IllegalArgumentException("top_k must be 0 (off) or more, got " + topK);

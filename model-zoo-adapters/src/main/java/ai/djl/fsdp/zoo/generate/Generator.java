@@ -42,13 +42,19 @@ public final class Generator {
      */
     public long[] generate(NDManager manager, long[] prompt, GenerationConfig config) {
         if (prompt.length == 0) {
-            throw new IllegalArgumentException("the prompt is empty: generation needs at least one token");
+            throw new IllegalArgumentException(
+                    "the prompt is empty: generation needs at least one token");
         }
-        int budget = Math.min(config.getMaxNewTokens(), model.getConfig().maxPositions() - prompt.length);
+        int budget =
+                Math.min(
+                        config.getMaxNewTokens(), model.getConfig().maxPositions() - prompt.length);
         if (budget < 0) {
             throw new IllegalArgumentException(
-                    "the prompt has " + prompt.length + " tokens, more than the model's "
-                            + model.getConfig().maxPositions() + " positions");
+                    "the prompt has "
+                            + prompt.length
+                            + " tokens, more than the model's "
+                            + model.getConfig().maxPositions()
+                            + " positions");
         }
         Sampler sampler = new Sampler(config);
         long[] generated = new long[budget];

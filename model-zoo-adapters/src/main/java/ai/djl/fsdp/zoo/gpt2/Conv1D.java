@@ -58,7 +58,8 @@ public final class Conv1D extends HfBlock implements LinearProjection {
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
-        return new NDList(x.matMul(value(ps, weight, x, training)).add(value(ps, bias, x, training)));
+        return new NDList(
+                x.matMul(value(ps, weight, x, training)).add(value(ps, bias, x, training)));
     }
 
     @Override

@@ -17,7 +17,8 @@ public final class GPT2Config implements ModelConfig {
     public static final String MODEL_TYPE = "gpt2";
 
     /** The activations GPT-2 checkpoints use; all are the tanh approximation of GELU. */
-    private static final List<String> TANH_GELU = List.of("gelu_new", "gelu_pytorch_tanh", "gelu_fast");
+    private static final List<String> TANH_GELU =
+            List.of("gelu_new", "gelu_pytorch_tanh", "gelu_fast");
 
     private int vocabSize;
     private int nPositions;
@@ -45,18 +46,28 @@ public final class GPT2Config implements ModelConfig {
      */
     public static GPT2Config fromJson(JsonObject json) {
         GPT2Config config =
-                ConfigJson.bind(json, GPT2Config.class, "vocab_size", "n_positions", "n_embd", "n_layer", "n_head");
+                ConfigJson.bind(
+                        json,
+                        GPT2Config.class,
+                        "vocab_size",
+                        "n_positions",
+                        "n_embd",
+                        "n_layer",
+                        "n_head");
         if (config.nEmbd % config.nHead != 0) {
             throw new IllegalArgumentException(
                     "n_embd " + config.nEmbd + " is not a multiple of n_head " + config.nHead);
         }
         if (!TANH_GELU.contains(config.activationFunction)) {
             throw new IllegalArgumentException(
-                    "GPT-2 activation_function " + config.activationFunction + " is not supported; supported: "
+                    "GPT-2 activation_function "
+                            + config.activationFunction
+                            + " is not supported; supported: "
                             + TANH_GELU);
         }
         if (!config.tieWordEmbeddings) {
-            throw new IllegalArgumentException("GPT-2 with tie_word_embeddings=false is not supported");
+            throw new IllegalArgumentException(
+                    "GPT-2 with tie_word_embeddings=false is not supported");
         }
         if (config.eosTokenId == null) {
             config.eosTokenId = new JsonPrimitive(50256);

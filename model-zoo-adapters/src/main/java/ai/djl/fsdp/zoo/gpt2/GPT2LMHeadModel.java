@@ -8,9 +8,9 @@ import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 
 /**
- * GPT-2 with its language-model head: {@code transformer} ({@link GPT2Model}) and {@code
- * lm_head}, whose weight is the token embedding's parameter itself (tied, one Parameter under two
- * names: {@code transformer.wte.weight} and {@code lm_head.weight}).
+ * GPT-2 with its language-model head: {@code transformer} ({@link GPT2Model}) and {@code lm_head},
+ * whose weight is the token embedding's parameter itself (tied, one Parameter under two names:
+ * {@code transformer.wte.weight} and {@code lm_head.weight}).
  */
 public final class GPT2LMHeadModel extends CausalLM {
 
@@ -44,8 +44,13 @@ public final class GPT2LMHeadModel extends CausalLM {
 
     @Override
     public NDArray forward(
-            ParameterStore ps, NDArray inputIds, NDArray attentionMask, KvCache cache, boolean training) {
-        NDArray hidden = ((GPT2Model) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
+            ParameterStore ps,
+            NDArray inputIds,
+            NDArray attentionMask,
+            KvCache cache,
+            boolean training) {
+        NDArray hidden =
+                ((GPT2Model) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
         return call("lm_head", ps, hidden, training);
     }
 }

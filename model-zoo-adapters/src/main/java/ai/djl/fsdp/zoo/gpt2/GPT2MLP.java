@@ -18,13 +18,16 @@ public final class GPT2MLP extends HfBlock {
     GPT2MLP(GPT2Config config) {
         float std = config.initializerRange();
         addChild("c_fc", new Conv1D(config.hiddenSize(), config.innerSize(), std));
-        addChild("c_proj", new Conv1D(config.innerSize(), config.hiddenSize(), config.residualProjectionStd()));
+        addChild(
+                "c_proj",
+                new Conv1D(
+                        config.innerSize(), config.hiddenSize(), config.residualProjectionStd()));
         residualDropout = config.residualDropout();
     }
 
     /**
-     * GELU with the tanh approximation GPT-2 was trained with ({@code gelu_new}):
-     * {@code 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))}.
+     * GELU with the tanh approximation GPT-2 was trained with ({@code gelu_new}): {@code 0.5 x (1 +
+     * tanh(sqrt(2 / pi) (x + 0.044715 x^3)))}.
      *
      * @param x the input
      * @return the activation
@@ -39,6 +42,7 @@ public final class GPT2MLP extends HfBlock {
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
         NDArray h = geluTanh(call("c_fc", ps, inputs.singletonOrThrow(), training));
-        return new NDList(Attention.dropout(call("c_proj", ps, h, training), residualDropout, training));
+        return new NDList(
+                Attention.dropout(call("c_proj", ps, h, training), residualDropout, training));
     }
 }

@@ -53,7 +53,10 @@ public final class GPT2Model extends HfBlock {
         long past = cache == null ? 0 : cache.length();
         if (past + length > config.maxPositions()) {
             throw new IllegalArgumentException(
-                    "sequence of " + (past + length) + " tokens exceeds n_positions " + config.maxPositions());
+                    "sequence of "
+                            + (past + length)
+                            + " tokens exceeds n_positions "
+                            + config.maxPositions());
         }
         NDArray positions = Attention.positionIds(manager, mask, batch, past, length);
         NDArray bias = Attention.causalBias(manager, mask, batch, past, length);

@@ -8,13 +8,12 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
-
 import java.io.IOException;
 import java.util.Map;
 
 /**
- * A Hugging Face checkpoint as the source FSDP reads each rank's shards from: a shard's elements
- * of a parameter are read from the memory-mapped safetensors file alone, touching only their bytes.
+ * A Hugging Face checkpoint as the source FSDP reads each rank's shards from: a shard's elements of
+ * a parameter are read from the memory-mapped safetensors file alone, touching only their bytes.
  * Made by {@link HfCheckpoint#shardSource}, which has matched the parameters to the tensors.
  */
 public final class CheckpointShardSource implements ParameterSource, AutoCloseable {
@@ -22,7 +21,8 @@ public final class CheckpointShardSource implements ParameterSource, AutoCloseab
     private final SafetensorsCheckpoint checkpoint;
     private final Map<String, String> tensorByParameterId;
 
-    CheckpointShardSource(SafetensorsCheckpoint checkpoint, Map<String, String> tensorByParameterId) {
+    CheckpointShardSource(
+            SafetensorsCheckpoint checkpoint, Map<String, String> tensorByParameterId) {
         this.checkpoint = checkpoint;
         this.tensorByParameterId = Map.copyOf(tensorByParameterId);
     }

@@ -21,8 +21,8 @@ import java.util.List;
 
 /**
  * Reads and writes Hugging Face {@code config.json}. Keys map to fields by Hugging Face's
- * snake_case names; unknown keys are ignored (as Hugging Face ignores them), and a missing
- * required key is an error naming it.
+ * snake_case names; unknown keys are ignored (as Hugging Face ignores them), and a missing required
+ * key is an error naming it.
  */
 public final class ConfigJson {
 
@@ -51,7 +51,8 @@ public final class ConfigJson {
         try (Reader reader = Files.newBufferedReader(file)) {
             return parse(JsonParser.parseReader(reader).getAsJsonObject());
         } catch (JsonParseException | IllegalStateException e) {
-            throw new IllegalArgumentException(file + " is not a JSON object: " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    file + " is not a JSON object: " + e.getMessage(), e);
         }
     }
 
@@ -71,9 +72,12 @@ public final class ConfigJson {
         return switch (type.getAsString()) {
             case GPT2Config.MODEL_TYPE -> GPT2Config.fromJson(json);
             case LlamaConfig.MODEL_TYPE -> LlamaConfig.fromJson(json);
-            default -> throw new IllegalArgumentException(
-                    "model_type " + type + " is not supported; supported: "
-                            + List.of(GPT2Config.MODEL_TYPE, LlamaConfig.MODEL_TYPE));
+            default ->
+                    throw new IllegalArgumentException(
+                            "model_type "
+                                    + type
+                                    + " is not supported; supported: "
+                                    + List.of(GPT2Config.MODEL_TYPE, LlamaConfig.MODEL_TYPE));
         };
     }
 
@@ -95,7 +99,10 @@ public final class ConfigJson {
         }
         if (!missing.isEmpty()) {
             throw new IllegalArgumentException(
-                    "config.json of model_type " + json.get("model_type") + " lacks required keys " + missing);
+                    "config.json of model_type "
+                            + json.get("model_type")
+                            + " lacks required keys "
+                            + missing);
         }
         return GSON.fromJson(json, type);
     }

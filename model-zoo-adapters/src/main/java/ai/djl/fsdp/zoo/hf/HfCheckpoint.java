@@ -23,11 +23,11 @@ import java.util.TreeSet;
  * Loads and saves a model's weights as a Hugging Face checkpoint directory: {@code config.json}
  * plus {@code model.safetensors} (or shards and {@code model.safetensors.index.json}).
  *
- * <p>Loading is strict, as it should be for a model about to be trained: every parameter must be
- * in the checkpoint with its shape, and every tensor in the checkpoint must belong to the model.
- * It accepts what Hugging Face's own loader accepts: names without the base-model prefix (GPT-2's
- * hub checkpoint says {@code h.0.attn.c_attn.weight}), a tied head stored under either name or
- * both, buffers the model computes (GPT-2's {@code attn.bias}), and F16 or BF16 tensors (widened).
+ * <p>Loading is strict, as it should be for a model about to be trained: every parameter must be in
+ * the checkpoint with its shape, and every tensor in the checkpoint must belong to the model. It
+ * accepts what Hugging Face's own loader accepts: names without the base-model prefix (GPT-2's hub
+ * checkpoint says {@code h.0.attn.c_attn.weight}), a tied head stored under either name or both,
+ * buffers the model computes (GPT-2's {@code attn.bias}), and F16 or BF16 tensors (widened).
  */
 public final class HfCheckpoint {
 
@@ -60,11 +60,10 @@ public final class HfCheckpoint {
 
     /**
      * Opens a checkpoint as the source FSDP shards a model from: each rank reads only the byte
-     * ranges of its own shards (see {@code FsdpConfig.Builder#optParameterSource}). The model
-     * needs parameters of the right shapes but not their values: build it with {@link
+     * ranges of its own shards (see {@code FsdpConfig.Builder#optParameterSource}). The model needs
+     * parameters of the right shapes but not their values: build it with {@link
      * ai.djl.fsdp.zoo.Models#allocate}. The names and shapes are checked now, as {@link #load}
-     * checks them; adapters added later (LoRA) are not in the checkpoint and keep their own
-     * values.
+     * checks them; adapters added later (LoRA) are not in the checkpoint and keep their own values.
      *
      * @param model the model, before adapters are added
      * @param path the checkpoint directory or safetensors file
@@ -82,8 +81,12 @@ public final class HfCheckpoint {
                 Shape stored = checkpoint.info(entry.getValue()).shape();
                 if (!parameter.getShape().equals(stored)) {
                     throw new IllegalArgumentException(
-                            "shape mismatch for " + entry.getKey() + ": the model has "
-                                    + parameter.getShape() + ", the checkpoint " + stored);
+                            "shape mismatch for "
+                                    + entry.getKey()
+                                    + ": the model has "
+                                    + parameter.getShape()
+                                    + ", the checkpoint "
+                                    + stored);
                 }
                 storedById.put(parameter.getId(), entry.getValue());
             }
@@ -118,8 +121,14 @@ public final class HfCheckpoint {
         missing.removeAll(sources.keySet());
         if (!missing.isEmpty() || !unexpected.isEmpty()) {
             throw new IllegalArgumentException(
-                    "checkpoint " + path + " does not fit " + model.getClass().getSimpleName()
-                            + ": missing " + summary(missing) + ", unexpected " + summary(unexpected)
+                    "checkpoint "
+                            + path
+                            + " does not fit "
+                            + model.getClass().getSimpleName()
+                            + ": missing "
+                            + summary(missing)
+                            + ", unexpected "
+                            + summary(unexpected)
                             + " (a checkpoint of another model or configuration?)");
         }
         return sources;
@@ -137,7 +146,8 @@ public final class HfCheckpoint {
     public static void save(CausalLM model, Path directory, long maxShardBytes) throws IOException {
         Files.createDirectories(directory);
         SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
-        StateDict.parameters(model).forEach((name, parameter) -> writer.add(name, parameter.getArray()));
+        StateDict.parameters(model)
+                .forEach((name, parameter) -> writer.add(name, parameter.getArray()));
         writer.writeCheckpoint(directory, maxShardBytes);
         ConfigJson.write(model.getConfig(), directory);
     }
@@ -184,7 +194,10 @@ public final class HfCheckpoint {
 
     /** Returns the model parameter a stored tensor holds, or null if it is not one. */
     private static String canonical(
-            CausalLM model, String stored, Map<String, Parameter> parameters, Map<String, String> aliases) {
+            CausalLM model,
+            String stored,
+            Map<String, Parameter> parameters,
+            Map<String, String> aliases) {
         for (String name : new String[] {stored, model.basePrefix() + stored}) {
             if (parameters.containsKey(name)) {
                 return name;

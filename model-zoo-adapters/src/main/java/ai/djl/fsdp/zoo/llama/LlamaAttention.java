@@ -9,8 +9,8 @@ import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 
 /**
- * Llama's grouped-query self-attention with rotary embeddings. Inputs {@code (x [B, T, C], bias
- * [B or 1, 1, T, S], cos, sin [, pastK, pastV])}; outputs {@code (y)}, or {@code (y, keys, values)}
+ * Llama's grouped-query self-attention with rotary embeddings. Inputs {@code (x [B, T, C], bias [B
+ * or 1, 1, T, S], cos, sin [, pastK, pastV])}; outputs {@code (y)}, or {@code (y, keys, values)}
  * when past keys and values were given. The cache holds the rotated keys of the key-value heads,
  * before they are repeated for the query groups.
  */
@@ -42,8 +42,12 @@ public final class LlamaAttention extends HfBlock {
         NDArray sin = inputs.get(3);
         NDList past = Attention.pastOf(inputs, 4);
 
-        NDArray q = RotaryEmbedding.apply(Attention.splitHeads(call("q_proj", ps, x, training), heads), cos, sin);
-        NDArray k = RotaryEmbedding.apply(Attention.splitHeads(call("k_proj", ps, x, training), kvHeads), cos, sin);
+        NDArray q =
+                RotaryEmbedding.apply(
+                        Attention.splitHeads(call("q_proj", ps, x, training), heads), cos, sin);
+        NDArray k =
+                RotaryEmbedding.apply(
+                        Attention.splitHeads(call("k_proj", ps, x, training), kvHeads), cos, sin);
         NDArray v = Attention.splitHeads(call("v_proj", ps, x, training), kvHeads);
         if (past != null) {
             k = Attention.appendToPast(past.get(0), k);

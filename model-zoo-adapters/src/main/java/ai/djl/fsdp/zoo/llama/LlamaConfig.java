@@ -58,22 +58,30 @@ public final class LlamaConfig implements ModelConfig {
         if (config.headDim == null) {
             if (config.hiddenSize % config.numAttentionHeads != 0) {
                 throw new IllegalArgumentException(
-                        "hidden_size " + config.hiddenSize + " is not a multiple of num_attention_heads "
-                                + config.numAttentionHeads + " and head_dim is not set");
+                        "hidden_size "
+                                + config.hiddenSize
+                                + " is not a multiple of num_attention_heads "
+                                + config.numAttentionHeads
+                                + " and head_dim is not set");
             }
             config.headDim = config.hiddenSize / config.numAttentionHeads;
         }
         if (config.numAttentionHeads % config.numKeyValueHeads != 0) {
             throw new IllegalArgumentException(
-                    "num_attention_heads " + config.numAttentionHeads
-                            + " is not a multiple of num_key_value_heads " + config.numKeyValueHeads);
+                    "num_attention_heads "
+                            + config.numAttentionHeads
+                            + " is not a multiple of num_key_value_heads "
+                            + config.numKeyValueHeads);
         }
         if (!"silu".equals(config.hiddenAct)) {
-            throw new IllegalArgumentException("Llama hidden_act " + config.hiddenAct + " is not supported; supported: silu");
+            throw new IllegalArgumentException(
+                    "Llama hidden_act " + config.hiddenAct + " is not supported; supported: silu");
         }
         if (config.ropeScaling != null && !config.ropeScaling.isJsonNull()) {
             throw new IllegalArgumentException(
-                    "rope_scaling " + config.ropeScaling + " is not supported yet; only plain RoPE with rope_theta");
+                    "rope_scaling "
+                            + config.ropeScaling
+                            + " is not supported yet; only plain RoPE with rope_theta");
         }
         return config;
     }
@@ -89,7 +97,8 @@ public final class LlamaConfig implements ModelConfig {
      * @param positions {@code max_position_embeddings}
      * @return the configuration
      */
-    public static LlamaConfig of(int layers, int width, int heads, int kvHeads, int intermediate, int positions) {
+    public static LlamaConfig of(
+            int layers, int width, int heads, int kvHeads, int intermediate, int positions) {
         JsonObject json = new JsonObject();
         json.addProperty("model_type", MODEL_TYPE);
         json.addProperty("vocab_size", 50257);

@@ -17,6 +17,8 @@ public final class LlamaDecoderLayer extends PreNormDecoderLayer {
         addChild("self_attn", new LlamaAttention(config));
         addChild("mlp", new LlamaMLP(config));
         addChild("input_layernorm", new LlamaRMSNorm(config.hiddenSize(), config.rmsNormEps()));
-        addChild("post_attention_layernorm", new LlamaRMSNorm(config.hiddenSize(), config.rmsNormEps()));
+        addChild(
+                "post_attention_layernorm",
+                new LlamaRMSNorm(config.hiddenSize(), config.rmsNormEps()));
     }
 }

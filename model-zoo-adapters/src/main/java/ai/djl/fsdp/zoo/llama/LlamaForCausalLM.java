@@ -8,8 +8,8 @@ import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 
 /**
- * Llama with its language-model head: {@code model} ({@link LlamaModel}) and {@code lm_head},
- * which shares {@code model.embed_tokens.weight} when {@code tie_word_embeddings} is set.
+ * Llama with its language-model head: {@code model} ({@link LlamaModel}) and {@code lm_head}, which
+ * shares {@code model.embed_tokens.weight} when {@code tie_word_embeddings} is set.
  */
 public final class LlamaForCausalLM extends CausalLM {
 
@@ -26,7 +26,11 @@ public final class LlamaForCausalLM extends CausalLM {
         Linear head =
                 config.tieWordEmbeddings()
                         ? new Linear(model.getTokenEmbedding().getWeight())
-                        : new Linear(config.hiddenSize(), config.vocabSize(), false, config.initializerRange());
+                        : new Linear(
+                                config.hiddenSize(),
+                                config.vocabSize(),
+                                false,
+                                config.initializerRange());
         addChild("lm_head", head);
     }
 
@@ -47,8 +51,13 @@ public final class LlamaForCausalLM extends CausalLM {
 
     @Override
     public NDArray forward(
-            ParameterStore ps, NDArray inputIds, NDArray attentionMask, KvCache cache, boolean training) {
-        NDArray hidden = ((LlamaModel) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
+            ParameterStore ps,
+            NDArray inputIds,
+            NDArray attentionMask,
+            KvCache cache,
+            boolean training) {
+        NDArray hidden =
+                ((LlamaModel) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
         return call("lm_head", ps, hidden, training);
     }
 }

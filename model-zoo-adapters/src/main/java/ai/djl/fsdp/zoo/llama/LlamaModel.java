@@ -26,7 +26,13 @@ public final class LlamaModel extends HfBlock {
 
     LlamaModel(LlamaConfig config) {
         this.config = config;
-        embedTokens = addChild("embed_tokens", new Embedding(config.vocabSize(), config.hiddenSize(), config.initializerRange()));
+        embedTokens =
+                addChild(
+                        "embed_tokens",
+                        new Embedding(
+                                config.vocabSize(),
+                                config.hiddenSize(),
+                                config.initializerRange()));
         List<LlamaDecoderLayer> decoderLayers = new ArrayList<>();
         for (int i = 0; i < config.numLayers(); i++) {
             decoderLayers.add(new LlamaDecoderLayer(config));

@@ -8,9 +8,9 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 
 /**
- * Rotary position embeddings in Hugging Face's layout (the two halves of each head rotate
- * together, not interleaved pairs): {@code x cos + rotate_half(x) sin} with frequencies {@code
- * theta^(-2i / d)}. Has no parameters, so it is a function rather than a block.
+ * Rotary position embeddings in Hugging Face's layout (the two halves of each head rotate together,
+ * not interleaved pairs): {@code x cos + rotate_half(x) sin} with frequencies {@code theta^(-2i /
+ * d)}. Has no parameters, so it is a function rather than a block.
  */
 final class RotaryEmbedding {
 
@@ -28,8 +28,11 @@ final class RotaryEmbedding {
      * T]}.
      */
     NDList cosSin(NDManager manager, NDArray positionIds) {
-        NDArray frequencies = OwnedArrays.create(manager, inverseFrequencies, new Shape(inverseFrequencies.length));
-        NDArray angles = positionIds.toType(DataType.FLOAT32, false).expandDims(-1).mul(frequencies);
+        NDArray frequencies =
+                OwnedArrays.create(
+                        manager, inverseFrequencies, new Shape(inverseFrequencies.length));
+        NDArray angles =
+                positionIds.toType(DataType.FLOAT32, false).expandDims(-1).mul(frequencies);
         NDArray both = angles.concat(angles, -1).expandDims(1);
         return new NDList(both.cos(), both.sin());
     }

@@ -95,7 +95,11 @@ public final class Attention {
         NDArray allowed = cols.lte(rows).reshape(1, 1, length, keys);
         if (attentionMask != null) {
             checkMask(attentionMask, batch, keys);
-            allowed = allowed.logicalAnd(attentionMask.toType(DataType.BOOLEAN, false).reshape(batch, 1, 1, keys));
+            allowed =
+                    allowed.logicalAnd(
+                            attentionMask
+                                    .toType(DataType.BOOLEAN, false)
+                                    .reshape(batch, 1, 1, keys));
         }
         return allowed.logicalNot().toType(DataType.FLOAT32, false).mul(MASKED);
     }
@@ -143,8 +147,10 @@ public final class Attention {
         Shape expected = new Shape(batch, keys);
         if (!attentionMask.getShape().equals(expected)) {
             throw new IllegalArgumentException(
-                    "attention mask must be [batch, cached + new tokens] = " + expected
-                            + ", got " + attentionMask.getShape());
+                    "attention mask must be [batch, cached + new tokens] = "
+                            + expected
+                            + ", got "
+                            + attentionMask.getShape());
         }
     }
 
@@ -161,8 +167,12 @@ public final class Attention {
         }
         if (inputs.size() != fixedInputs + 2) {
             throw new IllegalArgumentException(
-                    "expected " + fixedInputs + " inputs, or " + (fixedInputs + 2)
-                            + " with past keys and values; got " + inputs.size());
+                    "expected "
+                            + fixedInputs
+                            + " inputs, or "
+                            + (fixedInputs + 2)
+                            + " with past keys and values; got "
+                            + inputs.size());
         }
         return new NDList(inputs.get(fixedInputs), inputs.get(fixedInputs + 1));
     }

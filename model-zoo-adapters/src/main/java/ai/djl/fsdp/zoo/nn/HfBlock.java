@@ -15,11 +15,11 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * The base of the zoo's blocks: a block shaped like a PyTorch module. Children and parameters
- * carry the module's attribute names, so {@link ai.djl.fsdp.statedict.StateDict} gives Hugging
- * Face's parameter names; every parameter has its shape from construction, so initialization needs
- * no shape inference; and children are looked up by name at each call, so a child can be swapped
- * (for a LoRA adapter) after construction.
+ * The base of the zoo's blocks: a block shaped like a PyTorch module. Children and parameters carry
+ * the module's attribute names, so {@link ai.djl.fsdp.statedict.StateDict} gives Hugging Face's
+ * parameter names; every parameter has its shape from construction, so initialization needs no
+ * shape inference; and children are looked up by name at each call, so a child can be swapped (for
+ * a LoRA adapter) after construction.
  */
 public abstract class HfBlock extends AbstractBlock implements MutableBlock {
 
@@ -69,7 +69,8 @@ public abstract class HfBlock extends AbstractBlock implements MutableBlock {
     private int position(String name) {
         Integer position = positions.get(name);
         if (position == null) {
-            throw new IllegalArgumentException(getClass().getSimpleName() + " has no child named " + name);
+            throw new IllegalArgumentException(
+                    getClass().getSimpleName() + " has no child named " + name);
         }
         return position;
     }
@@ -98,11 +99,12 @@ public abstract class HfBlock extends AbstractBlock implements MutableBlock {
     }
 
     /**
-     * Initializes every child. Parameters have fixed shapes, so the input shapes are only
-     * recorded, never used to infer anything.
+     * Initializes every child. Parameters have fixed shapes, so the input shapes are only recorded,
+     * never used to infer anything.
      */
     @Override
-    protected void initializeChildBlocks(NDManager manager, DataType dataType, Shape... inputShapes) {
+    protected void initializeChildBlocks(
+            NDManager manager, DataType dataType, Shape... inputShapes) {
         for (Block child : children.values()) {
             child.initialize(manager, dataType, inputShapes);
         }
@@ -126,7 +128,8 @@ public abstract class HfBlock extends AbstractBlock implements MutableBlock {
      * @param training whether this is a training pass
      * @return the value
      */
-    protected static NDArray value(ParameterStore ps, Parameter parameter, NDArray like, boolean training) {
+    protected static NDArray value(
+            ParameterStore ps, Parameter parameter, NDArray like, boolean training) {
         return ps.getValue(parameter, like.getDevice(), training);
     }
 }

@@ -45,6 +45,7 @@ public final class ModuleList extends HfBlock {
     @Override
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
-        throw new UnsupportedOperationException("a ModuleList is a container; its owner calls the children");
+        throw new UnsupportedOperationException(
+                "a ModuleList is a container; its owner calls the children");
     }
 }

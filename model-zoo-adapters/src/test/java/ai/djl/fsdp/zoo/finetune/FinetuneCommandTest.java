@@ -11,12 +11,6 @@ import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.ndarray.NDManager;
-
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
-import picocli.CommandLine;
-
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
@@ -26,10 +20,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 /**
- * {@code bin/fsdp finetune} end to end: two ranks train GPT-2 fully and Llama with LoRA on the
- * King James Bible with the real GPT-2 tokenizer; the loss falls and the outputs load. One rank
+ * {@code bin/fsdp finetune} end to end: two ranks train GPT-2 fully and Llama with LoRA on the King
+ * James Bible with the real GPT-2 tokenizer; the loss falls and the outputs load. One rank
  * in-process covers the unsharded job; bad command lines fail with the flag named.
  */
 class FinetuneCommandTest {
@@ -39,14 +36,22 @@ class FinetuneCommandTest {
     private static List<String> smallRun(String model, Path output) {
         return new ArrayList<>(
                 List.of(
-                        "--model_name_or_path", model,
-                        "--tokenizer_name", TestModels.sharedData("gpt2-tokenizer.json").toString(),
-                        "--dataset", TestModels.sharedData("kjv.txt").toString(),
-                        "--max_seq_len", "32",
-                        "--per_device_train_batch_size", "2",
-                        "--max_steps", "6",
-                        "--learning_rate", "1e-2",
-                        "--output_dir", output.toString()));
+                        "--model_name_or_path",
+                        model,
+                        "--tokenizer_name",
+                        TestModels.sharedData("gpt2-tokenizer.json").toString(),
+                        "--dataset",
+                        TestModels.sharedData("kjv.txt").toString(),
+                        "--max_seq_len",
+                        "32",
+                        "--per_device_train_batch_size",
+                        "2",
+                        "--max_steps",
+                        "6",
+                        "--learning_rate",
+                        "1e-2",
+                        "--output_dir",
+                        output.toString()));
     }
 
     /** Returns the losses of the step lines, in order, checking that every step printed one. */
@@ -87,7 +92,8 @@ class FinetuneCommandTest {
         assertLossFell(losses(results.rank(0).output(), 6));
         assertTrue(!STEP.matcher(results.rank(1).output()).find(), "only rank 0 prints steps");
         for (int rank = 0; rank < 2; rank++) {
-            assertTrue(results.rank(rank).output().contains("rank=" + rank + " model_state_bytes="));
+            assertTrue(
+                    results.rank(rank).output().contains("rank=" + rank + " model_state_bytes="));
         }
         try (NDManager manager = TestModels.newManager()) {
             CausalLM trained = Models.load(output, manager);
@@ -100,13 +106,19 @@ class FinetuneCommandTest {
         List<String> resumed =
                 new ArrayList<>(
                         List.of(
-                                "--model_name_or_path", output.toString(),
-                                "--dataset", TestModels.sharedData("kjv.txt").toString(),
-                                "--max_seq_len", "32",
-                                "--per_device_train_batch_size", "2",
-                                "--max_steps", "3",
+                                "--model_name_or_path",
+                                output.toString(),
+                                "--dataset",
+                                TestModels.sharedData("kjv.txt").toString(),
+                                "--max_seq_len",
+                                "32",
+                                "--per_device_train_batch_size",
+                                "2",
+                                "--max_steps",
+                                "3",
                                 "--use_peft_lora",
-                                "--output_dir", adapters.toString()));
+                                "--output_dir",
+                                adapters.toString()));
         losses(launch(resumed).rank(0).output(), 3);
         assertTrue(Files.isRegularFile(adapters.resolve(Lora.WEIGHTS_FILE)));
     }
@@ -118,8 +130,10 @@ class FinetuneCommandTest {
         args.addAll(
                 List.of(
                         "--use_peft_lora",
-                        "--lora_target_modules", "q_proj,v_proj",
-                        "--sharding_strategy", "SHARD_GRAD_OP"));
+                        "--lora_target_modules",
+                        "q_proj,v_proj",
+                        "--sharding_strategy",
+                        "SHARD_GRAD_OP"));
         RankProcesses.Results results = launch(args);
         assertLossFell(losses(results.rank(0).output(), 6));
         try (NDManager manager = TestModels.newManager()) {
@@ -154,13 +168,21 @@ class FinetuneCommandTest {
                         .execute("--dataset", "x", "--output_dir", "y", "--no_such_flag"));
         assertFails(
                 "--dataset",
-                option(smallRun("gpt2-tiny", output), "--dataset", directory.resolve("missing.txt")));
+                option(
+                        smallRun("gpt2-tiny", output),
+                        "--dataset",
+                        directory.resolve("missing.txt")));
         assertFails(
                 "neither a checkpoint directory",
-                option(smallRun("gpt2-tiny", output), "--model_name_or_path", directory.resolve("nope")));
-        assertFails("--max_seq_len 1024", option(smallRun("gpt2-tiny", output), "--max_seq_len", 1024));
+                option(
+                        smallRun("gpt2-tiny", output),
+                        "--model_name_or_path",
+                        directory.resolve("nope")));
+        assertFails(
+                "--max_seq_len 1024", option(smallRun("gpt2-tiny", output), "--max_seq_len", 1024));
         Path tiny = Files.writeString(directory.resolve("tiny.txt"), "In the beginning");
-        assertFails("fewer than one block", option(smallRun("gpt2-tiny", output), "--dataset", tiny));
+        assertFails(
+                "fewer than one block", option(smallRun("gpt2-tiny", output), "--dataset", tiny));
         assertTrue(!Files.exists(output), "nothing is written when the run fails");
     }
 
@@ -173,7 +195,8 @@ class FinetuneCommandTest {
     private static void assertFails(String expected, List<String> args) throws Exception {
         FinetuneCommand command = new FinetuneCommand();
         new CommandLine(command).parseArgs(args.toArray(new String[0]));
-        IllegalArgumentException error = assertThrows(IllegalArgumentException.class, command::call);
+        IllegalArgumentException error =
+                assertThrows(IllegalArgumentException.class, command::call);
         assertTrue(error.getMessage().contains(expected), error.getMessage());
     }
 }

@@ -30,7 +30,6 @@ import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -55,9 +54,9 @@ import java.util.stream.Stream;
  *   <li>LoRA at initialization gives exactly the base model's logits under FSDP, and only the
  *       adapters carry gradients and optimizer state.
  *   <li>After a few steps of LoRA training under FSDP, the merged model's logits equal the adapted
- *       model's, whether merged whole after gathering or one unit at a time into a saved file
- *       (when only one unit at a time holds full parameters); closing without gathering leaves
- *       every parameter empty.
+ *       model's, whether merged whole after gathering or one unit at a time into a saved file (when
+ *       only one unit at a time holds full parameters); closing without gathering leaves every
+ *       parameter empty.
  *   <li>A model sharded straight from a checkpoint, each rank reading its own shards, with or
  *       without adapters added, computes what the saved model computes.
  * </ul>
@@ -97,8 +96,8 @@ final class ShardedZooChecks {
     }
 
     /**
-     * A model built without values and sharded from a checkpoint (each rank reading its own
-     * shards) computes what the model that was saved computes.
+     * A model built without values and sharded from a checkpoint (each rank reading its own shards)
+     * computes what the model that was saved computes.
      */
     private static void shardsLoadStraightFromACheckpoint(
             String name, boolean withLora, ProcessGroup group) {
@@ -190,9 +189,9 @@ final class ShardedZooChecks {
     }
 
     /**
-     * After training, the model merged one FSDP unit at a time and saved by rank 0 loads as a
-     * plain checkpoint and computes what the adapted model computes, and what the model gathered
-     * whole and merged at once computes; while it is merged, a rank holds one unit at a time.
+     * After training, the model merged one FSDP unit at a time and saved by rank 0 loads as a plain
+     * checkpoint and computes what the adapted model computes, and what the model gathered whole
+     * and merged at once computes; while it is merged, a rank holds one unit at a time.
      */
     private static void mergedEqualsAdaptedAfterTraining(String name, ProcessGroup group) {
         Path directory = null;
@@ -216,7 +215,11 @@ final class ShardedZooChecks {
                 throw new AssertionError(name + ": training did not change the adapted logits");
             }
             // Merging unit by unit changed copies only: the model still has its adapted weights.
-            check(name + " adapted after close", adapted, TestModels.logits(lm, ids, null), TOLERANCE);
+            check(
+                    name + " adapted after close",
+                    adapted,
+                    TestModels.logits(lm, ids, null),
+                    TOLERANCE);
             Lora.merge(lm);
             NDArray mergedWhole = TestModels.logits(lm, ids, null);
             check(name + " merged", adapted, mergedWhole, 1e-4f);
@@ -237,7 +240,8 @@ final class ShardedZooChecks {
     }
 
     /** With {@code optGatherOnClose(false)}, closing the trainer gathers no parameter. */
-    private static void closingWithoutGatheringLeavesNoFullParameters(String name, ProcessGroup group) {
+    private static void closingWithoutGatheringLeavesNoFullParameters(
+            String name, ProcessGroup group) {
         try (Model model = Model.newInstance(name, Device.cpu())) {
             CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
             model.setBlock(lm);
@@ -254,8 +258,8 @@ final class ShardedZooChecks {
     }
 
     /**
-     * While a unit is visited, its parameters, and no others, hold their full arrays; every unit
-     * is visited once, the root last.
+     * While a unit is visited, its parameters, and no others, hold their full arrays; every unit is
+     * visited once, the root last.
      */
     private static void gathersOneUnitAtATime(String name, FsdpTrainer trainer, CausalLM lm)
             throws IOException {
@@ -268,11 +272,17 @@ final class ShardedZooChecks {
                     parameters.forEach(
                             (parameterName, parameter) -> {
                                 boolean full =
-                                        parameter.getArray().getShape().equals(parameter.getShape());
+                                        parameter
+                                                .getArray()
+                                                .getShape()
+                                                .equals(parameter.getShape());
                                 if (full != own.contains(parameter)) {
                                     throw new AssertionError(
-                                            name + ": while unit " + unit.getName()
-                                                    + " is gathered, " + parameterName
+                                            name
+                                                    + ": while unit "
+                                                    + unit.getName()
+                                                    + " is gathered, "
+                                                    + parameterName
                                                     + (full ? " is gathered too" : " is not"));
                                 }
                             });

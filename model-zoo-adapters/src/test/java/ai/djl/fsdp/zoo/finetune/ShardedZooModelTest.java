@@ -6,10 +6,8 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.testing.RankProcesses;
-
-import org.junit.jupiter.api.Test;
-
 import java.time.Duration;
+import org.junit.jupiter.api.Test;
 
 /**
  * GPT-2 and Llama under FSDP on one and two ranks, in every strategy: logits independent of the

@@ -41,10 +41,18 @@ class GeneratorTest {
                 long[] sequence = PROMPT;
                 for (int i = 0; i < 6; i++) {
                     NDArray ids = manager.create(sequence).reshape(1, sequence.length);
-                    float[] last = TestModels.logits(model, ids, null).get(0, sequence.length - 1).toFloatArray();
-                    sequence = LongStream.concat(Arrays.stream(sequence), LongStream.of(Sampler.argmax(last))).toArray();
+                    float[] last =
+                            TestModels.logits(model, ids, null)
+                                    .get(0, sequence.length - 1)
+                                    .toFloatArray();
+                    sequence =
+                            LongStream.concat(
+                                            Arrays.stream(sequence),
+                                            LongStream.of(Sampler.argmax(last)))
+                                    .toArray();
                 }
-                assertArrayEquals(Arrays.copyOfRange(sequence, PROMPT.length, sequence.length), cached, name);
+                assertArrayEquals(
+                        Arrays.copyOfRange(sequence, PROMPT.length, sequence.length), cached, name);
             }
         }
     }
@@ -54,14 +62,18 @@ class GeneratorTest {
         try (NDManager manager = TestModels.newManager()) {
             CausalLM model = TestModels.seeded("gpt2-tiny", manager, 22);
             Generator generator = new Generator(model);
-            GenerationConfig.Builder sampled = GenerationConfig.builder().optMaxNewTokens(8).optTemperature(1.5f);
+            GenerationConfig.Builder sampled =
+                    GenerationConfig.builder().optMaxNewTokens(8).optTemperature(1.5f);
             long[] a = generator.generate(manager, PROMPT, sampled.optSeed(1).build());
             long[] b = generator.generate(manager, PROMPT, sampled.optSeed(1).build());
             long[] c = generator.generate(manager, PROMPT, sampled.optSeed(2).build());
             assertArrayEquals(a, b);
             assertFalse(Arrays.equals(a, c), "a 50,257-way draw repeated 8 times over");
             long[] topOne = generator.generate(manager, PROMPT, sampled.optTopK(1).build());
-            assertArrayEquals(generator.generate(manager, PROMPT, GenerationConfig.builder().optMaxNewTokens(8).build()), topOne);
+            assertArrayEquals(
+                    generator.generate(
+                            manager, PROMPT, GenerationConfig.builder().optMaxNewTokens(8).build()),
+                    topOne);
         }
     }
 
@@ -70,9 +82,17 @@ class GeneratorTest {
         try (NDManager manager = TestModels.newManager()) {
             CausalLM model = TestModels.seeded("llama-tiny", manager, 23);
             Generator generator = new Generator(model);
-            long[] free = generator.generate(manager, PROMPT, GenerationConfig.builder().optMaxNewTokens(5).build());
-            long[] stopped = generator.generate(
-                    manager, PROMPT, GenerationConfig.builder().optMaxNewTokens(5).optStopTokens(List.of(free[1])).build());
+            long[] free =
+                    generator.generate(
+                            manager, PROMPT, GenerationConfig.builder().optMaxNewTokens(5).build());
+            long[] stopped =
+                    generator.generate(
+                            manager,
+                            PROMPT,
+                            GenerationConfig.builder()
+                                    .optMaxNewTokens(5)
+                                    .optStopTokens(List.of(free[1]))
+                                    .build());
             assertArrayEquals(Arrays.copyOf(free, 2), stopped);
         }
     }
@@ -80,14 +100,31 @@ class GeneratorTest {
     @Test
     void topKAndTopPRestrictTheCandidates() {
         float[] logits = {0f, 5f, 4f, 3f, -1f, 2.5f};
-        Sampler topK = new Sampler(GenerationConfig.builder().optTemperature(1).optTopK(3).optSeed(5).build());
-        Set<Integer> drawn = IntStream.range(0, 300).map(i -> topK.next(logits)).boxed().collect(Collectors.toSet());
+        Sampler topK =
+                new Sampler(
+                        GenerationConfig.builder().optTemperature(1).optTopK(3).optSeed(5).build());
+        Set<Integer> drawn =
+                IntStream.range(0, 300)
+                        .map(i -> topK.next(logits))
+                        .boxed()
+                        .collect(Collectors.toSet());
         assertEquals(Set.of(1, 2, 3), drawn);
         // Softmax of {5, 4, 3, ...}: 0.60, 0.22, ...: top_p 0.7 keeps the first two.
-        Sampler topP = new Sampler(GenerationConfig.builder().optTemperature(1).optTopP(0.7f).optSeed(5).build());
-        drawn = IntStream.range(0, 300).map(i -> topP.next(logits)).boxed().collect(Collectors.toSet());
+        Sampler topP =
+                new Sampler(
+                        GenerationConfig.builder()
+                                .optTemperature(1)
+                                .optTopP(0.7f)
+                                .optSeed(5)
+                                .build());
+        drawn =
+                IntStream.range(0, 300)
+                        .map(i -> topP.next(logits))
+                        .boxed()
+                        .collect(Collectors.toSet());
         assertEquals(Set.of(1, 2), drawn);
-        Sampler nucleusOfOne = new Sampler(GenerationConfig.builder().optTemperature(1).optTopP(0.1f).build());
+        Sampler nucleusOfOne =
+                new Sampler(GenerationConfig.builder().optTemperature(1).optTopP(0.1f).build());
         assertEquals(1, nucleusOfOne.next(logits));
     }
 
@@ -100,8 +137,20 @@ class GeneratorTest {
         Files.copy(tokenizer, dir.resolve("tokenizer.json"));
         StringWriter out = new StringWriter();
         CommandLine command = new CommandLine(new GenerateCommand()).setOut(new PrintWriter(out));
-        int exit = command.execute("--model", dir.toString(), "--prompt", "Hello world", "--max_new_tokens", "4",
-                "--temperature", "0.8", "--top_p", "0.9", "--seed", "3");
+        int exit =
+                command.execute(
+                        "--model",
+                        dir.toString(),
+                        "--prompt",
+                        "Hello world",
+                        "--max_new_tokens",
+                        "4",
+                        "--temperature",
+                        "0.8",
+                        "--top_p",
+                        "0.9",
+                        "--seed",
+                        "3");
         assertEquals(0, exit);
         assertTrue(out.toString().startsWith("Hello world"), out.toString());
         assertTrue(out.toString().length() > "Hello world\n".length(), out.toString());

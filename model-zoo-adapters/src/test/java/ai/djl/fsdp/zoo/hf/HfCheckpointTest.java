@@ -43,9 +43,17 @@ class HfCheckpointTest {
             Map<String, Parameter> after = StateDict.parameters(loaded);
             assertEquals(before.keySet(), after.keySet());
             before.forEach(
-                    (key, p) -> assertArrayEquals(p.getArray().toByteArray(), after.get(key).getArray().toByteArray(), key));
+                    (key, p) ->
+                            assertArrayEquals(
+                                    p.getArray().toByteArray(),
+                                    after.get(key).getArray().toByteArray(),
+                                    key));
             NDArray ids = TestModels.tokens(manager, 1, 5, 2);
-            assertEquals(0f, TestModels.maxDiff(TestModels.logits(original, ids, null), TestModels.logits(loaded, ids, null)));
+            assertEquals(
+                    0f,
+                    TestModels.maxDiff(
+                            TestModels.logits(original, ids, null),
+                            TestModels.logits(loaded, ids, null)));
         }
     }
 
@@ -62,15 +70,24 @@ class HfCheckpointTest {
             // plus the causal-mask buffers; Hugging Face loads it, so must we.
             Path hub = dir.resolve("hub");
             SafetensorsWriter writer = new SafetensorsWriter();
-            StateDict.parameters(model).forEach((key, p) -> writer.add(
-                    key.equals("transformer.wte.weight") ? "lm_head.weight" : key.substring("transformer.".length()),
-                    p.getArray()));
+            StateDict.parameters(model)
+                    .forEach(
+                            (key, p) ->
+                                    writer.add(
+                                            key.equals("transformer.wte.weight")
+                                                    ? "lm_head.weight"
+                                                    : key.substring("transformer.".length()),
+                                            p.getArray()));
             writer.add("h.0.attn.bias", manager.ones(new Shape(1, 1, 4, 4)));
             writer.writeCheckpoint(hub, Long.MAX_VALUE);
             ConfigJson.write(model.getConfig(), hub);
             CausalLM loaded = Models.load(hub, manager);
             NDArray ids = TestModels.tokens(manager, 1, 4, 3);
-            assertEquals(0f, TestModels.maxDiff(TestModels.logits(model, ids, null), TestModels.logits(loaded, ids, null)));
+            assertEquals(
+                    0f,
+                    TestModels.maxDiff(
+                            TestModels.logits(model, ids, null),
+                            TestModels.logits(loaded, ids, null)));
         }
     }
 
@@ -82,7 +99,11 @@ class HfCheckpointTest {
             assertTrue(Files.exists(dir.resolve(SafetensorsCheckpoint.INDEX_FILE)));
             CausalLM loaded = Models.load(dir, manager);
             NDArray ids = TestModels.tokens(manager, 1, 4, 3);
-            assertEquals(0f, TestModels.maxDiff(TestModels.logits(model, ids, null), TestModels.logits(loaded, ids, null)));
+            assertEquals(
+                    0f,
+                    TestModels.maxDiff(
+                            TestModels.logits(model, ids, null),
+                            TestModels.logits(loaded, ids, null)));
         }
     }
 
@@ -91,15 +112,29 @@ class HfCheckpointTest {
         try (NDManager manager = TestModels.newManager()) {
             HfCheckpoint.save(TestModels.seeded("llama-tiny", manager, 4), dir);
             CausalLM gpt2 = Models.create(Models.builtin("gpt2-tiny"), manager);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> HfCheckpoint.load(gpt2, dir));
-            assertTrue(e.getMessage().contains("missing 27 [transformer.h.0.attn.c_attn.bias"), e.getMessage());
-            assertTrue(e.getMessage().contains("unexpected 20 [model.embed_tokens.weight, model.layers.0.input_layernorm.weight"), e.getMessage());
+            IllegalArgumentException e =
+                    assertThrows(
+                            IllegalArgumentException.class, () -> HfCheckpoint.load(gpt2, dir));
+            assertTrue(
+                    e.getMessage().contains("missing 27 [transformer.h.0.attn.c_attn.bias"),
+                    e.getMessage());
+            assertTrue(
+                    e.getMessage()
+                            .contains(
+                                    "unexpected 20 [model.embed_tokens.weight,"
+                                            + " model.layers.0.input_layernorm.weight"),
+                    e.getMessage());
 
             CausalLM wider = Models.create(GPT2Config.of(2, 128, 4, 256), manager);
             HfCheckpoint.save(wider, dir.resolve("wide"));
             CausalLM narrow = Models.create(Models.builtin("gpt2-tiny"), manager);
-            e = assertThrows(IllegalArgumentException.class, () -> HfCheckpoint.load(narrow, dir.resolve("wide")));
-            assertTrue(e.getMessage().contains("shape mismatch for transformer.wte.weight"), e.getMessage());
+            e =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> HfCheckpoint.load(narrow, dir.resolve("wide")));
+            assertTrue(
+                    e.getMessage().contains("shape mismatch for transformer.wte.weight"),
+                    e.getMessage());
         }
     }
 
@@ -110,7 +145,8 @@ class HfCheckpointTest {
         json.addProperty("n_layer", 5);
         assertEquals(5, ConfigJson.parse(json).numLayers());
         json.remove("n_head");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ConfigJson.parse(json));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> ConfigJson.parse(json));
         assertTrue(e.getMessage().contains("lacks required keys [n_head]"), e.getMessage());
         json.addProperty("model_type", "bert");
         e = assertThrows(IllegalArgumentException.class, () -> ConfigJson.parse(json));

@@ -14,7 +14,8 @@ class TokenizerTest {
 
     @Test
     void encodesGpt2TokensOffline() throws IOException {
-        try (HuggingFaceTokenizer tokenizer = Tokenizers.load(TestModels.sharedData("gpt2-tokenizer.json"))) {
+        try (HuggingFaceTokenizer tokenizer =
+                Tokenizers.load(TestModels.sharedData("gpt2-tokenizer.json"))) {
             assertArrayEquals(new long[] {15496, 995}, tokenizer.encode("Hello world").getIds());
             assertEquals(50256L, tokenizer.encode("<|endoftext|>").getIds()[0]);
             assertEquals("Hello world", tokenizer.decode(new long[] {15496, 995}));
@@ -24,7 +25,8 @@ class TokenizerTest {
     @Test
     void longTextsAreNotTruncated() throws IOException {
         String text = Files.readString(TestModels.sharedData("kjv.txt")).substring(0, 20_000);
-        try (HuggingFaceTokenizer tokenizer = Tokenizers.load(TestModels.sharedData("gpt2-tokenizer.json"))) {
+        try (HuggingFaceTokenizer tokenizer =
+                Tokenizers.load(TestModels.sharedData("gpt2-tokenizer.json"))) {
             long[] ids = tokenizer.encode(text).getIds();
             assertTrue(ids.length > 4000, "got only " + ids.length + " tokens");
             assertEquals(text, tokenizer.decode(ids));

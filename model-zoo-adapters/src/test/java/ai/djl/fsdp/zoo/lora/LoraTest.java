@@ -33,9 +33,18 @@ import org.junit.jupiter.api.io.TempDir;
 class LoraTest {
 
     private static final LoraConfig GPT2_LORA =
-            LoraConfig.builder().setTargetModules(List.of("c_attn", "c_proj", "c_fc")).optRank(4).optAlpha(8).build();
+            LoraConfig.builder()
+                    .setTargetModules(List.of("c_attn", "c_proj", "c_fc"))
+                    .optRank(4)
+                    .optAlpha(8)
+                    .build();
     private static final LoraConfig ALL_LINEAR =
-            LoraConfig.builder().setTargetModules(List.of(LoraConfig.ALL_LINEAR)).optRank(2).optAlpha(4).optDropout(0.1f).build();
+            LoraConfig.builder()
+                    .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
+                    .optRank(2)
+                    .optAlpha(4)
+                    .optDropout(0.1f)
+                    .build();
 
     @TempDir Path dir;
 
@@ -46,9 +55,11 @@ class LoraTest {
                 CausalLM model = TestModels.seeded(name, manager, 5);
                 NDArray ids = TestModels.tokens(manager, 2, 6, 1);
                 NDArray base = TestModels.logits(model, ids, null);
-                List<String> adapted = Lora.apply(model, name.startsWith("gpt2") ? GPT2_LORA : ALL_LINEAR);
+                List<String> adapted =
+                        Lora.apply(model, name.startsWith("gpt2") ? GPT2_LORA : ALL_LINEAR);
                 assertFalse(adapted.contains("lm_head"), "all-linear leaves the output head alone");
-                assertEquals(0f, TestModels.maxDiff(base, TestModels.logits(model, ids, null)), name);
+                assertEquals(
+                        0f, TestModels.maxDiff(base, TestModels.logits(model, ids, null)), name);
             }
         }
     }
@@ -58,23 +69,35 @@ class LoraTest {
         for (String name : List.of("gpt2-tiny", "llama-tiny")) {
             try (NDManager manager = TestModels.newManager()) {
                 CausalLM model = TestModels.seeded(name, manager, 6);
-                List<String> adapted = Lora.apply(model, name.startsWith("gpt2") ? GPT2_LORA : ALL_LINEAR);
+                List<String> adapted =
+                        Lora.apply(model, name.startsWith("gpt2") ? GPT2_LORA : ALL_LINEAR);
                 Map<String, Parameter> parameters = StateDict.parameters(model);
                 String baseWeight = adapted.get(0) + ".base_layer.weight";
                 byte[] baseBefore = parameters.get(baseWeight).getArray().toByteArray();
 
                 train(model, manager, 3);
 
-                assertArrayEquals(baseBefore, parameters.get(baseWeight).getArray().toByteArray(), "base stays frozen");
+                assertArrayEquals(
+                        baseBefore,
+                        parameters.get(baseWeight).getArray().toByteArray(),
+                        "base stays frozen");
                 NDArray loraB = parameters.get(adapted.get(0) + ".lora_B.weight").getArray();
                 assertTrue(loraB.abs().sum().getFloat() > 0, "the adapters trained");
 
                 NDArray ids = TestModels.tokens(manager, 2, 7, 2);
                 NDArray adaptedLogits = TestModels.logits(model, ids, null);
-                assertTrue(adaptedLogits.isNaN().logicalOr(adaptedLogits.isInfinite()).none().getBoolean(), "finite logits");
+                assertTrue(
+                        adaptedLogits
+                                .isNaN()
+                                .logicalOr(adaptedLogits.isInfinite())
+                                .none()
+                                .getBoolean(),
+                        "finite logits");
                 assertEquals(adapted, Lora.merge(model));
                 assertTrue(Lora.adapters(model).isEmpty());
-                assertTrue(StateDict.parameters(model).containsKey(adapted.get(0) + ".weight"), "plain names again");
+                assertTrue(
+                        StateDict.parameters(model).containsKey(adapted.get(0) + ".weight"),
+                        "plain names again");
                 float diff = TestModels.maxDiff(adaptedLogits, TestModels.logits(model, ids, null));
                 assertTrue(diff < 1e-5f, name + " merged logits differ by " + diff);
             }
@@ -89,24 +112,39 @@ class LoraTest {
             train(model, manager, 2);
             Lora.save(model, GPT2_LORA, dir);
 
-            JsonObject config = JsonParser.parseString(Files.readString(dir.resolve(Lora.CONFIG_FILE))).getAsJsonObject();
+            JsonObject config =
+                    JsonParser.parseString(Files.readString(dir.resolve(Lora.CONFIG_FILE)))
+                            .getAsJsonObject();
             assertEquals("LORA", config.get("peft_type").getAsString());
             assertEquals(4, config.get("r").getAsInt());
-            assertTrue(config.get("fan_in_fan_out").getAsBoolean(), "GPT-2's Conv1D is input-major");
+            assertTrue(
+                    config.get("fan_in_fan_out").getAsBoolean(), "GPT-2's Conv1D is input-major");
             try (SafetensorsFile file = SafetensorsFile.open(dir.resolve(Lora.WEIGHTS_FILE))) {
-                assertTrue(file.contains("base_model.model.transformer.h.0.attn.c_attn.lora_A.weight"));
-                assertTrue(file.contains("base_model.model.transformer.h.1.mlp.c_proj.lora_B.weight"));
+                assertTrue(
+                        file.contains(
+                                "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight"));
+                assertTrue(
+                        file.contains("base_model.model.transformer.h.1.mlp.c_proj.lora_B.weight"));
                 assertEquals(2 * 4 * 2, file.names().size(), "2 layers, 4 projections, A and B");
             }
 
             CausalLM reloaded = TestModels.seeded("gpt2-tiny", manager, 8);
             assertEquals(GPT2_LORA.toString(), Lora.load(reloaded, dir).toString());
             NDArray ids = TestModels.tokens(manager, 1, 5, 3);
-            assertEquals(0f, TestModels.maxDiff(TestModels.logits(model, ids, null), TestModels.logits(reloaded, ids, null)));
+            assertEquals(
+                    0f,
+                    TestModels.maxDiff(
+                            TestModels.logits(model, ids, null),
+                            TestModels.logits(reloaded, ids, null)));
 
             CausalLM llama = TestModels.seeded("llama-tiny", manager, 8);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Lora.load(llama, dir));
-            assertTrue(e.getMessage().contains("no module matches LoRA target_modules [c_attn, c_proj, c_fc]"), e.getMessage());
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> Lora.load(llama, dir));
+            assertTrue(
+                    e.getMessage()
+                            .contains(
+                                    "no module matches LoRA target_modules [c_attn, c_proj, c_fc]"),
+                    e.getMessage());
             assertTrue(e.getMessage().contains("q_proj"), e.getMessage());
         }
     }
@@ -116,18 +154,23 @@ class LoraTest {
         try (NDManager manager = TestModels.newManager()) {
             CausalLM model = TestModels.seeded("gpt2-tiny", manager, 9);
             long all = Lora.count(model).all();
-            LoraConfig attention = LoraConfig.builder().setTargetModules(List.of("c_attn")).optRank(4).build();
+            LoraConfig attention =
+                    LoraConfig.builder().setTargetModules(List.of("c_attn")).optRank(4).build();
             Lora.apply(model, attention);
             // Per layer: A [4, 64] and B [192, 4].
             long adapters = 2 * (4 * 64 + 192 * 4);
             Lora.ParameterCount count = Lora.count(model);
             assertEquals(new Lora.ParameterCount(adapters, all + adapters), count);
             assertEquals(
-                    String.format(java.util.Locale.ROOT, "trainable params: 2,048 || all params: %,d || trainable%%: %.4f",
-                            all + adapters, 100.0 * adapters / (all + adapters)),
+                    String.format(
+                            java.util.Locale.ROOT,
+                            "trainable params: 2,048 || all params: %,d || trainable%%: %.4f",
+                            all + adapters,
+                            100.0 * adapters / (all + adapters)),
                     count.toString());
             assertThrows(IllegalStateException.class, () -> Lora.apply(model, attention));
-            assertTrue(Lora.adapters(model).values().stream().allMatch(a -> a instanceof LoraLinear));
+            assertTrue(
+                    Lora.adapters(model).values().stream().allMatch(a -> a instanceof LoraLinear));
         }
     }
 
@@ -136,7 +179,9 @@ class LoraTest {
         ParameterStore ps = new ParameterStore(manager, false);
         NDArray ids = TestModels.tokens(manager, 2, 6, 4);
         Engine.getEngine("PyTorch").setRandomSeed(3);
-        NDArray direction = manager.randomNormal(new ai.djl.ndarray.types.Shape(2, 6, model.getConfig().vocabSize()));
+        NDArray direction =
+                manager.randomNormal(
+                        new ai.djl.ndarray.types.Shape(2, 6, model.getConfig().vocabSize()));
         for (int step = 0; step < steps; step++) {
             try (GradientCollector collector = Engine.getEngine("PyTorch").newGradientCollector()) {
                 NDArray loss = model.forward(ps, ids, null, null, true).mul(direction).mean();
