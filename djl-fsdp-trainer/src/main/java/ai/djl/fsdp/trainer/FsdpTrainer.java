@@ -1,7 +1,9 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.unit.FsdpParameterStore;
@@ -9,6 +11,7 @@ import ai.djl.fsdp.unit.ShardedModel;
 import ai.djl.fsdp.unit.UnitVisitor;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
@@ -47,6 +50,7 @@ public class FsdpTrainer extends Trainer {
     private final MeteredProcessGroup group;
     private final FsdpConfig config;
     private final Optimizer optimizer;
+    private final NDManager deviceManager;
     private ShardedModel sharded;
     private FsdpParameterStore parameterStore;
     private ShardedOptimizer shardedOptimizer;
@@ -60,13 +64,10 @@ public class FsdpTrainer extends Trainer {
                 new RankScopedTrainingConfig(
                         trainingConfig,
                         group.rank() == 0 || config.isLogAllRanks(),
-                        group.rank() == 0));
-        if (getDevices().length != 1) {
-            throw new IllegalArgumentException(
-                    "FSDP runs one device per rank; the training configuration names "
-                            + getDevices().length
-                            + ". Set optDevices to this rank's device.");
-        }
+                        group.rank() == 0,
+                        RankDevice.forTraining(trainingConfig.getDevices(), group.device())));
+        // DJL's Model.newInstance puts every rank's model manager on gpu(0): work on the rank's.
+        deviceManager = onRankDevice(super.getManager());
         this.group = new MeteredProcessGroup(group);
         this.config = config;
         this.optimizer = trainingConfig.getOptimizer();
@@ -88,7 +89,7 @@ public class FsdpTrainer extends Trainer {
             throw new IllegalStateException("The model is already initialized and sharded");
         }
         Block block = getModel().getBlock();
-        block.initialize(getModel().getNDManager(), getModel().getDataType(), shapes);
+        block.initialize(onRankDevice(getModel().getNDManager()), getModel().getDataType(), shapes);
         shard();
     }
 
@@ -122,6 +123,17 @@ public class FsdpTrainer extends Trainer {
                             + "inputShapes) before training");
         }
         return sharded;
+    }
+
+    /** Returns the trainer's manager, on this rank's device. */
+    @Override
+    public NDManager getManager() {
+        return deviceManager != null ? deviceManager : super.getManager();
+    }
+
+    private NDManager onRankDevice(NDManager manager) {
+        Device device = getDevices()[0];
+        return device.equals(manager.getDevice()) ? manager : manager.newSubManager(device);
     }
 
     @Override
