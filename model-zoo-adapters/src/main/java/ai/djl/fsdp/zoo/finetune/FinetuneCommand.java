@@ -1,6 +1,5 @@
 package ai.djl.fsdp.zoo.finetune;
 
-import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.checkpoint.ParameterSource;
@@ -216,7 +215,7 @@ public final class FinetuneCommand implements Subcommand {
         Engine.getInstance().setRandomSeed(seed);
         try (ProcessGroup group = ProcessGroups.init(env);
                 HuggingFaceTokenizer tokenizer = Tokenizers.load(tokenizerPath);
-                Model model = Model.newInstance("finetune", Device.cpu())) {
+                Model model = Model.newInstance("finetune", group.device())) {
             ModelConfig architecture =
                     fromCheckpoint ? ConfigJson.read(checkpoint) : Models.builtin(modelNameOrPath);
             if (maxSeqLen > architecture.maxPositions()) {
@@ -349,9 +348,7 @@ public final class FinetuneCommand implements Subcommand {
                         .optLearningRateTracker(schedule)
                         .optWeightDecays(weightDecay)
                         .build();
-        return new DefaultTrainingConfig(new CausalLmLoss())
-                .optOptimizer(adamW)
-                .optDevices(new Device[] {Device.cpu()});
+        return new DefaultTrainingConfig(new CausalLmLoss()).optOptimizer(adamW);
     }
 
     private Tracker learningRateSchedule() {
