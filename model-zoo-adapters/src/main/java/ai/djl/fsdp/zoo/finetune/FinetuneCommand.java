@@ -189,6 +189,13 @@ public final class FinetuneCommand implements Subcommand {
                             + " the adapters, and the merged model in merged/.")
     private Path outputDir;
 
+    @Option(
+            names = OutputDirectory.OVERWRITE_FLAG,
+            description =
+                    "Write into --output_dir even if it is a file, the current directory or holds"
+                            + " files this tool did not write (same-named files are replaced).")
+    private boolean overwriteOutputDir;
+
     /** The learning-rate schedule, kept to print each step's rate. */
     private Tracker schedule;
 
@@ -211,6 +218,9 @@ public final class FinetuneCommand implements Subcommand {
         Path tokenizerPath = tokenizerPath(checkpoint, fromCheckpoint);
         validate();
         DistributedEnv env = DistributedEnv.fromEnvironment();
+        if (env.rank() == 0) {
+            OutputDirectory.check(outputDir, overwriteOutputDir); // before any training
+        }
         Engine.getInstance().setRandomSeed(seed);
         try (ProcessGroup group = ProcessGroups.init(env);
                 HuggingFaceTokenizer tokenizer = Tokenizers.load(tokenizerPath);
@@ -463,7 +473,7 @@ public final class FinetuneCommand implements Subcommand {
                     }
                 };
         if (writes) {
-            OutputDirectory.replace(outputDir, contents);
+            OutputDirectory.check(outputDir, overwriteOutputDir).replace(contents);
             print(
                     "saved "
                             + (lora == null ? "the model" : "the adapters and merged/")
