@@ -223,7 +223,8 @@ public final class FinetuneCommand implements Subcommand {
         }
         Engine.getInstance().setRandomSeed(seed);
         try (ProcessGroup group = ProcessGroups.init(env);
-                HuggingFaceTokenizer tokenizer = Tokenizers.load(tokenizerPath);
+                HuggingFaceTokenizer tokenizer =
+                        Tokenizers.load(tokenizerPath, "--tokenizer_name");
                 Model model = Model.newInstance("finetune", Device.cpu())) {
             ModelConfig architecture =
                     fromCheckpoint ? ConfigJson.read(checkpoint) : Models.builtin(modelNameOrPath);

@@ -80,7 +80,7 @@ public final class GenerateCommand implements Subcommand {
                     "--model " + model + " is not a directory: built-in models need --tokenizer");
         }
         try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager();
-                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath)) {
+                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             CausalLM lm =
                     checkpoint
                             ? Models.load(directory, manager)
