@@ -90,7 +90,7 @@ class HostileConfigTest {
         assertEquals(
                 file
                         + " is not valid JSON: the text ends early (truncated?) at line 1 column"
-                        + " 35: pass a Hugging Face model directory whose config.json is intact",
+                        + " 34: pass a Hugging Face model directory whose config.json is intact",
                 e.getMessage());
         Files.writeString(file, "[1, 2]");
         e = assertThrows(IllegalArgumentException.class, () -> ConfigJson.read(file));
