@@ -55,7 +55,7 @@ class SafetensorsFuzzTest {
      * file, as is. Otherwise two bytes give the data section's size and the rest is the header's
      * JSON, behind a correct length prefix, so that mutations reach the header's checks.
      */
-    @FuzzTest(maxDuration = "10s")
+    @FuzzTest
     @Timeout(10)
     void safetensorsFile(byte[] input) throws IOException {
         Path file = dir.resolve("fuzz.safetensors");
@@ -75,7 +75,7 @@ class SafetensorsFuzzTest {
     }
 
     /** The input is a {@code model.safetensors.index.json} beside one valid shard. */
-    @FuzzTest(maxDuration = "10s")
+    @FuzzTest
     @Timeout(10)
     void checkpointIndex(byte[] input) throws IOException {
         Path index = dir.resolve("ckpt").resolve(SafetensorsCheckpoint.INDEX_FILE);

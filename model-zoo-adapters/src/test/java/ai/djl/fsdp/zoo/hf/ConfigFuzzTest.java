@@ -42,7 +42,7 @@ class ConfigFuzzTest {
         }
     }
 
-    @FuzzTest(maxDuration = "10s")
+    @FuzzTest
     @Timeout(10)
     void configJson(byte[] input) throws IOException {
         Path file = dir.resolve(ConfigJson.FILE);
@@ -57,7 +57,7 @@ class ConfigFuzzTest {
         }
     }
 
-    @FuzzTest(maxDuration = "10s")
+    @FuzzTest
     @Timeout(10)
     void tokenizerJson(byte[] input) throws IOException {
         Path file = dir.resolve(Tokenizers.FILE);
