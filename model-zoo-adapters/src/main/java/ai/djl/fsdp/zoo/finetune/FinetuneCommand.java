@@ -190,6 +190,13 @@ public final class FinetuneCommand implements Subcommand {
                             + " the adapters, and the merged model in merged/.")
     private Path outputDir;
 
+    @Option(
+            names = OutputDirectory.OVERWRITE_FLAG,
+            description =
+                    "Write into --output_dir even if it is a file, the current directory or holds"
+                            + " files this tool did not write (same-named files are replaced).")
+    private boolean overwriteOutputDir;
+
     /** The learning-rate schedule, kept to print each step's rate. */
     private Tracker schedule;
 
@@ -212,9 +219,13 @@ public final class FinetuneCommand implements Subcommand {
         Path tokenizerPath = tokenizerPath(checkpoint, fromCheckpoint);
         validate();
         DistributedEnv env = DistributedEnv.fromEnvironment();
+        if (env.rank() == 0) {
+            OutputDirectory.check(outputDir, overwriteOutputDir); // before any training
+        }
         Engine.getInstance().setRandomSeed(seed);
         try (ProcessGroup group = ProcessGroups.init(env);
-                HuggingFaceTokenizer tokenizer = Tokenizers.load(tokenizerPath);
+                HuggingFaceTokenizer tokenizer =
+                        Tokenizers.load(tokenizerPath, "--tokenizer_name");
                 Model model = Model.newInstance("finetune", group.device())) {
             ModelConfig architecture =
                     fromCheckpoint ? ConfigJson.read(checkpoint) : Models.builtin(modelNameOrPath);
@@ -479,7 +490,7 @@ public final class FinetuneCommand implements Subcommand {
                     }
                 };
         if (writes) {
-            OutputDirectory.replace(outputDir, contents);
+            OutputDirectory.check(outputDir, overwriteOutputDir).replace(contents);
             print(
                     "saved "
                             + (lora == null ? "the model" : "the adapters and merged/")

@@ -8,6 +8,7 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.training.dataset.ArrayDataset;
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -73,6 +74,13 @@ public final class TokenBlocks {
                     break;
                 }
             }
+        } catch (CharacterCodingException e) {
+            throw new IllegalArgumentException(
+                    "--dataset "
+                            + text
+                            + " is not UTF-8 text (it holds a byte sequence UTF-8 does not allow;"
+                            + " a binary file?): pass a plain-text file, or convert it, e.g. with"
+                            + " iconv -f LATIN1 -t UTF-8");
         }
         long[] tokens = Arrays.copyOf(ids, (int) Math.min(count, wanted));
         for (long id : tokens) {

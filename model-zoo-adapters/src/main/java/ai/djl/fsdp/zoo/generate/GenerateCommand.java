@@ -84,7 +84,7 @@ public final class GenerateCommand implements Subcommand {
         try (NDManager manager =
                         Engine.getEngine("PyTorch")
                                 .newBaseManager(RankDevice.of(DistributedEnv.fromEnvironment()));
-                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath)) {
+                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             CausalLM lm =
                     checkpoint
                             ? Models.load(directory, manager)
