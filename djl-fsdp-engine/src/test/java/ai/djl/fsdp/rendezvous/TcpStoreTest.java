@@ -162,9 +162,10 @@ class TcpStoreTest {
 
     private void hello(DataOutputStream out) throws IOException {
         byte[] token = TOKEN.getBytes(StandardCharsets.UTF_8);
-        out.writeInt(5 + token.length);
+        out.writeInt(6 + token.length);
         out.writeInt(StoreProtocol.MAGIC);
         out.writeByte(StoreProtocol.VERSION);
+        out.writeByte(0);
         out.write(token);
     }
 
