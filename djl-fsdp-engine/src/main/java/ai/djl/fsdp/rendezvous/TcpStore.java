@@ -263,9 +263,9 @@ public final class TcpStore implements Store {
             throw new StoreException(
                     "The store at "
                             + endpoint
-                            + " did not answer "
+                            + " did not answer a call ("
                             + what
-                            + " for "
+                            + ") for "
                             + timeout
                             + ": rank 0, which hosts it, is stopped (SIGSTOP, a debugger) or its"
                             + " host is unreachable",

@@ -2,6 +2,7 @@ package ai.djl.fsdp.testing;
 
 import ai.djl.fsdp.launch.LaunchedJob;
 import ai.djl.fsdp.launch.Launcher;
+import ai.djl.fsdp.launch.RankFailedException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -81,6 +82,57 @@ public final class RankProcesses implements AutoCloseable {
             }
             sleep(50);
         }
+    }
+
+    /** Returns whether rank {@code rank}'s process still runs. */
+    public boolean isAlive(int rank) {
+        return job.process(rank).isAlive();
+    }
+
+    /** Returns the process id of rank {@code rank}. */
+    public long pid(int rank) {
+        return job.process(rank).pid();
+    }
+
+    /**
+     * Sends rank {@code rank} a signal by name, such as {@code STOP} (it freezes, as under a
+     * debugger or a frozen machine) or {@code CONT}.
+     */
+    public void signal(int rank, String signal) {
+        signal(pid(rank), signal);
+    }
+
+    /** Sends the process {@code pid} a signal by name with {@code kill}. */
+    public static void signal(long pid, String signal) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).start();
+            if (kill.waitFor() != 0) {
+                throw new AssertionError("kill -" + signal + " " + pid + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        }
+    }
+
+    /**
+     * Waits as the launcher does until a rank fails or all succeed, then stops the others.
+     *
+     * @return the launcher's report of the rank that failed first
+     * @throws AssertionError if every rank succeeded
+     */
+    public RankFailedException awaitLauncherFailure() {
+        try {
+            job.awaitSuccess();
+        } catch (RankFailedException e) {
+            return e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        }
+        throw new AssertionError("every rank succeeded");
     }
 
     /** Kills rank {@code rank} at once, as a crash or an out-of-memory kill would. */

@@ -15,9 +15,10 @@ import java.time.Duration;
 /**
  * A rank of {@link SocketProcessGroupTest}'s failure jobs. With {@code endless}, it all-reduces 16
  * MiB over and over (printing {@code RUNNING} once it has done one) until a collective fails; with
- * {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code silent},
- * rank 1 sleeps through the others' allReduce (alive: its watchdog keeps beating, so the others
- * wait for the collective timeout, not the timeout). The timeout comes from {@code
+ * {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code busy}, rank
+ * 1 sleeps three timeouts before it joins the others' allReduce, which must then succeed; with
+ * {@code silent}, rank 1 sleeps through the others' allReduce (alive: its watchdog keeps beating,
+ * so the others wait for the collective timeout, not the timeout). The timeout comes from {@code
  * DJL_FSDP_TIMEOUT} when set, else 90 seconds. A rank that sees the {@link CollectiveException}
  * prints {@code FAILED: <message>} and exits 3.
  */
@@ -40,7 +41,15 @@ public final class FailureMain {
         ProcessGroupOptions options = builder.build();
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
                 NDManager manager = NDManager.newBaseManager()) {
-            if ("silent".equals(mode)) {
+            if ("busy".equals(mode)) {
+                // Alive and busy for three timeouts: the others must wait, not fail.
+                if (group.rank() == 1) {
+                    Thread.sleep(options.timeout().multipliedBy(3).toMillis());
+                }
+                NDArray array = manager.ones(new Shape(10));
+                group.allReduce(array, ReduceOp.SUM);
+                System.out.println("SUM " + array.getFloat(0));
+            } else if ("silent".equals(mode)) {
                 if (group.rank() == 1) {
                     // Alive but absent: the others must give up after the timeout and name it.
                     Thread.sleep(timeout.multipliedBy(3).toMillis());
