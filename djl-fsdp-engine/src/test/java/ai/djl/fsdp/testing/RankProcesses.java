@@ -290,6 +290,7 @@ public final class RankProcesses implements AutoCloseable {
                 new ArrayList<>(List.of("-Xmx512m", "-XX:+UseSerialGC"));
         private final Map<String, String> environment = new LinkedHashMap<>();
         private Duration timeout = Duration.ofMinutes(2);
+        private Integer masterPort;
 
         Builder(Class<?> mainClass) {
             this.mainClass = Objects.requireNonNull(mainClass, "mainClass");
@@ -323,6 +324,12 @@ public final class RankProcesses implements AutoCloseable {
             return this;
         }
 
+        /** Sets the store's port; the default is a free one. */
+        public Builder masterPort(int masterPort) {
+            this.masterPort = masterPort;
+            return this;
+        }
+
         /** Sets how long the whole job may run before all ranks are stopped; default 2 minutes. */
         public Builder timeout(Duration timeout) {
             this.timeout = Objects.requireNonNull(timeout, "timeout");
@@ -351,6 +358,9 @@ public final class RankProcesses implements AutoCloseable {
                             .optLogDirectory(logDirectory)
                             .optStopTimeout(STOP_TIMEOUT);
             environment.forEach(launcher::optEnvironment);
+            if (masterPort != null) {
+                launcher.optMasterPort(masterPort);
+            }
             return new RankProcesses(launcher.build().start(), logDirectory, timeout);
         }
 

@@ -15,12 +15,13 @@ import java.time.Duration;
 /**
  * A rank of {@link SocketProcessGroupTest}'s failure jobs. With {@code endless}, it all-reduces 16
  * MiB over and over (printing {@code RUNNING} once it has done one) until a collective fails; with
- * {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code busy}, rank
- * 1 sleeps three timeouts before it joins the others' allReduce, which must then succeed; with
- * {@code silent}, rank 1 sleeps through the others' allReduce (alive: its watchdog keeps beating,
- * so the others wait for the collective timeout, not the timeout). The timeout comes from {@code
- * DJL_FSDP_TIMEOUT} when set, else 90 seconds. A rank that sees the {@link CollectiveException}
- * prints {@code FAILED: <message>} and exits 3.
+ * {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code steady}, it
+ * all-reduces 40 small arrays, 100 ms apart, and prints their total as {@code RESULT}; with {@code
+ * busy}, rank 1 sleeps three timeouts before it joins the others' allReduce, which must then
+ * succeed; with {@code silent}, rank 1 sleeps through the others' allReduce (alive: its watchdog
+ * keeps beating, so the others wait for the collective timeout, not the timeout). The timeout comes
+ * from {@code DJL_FSDP_TIMEOUT} when set, else 90 seconds. A rank that sees the {@link
+ * CollectiveException} prints {@code FAILED: <message>} and exits 3.
  */
 public final class FailureMain {
 
@@ -41,7 +42,18 @@ public final class FailureMain {
         ProcessGroupOptions options = builder.build();
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
                 NDManager manager = NDManager.newBaseManager()) {
-            if ("busy".equals(mode)) {
+            if ("steady".equals(mode)) {
+                double total = 0;
+                for (int i = 1; i <= 40; i++) {
+                    NDArray array = manager.ones(new Shape(10)).muli((group.rank() + 1) * i);
+                    group.allReduce(array, ReduceOp.SUM);
+                    total += array.sum().getFloat();
+                    System.out.println("RUNNING");
+                    System.out.flush();
+                    Thread.sleep(100);
+                }
+                System.out.println("RESULT " + total);
+            } else if ("busy".equals(mode)) {
                 // Alive and busy for three timeouts: the others must wait, not fail.
                 if (group.rank() == 1) {
                     Thread.sleep(options.timeout().multipliedBy(3).toMillis());
