@@ -37,7 +37,7 @@ class WatchdogProcessTest {
     }
 
     @ParameterizedTest(name = "SIG{1} of rank {0}")
-    @CsvSource({"1, STOP", "0, STOP", "0, KILL"})
+    @CsvSource({"1, STOP", "0, STOP", "1, KILL", "0, KILL"})
     void faultyRankEndsTheJobWithinTheTimeoutNamingIt(int faulty, String signal)
             throws InterruptedException {
         try (RankProcesses job = endlessJob(3)) {
