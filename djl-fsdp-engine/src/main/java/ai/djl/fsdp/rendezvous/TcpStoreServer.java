@@ -16,9 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -26,8 +24,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -60,9 +56,7 @@ final class TcpStoreServer implements AutoCloseable {
     private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
     private final AtomicInteger pendingHandshakes = new AtomicInteger();
     private final ScheduledExecutorService handshakeDeadlines;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition changed = lock.newCondition();
-    private final Map<String, byte[]> values = new HashMap<>();
+    private final StoreValues values = new StoreValues();
     private volatile boolean closed;
 
     private TcpStoreServer(
@@ -259,12 +253,12 @@ final class TcpStoreServer implements AutoCloseable {
         byte op = request.readByte();
         switch (op) {
             case StoreProtocol.OP_SET:
-                set(request.readUTF(), readValue(request));
+                values.set(request.readUTF(), readValue(request));
                 StoreProtocol.writeFrame(out, o -> o.writeByte(StoreProtocol.STATUS_OK));
                 break;
             case StoreProtocol.OP_GET:
                 String key = request.readUTF();
-                byte[] value = awaitValue(key, readWait(request));
+                byte[] value = values.awaitValue(key, readWait(request));
                 StoreProtocol.writeFrame(
                         out,
                         o -> {
@@ -284,7 +278,7 @@ final class TcpStoreServer implements AutoCloseable {
                         out,
                         o -> {
                             try {
-                                long sum = add(counter, delta);
+                                long sum = values.add(counter, delta);
                                 o.writeByte(StoreProtocol.STATUS_OK);
                                 o.writeLong(sum);
                             } catch (NumberFormatException e) {
@@ -302,7 +296,7 @@ final class TcpStoreServer implements AutoCloseable {
                 for (int i = 0; i < count; i++) {
                     keys.add(request.readUTF());
                 }
-                List<String> missing = awaitKeys(keys, readWait(request));
+                List<String> missing = values.awaitKeys(keys, readWait(request));
                 StoreProtocol.writeFrame(
                         out,
                         o -> {
@@ -338,79 +332,6 @@ final class TcpStoreServer implements AutoCloseable {
         return millis;
     }
 
-    private void set(String key, byte[] value) {
-        lock.lock();
-        try {
-            values.put(key, value);
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private long add(String key, long delta) {
-        lock.lock();
-        try {
-            byte[] old = values.get(key);
-            long sum =
-                    (old == null ? 0 : Long.parseLong(new String(old, StandardCharsets.UTF_8)))
-                            + delta;
-            values.put(key, Long.toString(sum).getBytes(StandardCharsets.UTF_8));
-            changed.signalAll();
-            return sum;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Returns the value, or null when it was not set within {@code millis}. */
-    private byte[] awaitValue(String key, long millis) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-        lock.lock();
-        try {
-            byte[] value;
-            while ((value = values.get(key)) == null && !closed) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    return null;
-                }
-                changed.awaitNanos(left);
-            }
-            return value;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Returns the keys still missing after waiting up to {@code millis} for all of them. */
-    private List<String> awaitKeys(List<String> keys, long millis) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-        lock.lock();
-        try {
-            while (true) {
-                List<String> missing = new ArrayList<>();
-                for (String key : keys) {
-                    if (!values.containsKey(key)) {
-                        missing.add(key);
-                    }
-                }
-                long left = deadline - System.nanoTime();
-                if (missing.isEmpty() || left <= 0 || closed) {
-                    return missing;
-                }
-                changed.awaitNanos(left);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return keys;
-        } finally {
-            lock.unlock();
-        }
-    }
-
     private static void closeQuietly(Socket socket) {
         try {
             socket.close();
@@ -429,11 +350,6 @@ final class TcpStoreServer implements AutoCloseable {
             logger.debug("Closing the store's listening socket failed", e);
         }
         connections.forEach(TcpStoreServer::closeQuietly);
-        lock.lock();
-        try {
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        values.close();
     }
 }
