@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.finetune;
 import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
@@ -10,13 +11,13 @@ import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
-import ai.djl.fsdp.param.ParameterSource;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
@@ -41,6 +42,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
+import java.util.OptionalDouble;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -252,7 +254,11 @@ public final class FinetuneCommand implements Subcommand {
                 lora = usePeftLora ? applyLora(lm, group.rank()) : null;
                 trainer =
                         FullyShardedDataParallel.newTrainer(
-                                model, trainingConfig(), group, fsdpConfig(lm, source));
+                                model,
+                                trainingConfig(),
+                                group,
+                                fsdpConfig(lm),
+                                trainerOptions(source));
             }
             try (trainer) {
                 train(trainer, data, group, (long) globalBatch * maxSeqLen);
@@ -364,16 +370,21 @@ public final class FinetuneCommand implements Subcommand {
                         .build();
     }
 
-    private FsdpConfig fsdpConfig(CausalLM lm, ParameterSource source) {
+    private FsdpConfig fsdpConfig(CausalLM lm) {
         List<String> layers =
                 layerClassesToWrap != null
                         ? layerClassesToWrap
                         : List.of(lm.decoderLayerClass().getSimpleName());
-        FsdpConfig.Builder builder =
-                FsdpConfig.builder()
-                        .optShardingStrategy(shardingStrategy)
-                        .optWrapPolicy(WrapPolicy.byLayerClass(layers))
-                        .optParameterSource(source)
+        return FsdpConfig.builder()
+                .optShardingStrategy(shardingStrategy)
+                .optWrapPolicy(WrapPolicy.byLayerClass(layers))
+                .build();
+    }
+
+    private TrainerOptions trainerOptions(ParameterSource source) {
+        TrainerOptions.Builder builder =
+                TrainerOptions.builder()
+                        .optInitialValues(source)
                         // The model is saved one unit at a time before the trainer closes.
                         .optGatherOnClose(false);
         if (maxGradNorm > 0) {
@@ -403,11 +414,11 @@ public final class FinetuneCommand implements Subcommand {
                     print(
                             String.format(
                                     Locale.ROOT,
-                                    "step=%d loss=%.4f lr=%.3e grad_norm=%.3f tokens_per_s=%.0f",
+                                    "step=%d loss=%.4f lr=%.3e%s tokens_per_s=%.0f",
                                     step,
                                     loss,
                                     schedule.getNewValue(step),
-                                    trainer.getLastGradNorm(),
+                                    gradNorm(trainer),
                                     stepTokens / seconds));
                 }
                 if (step == maxSteps) {
@@ -415,6 +426,14 @@ public final class FinetuneCommand implements Subcommand {
                 }
             }
         }
+    }
+
+    /** The measured gradient norm as a log field, or nothing when it was not measured. */
+    private static String gradNorm(FsdpTrainer trainer) {
+        OptionalDouble norm = trainer.getLastGradNorm();
+        return norm.isPresent()
+                ? String.format(Locale.ROOT, " grad_norm=%.3f", norm.getAsDouble())
+                : "";
     }
 
     /** Every rank's loss is its own slice's: the printed loss is their mean, the global batch's. */
@@ -452,7 +471,7 @@ public final class FinetuneCommand implements Subcommand {
                 directory -> {
                     Path model = lora == null ? directory : directory.resolve(MERGED);
                     if (lora != null) {
-                        Lora.save(trainer, lora, directory);
+                        HfCheckpoint.saveAdapters(trainer, lora, directory);
                     }
                     HfCheckpoint.saveMerged(trainer, lm, model);
                     if (writes) {
