@@ -45,6 +45,7 @@ public final class ProcessGroups {
                 TcpStore.builder(env.masterAddr(), env.masterPort())
                         .optHostServer(env.rank() == 0)
                         .optToken(env.jobToken())
+                        .optRunId(env.runId())
                         .optTimeout(options.timeout())
                         .build();
         try {
