@@ -1,18 +1,20 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.Model;
+import ai.djl.fsdp.checkpoint.ModelStateWriter;
+import ai.djl.fsdp.checkpoint.StateTransform;
+import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
-import ai.djl.fsdp.unit.FsdpParameterStore;
-import ai.djl.fsdp.unit.ShardedModel;
-import ai.djl.fsdp.unit.UnitVisitor;
+import ai.djl.fsdp.runtime.FsdpParameterStore;
+import ai.djl.fsdp.runtime.ShardedModel;
+import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
-import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.Trainer;
 import ai.djl.training.TrainingConfig;
@@ -23,7 +25,9 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.OptionalDouble;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
@@ -46,21 +50,41 @@ public class FsdpTrainer extends Trainer {
 
     private final MeteredProcessGroup group;
     private final FsdpConfig config;
+    private final TrainerOptions options;
+    private final RankScopedTrainingConfig rankConfig;
     private final Optimizer optimizer;
     private ShardedModel sharded;
     private FsdpParameterStore parameterStore;
     private ShardedOptimizer shardedOptimizer;
     private int microBatches;
     private long sentBytesLastStep;
-    private float lastGradNorm = Float.NaN;
+    private OptionalDouble lastGradNorm = OptionalDouble.empty();
 
-    FsdpTrainer(Model model, TrainingConfig trainingConfig, ProcessGroup group, FsdpConfig config) {
-        super(
+    FsdpTrainer(
+            Model model,
+            TrainingConfig trainingConfig,
+            ProcessGroup group,
+            FsdpConfig config,
+            TrainerOptions options) {
+        this(
                 model,
                 new RankScopedTrainingConfig(
                         trainingConfig,
-                        group.rank() == 0 || config.isLogAllRanks(),
-                        group.rank() == 0));
+                        group.rank() == 0 || options.isLogAllRanks(),
+                        group.rank() == 0),
+                group,
+                config,
+                options);
+    }
+
+    private FsdpTrainer(
+            Model model,
+            RankScopedTrainingConfig trainingConfig,
+            ProcessGroup group,
+            FsdpConfig config,
+            TrainerOptions options) {
+        super(model, trainingConfig);
+        this.rankConfig = trainingConfig;
         if (getDevices().length != 1) {
             throw new IllegalArgumentException(
                     "FSDP runs one device per rank; the training configuration names "
@@ -69,6 +93,7 @@ public class FsdpTrainer extends Trainer {
         }
         this.group = new MeteredProcessGroup(group);
         this.config = config;
+        this.options = options;
         this.optimizer = trainingConfig.getOptimizer();
         // What Model.newTrainer does before constructing DJL's trainer.
         for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
@@ -93,25 +118,14 @@ public class FsdpTrainer extends Trainer {
     }
 
     private void shard() {
-        ShardingStrategy strategy = config.getShardingStrategy();
-        sharded =
-                ShardedModel.shard(
-                        getModel().getBlock(),
-                        config.getWrapPolicy(),
-                        group,
-                        strategy.isSharded(),
-                        strategy.recomputesInBackward(),
-                        config.isPrefetch(),
-                        config.isSyncModuleStates(),
-                        getManager(),
-                        config.getParameterSource());
+        sharded = ModelSharding.shard(getModel().getBlock(), config, options, group, getManager());
         parameterStore = new FsdpParameterStore(getManager(), sharded);
         List<FlatParameter> trainable =
-                sharded.flatParameters().stream()
+                sharded.getFlatParameters().stream()
                         .filter(FlatParameter::isTrainable)
                         .collect(Collectors.toList());
         shardedOptimizer =
-                new ShardedOptimizer(optimizer, trainable, group, config.getMaxGradNorm());
+                new ShardedOptimizer(optimizer, trainable, group, options.getMaxGradNorm());
         group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
     }
 
@@ -157,7 +171,7 @@ public class FsdpTrainer extends Trainer {
         ShardedModel model = sharded();
         long begin = System.nanoTime();
         // Only a forward under an open gradient collector is followed by backward.
-        boolean recording = training && JniUtils.isGradMode();
+        boolean recording = training && Autograd.isGradMode();
         model.beginForward(recording, data.head().getManager());
         try {
             NDList outputs = pass.get();
@@ -175,11 +189,11 @@ public class FsdpTrainer extends Trainer {
     }
 
     void backward(NDArray loss) {
-        sharded().backward(loss, parameterStore, 1f / config.getGradientAccumulationSteps());
+        sharded().backward(loss, parameterStore, 1f / options.getGradientAccumulationSteps());
     }
 
     void zeroGradients() {
-        sharded().flatParameters().forEach(FlatParameter::zeroGradient);
+        sharded().getFlatParameters().forEach(FlatParameter::zeroGradient);
     }
 
     /**
@@ -188,7 +202,7 @@ public class FsdpTrainer extends Trainer {
      */
     @Override
     public void step() {
-        if (++microBatches < config.getGradientAccumulationSteps()) {
+        if (++microBatches < options.getGradientAccumulationSteps()) {
             return;
         }
         microBatches = 0;
@@ -200,10 +214,10 @@ public class FsdpTrainer extends Trainer {
     }
 
     /**
-     * Returns the global gradient norm before clipping at the last optimizer step, NaN without
-     * clipping.
+     * Returns the global gradient norm before clipping at the last optimizer step; empty before the
+     * first step, without clipping (where it is not measured) or when nothing trains.
      */
-    public float getLastGradNorm() {
+    public OptionalDouble getLastGradNorm() {
         return lastGradNorm;
     }
 
@@ -212,13 +226,18 @@ public class FsdpTrainer extends Trainer {
         long parameters = 0;
         long gradients = 0;
         long unsharded = 0;
-        for (FlatParameter flat : sharded().flatParameters()) {
-            parameters += flat.shardBytes();
-            gradients += flat.gradientBytes();
-            unsharded += flat.getNumel() * flat.getShard().getDataType().getNumOfBytes();
+        for (FlatParameter flat : sharded().getFlatParameters()) {
+            parameters += flat.getShardBytes();
+            gradients += flat.getGradientBytes();
+            unsharded +=
+                    flat.getLayout().getNumel() * flat.getShard().getDataType().getNumOfBytes();
         }
         return new ShardingStats(
-                parameters, gradients, shardedOptimizer.stateBytes(), unsharded, sentBytesLastStep);
+                parameters,
+                gradients,
+                shardedOptimizer.getStateBytes(),
+                unsharded,
+                sentBytesLastStep);
     }
 
     /**
@@ -254,27 +273,47 @@ public class FsdpTrainer extends Trainer {
         sharded().forEachUnitGathered(visitor);
     }
 
+    /**
+     * Writes the model's full state as one safetensors file, one unit at a time, so no rank holds
+     * the whole model (see {@link ModelStateWriter}). A collective: every rank calls it; rank 0
+     * writes.
+     *
+     * @param file the safetensors file to create or replace (on rank 0)
+     * @param transform what the state holds: {@link StateTransform#parameters(ai.djl.nn.Block)} for
+     *     the model as it is, or a LoRA transform
+     * @throws IOException if writing fails
+     */
+    public void saveFullState(Path file, StateTransform transform) throws IOException {
+        ModelStateWriter.write(this::forEachUnitGathered, getRank() == 0, file, transform);
+    }
+
     /** Returns this process's rank in the trainer's process group. */
     public int getRank() {
         return group.rank();
     }
 
-    /** Returns the FSDP configuration. */
+    /** Returns how the model is sharded. */
     public FsdpConfig getFsdpConfig() {
         return config;
     }
 
+    /** Returns how the trainer steps. */
+    public TrainerOptions getTrainerOptions() {
+        return options;
+    }
+
     /**
      * Gathers the trained parameters back into the model on every rank (a collective: every rank
-     * must close its trainer), restores the model's block tree, then closes as DJL's trainer does
-     * (listeners see the full model at training end). With {@link
-     * FsdpConfig.Builder#optGatherOnClose} off, nothing is gathered and the parameters are left
-     * empty.
+     * must close its trainer), restores the model's block tree, then closes as DJL's trainer does.
+     * Listeners that read the whole model (DJL's {@code SaveModelTrainingListener}) end first, with
+     * the full parameters gathered, whether or not the model is gathered for good: with {@link
+     * TrainerOptions.Builder#optGatherOnClose} off, the parameters are left empty.
      */
     @Override
     public void close() {
         if (sharded != null) {
-            if (config.isGatherOnClose()) {
+            rankConfig.getFullModelListeners().forEach(listener -> listener.onTrainingEnd(this));
+            if (options.isGatherOnClose()) {
                 sharded.unshard();
             } else {
                 sharded.restoreBlockTree();

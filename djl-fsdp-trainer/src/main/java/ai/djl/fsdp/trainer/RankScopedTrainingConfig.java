@@ -11,10 +11,10 @@ import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.util.PairList;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.function.Predicate;
-import java.util.stream.Collectors;
 
 /**
  * The user's training configuration as one rank sees it: on ranks other than 0 the logging listener
@@ -24,8 +24,8 @@ import java.util.stream.Collectors;
 final class RankScopedTrainingConfig implements TrainingConfig {
 
     private final TrainingConfig config;
-    private final boolean logging;
-    private final boolean writer;
+    private final List<TrainingListener> listeners;
+    private final List<FullModelListener> fullModelListeners;
 
     /**
      * Creates the rank's view.
@@ -36,8 +36,22 @@ final class RankScopedTrainingConfig implements TrainingConfig {
      */
     RankScopedTrainingConfig(TrainingConfig config, boolean logging, boolean writer) {
         this.config = config;
-        this.logging = logging;
-        this.writer = writer;
+        fullModelListeners = new ArrayList<>();
+        listeners = new ArrayList<>();
+        for (TrainingListener listener : config.getTrainingListeners()) {
+            if (listener instanceof SaveModelTrainingListener) {
+                FullModelListener full = new FullModelListener(listener, writer);
+                fullModelListeners.add(full);
+                listeners.add(full);
+            } else if (logging || !(listener instanceof LoggingTrainingListener)) {
+                listeners.add(listener);
+            }
+        }
+    }
+
+    /** Returns the listeners that read the whole model, which the trainer ends before closing. */
+    List<FullModelListener> getFullModelListeners() {
+        return fullModelListeners;
     }
 
     @Override
@@ -72,13 +86,6 @@ final class RankScopedTrainingConfig implements TrainingConfig {
 
     @Override
     public List<TrainingListener> getTrainingListeners() {
-        return config.getTrainingListeners().stream()
-                .filter(listener -> logging || !(listener instanceof LoggingTrainingListener))
-                .map(
-                        listener ->
-                                listener instanceof SaveModelTrainingListener
-                                        ? new FullModelListener(listener, writer)
-                                        : listener)
-                .collect(Collectors.toList());
+        return listeners;
     }
 }

@@ -9,6 +9,7 @@ import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
@@ -102,7 +103,6 @@ public final class LoadMemoryMain {
                                 .optWrapPolicy(
                                         WrapPolicy.byLayerClass(
                                                 lm.decoderLayerClass().getSimpleName()))
-                                .optParameterSource(source)
                                 .build();
                 trainer =
                         FullyShardedDataParallel.newTrainer(
@@ -110,7 +110,8 @@ public final class LoadMemoryMain {
                                 new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                                         .optDevices(new Device[] {Device.cpu()}),
                                 group,
-                                fsdp);
+                                fsdp,
+                                TrainerOptions.builder().optInitialValues(source).build());
             }
             // Measured before closing: closing gathers the whole model onto every rank.
             try (trainer) {

@@ -6,7 +6,7 @@ import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
-import ai.djl.fsdp.optim.OptimizerState;
+import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
@@ -204,7 +204,7 @@ public final class TrainBenchRank implements Callable<Integer> {
             long size = array.size() * array.getDataType().getNumOfBytes();
             bytes += parameter.requiresGradient() ? 2 * size : size;
         }
-        return bytes + OptimizerState.bytes(optimizer, ids);
+        return bytes + OptimizerStates.bytes(optimizer, ids);
     }
 
     private TrainBenchSettings settings(DistributedEnv env) {

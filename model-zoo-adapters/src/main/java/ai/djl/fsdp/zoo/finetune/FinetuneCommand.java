@@ -283,7 +283,7 @@ public final class FinetuneCommand implements Subcommand {
                 directory -> {
                     Path model = lora == null ? directory : directory.resolve(MERGED);
                     if (lora != null) {
-                        Lora.save(trainer, lora, directory);
+                        HfCheckpoint.saveAdapters(trainer, lora, directory);
                     }
                     HfCheckpoint.saveMerged(trainer, lm, model);
                     if (rankZero) {

@@ -2,11 +2,12 @@ package ai.djl.fsdp.zoo.finetune;
 
 import ai.djl.Device;
 import ai.djl.Model;
+import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.dist.ProcessGroup;
-import ai.djl.fsdp.param.ParameterSource;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
@@ -196,20 +197,23 @@ final class FinetuneRecipe implements AutoCloseable {
                 fsdp.layerClassesToWrap != null
                         ? fsdp.layerClassesToWrap
                         : List.of(lm.decoderLayerClass().getSimpleName());
-        FsdpConfig.Builder config =
+        FsdpConfig config =
                 FsdpConfig.builder()
                         .optShardingStrategy(fsdp.strategy())
                         .optWrapPolicy(WrapPolicy.byLayerClass(layers))
                         .optPrefetch(fsdp.prefetch())
                         .optSyncModuleStates(fsdp.syncModuleStates)
+                        .build();
+        TrainerOptions.Builder options =
+                TrainerOptions.builder()
                         .optGradientAccumulationSteps(args.gradientAccumulationSteps)
-                        .optParameterSource(source)
+                        .optInitialValues(source)
                         // The model is saved one unit at a time before the trainer closes.
                         .optGatherOnClose(false);
         if (args.maxGradNorm > 0) {
-            config.optMaxGradNorm(args.maxGradNorm);
+            options.optMaxGradNorm(args.maxGradNorm);
         }
-        return FullyShardedDataParallel.newTrainer(model, training, group, config.build());
+        return FullyShardedDataParallel.newTrainer(model, training, group, config, options.build());
     }
 
     private int prepareTokenizer(Path source, Path target) throws IOException {

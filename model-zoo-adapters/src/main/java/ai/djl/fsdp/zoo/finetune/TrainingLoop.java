@@ -152,9 +152,8 @@ final class TrainingLoop {
     }
 
     private void log(int step, double epoch, double loss, float rate, double tokensPerSecond) {
-        // The norm is that of the last optimizer step; a trainer that did not compute it says NaN,
-        // which is left out rather than printed as a value.
-        float norm = trainer.getLastGradNorm();
+        // The norm of the last optimizer step; left out when the trainer did not measure it.
+        double norm = trainer.getLastGradNorm().orElse(Double.NaN);
         if (group.rank() != 0) {
             return;
         }
@@ -172,7 +171,7 @@ final class TrainingLoop {
                         epoch,
                         loss,
                         rate,
-                        Float.isFinite(norm)
+                        Double.isFinite(norm)
                                 ? String.format(Locale.ROOT, " grad_norm=%.3f", norm)
                                 : "",
                         tokensPerSecond));

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.param;
+package ai.djl.fsdp.checkpoint;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;

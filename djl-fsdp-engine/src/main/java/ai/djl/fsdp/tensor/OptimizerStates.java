@@ -1,4 +1,4 @@
-package ai.djl.fsdp.optim;
+package ai.djl.fsdp.tensor;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.training.optimizer.Optimizer;
@@ -14,9 +14,9 @@ import java.util.Set;
  * Map<String, Map<Device, NDArray>>} keyed by parameter id, detached from every manager, and expose
  * no accessor; reading those fields is the only way to account for it.
  */
-public final class OptimizerState {
+public final class OptimizerStates {
 
-    private OptimizerState() {}
+    private OptimizerStates() {}
 
     /**
      * Returns the bytes of the arrays {@code optimizer} keeps for the given ids.

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.unit;
+package ai.djl.fsdp.runtime;
 
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;

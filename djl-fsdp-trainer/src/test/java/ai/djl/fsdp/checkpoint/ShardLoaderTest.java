@@ -1,8 +1,9 @@
-package ai.djl.fsdp.param;
+package ai.djl.fsdp.checkpoint;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -16,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * {@link FlatParameter#create} with a source: each shard is read from a source, only its own
  * elements.
  */
-class FlatParameterLoadTest {
+class ShardLoaderTest {
 
     private static Parameter parameter(NDManager manager, String name, Shape shape) {
         Parameter parameter =
@@ -51,8 +52,8 @@ class FlatParameterLoadTest {
             for (int rank = 0; rank < 3; rank++) {
                 reads.clear();
                 FlatParameter flat =
-                        FlatParameter.create(
-                                "u", false, List.of(a, b), 3, rank, manager, null, source);
+                        new ShardLoader(3, rank, manager, null, source)
+                                .load("u", false, List.of(a, b));
                 assertArrayEquals(expected[rank], flat.getShard().toFloatArray(), "rank " + rank);
                 assertEquals(expectedReads.get(rank), reads, "rank " + rank + " reads");
             }

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.wrap;
+package ai.djl.fsdp.tensor;
 
 import ai.djl.nn.AbstractBaseBlock;
 import ai.djl.nn.AbstractBlock;
@@ -11,18 +11,21 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Replaces a child block by another in every place its parent holds it, and puts it back.
+ * Replaces a child block by another in every place its parent holds it, and puts it back: the one
+ * way the project changes a block tree, both to put an FSDP unit's stand-in in its block's place
+ * and to put a LoRA adapter around a projection.
  *
- * <p>DJL offers no hook around a block's {@code forward} (it is final), so a unit is made by
- * handing its parent a wrapper in the child's place. A parent reaches a child through DJL's child
- * list (how {@code SequentialBlock} runs) or through its own fields (how hand-written blocks do), a
- * field holding the block, a list of blocks or an array of blocks; all of those are rewritten.
+ * <p>Why reflection: DJL's {@code Block.forward} is final and has no hooks, and a block hands out
+ * only a copy of its child list. A parent reaches a child through DJL's child list (how {@code
+ * SequentialBlock} and the zoo's blocks run) or through its own fields (how hand-written blocks
+ * do), a field holding the block, a list of blocks or an array of blocks; all of those are
+ * rewritten.
  */
-public final class ChildSwap {
+public final class BlockChildren {
 
     private final List<Runnable> restores;
 
-    private ChildSwap(List<Runnable> restores) {
+    private BlockChildren(List<Runnable> restores) {
         this.restores = restores;
     }
 
@@ -36,7 +39,7 @@ public final class ChildSwap {
      * @throws IllegalStateException if a field of the parent is declared with a type the
      *     replacement does not have
      */
-    public static ChildSwap replace(Block parent, Block child, Block replacement) {
+    public static BlockChildren replace(Block parent, Block child, Block replacement) {
         List<Runnable> restores = new ArrayList<>();
         try {
             if (parent instanceof AbstractBlock) {
@@ -56,14 +59,14 @@ public final class ChildSwap {
                 }
             }
         } catch (ReflectiveOperationException e) {
-            new ChildSwap(restores).restore();
+            new BlockChildren(restores).restore();
             throw new IllegalStateException("Cannot replace a child of " + parent.getClass(), e);
         } catch (RuntimeException e) {
             // Leave the parent as it was: no half-wrapped model.
-            new ChildSwap(restores).restore();
+            new BlockChildren(restores).restore();
             throw e;
         }
-        return new ChildSwap(restores);
+        return new BlockChildren(restores);
     }
 
     /** Puts the original child back everywhere it was replaced. */

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.unit;
+package ai.djl.fsdp.runtime;
 
 import ai.djl.MalformedModelException;
 import ai.djl.ndarray.NDList;
@@ -19,17 +19,17 @@ import java.util.function.Predicate;
 
 /**
  * Stands in a parent block for a unit's block: its forward runs the unit through the {@link
- * ShardedModel} (gather, compute, record, reshard); everything else is the wrapped block's, so
+ * UnitExecutor} (gather, compute, record, reshard); everything else is the wrapped block's, so
  * parameter names, children and serialization are unchanged.
  */
 final class UnitBlock implements Block {
 
     private final FsdpUnit unit;
-    private final ShardedModel model;
+    private final UnitExecutor executor;
 
-    UnitBlock(FsdpUnit unit, ShardedModel model) {
+    UnitBlock(FsdpUnit unit, UnitExecutor executor) {
         this.unit = unit;
-        this.model = model;
+        this.executor = executor;
     }
 
     @Override
@@ -38,7 +38,7 @@ final class UnitBlock implements Block {
             NDList inputs,
             boolean training,
             PairList<String, Object> params) {
-        return model.callUnit(unit, parameterStore, inputs, training, params);
+        return executor.call(unit, parameterStore, inputs, training, params);
     }
 
     private Block inner() {
