@@ -154,6 +154,8 @@ public final class FinetuneCommand implements Subcommand {
         AccelerateConfig config = AccelerateConfig.load(fsdp.configFile, worldSize);
         List<String> arguments = new ArrayList<>(config.getArguments());
         List<String> given = spec.commandLine().getParseResult().originalArgs();
+        // Under bin/fsdp the original arguments start with the parent's: keep this command's.
+        given = given.subList(given.indexOf(spec.name()) + 1, given.size());
         for (int i = 0; i < given.size(); i++) {
             String arg = given.get(i);
             if (arg.equals("--config_file")) {

@@ -11,6 +11,7 @@ import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
+import org.knowm.xchart.style.Styler;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
@@ -42,6 +43,7 @@ public final class CurvePlot {
                         .yAxisTitle("loss")
                         .build();
         chart.setYAxisGroupTitle(1, "learning rate");
+        chart.getStyler().setYAxisGroupPosition(1, Styler.YAxisPosition.Right);
         addSeries(chart, rows, "loss", "train loss", 0, false);
         addSeries(chart, rows, "eval_loss", "eval loss", 0, true);
         XYSeries rate = addSeries(chart, rows, "learning_rate", "learning rate", 1, false);
