@@ -3,6 +3,7 @@ package ai.djl.fsdp.dist;
 import ai.djl.Device;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * How {@link ProcessGroups#init(DistributedEnv, ProcessGroupOptions)} builds a process group.
@@ -35,15 +36,18 @@ public final class ProcessGroupOptions {
         return new Builder();
     }
 
-    /** Returns the device whose arrays the group moves; it chooses the backend. */
-    public Device device() {
-        return device;
+    /**
+     * Returns the device whose arrays the group moves, which chooses the backend; empty means the
+     * rank's own device ({@link RankDevice#of}).
+     */
+    public Optional<Device> device() {
+        return Optional.ofNullable(device);
     }
 
     /**
      * Returns the longest the group waits: to reach the store and the other ranks at start-up, for
-     * a store call, and (socket backend) for a peer that sends nothing during a collective; NCCL
-     * collectives wait on the GPU without it.
+     * a store call, for a peer that sends nothing during a collective (socket backend), and for a
+     * queued collective to finish (NCCL's watchdog, which then aborts the communicator).
      */
     public Duration timeout() {
         return timeout;
@@ -69,7 +73,7 @@ public final class ProcessGroupOptions {
 
     /** Builds {@link ProcessGroupOptions}. */
     public static final class Builder {
-        private Device device = Device.cpu();
+        private Device device;
         private Duration timeout = Duration.ofMinutes(10);
         private int socketChunkBytes = 1 << 20;
         private int socketBufferBytes;
@@ -77,7 +81,10 @@ public final class ProcessGroupOptions {
 
         Builder() {}
 
-        /** Sets the device whose arrays the group moves; the default is the CPU. */
+        /**
+         * Sets the device whose arrays the group moves; by default the rank's own ({@link
+         * RankDevice#of}: GPU {@code LOCAL_RANK} where there are GPUs, else the CPU).
+         */
         public Builder optDevice(Device device) {
             this.device = Objects.requireNonNull(device, "device");
             return this;

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.testing;
 
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.launch.LaunchedJob;
 import ai.djl.fsdp.launch.Launcher;
 import java.io.IOException;
@@ -20,8 +21,10 @@ import java.util.stream.Stream;
 /**
  * A job of N ranks on this machine for multi-process tests, started by the project's {@link
  * Launcher} (so tests run the ranks exactly as {@code bin/fsdp launch} does): each rank is a JVM
- * running a given main class on the test class path, with a small heap and one DJL thread, and its
- * standard output and error in a file that the results carry as text.
+ * running a given main class on the test class path, with a small heap and one DJL thread, on the
+ * CPU unless {@code env(RankDevice.DEVICE_VARIABLE, "gpu")} asks for GPUs (so a GPU host still
+ * tests the socket ring), and its standard output and error in a file that the results carry as
+ * text.
  *
  * <pre>{@code
  * try (RankProcesses job = RankProcesses.builder(MyRankMain.class).worldSize(3).start()) {
@@ -236,7 +239,8 @@ public final class RankProcesses implements AutoCloseable {
         private final List<String> args = new ArrayList<>();
         private final List<String> jvmOptions =
                 new ArrayList<>(List.of("-Xmx512m", "-XX:+UseSerialGC"));
-        private final Map<String, String> environment = new LinkedHashMap<>();
+        private final Map<String, String> environment =
+                new LinkedHashMap<>(Map.of(RankDevice.DEVICE_VARIABLE, "cpu"));
         private Duration timeout = Duration.ofMinutes(2);
 
         Builder(Class<?> mainClass) {

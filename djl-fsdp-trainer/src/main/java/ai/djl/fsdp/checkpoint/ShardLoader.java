@@ -85,7 +85,7 @@ public final class ShardLoader {
         try {
             NDArray shard =
                     source != null
-                            ? read(layout, parameters, dataType, scratch)
+                            ? readShard(layout, parameters, shardIndex, dataType, source, scratch)
                             : cut(layout, parameters, dataType, scratch);
             return new FlatParameter(id, trainable, parameters, layout, shardIndex, shard, manager);
         } finally {
@@ -117,11 +117,25 @@ public final class ShardLoader {
     }
 
     /**
-     * Builds this rank's shard from the pieces of the parameters that overlap it, each read from
-     * the source alone (or from the parameter's own array when the source does not hold it).
+     * Builds one shard of a flat buffer from the pieces of the parameters that overlap it, each
+     * read from {@code source} alone (or from the parameter's own array when the source does not
+     * hold it); padding is zero.
+     *
+     * @param layout the flat buffer's layout
+     * @param parameters its parameters, in buffer order
+     * @param shardIndex the shard to build
+     * @param dataType the shard's element type
+     * @param source where the values are read from
+     * @param scratch the manager of the result
+     * @return the shard, {@code layout.getShardNumel()} elements
      */
-    private NDArray read(
-            FlatLayout layout, List<Parameter> parameters, DataType dataType, NDManager scratch) {
+    public static NDArray readShard(
+            FlatLayout layout,
+            List<Parameter> parameters,
+            int shardIndex,
+            DataType dataType,
+            ParameterSource source,
+            NDManager scratch) {
         NDArray built = scratch.zeros(new Shape(layout.getShardNumel()), dataType);
         for (int i = 0; i < parameters.size(); i++) {
             Parameter parameter = parameters.get(i);

@@ -1,7 +1,5 @@
 package ai.djl.fsdp.lora;
 
-import ai.djl.fsdp.checkpoint.GatheredUnit;
-import ai.djl.fsdp.checkpoint.StateTransform;
 import ai.djl.fsdp.safetensors.AtomicFiles;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
@@ -24,7 +22,6 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -194,68 +191,6 @@ public final class Lora {
     }
 
     /**
-     * Returns the state a model will have once its adapters are merged, for writing unit by unit
-     * ({@link ai.djl.fsdp.checkpoint.ModelStateWriter}): in each gathered unit, the adapters are
-     * merged into copies of their base weights, which are written under the plain model's names.
-     * The model itself keeps its adapters. A model without adapters is written as it is.
-     *
-     * @param root the model, adapted or not
-     * @return the transform
-     */
-    public static StateTransform mergedState(Block root) {
-        StateTransform plain = StateTransform.parameters(mergedParameters(root));
-        Map<Parameter, LoraLinear> adapterByA = new IdentityHashMap<>();
-        adapters(root).values().forEach(lora -> adapterByA.put(lora.getLoraA(), lora));
-        return new StateTransform() {
-            @Override
-            public List<Entry> declare() {
-                return plain.declare();
-            }
-
-            @Override
-            public void transform(GatheredUnit unit, Sink sink) throws IOException {
-                Set<Parameter> inUnit = Collections.newSetFromMap(new IdentityHashMap<>());
-                inUnit.addAll(unit.getParameters());
-                for (Parameter parameter : unit.getParameters()) {
-                    LoraLinear lora = adapterByA.get(parameter);
-                    if (lora == null) {
-                        continue;
-                    }
-                    if (!inUnit.contains(lora.getBase().getParameters().get("weight"))) {
-                        throw new IllegalStateException(
-                                "an adapter of FSDP unit "
-                                        + unit.getName()
-                                        + " adapts a weight outside it; wrap the adapted"
-                                        + " projection's parent, not the projection");
-                    }
-                    lora.mergeIntoBase();
-                }
-                plain.transform(unit, sink);
-            }
-        };
-    }
-
-    /**
-     * Returns the adapters' state in PEFT's names ({@code
-     * base_model.model.<module>.lora_A.weight}), for writing unit by unit: every rank's part of
-     * every adapter, gathered.
-     *
-     * @param root the adapted model
-     * @return the transform
-     * @throws IllegalStateException if the model has no adapters
-     */
-    public static StateTransform adapterState(Block root) {
-        Map<String, Parameter> named = new LinkedHashMap<>();
-        savedAdapters(root)
-                .forEach(
-                        (path, lora) -> {
-                            named.put(PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA());
-                            named.put(PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB());
-                        });
-        return StateTransform.parameters(named);
-    }
-
-    /**
      * Counts trainable and total parameters (a tied parameter counts once).
      *
      * @param root the model
@@ -322,7 +257,7 @@ public final class Lora {
                         .toJson(config.toPeftJson(fanInFanOut)));
     }
 
-    private static Map<String, LoraLinear> savedAdapters(Block root) {
+    static Map<String, LoraLinear> savedAdapters(Block root) {
         Map<String, LoraLinear> adapters = adapters(root);
         if (adapters.isEmpty()) {
             throw new IllegalStateException("the model has no LoRA adapters to save");
@@ -399,30 +334,5 @@ public final class Lora {
                     }
                 });
         return names;
-    }
-
-    /**
-     * Trainable and total parameter counts.
-     *
-     * @param trainable the number of trainable elements
-     * @param all the number of elements
-     */
-    public record ParameterCount(long trainable, long all) {
-
-        /**
-         * Returns PEFT's summary line: {@code trainable params: X || all params: Y || trainable%:
-         * Z}.
-         *
-         * @return the summary
-         */
-        @Override
-        public String toString() {
-            return String.format(
-                    Locale.ROOT,
-                    "trainable params: %,d || all params: %,d || trainable%%: %.4f",
-                    trainable,
-                    all,
-                    all == 0 ? 0.0 : 100.0 * trainable / all);
-        }
     }
 }

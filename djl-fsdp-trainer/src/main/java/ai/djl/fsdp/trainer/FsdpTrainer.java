@@ -1,10 +1,12 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.ModelStateWriter;
 import ai.djl.fsdp.checkpoint.StateTransform;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.runtime.FsdpParameterStore;
@@ -12,6 +14,7 @@ import ai.djl.fsdp.runtime.ShardedModel;
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
@@ -53,6 +56,7 @@ public class FsdpTrainer extends Trainer {
     private final TrainerOptions options;
     private final RankScopedTrainingConfig rankConfig;
     private final Optimizer optimizer;
+    private final NDManager deviceManager;
     private ShardedModel sharded;
     private FsdpParameterStore parameterStore;
     private ShardedOptimizer shardedOptimizer;
@@ -71,7 +75,8 @@ public class FsdpTrainer extends Trainer {
                 new RankScopedTrainingConfig(
                         trainingConfig,
                         group.rank() == 0 || options.isLogAllRanks(),
-                        group.rank() == 0),
+                        group.rank() == 0,
+                        RankDevice.forTraining(trainingConfig.getDevices(), group.device())),
                 group,
                 config,
                 options);
@@ -85,12 +90,8 @@ public class FsdpTrainer extends Trainer {
             TrainerOptions options) {
         super(model, trainingConfig);
         this.rankConfig = trainingConfig;
-        if (getDevices().length != 1) {
-            throw new IllegalArgumentException(
-                    "FSDP runs one device per rank; the training configuration names "
-                            + getDevices().length
-                            + ". Set optDevices to this rank's device.");
-        }
+        // DJL's Model.newInstance puts every rank's model manager on gpu(0): work on the rank's.
+        deviceManager = onRankDevice(super.getManager());
         this.group = new MeteredProcessGroup(group);
         this.config = config;
         this.options = options;
@@ -113,7 +114,7 @@ public class FsdpTrainer extends Trainer {
             throw new IllegalStateException("The model is already initialized and sharded");
         }
         Block block = getModel().getBlock();
-        block.initialize(getModel().getNDManager(), getModel().getDataType(), shapes);
+        block.initialize(onRankDevice(getModel().getNDManager()), getModel().getDataType(), shapes);
         shard();
     }
 
@@ -136,6 +137,17 @@ public class FsdpTrainer extends Trainer {
                             + "inputShapes) before training");
         }
         return sharded;
+    }
+
+    /** Returns the trainer's manager, on this rank's device. */
+    @Override
+    public NDManager getManager() {
+        return deviceManager != null ? deviceManager : super.getManager();
+    }
+
+    private NDManager onRankDevice(NDManager manager) {
+        Device device = getDevices()[0];
+        return device.equals(manager.getDevice()) ? manager : manager.newSubManager(device);
     }
 
     @Override

@@ -19,11 +19,13 @@ import java.util.function.Predicate;
 /**
  * The user's training configuration as one rank sees it: on ranks other than 0 the logging listener
  * (log lines and the progress bar) is left out, so a job prints once; checkpoint writers run on
- * rank 0 with the full parameters gathered ({@link FullModelListener}).
+ * rank 0 with the full parameters gathered ({@link FullModelListener}); the device list is the
+ * rank's one device ({@link ai.djl.fsdp.dist.RankDevice#forTraining}).
  */
 final class RankScopedTrainingConfig implements TrainingConfig {
 
     private final TrainingConfig config;
+    private final Device device;
     private final List<TrainingListener> listeners;
     private final List<FullModelListener> fullModelListeners;
 
@@ -33,9 +35,12 @@ final class RankScopedTrainingConfig implements TrainingConfig {
      * @param config the user's configuration
      * @param logging whether this rank keeps its logging listeners
      * @param writer whether this rank writes checkpoints (rank 0)
+     * @param device the one device this rank trains on, in place of the configuration's list
      */
-    RankScopedTrainingConfig(TrainingConfig config, boolean logging, boolean writer) {
+    RankScopedTrainingConfig(
+            TrainingConfig config, boolean logging, boolean writer, Device device) {
         this.config = config;
+        this.device = device;
         fullModelListeners = new ArrayList<>();
         listeners = new ArrayList<>();
         for (TrainingListener listener : config.getTrainingListeners()) {
@@ -56,7 +61,7 @@ final class RankScopedTrainingConfig implements TrainingConfig {
 
     @Override
     public Device[] getDevices() {
-        return config.getDevices();
+        return new Device[] {device};
     }
 
     @Override

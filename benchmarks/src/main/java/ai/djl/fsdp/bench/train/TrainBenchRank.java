@@ -6,6 +6,7 @@ import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
@@ -111,6 +112,7 @@ public final class TrainBenchRank implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         DistributedEnv env = DistributedEnv.fromEnvironment();
+        Device device = RankDevice.of(env);
         boolean baseline = BASELINE.equals(sharding);
         Optimizer optimizer =
                 Optimizer.adamW().optLearningRateTracker(Tracker.fixed(1e-4f)).build();
@@ -118,9 +120,9 @@ public final class TrainBenchRank implements Callable<Integer> {
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                         .optOptimizer(optimizer)
-                        .optDevices(new Device[] {Device.cpu()});
+                        .optDevices(new Device[] {device});
         Engine.getInstance().setRandomSeed(42);
-        try (Model model = Model.newInstance("gpt2-bench", Device.cpu());
+        try (Model model = Model.newInstance("gpt2-bench", device);
                 ProcessGroup group = baseline ? null : ProcessGroups.init(env)) {
             model.setBlock(settings(env).modelConfig().newModel());
             try (Trainer trainer = newTrainer(model, config, group)) {

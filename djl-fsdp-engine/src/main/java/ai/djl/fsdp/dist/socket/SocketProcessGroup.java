@@ -1,5 +1,6 @@
 package ai.djl.fsdp.dist.socket;
 
+import ai.djl.Device;
 import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
@@ -143,6 +144,11 @@ public final class SocketProcessGroup implements ProcessGroup {
     @Override
     public String backend() {
         return "socket";
+    }
+
+    @Override
+    public Device device() {
+        return Device.cpu();
     }
 
     @Override

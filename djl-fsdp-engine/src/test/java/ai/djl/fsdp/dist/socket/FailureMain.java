@@ -21,7 +21,7 @@ import java.time.Duration;
 public final class FailureMain {
 
     /** The exit code of a rank whose collective failed as the test expects. */
-    static final int FAILED_EXIT = 3;
+    public static final int FAILED_EXIT = 3;
 
     private FailureMain() {}
 
@@ -31,7 +31,7 @@ public final class FailureMain {
         Duration timeout = Duration.ofSeconds("silent".equals(mode) ? 10 : 90);
         ProcessGroupOptions options = ProcessGroupOptions.builder().optTimeout(timeout).build();
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
-                NDManager manager = NDManager.newBaseManager()) {
+                NDManager manager = NDManager.newBaseManager(group.device())) {
             if ("silent".equals(mode)) {
                 if (group.rank() == 1) {
                     // Alive but absent: the others must give up after the timeout and name it.

@@ -245,6 +245,13 @@ final class FinetuneArguments {
                             + " LoRA the adapters, and the merged model in merged/.")
     Path outputDir;
 
+    @Option(
+            names = OutputDirectory.OVERWRITE_FLAG,
+            description =
+                    "Write into --output_dir even if it is a file, the current directory or holds"
+                            + " files this tool did not write (same-named files are replaced).")
+    boolean overwriteOutputDir;
+
     /** Returns the train split's name. */
     String trainSplit() {
         return splitNames()[0];

@@ -1,6 +1,5 @@
 package ai.djl.fsdp.zoo.finetune;
 
-import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.cli.Subcommand;
@@ -75,6 +74,9 @@ public final class FinetuneCommand implements Subcommand {
         Path checkpoint = Path.of(args.modelNameOrPath);
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
         validate(checkpoint, fromCheckpoint);
+        if (env.rank() == 0) {
+            OutputDirectory.check(args.outputDir, args.overwriteOutputDir); // before training
+        }
         Engine.getInstance().setRandomSeed(args.seed);
         try (ProcessGroup group = ProcessGroups.init(env)) {
             rankZero = group.rank() == 0;
@@ -88,7 +90,7 @@ public final class FinetuneCommand implements Subcommand {
             FinetuneRecipe.ModelSource source = modelSource(checkpoint, fromCheckpoint);
             try (FinetuneRecipe recipe =
                             FinetuneRecipe.prepare(args, fsdp, group, source, this::note);
-                    Model model = Model.newInstance("finetune", Device.cpu())) {
+                    Model model = Model.newInstance("finetune", group.device())) {
                 train(recipe, model, fromCheckpoint && hasWeights(checkpoint), checkpoint);
             }
             group.barrier();
@@ -294,7 +296,7 @@ public final class FinetuneCommand implements Subcommand {
                     }
                 };
         if (rankZero) {
-            OutputDirectory.replace(args.outputDir, contents);
+            OutputDirectory.check(args.outputDir, args.overwriteOutputDir).replace(contents);
         } else {
             contents.writeTo(args.outputDir); // takes part in the gathers; writes nothing
         }

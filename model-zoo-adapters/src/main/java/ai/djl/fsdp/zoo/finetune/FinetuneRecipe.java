@@ -90,7 +90,7 @@ final class FinetuneRecipe implements AutoCloseable {
         workDirectory = Files.createTempDirectory("finetune-tokenizer");
         tokenizerFile = workDirectory.resolve(Tokenizers.FILE);
         int vocab = prepareTokenizer(source.tokenizer(), tokenizerFile);
-        tokenizer = Tokenizers.load(tokenizerFile);
+        tokenizer = Tokenizers.load(tokenizerFile, "--tokenizer_name");
         long endOfText = singleToken(ByteLevelTokenizer.END_OF_TEXT);
         padId = Math.max(0, endOfText);
         endOfTurn = chat ? singleToken(ChatTemplate.END) : endOfText;
@@ -192,7 +192,7 @@ final class FinetuneRecipe implements AutoCloseable {
         DefaultTrainingConfig training =
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(adamW)
-                        .optDevices(new Device[] {Device.cpu()});
+                        .optDevices(new Device[] {group.device()});
         List<String> layers =
                 fsdp.layerClassesToWrap != null
                         ? fsdp.layerClassesToWrap

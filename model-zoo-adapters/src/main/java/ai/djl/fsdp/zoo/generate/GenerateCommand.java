@@ -2,6 +2,8 @@ package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.cli.Subcommand;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
@@ -87,8 +89,10 @@ public final class GenerateCommand implements Subcommand {
             throw new IllegalArgumentException(
                     "--model " + model + " is not a directory: built-in models need --tokenizer");
         }
-        try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager();
-                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath)) {
+        try (NDManager manager =
+                        Engine.getEngine("PyTorch")
+                                .newBaseManager(RankDevice.of(DistributedEnv.fromEnvironment()));
+                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             CausalLM lm =
                     checkpoint
                             ? Models.load(directory, manager)

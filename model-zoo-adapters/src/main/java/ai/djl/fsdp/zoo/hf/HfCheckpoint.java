@@ -2,6 +2,7 @@ package ai.djl.fsdp.zoo.hf;
 
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.lora.LoraState;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
@@ -169,7 +170,7 @@ public final class HfCheckpoint {
      * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, {@code
      * config.json} and {@code model.safetensors}, its LoRA adapters (if any) merged into the base
      * weights: one FSDP unit at a time, so no rank holds the whole model (see {@link
-     * Lora#mergedState}). A collective: every rank calls it; rank 0 writes.
+     * LoraState#merged}). A collective: every rank calls it; rank 0 writes.
      *
      * @param trainer the trainer of {@code model}
      * @param model the model, adapted or not
@@ -182,7 +183,7 @@ public final class HfCheckpoint {
             throw new IllegalArgumentException("the trainer does not train this model");
         }
         trainer.saveFullState(
-                directory.resolve(SafetensorsCheckpoint.SINGLE_FILE), Lora.mergedState(model));
+                directory.resolve(SafetensorsCheckpoint.SINGLE_FILE), LoraState.merged(model));
         if (trainer.getRank() == 0) {
             ConfigJson.write(model.getConfig(), directory);
         }
@@ -204,7 +205,7 @@ public final class HfCheckpoint {
         if (trainer.getRank() == 0) {
             Lora.saveConfig(root, config, directory);
         }
-        trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), Lora.adapterState(root));
+        trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root));
     }
 
     /** Lists a few names of a set, which for a wrong model can hold hundreds. */

@@ -6,6 +6,7 @@ import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -148,6 +149,19 @@ public final class TextDatasets {
      * @throws IOException if it cannot be read
      */
     public static List<Document> read(Path file, String textField) throws IOException {
+        try {
+            return readUtf8(file, textField);
+        } catch (CharacterCodingException e) {
+            throw new IllegalArgumentException(
+                    "--dataset_name "
+                            + file
+                            + " is not UTF-8 text (it holds a byte sequence UTF-8 does not allow;"
+                            + " a binary file?): pass a plain-text file, or convert it, e.g. with"
+                            + " iconv -f LATIN1 -t UTF-8");
+        }
+    }
+
+    private static List<Document> readUtf8(Path file, String textField) throws IOException {
         String base = file.getFileName().toString();
         if (!base.endsWith(".jsonl") && !base.endsWith(".json")) {
             return List.of(Document.ofText(Files.readString(file, StandardCharsets.UTF_8)));

@@ -28,7 +28,7 @@ class SequencesTest {
         ByteLevelTokenizer.write(base);
         Path chat = directory.resolve("tokenizer.json");
         assertEquals(259, ChatTemplate.writeTokenizer(base, chat, true));
-        try (HuggingFaceTokenizer tokenizer = Tokenizers.load(chat)) {
+        try (HuggingFaceTokenizer tokenizer = Tokenizers.load(chat, "--tokenizer_name")) {
             long[] ids = tokenizer.encode("<|im_start|>user\nhi<|im_end|>\n").getIds();
             assertEquals(257, ids[0]);
             assertEquals(258, ids[ids.length - 2]);
@@ -43,7 +43,7 @@ class SequencesTest {
         Path file = directory.resolve("tokenizer.json");
         ByteLevelTokenizer.write(directory.resolve("base.json"));
         ChatTemplate.writeTokenizer(directory.resolve("base.json"), file, true);
-        try (HuggingFaceTokenizer tokenizer = Tokenizers.load(file)) {
+        try (HuggingFaceTokenizer tokenizer = Tokenizers.load(file, "--tokenizer_name")) {
             List<Long> stream = new ArrayList<>();
             for (Document document : chats()) {
                 StringBuilder text = new StringBuilder();
@@ -78,7 +78,7 @@ class SequencesTest {
                         List.of(
                                 Map.of("role", "user", "content", "What is 2 + 2?"),
                                 Map.of("role", "assistant", "content", "4")));
-        try (HuggingFaceTokenizer tokenizer = Tokenizers.load(file)) {
+        try (HuggingFaceTokenizer tokenizer = Tokenizers.load(file, "--tokenizer_name")) {
             Sequences sequences =
                     Sequences.tokenize(List.of(chat), tokenizer, 64, false, true, -1, 259);
             Sequences.Sequence only = sequences.getSequences().get(0);
