@@ -15,7 +15,10 @@ final class RecomputeSeeds {
         this.rank = rank;
     }
 
-    /** Returns the seed of the {@code callIndex}-th unit call of this micro-batch. */
+    /**
+     * Returns the seed of the {@code callIndex}-th unit call of this micro-batch ({@code -1} for
+     * the root's forward).
+     */
     long of(FsdpUnit unit, int callIndex) {
         long h = step;
         h = h * 0x9E3779B97F4A7C15L + microBatch;
@@ -29,6 +32,12 @@ final class RecomputeSeeds {
     /** Counts a finished micro-batch. */
     void endMicroBatch() {
         microBatch++;
+    }
+
+    /** Sets the optimizer steps taken, at the start of a step. */
+    void setStep(long step) {
+        this.step = step;
+        microBatch = 0;
     }
 
     /** Counts an optimizer step. */

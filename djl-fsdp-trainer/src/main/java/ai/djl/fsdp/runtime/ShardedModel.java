@@ -102,6 +102,15 @@ public final class ShardedModel implements AutoCloseable {
     }
 
     /**
+     * Sets how many optimizer steps were taken (a resumed run), for the generator seeds.
+     *
+     * @param step the optimizer steps taken
+     */
+    public void setStep(long step) {
+        executor.setStep(step);
+    }
+
+    /**
      * Returns the array a block should compute with for {@code parameter}.
      *
      * @param parameter a parameter of the model

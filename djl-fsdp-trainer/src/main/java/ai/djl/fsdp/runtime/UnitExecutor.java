@@ -63,6 +63,11 @@ final class UnitExecutor {
             collectives.startGather(forwardOrder.get(0));
         }
         root.awaitGather();
+        if (training) {
+            // The root's randomness (embedding dropout) is a function of the step too, so a
+            // resumed run draws what the uninterrupted one drew.
+            TorchRandom.seed(seeds.of(root, -1));
+        }
         rootScope = manager.newSubManager();
         rootScope.setName("fsdp-root");
         rootLeaves = root.materialize(training, rootScope);
@@ -148,6 +153,11 @@ final class UnitExecutor {
     /** Counts an optimizer step, for the recompute seeds. */
     void endStep() {
         seeds.endStep();
+    }
+
+    /** Sets the optimizer steps taken, for the seeds. */
+    void setStep(long step) {
+        seeds.setStep(step);
     }
 
     /** Rebuilds the graph of a call whose forward kept none, with the call's seed. */

@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.ModelStateWriter;
 import ai.djl.fsdp.checkpoint.StateTransform;
+import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.RankDevice;
@@ -11,7 +12,9 @@ import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.runtime.FsdpParameterStore;
 import ai.djl.fsdp.runtime.ShardedModel;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -28,7 +31,9 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.OptionalDouble;
 import java.util.function.Predicate;
@@ -51,6 +56,9 @@ import java.util.stream.Collectors;
  */
 public class FsdpTrainer extends Trainer {
 
+    /** How long rank 0 waits for the other ranks' checkpoint files. */
+    private static final Duration CHECKPOINT_TIMEOUT = Duration.ofMinutes(30);
+
     private final MeteredProcessGroup group;
     private final FsdpConfig config;
     private final TrainerOptions options;
@@ -63,6 +71,8 @@ public class FsdpTrainer extends Trainer {
     private int microBatches;
     private long sentBytesLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
+    private final TrainingState trainingState = new TrainingState();
+    private Checkpointing checkpointing;
 
     FsdpTrainer(
             Model model,
@@ -127,6 +137,13 @@ public class FsdpTrainer extends Trainer {
                         .collect(Collectors.toList());
         shardedOptimizer =
                 new ShardedOptimizer(optimizer, trainable, group, options.getMaxGradNorm());
+        checkpointing =
+                new Checkpointing(
+                        group,
+                        sharded.getFlatParameters(),
+                        StateDict.parameters(getModel().getBlock()),
+                        optimizer,
+                        CHECKPOINT_TIMEOUT);
         group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
     }
 
@@ -221,6 +238,7 @@ public class FsdpTrainer extends Trainer {
         long begin = System.nanoTime();
         lastGradNorm = shardedOptimizer.step();
         sharded().endStep();
+        trainingState.setStep(trainingState.getStep() + 1);
         sentBytesLastStep = group.takeSentBytes();
         addMetric("step", begin);
     }
@@ -235,21 +253,79 @@ public class FsdpTrainer extends Trainer {
 
     /** Returns the bytes this rank holds and sent. */
     public ShardingStats getShardingStats() {
-        long parameters = 0;
-        long gradients = 0;
-        long unsharded = 0;
-        for (FlatParameter flat : sharded().getFlatParameters()) {
-            parameters += flat.getShardBytes();
-            gradients += flat.getGradientBytes();
-            unsharded +=
-                    flat.getLayout().getNumel() * flat.getShard().getDataType().getNumOfBytes();
+        return ShardingStats.of(
+                sharded().getFlatParameters(), shardedOptimizer.getStateBytes(), sentBytesLastStep);
+    }
+
+    /**
+     * Returns where training stands: the optimizer steps taken, the epoch, the caller's own state
+     * (saved with every checkpoint and restored by {@link #loadCheckpoint}).
+     */
+    public TrainingState getTrainingState() {
+        trainingState.setUpdateCounts(OptimizerStates.updateCounts(optimizer));
+        return trainingState;
+    }
+
+    /**
+     * Saves a sharded checkpoint of the whole training state into {@code directory} (a collective):
+     * every rank writes its shards of the parameters and of the optimizer state, rank 0 the
+     * metadata and {@link #getTrainingState()}; the directory appears, complete, on return. Call it
+     * between optimizer steps.
+     *
+     * @param directory the checkpoint directory, on storage every rank shares
+     * @throws IOException if writing fails
+     */
+    public void saveCheckpoint(Path directory) throws IOException {
+        saveCheckpoint(directory, false, 0);
+    }
+
+    /**
+     * Saves a checkpoint as {@link #saveCheckpoint(Path)} does, but returns once this rank's shards
+     * are copied to host memory: the files are written in the background while training goes on,
+     * and the next save, load or close waits for them.
+     *
+     * @param directory the checkpoint directory, on storage every rank shares
+     * @throws IOException if copying fails, or the previous background save failed
+     */
+    public void saveCheckpointAsync(Path directory) throws IOException {
+        saveCheckpoint(directory, true, 0);
+    }
+
+    void saveCheckpoint(Path directory, boolean async, int keepNewest) throws IOException {
+        if (microBatches != 0) {
+            throw new IllegalStateException(
+                    "A checkpoint is saved between optimizer steps; "
+                            + microBatches
+                            + " micro-batches of the current step are accumulated");
         }
-        return new ShardingStats(
-                parameters,
-                gradients,
-                shardedOptimizer.getStateBytes(),
-                unsharded,
-                sentBytesLastStep);
+        sharded();
+        checkpointing.save(directory, getTrainingState(), async, keepNewest);
+    }
+
+    /** Waits for a checkpoint being written in the background; rethrows its failure. */
+    public void awaitCheckpoint() throws IOException {
+        if (checkpointing != null) {
+            checkpointing.await();
+        }
+    }
+
+    /**
+     * Loads a sharded checkpoint (written by any number of ranks) into this rank's shards, the
+     * optimizer's state and the training state; every rank calls it, before training on.
+     *
+     * @param directory a complete checkpoint directory
+     * @throws IOException if the checkpoint is incomplete or does not fit the model; nothing is
+     *     trained
+     */
+    public void loadCheckpoint(Path directory) throws IOException {
+        sharded();
+        TrainingState loaded = checkpointing.load(directory);
+        trainingState.setStep(loaded.getStep());
+        trainingState.setEpoch(loaded.getEpoch());
+        trainingState.getExtras().clear();
+        trainingState.getExtras().putAll(loaded.getExtras());
+        microBatches = 0;
+        sharded.setStep(loaded.getStep());
     }
 
     /**
@@ -323,6 +399,15 @@ public class FsdpTrainer extends Trainer {
      */
     @Override
     public void close() {
+        if (checkpointing != null) {
+            try {
+                checkpointing.close();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            } finally {
+                checkpointing = null;
+            }
+        }
         if (sharded != null) {
             rankConfig.getFullModelListeners().forEach(listener -> listener.onTrainingEnd(this));
             if (options.isGatherOnClose()) {

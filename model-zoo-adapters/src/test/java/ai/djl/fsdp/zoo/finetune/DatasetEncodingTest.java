@@ -3,9 +3,7 @@ package ai.djl.fsdp.zoo.finetune;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import ai.djl.fsdp.zoo.TestModels;
-import ai.djl.fsdp.zoo.hf.Tokenizers;
-import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.fsdp.zoo.finetune.data.TextDatasets;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,21 +25,17 @@ class DatasetEncodingTest {
         byte[] bytes = new byte[4096];
         new java.util.Random(1).nextBytes(bytes);
         Files.write(binary, bytes);
-        try (HuggingFaceTokenizer tokenizer =
-                Tokenizers.load(TestModels.sharedData("gpt2-tokenizer.json"), "--tokenizer_name")) {
-            for (Path file : new Path[] {latin1, binary}) {
-                IllegalArgumentException e =
-                        assertThrows(
-                                IllegalArgumentException.class,
-                                () -> TokenBlocks.read(tokenizer, file, 8, 4, 50257));
-                assertEquals(
-                        "--dataset "
-                                + file
-                                + " is not UTF-8 text (it holds a byte sequence UTF-8 does not"
-                                + " allow; a binary file?): pass a plain-text file, or convert it,"
-                                + " e.g. with iconv -f LATIN1 -t UTF-8",
-                        e.getMessage());
-            }
+        for (Path file : new Path[] {latin1, binary}) {
+            IllegalArgumentException e =
+                    assertThrows(
+                            IllegalArgumentException.class, () -> TextDatasets.read(file, "text"));
+            assertEquals(
+                    "--dataset_name "
+                            + file
+                            + " is not UTF-8 text (it holds a byte sequence UTF-8 does not"
+                            + " allow; a binary file?): pass a plain-text file, or convert it,"
+                            + " e.g. with iconv -f LATIN1 -t UTF-8",
+                    e.getMessage());
         }
     }
 }
