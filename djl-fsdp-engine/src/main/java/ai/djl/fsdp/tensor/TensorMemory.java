@@ -249,7 +249,7 @@ public final class TensorMemory {
         return stream.getValue();
     }
 
-    private static Pointer handle(NDArray array) {
+    static Pointer handle(NDArray array) {
         if (!(array instanceof PtNDArray)) {
             throw new IllegalArgumentException(
                     "Tensor memory needs a PyTorch-engine array, got "
@@ -258,7 +258,7 @@ public final class TensorMemory {
         return new Pointer(((PtNDArray) array).getHandle());
     }
 
-    private static void check(int error, String function) {
+    static void check(int error, String function) {
         if (error != 0) {
             throw new IllegalStateException(
                     function + " failed; libtorch printed the reason on stderr");
