@@ -223,6 +223,11 @@ public enum Precision {
         return target;
     }
 
+    /** The shim's {@code int32_t} code of this type. */
+    int shimType(AotiTorch torch) {
+        return shimType.applyAsInt(torch);
+    }
+
     private NDArray empty(NDManager manager, Shape shape, Device device) {
         if (!(manager instanceof PtNDManager)) {
             throw new IllegalArgumentException(
