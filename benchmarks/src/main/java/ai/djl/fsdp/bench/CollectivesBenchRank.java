@@ -1,11 +1,11 @@
 package ai.djl.fsdp.bench;
 
 import ai.djl.Device;
-import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.ndarray.NDManager;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -94,7 +94,7 @@ public final class CollectivesBenchRank implements Callable<Integer> {
         DistributedEnv env = DistributedEnv.fromEnvironment();
         int worldSize = env.worldSize();
         checkSettings(bytes, iterations, warmup, worldSize);
-        Device device = deviceOf(env);
+        Device device = RankDevice.of(env);
         List<String> lines = new ArrayList<>();
         ProcessGroupOptions options = ProcessGroupOptions.builder().optDevice(device).build();
         try (ProcessGroup group = ProcessGroups.init(env, options);
@@ -117,6 +117,8 @@ public final class CollectivesBenchRank implements Callable<Integer> {
                     for (int i = 0; i < iterations; i++) {
                         run.run();
                     }
+                    // NCCL's await orders the GPU without blocking the host: wait for the end.
+                    group.barrier();
                     double seconds = (System.nanoTime() - start) / 1e9 / iterations;
                     lines.add(collective.report(bytes, seconds, worldSize));
                 }
@@ -130,11 +132,5 @@ public final class CollectivesBenchRank implements Callable<Integer> {
             }
         }
         return 0;
-    }
-
-    /** One GPU per rank where there are GPUs (NCCL), else the CPU (the socket ring). */
-    private static Device deviceOf(DistributedEnv env) {
-        boolean gpus = Engine.getEngine("PyTorch").getGpuCount() > 0;
-        return gpus ? Device.gpu(env.localRank()) : Device.cpu();
     }
 }

@@ -68,7 +68,11 @@ public class CollectivesBenchmark {
 
     /** The CPU group of every rank, with a timeout that turns a dead rank into an error. */
     static ProcessGroupOptions groupOptions() {
-        return ProcessGroupOptions.builder().optTimeout(PEER_TIMEOUT).build();
+        // The socket ring's benchmark: CPU arrays even on a GPU host.
+        return ProcessGroupOptions.builder()
+                .optDevice(Device.cpu())
+                .optTimeout(PEER_TIMEOUT)
+                .build();
     }
 
     /** Starts the peers, joins the group as rank 0 and checks one run of the collective. */

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.examples;
 
+import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
@@ -59,7 +60,7 @@ public final class FsdpFitExample {
                         .addTrainingListeners(TrainingListener.Defaults.logging());
 
         try (Model model = Model.newInstance("classifier");
-                NDManager manager = NDManager.newBaseManager();
+                NDManager manager = NDManager.newBaseManager(Device.cpu());
                 // FSDP line 1: join the job the launcher started.
                 ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment())) {
             model.setBlock(net);

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.cli;
 
+import ai.djl.fsdp.launch.FailureReport;
 import java.io.PrintWriter;
 import java.util.ServiceLoader;
 import picocli.CommandLine;
@@ -82,6 +83,7 @@ public final class Fsdp implements Runnable {
                     .append(cause.getMessage() != null ? cause.getMessage() : cause.toString());
         }
         err.println(command.getColorScheme().errorText(message.toString()));
+        FailureReport.writeIfRequested(message.toString(), failure);
         if (stackTrace) {
             failure.printStackTrace(err);
         }

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.dist;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -24,7 +25,15 @@ import java.util.Optional;
  * </ol>
  *
  * <p>{@code DJL_FSDP_JOB_TOKEN} is the secret that every rank presents to the store and to its ring
- * neighbours; processes without it are refused.
+ * neighbours; processes without it are refused. {@code DJL_FSDP_RUN_ID} (set by {@code bin/fsdp
+ * launch}, afresh for each launch; under Slurm the job and step ids) tells two jobs given the same
+ * port and token apart: the store refuses a rank of another run.
+ *
+ * <p>Under Slurm without {@code MASTER_PORT}, the port is {@value #SLURM_PORT_BASE} plus the last
+ * four digits of {@code SLURM_JOB_ID}, so two jobs sharing a node do not collide.
+ *
+ * <p>A rank started by {@code bin/fsdp launch} exits within seconds of its launcher's death: {@link
+ * #fromEnvironment()} arms a {@link LauncherWatch}.
  */
 public final class DistributedEnv {
 
@@ -33,6 +42,14 @@ public final class DistributedEnv {
 
     /** The environment variable holding the job's shared secret. */
     public static final String JOB_TOKEN_VARIABLE = "DJL_FSDP_JOB_TOKEN";
+
+    /** The environment variable holding the id of this run of the job. */
+    public static final String RUN_ID_VARIABLE = "DJL_FSDP_RUN_ID";
+
+    /**
+     * Under Slurm without {@code MASTER_PORT}: the port is this plus {@code SLURM_JOB_ID % 10000}.
+     */
+    public static final int SLURM_PORT_BASE = 15000;
 
     private static final String LOOPBACK = "127.0.0.1";
 
@@ -43,6 +60,7 @@ public final class DistributedEnv {
     private final String masterAddr;
     private final int masterPort;
     private final String jobToken;
+    private final String runId;
 
     private DistributedEnv(
             int rank,
@@ -51,7 +69,8 @@ public final class DistributedEnv {
             int localWorldSize,
             String masterAddr,
             int masterPort,
-            String jobToken) {
+            String jobToken,
+            String runId) {
         this.rank = rank;
         this.worldSize = worldSize;
         this.localRank = localRank;
@@ -59,6 +78,7 @@ public final class DistributedEnv {
         this.masterAddr = masterAddr;
         this.masterPort = masterPort;
         this.jobToken = jobToken;
+        this.runId = runId;
     }
 
     /**
@@ -67,7 +87,9 @@ public final class DistributedEnv {
      * @throws IllegalArgumentException if the variables are inconsistent; the message names them
      */
     public static DistributedEnv fromEnvironment() {
-        return fromVariables(System.getenv());
+        DistributedEnv env = fromVariables(System.getenv());
+        LauncherWatch.armFromEnvironment(env.rank());
+        return env;
     }
 
     /**
@@ -77,20 +99,56 @@ public final class DistributedEnv {
      */
     public static DistributedEnv fromVariables(Map<String, String> variables) {
         Variables v = new Variables(variables);
+        DistributedEnv env;
         if (v.isSet("RANK") || v.isSet("WORLD_SIZE")) {
-            return fromTorchrunStyle(v);
+            env = fromTorchrunStyle(v);
+        } else if (v.isSet("SLURM_PROCID")) {
+            env = fromSlurm(v);
+        } else {
+            env = single(v.text(JOB_TOKEN_VARIABLE).orElse(""));
         }
-        if (v.isSet("SLURM_PROCID")) {
-            return fromSlurm(v);
+        return env.withRunId(runId(v));
+    }
+
+    private static String runId(Variables v) {
+        Optional<String> given = v.text(RUN_ID_VARIABLE);
+        if (given.isPresent()) {
+            return given.get();
         }
-        return single(v.text(JOB_TOKEN_VARIABLE).orElse(""));
+        if (v.isSet("SLURM_JOB_ID") && !v.isSet("RANK")) {
+            return "slurm-"
+                    + v.text("SLURM_JOB_ID").get()
+                    + v.text("SLURM_STEP_ID").map(s -> "." + s).orElse("");
+        }
+        return "";
+    }
+
+    /**
+     * Returns this environment with another run id (see {@link #runId()}).
+     *
+     * @throws IllegalArgumentException if it is longer than 64 bytes
+     */
+    public DistributedEnv withRunId(String runId) {
+        if (runId.getBytes(StandardCharsets.UTF_8).length > 64) {
+            throw new IllegalArgumentException(
+                    RUN_ID_VARIABLE + "='" + runId + "' is longer than 64 bytes");
+        }
+        return new DistributedEnv(
+                rank,
+                worldSize,
+                localRank,
+                localWorldSize,
+                masterAddr,
+                masterPort,
+                jobToken,
+                runId);
     }
 
     /**
      * Returns the environment of a job of one process, whose store listens on a free loopback port.
      */
     public static DistributedEnv single(String jobToken) {
-        return new DistributedEnv(0, 1, 0, 1, LOOPBACK, 0, Objects.requireNonNull(jobToken));
+        return new DistributedEnv(0, 1, 0, 1, LOOPBACK, 0, Objects.requireNonNull(jobToken), "");
     }
 
     /**
@@ -143,7 +201,8 @@ public final class DistributedEnv {
                 localWorldSize,
                 masterAddr,
                 masterPort,
-                Objects.requireNonNull(jobToken));
+                Objects.requireNonNull(jobToken),
+                "");
     }
 
     private static DistributedEnv fromTorchrunStyle(Variables v) {
@@ -182,8 +241,14 @@ public final class DistributedEnv {
                 localRank,
                 localWorldSize,
                 masterAddr(v, worldSize, true),
-                v.intOr("MASTER_PORT", DEFAULT_MASTER_PORT),
+                v.intOr("MASTER_PORT", slurmPort(v)),
                 v.text(JOB_TOKEN_VARIABLE).orElse(""));
+    }
+
+    private static int slurmPort(Variables v) {
+        return v.isSet("SLURM_JOB_ID")
+                ? SLURM_PORT_BASE + v.intOr("SLURM_JOB_ID", 0) % 10000
+                : DEFAULT_MASTER_PORT;
     }
 
     private static String masterAddr(Variables v, int worldSize, boolean slurm) {
@@ -293,6 +358,11 @@ public final class DistributedEnv {
         return jobToken;
     }
 
+    /** Returns the id of this run of the job, empty when none was given. */
+    public String runId() {
+        return runId;
+    }
+
     /** {@inheritDoc} The job token is not shown. */
     @Override
     public String toString() {
@@ -310,6 +380,7 @@ public final class DistributedEnv {
                 + masterPort
                 + ", token="
                 + (jobToken.isEmpty() ? "none" : "set")
+                + (runId.isEmpty() ? "" : ", run=" + runId)
                 + '}';
     }
 

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.dist;
 
+import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 
 /**
@@ -29,6 +30,9 @@ public interface ProcessGroup extends AutoCloseable {
 
     /** Returns the backend's name, such as {@code socket} or {@code nccl}. */
     String backend();
+
+    /** Returns the device whose arrays the group moves: this rank's GPU for NCCL, else the CPU. */
+    Device device();
 
     /**
      * Gathers every rank's {@code input} into {@code output}, rank {@code r}'s elements at offset

@@ -3,6 +3,7 @@ package ai.djl.fsdp.dist;
 import ai.djl.Device;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * How {@link ProcessGroups#init(DistributedEnv, ProcessGroupOptions)} builds a process group.
@@ -11,8 +12,17 @@ import java.util.Objects;
  */
 public final class ProcessGroupOptions {
 
+    /**
+     * The environment variable that sets the default {@link #timeout()} in seconds; {@code bin/fsdp
+     * launch --timeout} sets it for its ranks.
+     */
+    public static final String TIMEOUT_VARIABLE = "DJL_FSDP_TIMEOUT";
+
+    private static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
+
     private final Device device;
     private final Duration timeout;
+    private final Duration collectiveTimeout;
     private final int socketChunkBytes;
     private final int socketBufferBytes;
     private final boolean peerMemoryCopy;
@@ -20,6 +30,7 @@ public final class ProcessGroupOptions {
     private ProcessGroupOptions(Builder builder) {
         device = builder.device;
         timeout = builder.timeout;
+        collectiveTimeout = builder.collectiveTimeout;
         socketChunkBytes = builder.socketChunkBytes;
         socketBufferBytes = builder.socketBufferBytes;
         peerMemoryCopy = builder.peerMemoryCopy;
@@ -35,18 +46,33 @@ public final class ProcessGroupOptions {
         return new Builder();
     }
 
-    /** Returns the device whose arrays the group moves; it chooses the backend. */
-    public Device device() {
-        return device;
+    /**
+     * Returns the device whose arrays the group moves, which chooses the backend; empty means the
+     * rank's own device ({@link RankDevice#of}).
+     */
+    public Optional<Device> device() {
+        return Optional.ofNullable(device);
     }
 
     /**
-     * Returns the longest the group waits: to reach the store and the other ranks at start-up, for
-     * a store call, and (socket backend) for a peer that sends nothing during a collective; NCCL
-     * collectives wait on the GPU without it.
+     * Returns how long a rank may show no sign of life before the others fail: the wait to reach
+     * the store and the other ranks at start-up, for a store call, (socket backend) the watchdog's
+     * limit for a peer that sends no heartbeat or a store host that does not answer, and (NCCL) the
+     * watchdog's limit for a queued collective, after which it aborts the communicator. A peer that
+     * is alive but busy (a long forward) keeps sending heartbeats and is waited for up to {@link
+     * #collectiveTimeout()}.
      */
     public Duration timeout() {
         return timeout;
+    }
+
+    /**
+     * Returns the longest a collective waits for a peer that is alive (its heartbeats arrive) but
+     * does not take part: a rank that is busy for longer, or calls other collectives, fails the job
+     * after this time.
+     */
+    public Duration collectiveTimeout() {
+        return collectiveTimeout;
     }
 
     /** Returns how many incoming bytes the socket backend reduces at a time. */
@@ -69,30 +95,68 @@ public final class ProcessGroupOptions {
 
     /** Builds {@link ProcessGroupOptions}. */
     public static final class Builder {
-        private Device device = Device.cpu();
-        private Duration timeout = Duration.ofMinutes(10);
+        private Device device;
+        private Duration timeout = defaultTimeout(System.getenv(TIMEOUT_VARIABLE));
+        private Duration collectiveTimeout = Duration.ofMinutes(30);
         private int socketChunkBytes = 1 << 20;
         private int socketBufferBytes;
         private boolean peerMemoryCopy = true;
 
         Builder() {}
 
-        /** Sets the device whose arrays the group moves; the default is the CPU. */
+        /**
+         * Sets the device whose arrays the group moves; by default the rank's own ({@link
+         * RankDevice#of}: GPU {@code LOCAL_RANK} where there are GPUs, else the CPU).
+         */
         public Builder optDevice(Device device) {
             this.device = Objects.requireNonNull(device, "device");
             return this;
         }
 
         /**
-         * Sets the longest the group waits (see {@link ProcessGroupOptions#timeout()}); the default
-         * is 10 minutes, since a rank may legitimately wait that long for a slow peer.
+         * Sets how long a rank may show no sign of life (see {@link
+         * ProcessGroupOptions#timeout()}); the default is {@value #TIMEOUT_VARIABLE} seconds from
+         * the environment, else 60 seconds.
          */
         public Builder optTimeout(Duration timeout) {
-            if (timeout.isNegative() || timeout.isZero()) {
-                throw new IllegalArgumentException("the timeout must be positive: " + timeout);
-            }
-            this.timeout = timeout;
+            this.timeout = positive(timeout, "the timeout");
             return this;
+        }
+
+        /**
+         * Sets the longest a collective waits for a live peer that does not take part (see {@link
+         * ProcessGroupOptions#collectiveTimeout()}); the default is 30 minutes.
+         */
+        public Builder optCollectiveTimeout(Duration collectiveTimeout) {
+            this.collectiveTimeout = positive(collectiveTimeout, "the collective timeout");
+            return this;
+        }
+
+        private static Duration positive(Duration duration, String what) {
+            if (duration.isNegative() || duration.isZero()) {
+                throw new IllegalArgumentException(what + " must be positive: " + duration);
+            }
+            return duration;
+        }
+
+        static Duration defaultTimeout(String seconds) {
+            if (seconds == null || seconds.isBlank()) {
+                return DEFAULT_TIMEOUT;
+            }
+            try {
+                double value = Double.parseDouble(seconds.trim());
+                if (value > 0 && value <= Integer.MAX_VALUE) {
+                    return Duration.ofMillis((long) Math.ceil(value * 1000));
+                }
+            } catch (NumberFormatException e) {
+                // reported below
+            }
+            throw new IllegalArgumentException(
+                    TIMEOUT_VARIABLE
+                            + "='"
+                            + seconds
+                            + "' is not a positive number of seconds; unset it for the default"
+                            + " of 60, or give e.g. 120");
         }
 
         /** Sets how many bytes a reduction combines at a time; the default is 1 MiB. */

@@ -15,7 +15,9 @@ public final class ProcessGroups {
     private ProcessGroups() {}
 
     /**
-     * Joins the job described by {@code env} with the default options (CPU arrays).
+     * Joins the job described by {@code env} with the default options, on the rank's device ({@link
+     * RankDevice#of}): NCCL on GPU {@code LOCAL_RANK} where there are GPUs, the socket ring on the
+     * CPU otherwise.
      *
      * @see #init(DistributedEnv, ProcessGroupOptions)
      */
@@ -43,6 +45,7 @@ public final class ProcessGroups {
                 TcpStore.builder(env.masterAddr(), env.masterPort())
                         .optHostServer(env.rank() == 0)
                         .optToken(env.jobToken())
+                        .optRunId(env.runId())
                         .optTimeout(options.timeout())
                         .build();
         try {
@@ -56,10 +59,10 @@ public final class ProcessGroups {
     /** The one place where the device chooses the backend. */
     private static ProcessGroup createBackend(
             DistributedEnv env, TcpStore store, ProcessGroupOptions options) {
-        Device device = options.device();
+        Device device = options.device().orElseGet(() -> RankDevice.of(env));
         if (Device.Type.CPU.equals(device.getDeviceType())) {
             return SocketProcessGroup.connect(env, store, store.localAddress(), options);
         }
-        return NcclProcessGroup.create(env, store, device);
+        return NcclProcessGroup.create(env, store, device, options.timeout());
     }
 }

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -41,31 +42,51 @@ public final class LaunchCommand implements Subcommand {
 
     @Option(
             names = "--nnodes",
-            defaultValue = "1",
             paramLabel = "M",
-            description = "Nodes in the job (default: ${DEFAULT-VALUE}).")
-    private int nnodes;
+            description =
+                    "Nodes in the job (default: 1; in a Slurm step of one task per node,"
+                            + " SLURM_NNODES).")
+    private Integer nnodes;
 
     @Option(
             names = "--node-rank",
-            defaultValue = "0",
             paramLabel = "R",
-            description = "This node's index in [0, M) (default: ${DEFAULT-VALUE}).")
-    private int nodeRank;
+            description =
+                    "This node's index in [0, M) (default: 0; in a Slurm step, SLURM_NODEID).")
+    private Integer nodeRank;
 
     @Option(
             names = "--master-addr",
             paramLabel = "ADDR",
-            description = "Address of node 0 (default: 127.0.0.1 on one node).")
+            description =
+                    "Address of node 0 (default: MASTER_ADDR from the environment, else 127.0.0.1"
+                            + " on one node).")
     private String masterAddr;
 
     @Option(
             names = "--master-port",
             paramLabel = "PORT",
             description =
-                    "Rendezvous port on node 0 (default: a free port on one node, 29500 on"
-                            + " several).")
+                    "Rendezvous port on node 0 (default: MASTER_PORT from the environment; under"
+                            + " Slurm 15000 + SLURM_JOB_ID % 10000; else a free port on one node,"
+                            + " 29500 on several).")
     private Integer masterPort;
+
+    @Option(
+            names = "--timeout",
+            paramLabel = "SECONDS",
+            description =
+                    "Seconds a rank may show no sign of life (stopped, its store host gone)"
+                            + " before every rank fails (default: DJL_FSDP_TIMEOUT, else 60).")
+    private Double timeoutSeconds;
+
+    @Option(
+            names = "--run-id",
+            paramLabel = "ID",
+            description =
+                    "Id of this run, the same on every node (default: DJL_FSDP_RUN_ID; a fresh"
+                            + " random id on one node, slurm-JOBID under Slurm).")
+    private String runId;
 
     @Option(
             names = "--threads-per-rank",
@@ -105,19 +126,37 @@ public final class LaunchCommand implements Subcommand {
     @Override
     public Integer call() throws InterruptedException {
         requireKnownCommand();
+        Map<String, String> env = System.getenv();
+        SlurmStep slurm = SlurmStep.of(env);
+        if (slurm != null) {
+            slurm.requireOneTaskPerNode(spec.commandLine());
+        }
         Launcher.Builder builder =
                 Launcher.builder()
                         .setNprocPerNode(nprocPerNode)
                         .setCommand(command)
-                        .optNnodes(nnodes)
-                        .optNodeRank(nodeRank)
+                        .optNnodes(nnodes != null ? nnodes : slurm != null ? slurm.nodes() : 1)
+                        .optNodeRank(
+                                nodeRank != null ? nodeRank : slurm != null ? slurm.nodeId() : 0)
                         .optJavaOptions(jvmOptions)
                         .optStopTimeout(Duration.ofSeconds(stopTimeoutSeconds));
-        if (masterAddr != null) {
-            builder.optMasterAddr(masterAddr);
+        String addr = masterAddr != null ? masterAddr : blankToNull(env.get("MASTER_ADDR"));
+        if (addr != null) {
+            builder.optMasterAddr(addr);
         }
-        if (masterPort != null) {
-            builder.optMasterPort(masterPort);
+        Integer port = masterPort != null ? masterPort : SlurmStep.defaultPort(env);
+        if (port != null) {
+            builder.optMasterPort(port);
+        }
+        if (timeoutSeconds != null) {
+            if (!(timeoutSeconds > 0)) {
+                throw new ParameterException(
+                        spec.commandLine(), "--timeout must be a positive number of seconds");
+            }
+            builder.optTimeout(Duration.ofMillis((long) Math.ceil(timeoutSeconds * 1000)));
+        }
+        if (runId != null) {
+            builder.optRunId(runId);
         }
         if (threadsPerRank != null) {
             builder.optThreadsPerRank(threadsPerRank);
@@ -132,6 +171,10 @@ public final class LaunchCommand implements Subcommand {
             spec.commandLine().getErr().println("fsdp launch: " + e.getMessage());
             return e.exitCode();
         }
+    }
+
+    private static String blankToNull(String value) {
+        return value == null || value.isBlank() ? null : value.trim();
     }
 
     /**

@@ -1,14 +1,20 @@
 package ai.djl.fsdp.launch;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
  * The ranks one {@link Launcher#start} started on this node: a handle on each rank's process, a
@@ -26,11 +32,13 @@ public final class LaunchedJob implements AutoCloseable {
     private final Map<Integer, RankProcess> ranks = new LinkedHashMap<>();
     private final BlockingQueue<RankProcess> exited = new LinkedBlockingQueue<>();
     private final Duration stopTimeout;
+    private final Path reportDirectory;
     private final Thread stopOnShutdown;
     private volatile boolean stopped;
 
-    LaunchedJob(Duration stopTimeout) {
+    LaunchedJob(Duration stopTimeout, Path reportDirectory) {
         this.stopTimeout = stopTimeout;
+        this.reportDirectory = reportDirectory;
         stopOnShutdown = new Thread(this::stop, "fsdp-launch-shutdown");
         Runtime.getRuntime().addShutdownHook(stopOnShutdown);
     }
@@ -99,12 +107,63 @@ public final class LaunchedJob implements AutoCloseable {
                     // A rank ended by our own stop (Ctrl-C on the launcher) did not fail.
                     throw stopped
                             ? RankFailedException.stopped(rank.rank, code)
-                            : new RankFailedException(rank.rank, code);
+                            : firstFailure(rank, code);
                 }
             }
         } finally {
             stop();
         }
+    }
+
+    /**
+     * Returns the failure to report when {@code first} is the first rank seen to fail. When its
+     * report blames another rank of this node, that rank failed first: it gets the stop timeout to
+     * exit and report for itself; one still running then has stopped (SIGSTOP) or hangs.
+     */
+    private RankFailedException firstFailure(RankProcess first, int code)
+            throws InterruptedException {
+        Optional<FailureReport> report = first.report();
+        String message = report.map(FailureReport::message).orElse(null);
+        OptionalInt blamed = report.map(FailureReport::failedRank).orElse(OptionalInt.empty());
+        if (blamed.isEmpty() || blamed.getAsInt() == first.rank) {
+            return new RankFailedException(first.rank, code, message);
+        }
+        int culpritRank = blamed.getAsInt();
+        RankProcess culprit;
+        synchronized (this) {
+            culprit = ranks.get(culpritRank);
+        }
+        if (culprit == null) {
+            return new RankFailedException(
+                    first.rank,
+                    code,
+                    message + " (rank " + culpritRank + " runs on another node: see its launcher)");
+        }
+        if (culprit.process.waitFor(stopTimeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            int culpritCode = culprit.process.exitValue();
+            if (culpritCode != 0) {
+                return new RankFailedException(
+                        culpritRank,
+                        culpritCode,
+                        culprit.report().map(FailureReport::message).orElse(null));
+            }
+        }
+        return new RankFailedException(
+                "rank "
+                        + culpritRank
+                        + " failed first"
+                        + (culprit.process.isAlive()
+                                ? " and is still running but not answering (stopped or hung)"
+                                : "")
+                        + "; rank "
+                        + first.rank
+                        + " "
+                        + RankFailedException.describeExit(code)
+                        + ": "
+                        + message
+                        + "; stopped the other ranks",
+                culpritRank,
+                code);
     }
 
     /**
@@ -144,6 +203,14 @@ public final class LaunchedJob implements AutoCloseable {
     @Override
     public void close() {
         stop();
+        try (Stream<Path> reports = Files.list(reportDirectory)) {
+            for (Path report : (Iterable<Path>) reports::iterator) {
+                Files.deleteIfExists(report);
+            }
+            Files.deleteIfExists(reportDirectory);
+        } catch (IOException e) {
+            // A few bytes left in the temporary directory.
+        }
         try {
             Runtime.getRuntime().removeShutdownHook(stopOnShutdown);
         } catch (IllegalStateException e) {
@@ -161,11 +228,17 @@ public final class LaunchedJob implements AutoCloseable {
         final int rank;
         final Process process;
         private final List<LinePrefixer> copies;
+        private final Path reportFile;
 
-        RankProcess(int rank, Process process, List<LinePrefixer> copies) {
+        RankProcess(int rank, Process process, List<LinePrefixer> copies, Path reportFile) {
             this.rank = rank;
             this.process = process;
             this.copies = Collections.unmodifiableList(copies);
+            this.reportFile = reportFile;
+        }
+
+        Optional<FailureReport> report() {
+            return FailureReport.read(reportFile);
         }
 
         void awaitOutput(Duration timeout) throws InterruptedException {

@@ -1,11 +1,14 @@
 package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.LauncherWatch;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -26,12 +29,19 @@ import java.util.stream.IntStream;
  * LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code MASTER_ADDR}, {@code MASTER_PORT}) plus the job
  * token {@value DistributedEnv#JOB_TOKEN_VARIABLE}, which the rendezvous uses to refuse strangers.
  *
+ * <p>Each rank also gets {@value DistributedEnv#RUN_ID_VARIABLE}, an id of this launch, so that the
+ * store refuses the ranks of another job given the same port and token; {@value
+ * LauncherWatch#PID_VARIABLE}, so that it exits when this launcher dies; {@value
+ * FailureReport#FILE_VARIABLE}, where it writes why it failed; and, when set, the timeout in
+ * {@value ProcessGroupOptions#TIMEOUT_VARIABLE}.
+ *
  * <p>Each rank's output lines reach this JVM's output prefixed with {@code [rankN] } (or go to a
  * file per rank, see {@link Builder#optLogDirectory}). When a rank exits with a non-zero code the
  * launcher stops the others (SIGTERM, then SIGKILL after {@link Builder#optStopTimeout the stop
- * timeout}) and {@link #run} throws a {@link RankFailedException} naming it; when this JVM is shut
- * down (Ctrl-C) it stops them all. {@link #start} starts the ranks without waiting, for callers
- * that watch them one by one (tests).
+ * timeout}) and {@link #run} throws a {@link RankFailedException} naming the rank that failed first
+ * with its own message (a rank whose report blames another rank of this node defers to it); when
+ * this JVM is shut down (Ctrl-C) it stops them all. {@link #start} starts the ranks without
+ * waiting, for callers that watch them one by one (tests).
  *
  * <pre>{@code
  * Launcher.builder().setNprocPerNode(2).setCommand("bench", "collectives").build().run();
@@ -69,6 +79,8 @@ public final class Launcher {
     private final String masterAddr;
     private final int masterPort;
     private final String jobToken;
+    private final String runId;
+    private final Duration timeout;
     private final int threadsPerRank;
     private final List<String> javaOptions;
     private final List<String> mainCommand;
@@ -87,6 +99,8 @@ public final class Launcher {
         masterAddr = builder.masterAddr;
         masterPort = builder.masterPort;
         jobToken = builder.jobToken;
+        runId = builder.runId;
+        timeout = builder.timeout;
         threadsPerRank = builder.threadsPerRank;
         javaOptions = List.copyOf(builder.javaOptions);
         mainCommand = builder.mainCommand;
@@ -149,10 +163,16 @@ public final class Launcher {
      *     stopped)
      */
     public LaunchedJob start() {
-        LaunchedJob job = new LaunchedJob(stopTimeout);
+        Path reports;
+        try {
+            reports = Files.createTempDirectory("djl-fsdp-launch-");
+        } catch (IOException e) {
+            throw new UncheckedIOException("Could not create a folder for failure reports", e);
+        }
+        LaunchedJob job = new LaunchedJob(stopTimeout, reports);
         try {
             for (int localRank : localRanks) {
-                job.add(start(localRank));
+                job.add(start(localRank, reports));
             }
         } catch (RuntimeException e) {
             job.close();
@@ -183,11 +203,17 @@ public final class Launcher {
         env.put("MASTER_ADDR", masterAddr);
         env.put("MASTER_PORT", Integer.toString(masterPort));
         env.put(DistributedEnv.JOB_TOKEN_VARIABLE, jobToken);
+        env.put(DistributedEnv.RUN_ID_VARIABLE, runId);
+        if (timeout != null) {
+            env.put(
+                    ProcessGroupOptions.TIMEOUT_VARIABLE,
+                    Double.toString(timeout.toMillis() / 1000.0));
+        }
         env.put("OMP_NUM_THREADS", Integer.toString(threadsPerRank));
         return env;
     }
 
-    private LaunchedJob.RankProcess start(int localRank) {
+    private LaunchedJob.RankProcess start(int localRank, Path reports) {
         int rank = nodeRank * nprocPerNode + localRank;
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -204,6 +230,11 @@ public final class Launcher {
         SLURM_TASK_VARIABLES.forEach(env::remove);
         env.putAll(rankEnvironment(localRank));
         env.putIfAbsent(MALLOC_TUNABLES_VARIABLE, MALLOC_TUNABLES);
+        String[] launcher = LauncherWatch.describeThisProcess();
+        env.put(LauncherWatch.PID_VARIABLE, launcher[0]);
+        env.put(LauncherWatch.START_VARIABLE, launcher[1]);
+        Path report = reports.resolve("rank" + rank + ".failure");
+        env.put(FailureReport.FILE_VARIABLE, report.toString());
         if (logDirectory != null) {
             builder.redirectErrorStream(true)
                     .redirectOutput(logDirectory.resolve(logFileName(rank)).toFile());
@@ -212,7 +243,7 @@ public final class Launcher {
             Process process = builder.start();
             process.getOutputStream().close();
             if (logDirectory != null) {
-                return new LaunchedJob.RankProcess(rank, process, List.of());
+                return new LaunchedJob.RankProcess(rank, process, List.of(), report);
             }
             String prefix = "[rank" + rank + "] ";
             return new LaunchedJob.RankProcess(
@@ -220,7 +251,8 @@ public final class Launcher {
                     process,
                     List.of(
                             LinePrefixer.start(process.getInputStream(), prefix, out),
-                            LinePrefixer.start(process.getErrorStream(), prefix, err)));
+                            LinePrefixer.start(process.getErrorStream(), prefix, err)),
+                    report);
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start rank " + rank + ": " + command, e);
         }
@@ -258,6 +290,8 @@ public final class Launcher {
         private String masterAddr;
         private Integer masterPort;
         private String jobToken;
+        private String runId;
+        private Duration timeout;
         private Integer threadsPerRank;
         private List<String> javaOptions = Collections.emptyList();
         private List<String> command;
@@ -362,6 +396,31 @@ public final class Launcher {
          */
         public Builder optJobToken(String jobToken) {
             this.jobToken = jobToken;
+            return this;
+        }
+
+        /**
+         * Sets the id of this run (default: {@value DistributedEnv#RUN_ID_VARIABLE} from this
+         * process's environment; else a fresh random one on a single node, {@code slurm-JOBID}
+         * under Slurm, and none for several nodes, which must share one: give them the same).
+         *
+         * @param runId at most 64 bytes
+         * @return this builder
+         */
+        public Builder optRunId(String runId) {
+            this.runId = runId;
+            return this;
+        }
+
+        /**
+         * Sets the ranks' timeout (see {@link ProcessGroupOptions#timeout()}), passed to them in
+         * {@value ProcessGroupOptions#TIMEOUT_VARIABLE}; by default they read their own.
+         *
+         * @param timeout a positive duration
+         * @return this builder
+         */
+        public Builder optTimeout(Duration timeout) {
+            this.timeout = timeout;
             return this;
         }
 
@@ -528,6 +587,15 @@ public final class Launcher {
                 RANDOM.nextBytes(secret);
                 jobToken = HexFormat.of().formatHex(secret);
             }
+            require(
+                    timeout == null || !timeout.isNegative() && !timeout.isZero(),
+                    "the timeout must be positive, got " + timeout);
+            if (runId == null) {
+                runId = defaultRunId(nnodes, jobToken);
+            }
+            require(
+                    runId.getBytes(StandardCharsets.UTF_8).length <= 64,
+                    "the run id is limited to 64 bytes, got '" + runId + "'");
             mainCommand = resolveMainCommand(command);
             return new Launcher(this);
         }
@@ -555,6 +623,20 @@ public final class Launcher {
                         e);
             }
             return command;
+        }
+
+        private static String defaultRunId(int nnodes, String jobToken) {
+            String given = System.getenv(DistributedEnv.RUN_ID_VARIABLE);
+            if (given != null && !given.isBlank()) {
+                return given.trim();
+            }
+            if (nnodes == 1) {
+                byte[] id = new byte[8];
+                RANDOM.nextBytes(id);
+                return HexFormat.of().formatHex(id);
+            }
+            String slurmJob = System.getenv("SLURM_JOB_ID");
+            return slurmJob != null && !slurmJob.isBlank() ? "slurm-" + slurmJob.trim() : "";
         }
 
         private static void require(boolean condition, String message) {

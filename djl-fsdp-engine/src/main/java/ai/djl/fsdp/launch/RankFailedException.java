@@ -19,11 +19,52 @@ public class RankFailedException extends RuntimeException {
      * @param exitCode its exit code (128 + the signal number when a signal ended it)
      */
     public RankFailedException(int rank, int exitCode) {
+        this(rank, exitCode, null);
+    }
+
+    /**
+     * Constructs the failure of one rank with its own account of it.
+     *
+     * @param rank the global rank that failed first
+     * @param exitCode its exit code (128 + the signal number when a signal ended it)
+     * @param detail what the rank reported, or what is known of it; null when nothing is
+     */
+    public RankFailedException(int rank, int exitCode, String detail) {
         this(
-                "rank " + rank + " exited with code " + exitCode + "; stopped the other ranks",
+                "rank "
+                        + rank
+                        + " "
+                        + describeExit(exitCode)
+                        + (detail == null ? "" : ": " + detail)
+                        + "; stopped the other ranks",
                 rank,
                 exitCode,
                 false);
+    }
+
+    RankFailedException(String message, int rank, int exitCode) {
+        this(message, rank, exitCode, false);
+    }
+
+    /**
+     * Describes an exit code as a process status: a code above 128 is a signal's (as a shell
+     * reports it), named as {@code kill -l} names it.
+     *
+     * @param exitCode the exit code
+     * @return such as "exited with code 1" or "was killed by SIGKILL"
+     */
+    public static String describeExit(int exitCode) {
+        String[] names = {
+            "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
+            "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM"
+        };
+        int signal = exitCode - 128;
+        if (signal >= 1 && signal <= names.length) {
+            return "was killed by "
+                    + names[signal - 1]
+                    + (signal == 9 ? " (the system's out-of-memory killer sends it too)" : "");
+        }
+        return "exited with code " + exitCode;
     }
 
     private RankFailedException(String message, int rank, int exitCode, boolean launcherStopped) {
@@ -45,8 +86,8 @@ public class RankFailedException extends RuntimeException {
         return new RankFailedException(
                 "the launcher was stopped and stopped its ranks (rank "
                         + rank
-                        + " exited with code "
-                        + exitCode
+                        + " "
+                        + describeExit(exitCode)
                         + ")",
                 rank,
                 exitCode,

@@ -43,6 +43,14 @@ public interface Store extends AutoCloseable {
      */
     void barrier(String name, int rank, int worldSize);
 
+    /**
+     * Opens another client of the same store, with its own connection, for a thread whose calls
+     * must not queue behind this client's (a watchdog); the caller closes it.
+     *
+     * @param timeout the new client's {@link #timeout()}
+     */
+    Store newClient(Duration timeout);
+
     /** Returns the longest any call waits. */
     Duration timeout();
 

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -32,10 +33,8 @@ public final class TcpStore implements Store {
 
     private static final Duration MAX_RETRY_PAUSE = Duration.ofSeconds(1);
 
-    /** Extra time the client allows for a reply beyond the wait it asked the server for. */
-    private static final Duration REPLY_GRACE = Duration.ofSeconds(30);
-
     private final TcpStoreServer server;
+    private final Builder settings;
     private final Socket socket;
     private final DataInputStream in;
     private final DataOutputStream out;
@@ -43,9 +42,15 @@ public final class TcpStore implements Store {
     private final String endpoint;
     private final Map<String, Integer> barrierRounds = new HashMap<>();
 
-    private TcpStore(TcpStoreServer server, Socket socket, Duration timeout, String endpoint)
+    private TcpStore(
+            TcpStoreServer server,
+            Builder settings,
+            Socket socket,
+            Duration timeout,
+            String endpoint)
             throws IOException {
         this.server = server;
+        this.settings = settings;
         this.socket = socket;
         this.timeout = timeout;
         this.endpoint = endpoint;
@@ -79,6 +84,15 @@ public final class TcpStore implements Store {
     @Override
     public Duration timeout() {
         return timeout;
+    }
+
+    @Override
+    public TcpStore newClient(Duration timeout) {
+        return new Builder(settings.host, port())
+                .optToken(settings.token)
+                .optRunId(settings.runId)
+                .optTimeout(timeout)
+                .build();
     }
 
     @Override
@@ -234,13 +248,28 @@ public final class TcpStore implements Store {
         return key;
     }
 
-    /** Sends one request and returns the reply frame; one request at a time per connection. */
+    /**
+     * Sends one request and returns the reply frame; one request at a time per connection. The
+     * server answers a request at once or after the wait it was asked for, so a reply later than
+     * that by the timeout means the store's host has stopped.
+     */
     private synchronized DataInputStream call(
             String what, Duration wait, StoreProtocol.FrameBody request) {
         try {
-            socket.setSoTimeout(Math.toIntExact(wait.plus(timeout).plus(REPLY_GRACE).toMillis()));
+            socket.setSoTimeout(Math.toIntExact(wait.plus(timeout).toMillis()));
             StoreProtocol.writeFrame(out, request);
             return StoreProtocol.readFrame(in);
+        } catch (SocketTimeoutException e) {
+            throw new StoreException(
+                    "The store at "
+                            + endpoint
+                            + " did not answer a call ("
+                            + what
+                            + ") for "
+                            + timeout
+                            + ": rank 0, which hosts it, is stopped (SIGSTOP, a debugger) or its"
+                            + " host is unreachable",
+                    e);
         } catch (IOException e) {
             throw new StoreException(
                     "The store at "
@@ -249,7 +278,7 @@ public final class TcpStore implements Store {
                             + what
                             + ": "
                             + e
-                            + " (rank 0 hosts it: did it exit?)",
+                            + " (rank 0 hosts it: it exited or was killed)",
                     e);
         }
     }
@@ -277,6 +306,7 @@ public final class TcpStore implements Store {
         private boolean hostServer;
         private Duration timeout = Duration.ofMinutes(5);
         private String token = "";
+        private String runId = "";
 
         Builder(String host, int port) {
             this.host = Objects.requireNonNull(host, "host");
@@ -306,6 +336,22 @@ public final class TcpStore implements Store {
         }
 
         /**
+         * Sets the id of this run of the job (default empty), which a launcher generates afresh
+         * each time it starts the ranks: the server refuses clients of another run, so two jobs
+         * given the same port and token cannot join each other's store.
+         *
+         * @throws IllegalArgumentException if it is longer than 64 bytes
+         */
+        public Builder optRunId(String runId) {
+            if (runId.getBytes(StandardCharsets.UTF_8).length > StoreProtocol.MAX_RUN_ID_BYTES) {
+                throw new IllegalArgumentException(
+                        "the run id is limited to " + StoreProtocol.MAX_RUN_ID_BYTES + " bytes");
+            }
+            this.runId = runId;
+            return this;
+        }
+
+        /**
          * Starts the server if this process hosts it, then connects, retrying until the timeout.
          *
          * @throws StoreException if the store cannot be reached in time or refuses the token
@@ -317,29 +363,17 @@ public final class TcpStore implements Store {
                                 + " store");
             }
             byte[] tokenBytes = token.getBytes(StandardCharsets.UTF_8);
+            byte[] runIdBytes = runId.getBytes(StandardCharsets.UTF_8);
             TcpStoreServer server = null;
             try {
                 int connectPort = port;
                 if (hostServer) {
-                    server = TcpStoreServer.start(host, port, tokenBytes, handshakeTimeout());
+                    server =
+                            TcpStoreServer.start(
+                                    host, port, tokenBytes, runIdBytes, handshakeTimeout());
                     connectPort = server.port();
                 }
-                Socket socket = connect(connectPort);
-                String endpoint = host + ':' + connectPort;
-                TcpStore store;
-                try {
-                    store = new TcpStore(server, socket, timeout, endpoint);
-                } catch (IOException e) {
-                    socket.close();
-                    throw e;
-                }
-                try {
-                    store.hello(tokenBytes);
-                } catch (RuntimeException e) {
-                    store.close();
-                    throw e;
-                }
-                return store;
+                return connect(server, connectPort, tokenBytes, runIdBytes);
             } catch (IOException | RuntimeException e) {
                 if (server != null) {
                     server.close();
@@ -351,14 +385,17 @@ public final class TcpStore implements Store {
             }
         }
 
-        private Duration handshakeTimeout() {
-            return timeout.compareTo(Duration.ofSeconds(30)) < 0 ? timeout : Duration.ofSeconds(30);
-        }
-
-        private Socket connect(int connectPort) throws IOException {
+        /**
+         * Connects and says hello, retrying both until the timeout: the server may not listen yet,
+         * or may turn connections away while a flood of strangers fills its handshakes.
+         */
+        private TcpStore connect(
+                TcpStoreServer server, int connectPort, byte[] tokenBytes, byte[] runIdBytes)
+                throws IOException {
             long deadline = System.nanoTime() + timeout.toNanos();
             long pauseMillis = 50;
-            IOException last;
+            String endpoint = host + ':' + connectPort;
+            Exception last;
             do {
                 Socket socket = new Socket();
                 try {
@@ -367,8 +404,13 @@ public final class TcpStore implements Store {
                             new InetSocketAddress(host, connectPort),
                             (int) Math.min(left, Integer.MAX_VALUE));
                     socket.setTcpNoDelay(true);
-                    return socket;
-                } catch (IOException e) {
+                    TcpStore store = new TcpStore(server, this, socket, timeout, endpoint);
+                    store.hello(tokenBytes, runIdBytes);
+                    return store;
+                } catch (RefusedException e) {
+                    socket.close();
+                    throw e;
+                } catch (IOException | StoreException e) {
                     socket.close();
                     last = e;
                 }
@@ -382,9 +424,7 @@ public final class TcpStore implements Store {
             } while (System.nanoTime() < deadline);
             throw new StoreException(
                     "Could not reach the store at "
-                            + host
-                            + ':'
-                            + connectPort
+                            + endpoint
                             + " within "
                             + timeout
                             + " ("
@@ -393,9 +433,13 @@ public final class TcpStore implements Store {
                             + " MASTER_ADDR and MASTER_PORT the same on every rank?",
                     last);
         }
+
+        private Duration handshakeTimeout() {
+            return timeout.compareTo(Duration.ofSeconds(30)) < 0 ? timeout : Duration.ofSeconds(30);
+        }
     }
 
-    private void hello(byte[] token) {
+    private void hello(byte[] token, byte[] runId) {
         DataInputStream reply =
                 call(
                         "the handshake",
@@ -403,11 +447,26 @@ public final class TcpStore implements Store {
                         o -> {
                             o.writeInt(StoreProtocol.MAGIC);
                             o.writeByte(StoreProtocol.VERSION);
+                            o.writeByte(runId.length);
+                            o.write(runId);
                             o.write(token);
                         });
         try {
-            if (reply.readByte() != StoreProtocol.STATUS_OK) {
-                throw new StoreException(
+            byte status = reply.readByte();
+            if (status == StoreProtocol.STATUS_OTHER_RUN) {
+                throw new RefusedException(
+                        "The store at "
+                                + endpoint
+                                + " belongs to another job (run '"
+                                + reply.readUTF()
+                                + "', this rank's run is '"
+                                + new String(runId, StandardCharsets.UTF_8)
+                                + "'): the port is in use by another job. Give each job its own"
+                                + " MASTER_PORT (bin/fsdp launch picks a free one when"
+                                + " --master-port is not given)");
+            }
+            if (status != StoreProtocol.STATUS_OK) {
+                throw new RefusedException(
                         "The store at "
                                 + endpoint
                                 + " refused this process's"
@@ -415,6 +474,15 @@ public final class TcpStore implements Store {
             }
         } catch (IOException e) {
             throw brokenReply(e);
+        }
+    }
+
+    /** The server answered the hello with a refusal: trying again cannot help. */
+    private static final class RefusedException extends StoreException {
+        private static final long serialVersionUID = 1L;
+
+        RefusedException(String message) {
+            super(message);
         }
     }
 }

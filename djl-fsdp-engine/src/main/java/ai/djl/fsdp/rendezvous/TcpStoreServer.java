@@ -16,14 +16,14 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,33 +31,47 @@ import org.slf4j.LoggerFactory;
  * The store's server, hosted by rank 0: a key-value map behind a TCP port, one thread per
  * connection (a job has few ranks, and each rank's client makes one request at a time).
  *
- * <p>A connection must present the job's token in its first frame, within the handshake timeout;
- * anything else (a wrong token, a stray protocol, an oversized or truncated frame) is logged and
- * disconnected, and the job goes on.
+ * <p>A connection must present the job's run id and token in a hello frame no longer than the token
+ * allows, within the handshake timeout counted from the accept (not per read, so a client trickling
+ * bytes is cut off too); anything else (a wrong token, another job's run id, a stray protocol, an
+ * oversized or truncated frame) is logged and disconnected, and the job goes on. At most {@value
+ * #MAX_PENDING_HANDSHAKES} connections may be in their handshake and {@value #MAX_CONNECTIONS} open
+ * in all; a connection beyond either is closed at once, before any thread or buffer exists for it,
+ * so a flood of strangers costs a bounded amount of memory.
  */
 final class TcpStoreServer implements AutoCloseable {
 
     private static final Logger logger = LoggerFactory.getLogger(TcpStoreServer.class);
 
-    /**
-     * The most connections served at once: every rank holds one, and a flood of strangers (each
-     * dropped after the handshake timeout at the latest) must not exhaust threads.
-     */
+    /** The most connections served at once: every rank holds two (its client and its watchdog). */
     private static final int MAX_CONNECTIONS = 4096;
+
+    /** The most connections that have not yet presented the token. */
+    private static final int MAX_PENDING_HANDSHAKES = 64;
 
     private final ServerSocket serverSocket;
     private final byte[] token;
+    private final byte[] runId;
     private final Duration handshakeTimeout;
     private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition changed = lock.newCondition();
-    private final Map<String, byte[]> values = new HashMap<>();
+    private final AtomicInteger pendingHandshakes = new AtomicInteger();
+    private final ScheduledExecutorService handshakeDeadlines;
+    private final StoreValues values = new StoreValues();
     private volatile boolean closed;
 
-    private TcpStoreServer(ServerSocket serverSocket, byte[] token, Duration handshakeTimeout) {
+    private TcpStoreServer(
+            ServerSocket serverSocket, byte[] token, byte[] runId, Duration handshakeTimeout) {
         this.serverSocket = serverSocket;
         this.token = token;
+        this.runId = runId;
         this.handshakeTimeout = handshakeTimeout;
+        handshakeDeadlines =
+                Executors.newSingleThreadScheduledExecutor(
+                        task -> {
+                            Thread thread = new Thread(task, "djl-fsdp-store-deadlines");
+                            thread.setDaemon(true);
+                            return thread;
+                        });
     }
 
     /**
@@ -65,7 +79,8 @@ final class TcpStoreServer implements AutoCloseable {
      * address, otherwise on every interface (a Kubernetes service name resolves to a virtual
      * address that no local interface holds).
      */
-    static TcpStoreServer start(String host, int port, byte[] token, Duration handshakeTimeout)
+    static TcpStoreServer start(
+            String host, int port, byte[] token, byte[] runId, Duration handshakeTimeout)
             throws IOException {
         ServerSocket socket = new ServerSocket();
         try {
@@ -78,10 +93,12 @@ final class TcpStoreServer implements AutoCloseable {
                             + port
                             + " ("
                             + e.getMessage()
-                            + "); is MASTER_PORT in use by another job?",
+                            + "): the port is in use, most likely by another job; give each job"
+                            + " its own MASTER_PORT (bin/fsdp launch picks a free one when"
+                            + " --master-port is not given)",
                     e);
         }
-        TcpStoreServer server = new TcpStoreServer(socket, token, handshakeTimeout);
+        TcpStoreServer server = new TcpStoreServer(socket, token, runId, handshakeTimeout);
         Thread acceptor = new Thread(server::acceptLoop, "djl-fsdp-store-server");
         acceptor.setDaemon(true);
         acceptor.start();
@@ -106,43 +123,61 @@ final class TcpStoreServer implements AutoCloseable {
 
     private void acceptLoop() {
         while (!closed) {
+            Socket socket;
             try {
-                Socket socket = serverSocket.accept();
-                Thread handler =
-                        new Thread(
-                                () -> serve(socket),
-                                "djl-fsdp-store-conn-" + socket.getRemoteSocketAddress());
-                handler.setDaemon(true);
-                handler.start();
+                socket = serverSocket.accept();
             } catch (IOException e) {
                 if (!closed) {
                     logger.warn("The store stopped accepting connections", e);
                 }
                 return;
             }
+            if (connections.size() >= MAX_CONNECTIONS
+                    || pendingHandshakes.incrementAndGet() > MAX_PENDING_HANDSHAKES) {
+                if (connections.size() < MAX_CONNECTIONS) {
+                    pendingHandshakes.decrementAndGet();
+                }
+                logger.warn(
+                        "Refused store client {}: too many connections ({} open)",
+                        socket.getRemoteSocketAddress(),
+                        connections.size());
+                closeQuietly(socket);
+                continue;
+            }
+            connections.add(socket);
+            // Counted from the accept, not per read: closing the socket ends any handshake.
+            ScheduledFuture<?> deadline =
+                    handshakeDeadlines.schedule(
+                            () -> closeQuietly(socket),
+                            handshakeTimeout.toMillis(),
+                            TimeUnit.MILLISECONDS);
+            Thread handler =
+                    new Thread(
+                            () -> serve(socket, deadline),
+                            "djl-fsdp-store-conn-" + socket.getRemoteSocketAddress());
+            handler.setDaemon(true);
+            handler.start();
         }
     }
 
-    private void serve(Socket socket) {
-        connections.add(socket);
+    private void serve(Socket socket, ScheduledFuture<?> deadline) {
         String peer = String.valueOf(socket.getRemoteSocketAddress());
+        boolean pending = true;
         try (socket) {
             if (closed) {
                 // Accepted while closing; close() set the flag before closing the connections.
                 return;
             }
-            if (connections.size() > MAX_CONNECTIONS) {
-                logger.warn(
-                        "Refused store client {}: {} connections are open", peer, MAX_CONNECTIONS);
-                return;
-            }
             socket.setTcpNoDelay(true);
             DataInputStream in =
-                    new DataInputStream(new BufferedInputStream(socket.getInputStream()));
+                    new DataInputStream(new BufferedInputStream(socket.getInputStream(), 512));
             DataOutputStream out =
-                    new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
+                    new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), 512));
             socket.setSoTimeout(Math.toIntExact(handshakeTimeout.toMillis()));
-            if (!admit(in, out, peer)) {
+            boolean admitted = admit(in, out, peer);
+            pending = false;
+            pendingHandshakes.decrementAndGet();
+            if (!admitted || !deadline.cancel(false)) {
                 return;
             }
             // A rank may stay quiet for as long as its training step lasts.
@@ -165,24 +200,49 @@ final class TcpStoreServer implements AutoCloseable {
                 logger.debug("Store client {} disconnected", peer, e);
             }
         } finally {
+            if (pending) {
+                pendingHandshakes.decrementAndGet();
+            }
+            deadline.cancel(false);
             connections.remove(socket);
         }
     }
 
     private boolean admit(DataInputStream in, DataOutputStream out, String peer)
             throws IOException {
-        DataInputStream hello = StoreProtocol.readFrame(in);
+        DataInputStream hello =
+                StoreProtocol.readFrame(in, StoreProtocol.maxHelloBytes(token.length));
         StoreProtocol.require(
                 hello.readInt() == StoreProtocol.MAGIC, "the first frame is not a store hello");
         byte version = hello.readByte();
         StoreProtocol.require(
                 version == StoreProtocol.VERSION,
                 "protocol version " + version + ", expected " + StoreProtocol.VERSION);
+        int runIdLength = hello.readUnsignedByte();
+        StoreProtocol.require(
+                runIdLength <= StoreProtocol.MAX_RUN_ID_BYTES && runIdLength <= hello.available(),
+                "a run id of " + runIdLength + " bytes");
+        byte[] presentedRunId = new byte[runIdLength];
+        hello.readFully(presentedRunId);
         byte[] presented = hello.readAllBytes();
         // Constant time, so the reply's timing says nothing about how much of the token matched.
         if (!MessageDigest.isEqual(presented, token)) {
             logger.warn("Refused store client {}: wrong job token", peer);
             StoreProtocol.writeFrame(out, o -> o.writeByte(StoreProtocol.STATUS_REFUSED));
+            return false;
+        }
+        if (!MessageDigest.isEqual(presentedRunId, runId)) {
+            logger.warn(
+                    "Refused store client {}: it belongs to run '{}', this store to run '{}'",
+                    peer,
+                    new String(presentedRunId, StandardCharsets.UTF_8),
+                    new String(runId, StandardCharsets.UTF_8));
+            StoreProtocol.writeFrame(
+                    out,
+                    o -> {
+                        o.writeByte(StoreProtocol.STATUS_OTHER_RUN);
+                        o.writeUTF(new String(runId, StandardCharsets.UTF_8));
+                    });
             return false;
         }
         StoreProtocol.writeFrame(out, o -> o.writeByte(StoreProtocol.STATUS_OK));
@@ -193,12 +253,12 @@ final class TcpStoreServer implements AutoCloseable {
         byte op = request.readByte();
         switch (op) {
             case StoreProtocol.OP_SET:
-                set(request.readUTF(), readValue(request));
+                values.set(request.readUTF(), readValue(request));
                 StoreProtocol.writeFrame(out, o -> o.writeByte(StoreProtocol.STATUS_OK));
                 break;
             case StoreProtocol.OP_GET:
                 String key = request.readUTF();
-                byte[] value = awaitValue(key, readWait(request));
+                byte[] value = values.awaitValue(key, readWait(request));
                 StoreProtocol.writeFrame(
                         out,
                         o -> {
@@ -218,7 +278,7 @@ final class TcpStoreServer implements AutoCloseable {
                         out,
                         o -> {
                             try {
-                                long sum = add(counter, delta);
+                                long sum = values.add(counter, delta);
                                 o.writeByte(StoreProtocol.STATUS_OK);
                                 o.writeLong(sum);
                             } catch (NumberFormatException e) {
@@ -236,7 +296,7 @@ final class TcpStoreServer implements AutoCloseable {
                 for (int i = 0; i < count; i++) {
                     keys.add(request.readUTF());
                 }
-                List<String> missing = awaitKeys(keys, readWait(request));
+                List<String> missing = values.awaitKeys(keys, readWait(request));
                 StoreProtocol.writeFrame(
                         out,
                         o -> {
@@ -272,99 +332,24 @@ final class TcpStoreServer implements AutoCloseable {
         return millis;
     }
 
-    private void set(String key, byte[] value) {
-        lock.lock();
+    private static void closeQuietly(Socket socket) {
         try {
-            values.put(key, value);
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private long add(String key, long delta) {
-        lock.lock();
-        try {
-            byte[] old = values.get(key);
-            long sum =
-                    (old == null ? 0 : Long.parseLong(new String(old, StandardCharsets.UTF_8)))
-                            + delta;
-            values.put(key, Long.toString(sum).getBytes(StandardCharsets.UTF_8));
-            changed.signalAll();
-            return sum;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Returns the value, or null when it was not set within {@code millis}. */
-    private byte[] awaitValue(String key, long millis) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-        lock.lock();
-        try {
-            byte[] value;
-            while ((value = values.get(key)) == null && !closed) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    return null;
-                }
-                changed.awaitNanos(left);
-            }
-            return value;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Returns the keys still missing after waiting up to {@code millis} for all of them. */
-    private List<String> awaitKeys(List<String> keys, long millis) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-        lock.lock();
-        try {
-            while (true) {
-                List<String> missing = new ArrayList<>();
-                for (String key : keys) {
-                    if (!values.containsKey(key)) {
-                        missing.add(key);
-                    }
-                }
-                long left = deadline - System.nanoTime();
-                if (missing.isEmpty() || left <= 0 || closed) {
-                    return missing;
-                }
-                changed.awaitNanos(left);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return keys;
-        } finally {
-            lock.unlock();
+            socket.close();
+        } catch (IOException e) {
+            logger.debug("Closing a store connection failed", e);
         }
     }
 
     @Override
     public void close() {
         closed = true;
+        handshakeDeadlines.shutdownNow();
         try {
             serverSocket.close();
         } catch (IOException e) {
             logger.debug("Closing the store's listening socket failed", e);
         }
-        for (Socket socket : connections) {
-            try {
-                socket.close();
-            } catch (IOException e) {
-                logger.debug("Closing a store connection failed", e);
-            }
-        }
-        lock.lock();
-        try {
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        connections.forEach(TcpStoreServer::closeQuietly);
+        values.close();
     }
 }

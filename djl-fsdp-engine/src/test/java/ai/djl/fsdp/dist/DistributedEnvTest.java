@@ -154,4 +154,42 @@ class DistributedEnvTest {
                 e.getMessage().contains(expected),
                 "'" + e.getMessage() + "' should mention " + expected);
     }
+
+    @Test
+    void slurmDerivesThePortAndTheRunFromTheJob() {
+        DistributedEnv env =
+                DistributedEnv.fromVariables(
+                        Map.of(
+                                "SLURM_PROCID", "1",
+                                "SLURM_NTASKS", "2",
+                                "SLURM_JOB_ID", "123456",
+                                "SLURM_STEP_ID", "0",
+                                "MASTER_ADDR", "node1"));
+        assertEquals(DistributedEnv.SLURM_PORT_BASE + 3456, env.masterPort());
+        assertEquals("slurm-123456.0", env.runId());
+    }
+
+    @Test
+    void launcherRunIdWinsAndTimeoutIsChecked() {
+        DistributedEnv env =
+                DistributedEnv.fromVariables(
+                        Map.of(
+                                "RANK",
+                                "0",
+                                "WORLD_SIZE",
+                                "2",
+                                "MASTER_ADDR",
+                                "127.0.0.1",
+                                DistributedEnv.RUN_ID_VARIABLE,
+                                "abc"));
+        assertEquals("abc", env.runId());
+        assertEquals(
+                java.time.Duration.ofMillis(2500),
+                ProcessGroupOptions.Builder.defaultTimeout("2.5"));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> ProcessGroupOptions.Builder.defaultTimeout("soon"));
+        assertTrue(e.getMessage().contains(ProcessGroupOptions.TIMEOUT_VARIABLE), e.getMessage());
+    }
 }

@@ -135,6 +135,37 @@ class TcpStoreTest {
     }
 
     @Test
+    void anotherRunWithTheSameTokenIsToldThePortIsTaken() {
+        try (TcpStore other =
+                TcpStore.builder("127.0.0.1", 0)
+                        .optHostServer(true)
+                        .optToken(TOKEN)
+                        .optRunId("first")
+                        .optTimeout(TIMEOUT)
+                        .build()) {
+            StoreException e =
+                    assertThrows(
+                            StoreException.class,
+                            () ->
+                                    TcpStore.builder("127.0.0.1", other.port())
+                                            .optToken(TOKEN)
+                                            .optRunId("second")
+                                            .optTimeout(TIMEOUT)
+                                            .build());
+            assertTrue(e.getMessage().contains("in use by another job"), e.getMessage());
+            other.set("still", new byte[] {1});
+            assertArrayEquals(new byte[] {1}, other.get("still"));
+        }
+    }
+
+    @Test
+    void helloLongerThanTheTokenIsDroppedUnread() throws IOException {
+        int tooLong = StoreProtocol.maxHelloBytes(TOKEN.length()) + 1;
+        assertDisconnected(out -> out.writeInt(tooLong));
+        assertStillServes();
+    }
+
+    @Test
     void malformedFramesAreRefused() throws IOException {
         // A length beyond the limit: dropped before anything is allocated.
         assertDisconnected(out -> out.writeInt(Integer.MAX_VALUE));
@@ -162,9 +193,10 @@ class TcpStoreTest {
 
     private void hello(DataOutputStream out) throws IOException {
         byte[] token = TOKEN.getBytes(StandardCharsets.UTF_8);
-        out.writeInt(5 + token.length);
+        out.writeInt(6 + token.length);
         out.writeInt(StoreProtocol.MAGIC);
         out.writeByte(StoreProtocol.VERSION);
+        out.writeByte(0);
         out.write(token);
     }
 

@@ -1,7 +1,9 @@
 package ai.djl.fsdp.testing;
 
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.launch.LaunchedJob;
 import ai.djl.fsdp.launch.Launcher;
+import ai.djl.fsdp.launch.RankFailedException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -20,8 +22,10 @@ import java.util.stream.Stream;
 /**
  * A job of N ranks on this machine for multi-process tests, started by the project's {@link
  * Launcher} (so tests run the ranks exactly as {@code bin/fsdp launch} does): each rank is a JVM
- * running a given main class on the test class path, with a small heap and one DJL thread, and its
- * standard output and error in a file that the results carry as text.
+ * running a given main class on the test class path, with a small heap and one DJL thread, on the
+ * CPU unless {@code env(RankDevice.DEVICE_VARIABLE, "gpu")} asks for GPUs (so a GPU host still
+ * tests the socket ring), and its standard output and error in a file that the results carry as
+ * text.
  *
  * <pre>{@code
  * try (RankProcesses job = RankProcesses.builder(MyRankMain.class).worldSize(3).start()) {
@@ -81,6 +85,57 @@ public final class RankProcesses implements AutoCloseable {
             }
             sleep(50);
         }
+    }
+
+    /** Returns whether rank {@code rank}'s process still runs. */
+    public boolean isAlive(int rank) {
+        return job.process(rank).isAlive();
+    }
+
+    /** Returns the process id of rank {@code rank}. */
+    public long pid(int rank) {
+        return job.process(rank).pid();
+    }
+
+    /**
+     * Sends rank {@code rank} a signal by name, such as {@code STOP} (it freezes, as under a
+     * debugger or a frozen machine) or {@code CONT}.
+     */
+    public void signal(int rank, String signal) {
+        signal(pid(rank), signal);
+    }
+
+    /** Sends the process {@code pid} a signal by name with {@code kill}. */
+    public static void signal(long pid, String signal) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).start();
+            if (kill.waitFor() != 0) {
+                throw new AssertionError("kill -" + signal + " " + pid + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        }
+    }
+
+    /**
+     * Waits as the launcher does until a rank fails or all succeed, then stops the others.
+     *
+     * @return the launcher's report of the rank that failed first
+     * @throws AssertionError if every rank succeeded
+     */
+    public RankFailedException awaitLauncherFailure() {
+        try {
+            job.awaitSuccess();
+        } catch (RankFailedException e) {
+            return e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        }
+        throw new AssertionError("every rank succeeded");
     }
 
     /** Kills rank {@code rank} at once, as a crash or an out-of-memory kill would. */
@@ -236,8 +291,10 @@ public final class RankProcesses implements AutoCloseable {
         private final List<String> args = new ArrayList<>();
         private final List<String> jvmOptions =
                 new ArrayList<>(List.of("-Xmx512m", "-XX:+UseSerialGC"));
-        private final Map<String, String> environment = new LinkedHashMap<>();
+        private final Map<String, String> environment =
+                new LinkedHashMap<>(Map.of(RankDevice.DEVICE_VARIABLE, "cpu"));
         private Duration timeout = Duration.ofMinutes(2);
+        private Integer masterPort;
 
         Builder(Class<?> mainClass) {
             this.mainClass = Objects.requireNonNull(mainClass, "mainClass");
@@ -271,6 +328,12 @@ public final class RankProcesses implements AutoCloseable {
             return this;
         }
 
+        /** Sets the store's port; the default is a free one. */
+        public Builder masterPort(int masterPort) {
+            this.masterPort = masterPort;
+            return this;
+        }
+
         /** Sets how long the whole job may run before all ranks are stopped; default 2 minutes. */
         public Builder timeout(Duration timeout) {
             this.timeout = Objects.requireNonNull(timeout, "timeout");
@@ -299,6 +362,9 @@ public final class RankProcesses implements AutoCloseable {
                             .optLogDirectory(logDirectory)
                             .optStopTimeout(STOP_TIMEOUT);
             environment.forEach(launcher::optEnvironment);
+            if (masterPort != null) {
+                launcher.optMasterPort(masterPort);
+            }
             return new RankProcesses(launcher.build().start(), logDirectory, timeout);
         }
 

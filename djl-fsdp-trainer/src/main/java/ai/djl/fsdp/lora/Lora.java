@@ -1,11 +1,10 @@
 package ai.djl.fsdp.lora;
 
 import ai.djl.fsdp.safetensors.AtomicFiles;
-import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.tensor.BlockChildren;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -23,7 +22,6 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -34,8 +32,8 @@ import java.util.TreeSet;
  * adapter_config.json} and {@code adapter_model.safetensors} keyed {@code
  * base_model.model.<module>.lora_A.weight}), so adapters move between this project and PEFT.
  *
- * <p>The tree's parents of targeted projections must be {@link MutableBlock}s; the projections must
- * be {@link LinearProjection}s.
+ * <p>The targeted projections must be {@link LinearProjection}s; adapters are put in their place
+ * with {@link BlockChildren}, as FSDP puts its units.
  */
 public final class Lora {
 
@@ -90,7 +88,7 @@ public final class Lora {
             LoraLinear lora = new LoraLinear(projection, config);
             NDArray w = weight.getArray();
             lora.initialize(w.getManager(), w.getDataType(), new Shape(1, projection.inFeatures()));
-            parent(modules, path).replaceChild(leaf(path), lora);
+            BlockChildren.replace(parent(modules, path), projection, lora);
             adapted.add(path);
         }
         if (adapted.isEmpty()) {
@@ -144,7 +142,7 @@ public final class Lora {
         for (Map.Entry<String, LoraLinear> entry : adapters.entrySet()) {
             LoraLinear lora = entry.getValue();
             lora.mergeIntoBase();
-            parent(modules, entry.getKey()).replaceChild(leaf(entry.getKey()), lora.getBase());
+            BlockChildren.replace(parent(modules, entry.getKey()), lora, lora.getBase());
             lora.getLoraA().close();
             lora.getLoraB().close();
         }
@@ -193,74 +191,6 @@ public final class Lora {
     }
 
     /**
-     * Merges the adapters of a model trained with FSDP into its base weights and saves the merged
-     * model as one safetensors file with the plain model's names, one FSDP unit at a time: each
-     * unit is gathered alone, its adapters are merged into copies of its base weights, and rank 0
-     * writes its tensors into their place in the file, so no rank ever holds the whole model. The
-     * trainer's model keeps its adapters and shards. A collective: every rank calls it; only rank 0
-     * writes, and the file appears (atomically) once every tensor is in it.
-     *
-     * <p>A model without adapters is saved as it is, the same way.
-     *
-     * @param trainer the trainer of the (adapted) model
-     * @param file the safetensors file to create or replace (on rank 0)
-     * @throws IOException if writing fails
-     */
-    public static void saveMerged(FsdpTrainer trainer, Path file) throws IOException {
-        Block root = trainer.getModel().getBlock();
-        Map<String, Parameter> merged = mergedParameters(root);
-        Map<Parameter, String> names = new IdentityHashMap<>();
-        merged.forEach((name, parameter) -> names.put(parameter, name));
-        Map<Parameter, LoraLinear> adapterByA = new IdentityHashMap<>();
-        adapters(root).values().forEach(lora -> adapterByA.put(lora.getLoraA(), lora));
-        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
-        merged.forEach(
-                (name, parameter) ->
-                        // The released arrays keep their element type; shapes live on the
-                        // parameters.
-                        writer.declare(
-                                name,
-                                Dtype.of(parameter.getArray().getDataType()),
-                                parameter.getShape()));
-        try (SafetensorsWriter.StreamingFile out =
-                trainer.getRank() == 0 ? writer.stream(file) : null) {
-            trainer.forEachUnitGathered(
-                    unit -> {
-                        if (out == null) {
-                            return;
-                        }
-                        List<Parameter> parameters = unit.getParameters();
-                        Set<Parameter> inUnit = Collections.newSetFromMap(new IdentityHashMap<>());
-                        inUnit.addAll(parameters);
-                        for (Parameter parameter : parameters) {
-                            LoraLinear lora = adapterByA.get(parameter);
-                            if (lora == null) {
-                                continue;
-                            }
-                            Parameter base = lora.getBase().getParameters().get("weight");
-                            if (!inUnit.contains(base)) {
-                                throw new IllegalStateException(
-                                        "an adapter of FSDP unit "
-                                                + unit.getName()
-                                                + " adapts a weight outside it; wrap the adapted"
-                                                + " projection's parent, not the projection");
-                            }
-                            lora.mergeIntoBase();
-                        }
-                        for (Parameter parameter : parameters) {
-                            String name = names.get(parameter);
-                            if (name != null) {
-                                out.write(name, parameter.getArray());
-                            }
-                        }
-                    });
-            if (out != null) {
-                out.commit();
-            }
-        }
-    }
-
-    /**
      * Counts trainable and total parameters (a tied parameter counts once).
      *
      * @param root the model
@@ -289,76 +219,50 @@ public final class Lora {
      * @throws IOException if writing fails
      */
     public static void save(Block root, LoraConfig config, Path directory) throws IOException {
-        Map<String, LoraLinear> adapters = savedAdapters(root);
         SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
-        adapters.forEach((path, lora) -> addAdapter(writer, path, lora));
-        writeAdapters(writer, adapters, config, directory);
+        savedAdapters(root)
+                .forEach(
+                        (path, lora) -> {
+                            writer.add(
+                                    PEFT_PREFIX + path + ".lora_A.weight",
+                                    lora.getLoraA().getArray());
+                            writer.add(
+                                    PEFT_PREFIX + path + ".lora_B.weight",
+                                    lora.getLoraB().getArray());
+                        });
+        saveConfig(root, config, directory);
+        writer.write(directory.resolve(WEIGHTS_FILE));
     }
 
     /**
-     * Saves the adapters of a model trained with FSDP in PEFT's layout, as {@link #save(Block,
-     * LoraConfig, Path)} does, gathering one FSDP unit at a time. A collective: every rank calls
-     * it; only rank 0 writes.
+     * Writes the adapter configuration file of a PEFT adapter directory (the weights are written by
+     * {@link #save(Block, LoraConfig, Path)}, or unit by unit with {@link #adapterState}).
      *
-     * @param trainer the trainer of the adapted model
+     * @param root the adapted model
      * @param config the configuration the adapters were made with
-     * @param directory the adapter directory (created if needed) on rank 0
+     * @param directory the adapter directory (created if needed)
      * @throws IOException if writing fails
      */
-    public static void save(FsdpTrainer trainer, LoraConfig config, Path directory)
-            throws IOException {
-        Map<String, LoraLinear> adapters = savedAdapters(trainer.getModel().getBlock());
-        Map<Parameter, String> pathByA = new IdentityHashMap<>();
-        adapters.forEach((path, lora) -> pathByA.put(lora.getLoraA(), path));
-        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
-        // The adapters are small: the writer keeps copies of each unit's until all are in.
-        // Every rank takes part in the gathers; only rank 0, which writes, copies the adapters.
-        trainer.forEachUnitGathered(
-                unit -> {
-                    if (trainer.getRank() != 0) {
-                        return;
-                    }
-                    for (Parameter parameter : unit.getParameters()) {
-                        String path = pathByA.get(parameter);
-                        if (path != null) {
-                            addAdapter(writer, path, adapters.get(path));
-                        }
-                    }
-                });
-        if (trainer.getRank() == 0) {
-            writeAdapters(writer, adapters, config, directory);
-        }
-    }
-
-    private static Map<String, LoraLinear> savedAdapters(Block root) {
-        Map<String, LoraLinear> adapters = adapters(root);
-        if (adapters.isEmpty()) {
-            throw new IllegalStateException("the model has no LoRA adapters to save");
-        }
-        return adapters;
-    }
-
-    private static void addAdapter(SafetensorsWriter writer, String path, LoraLinear lora) {
-        writer.add(PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA().getArray());
-        writer.add(PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB().getArray());
-    }
-
-    private static void writeAdapters(
-            SafetensorsWriter writer,
-            Map<String, LoraLinear> adapters,
-            LoraConfig config,
-            Path directory)
+    public static void saveConfig(Block root, LoraConfig config, Path directory)
             throws IOException {
         boolean fanInFanOut =
-                adapters.values().stream().anyMatch(lora -> lora.getBase().fanInFanOut());
+                savedAdapters(root).values().stream()
+                        .anyMatch(lora -> lora.getBase().fanInFanOut());
         Files.createDirectories(directory);
-        writer.write(directory.resolve(WEIGHTS_FILE));
         AtomicFiles.writeString(
                 directory.resolve(CONFIG_FILE),
                 new GsonBuilder()
                         .setPrettyPrinting()
                         .create()
                         .toJson(config.toPeftJson(fanInFanOut)));
+    }
+
+    static Map<String, LoraLinear> savedAdapters(Block root) {
+        Map<String, LoraLinear> adapters = adapters(root);
+        if (adapters.isEmpty()) {
+            throw new IllegalStateException("the model has no LoRA adapters to save");
+        }
+        return adapters;
     }
 
     /**
@@ -412,19 +316,9 @@ public final class Lora {
         return config;
     }
 
-    private static MutableBlock parent(Map<String, Block> modules, String path) {
+    private static Block parent(Map<String, Block> modules, String path) {
         int dot = path.lastIndexOf('.');
-        String parentPath = dot < 0 ? "" : path.substring(0, dot);
-        Block parent = modules.get(parentPath);
-        if (!(parent instanceof MutableBlock mutable)) {
-            throw new IllegalStateException(
-                    "cannot insert an adapter at "
-                            + path
-                            + ": its parent "
-                            + parent.getClass().getSimpleName()
-                            + " does not implement MutableBlock");
-        }
-        return mutable;
+        return modules.get(dot < 0 ? "" : path.substring(0, dot));
     }
 
     private static String leaf(String path) {
@@ -440,30 +334,5 @@ public final class Lora {
                     }
                 });
         return names;
-    }
-
-    /**
-     * Trainable and total parameter counts.
-     *
-     * @param trainable the number of trainable elements
-     * @param all the number of elements
-     */
-    public record ParameterCount(long trainable, long all) {
-
-        /**
-         * Returns PEFT's summary line: {@code trainable params: X || all params: Y || trainable%:
-         * Z}.
-         *
-         * @return the summary
-         */
-        @Override
-        public String toString() {
-            return String.format(
-                    Locale.ROOT,
-                    "trainable params: %,d || all params: %,d || trainable%%: %.4f",
-                    trainable,
-                    all,
-                    all == 0 ? 0.0 : 100.0 * trainable / all);
-        }
     }
 }

@@ -3,12 +3,14 @@ package ai.djl.fsdp.optim;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.optimizer.Optimizer;
 import java.util.List;
+import java.util.OptionalDouble;
 import java.util.stream.Collectors;
 
 /**
@@ -48,15 +50,22 @@ public final class ShardedOptimizer {
     }
 
     /**
-     * Clips (if asked), updates every shard and zeroes the gradients.
+     * Clips the gradients to the global norm (if asked), updates every shard and zeroes the
+     * gradients.
      *
-     * @return the global gradient norm before clipping, or NaN when not clipping
+     * @return the global gradient norm before clipping; empty when not clipping (measuring it costs
+     *     an all-reduce) or when nothing trains
      */
-    public float step() {
+    public OptionalDouble step() {
         if (trainable.isEmpty()) {
-            return Float.NaN;
+            return OptionalDouble.empty();
         }
-        float norm = maxGradNorm > 0 ? clip() : Float.NaN;
+        OptionalDouble norm = OptionalDouble.empty();
+        if (maxGradNorm > 0) {
+            float measured = globalNorm();
+            clip(measured);
+            norm = OptionalDouble.of(measured);
+        }
         for (FlatParameter flat : trainable) {
             optimizer.update(flat.getId(), flat.getShard(), flat.getGradient());
             flat.zeroGradient();
@@ -65,17 +74,14 @@ public final class ShardedOptimizer {
     }
 
     /** Returns the bytes of the state the optimizer keeps for this rank's shards. */
-    public long stateBytes() {
-        return OptimizerState.bytes(
+    public long getStateBytes() {
+        return OptimizerStates.bytes(
                 optimizer,
                 trainable.stream().map(FlatParameter::getId).collect(Collectors.toSet()));
     }
 
-    /**
-     * Scales the gradients so their global norm is at most {@code maxGradNorm}, as PyTorch does.
-     */
-    private float clip() {
-        float norm;
+    /** Returns the norm of all of the model's gradients: one all-reduce of a scalar. */
+    private float globalNorm() {
         try (NDManager scope =
                 trainable.get(0).getShard().getManager().getParentManager().newSubManager()) {
             NDArray sumOfSquares = scope.zeros(new Shape(1));
@@ -89,14 +95,19 @@ public final class ShardedOptimizer {
             if (sharded && group.size() > 1) {
                 group.allReduce(sumOfSquares, ReduceOp.SUM);
             }
-            norm = (float) Math.sqrt(sumOfSquares.getFloat(0));
+            return (float) Math.sqrt(sumOfSquares.getFloat(0));
         }
+    }
+
+    /**
+     * Scales the gradients so their global norm is at most {@code maxGradNorm}, as PyTorch does.
+     */
+    private void clip(float norm) {
         float coefficient = maxGradNorm / (norm + 1e-6f);
         if (coefficient < 1) {
             for (FlatParameter flat : trainable) {
                 flat.getGradient().muli(coefficient);
             }
         }
-        return norm;
     }
 }

@@ -3,13 +3,13 @@ package ai.djl.fsdp.safetensors;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import com.google.gson.JsonElement;
-import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
-import com.google.gson.JsonParser;
+import com.google.gson.JsonPrimitive;
 import java.io.IOException;
-import java.io.Reader;
 import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -30,6 +30,9 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
 
     /** The file name of a sharded checkpoint's index. */
     public static final String INDEX_FILE = "model.safetensors.index.json";
+
+    private static final String INDEX_FIX =
+            ": re-download or re-save the checkpoint (its index lists each tensor's shard file)";
 
     private final List<SafetensorsFile> files;
     private final Map<String, SafetensorsFile> byName;
@@ -74,24 +77,35 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
     }
 
     private static SafetensorsCheckpoint openSharded(Path index) throws IOException {
-        JsonObject weightMap;
-        try (Reader reader = Files.newBufferedReader(index)) {
-            weightMap =
-                    JsonParser.parseReader(reader).getAsJsonObject().getAsJsonObject("weight_map");
-        } catch (JsonParseException | IllegalStateException e) {
-            throw new SafetensorsException(index + " is not a valid index: " + e.getMessage(), e);
+        JsonElement root;
+        try {
+            root = JsonText.parse(Files.readString(index), true);
+        } catch (JsonParseException e) {
+            SafetensorsException failure =
+                    new SafetensorsException(
+                            index + " is not valid JSON: " + JsonText.describe(e) + INDEX_FIX);
+            failure.addSuppressed(e);
+            throw failure;
+        } catch (CharacterCodingException e) {
+            throw new SafetensorsException(index + " is not UTF-8 text" + INDEX_FIX);
         }
-        if (weightMap == null) {
-            throw new SafetensorsException(index + " has no \"weight_map\"");
+        JsonElement weightMap =
+                root.isJsonObject() ? root.getAsJsonObject().get("weight_map") : null;
+        if (weightMap == null || !weightMap.isJsonObject()) {
+            throw new SafetensorsException(
+                    index
+                            + " has no \"weight_map\" object of tensor name to shard file"
+                            + INDEX_FIX);
         }
+        Path directory = index.toAbsolutePath().normalize().getParent();
         Map<String, SafetensorsFile> shards = new LinkedHashMap<>();
         Map<String, SafetensorsFile> byName = new LinkedHashMap<>();
         try {
-            for (Map.Entry<String, JsonElement> entry : weightMap.entrySet()) {
-                String shardName = entry.getValue().getAsString();
+            for (Map.Entry<String, JsonElement> entry : weightMap.getAsJsonObject().entrySet()) {
+                String shardName = shardName(index, directory, entry);
                 SafetensorsFile shard = shards.get(shardName);
                 if (shard == null) {
-                    shard = SafetensorsFile.open(index.resolveSibling(shardName));
+                    shard = SafetensorsFile.open(directory.resolve(shardName));
                     shards.put(shardName, shard);
                 }
                 if (!shard.contains(entry.getKey())) {
@@ -112,6 +126,45 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
             throw e;
         }
         return new SafetensorsCheckpoint(new ArrayList<>(shards.values()), byName);
+    }
+
+    /**
+     * Returns the shard file of an index entry, which must name a file inside the checkpoint
+     * directory (a relative path that stays inside it once normalized; symbolic links, as in the
+     * Hugging Face cache, are followed as usual).
+     */
+    private static String shardName(
+            Path index, Path directory, Map.Entry<String, JsonElement> entry) {
+        JsonElement value = entry.getValue();
+        if (!(value instanceof JsonPrimitive p && p.isString())) {
+            throw new SafetensorsException(
+                    index
+                            + " maps \""
+                            + entry.getKey()
+                            + "\" to "
+                            + value
+                            + ", not a shard file name"
+                            + INDEX_FIX);
+        }
+        String name = value.getAsString();
+        Path resolved;
+        try {
+            resolved = directory.resolve(name).normalize();
+        } catch (InvalidPathException e) {
+            resolved = null;
+        }
+        if (resolved == null || !resolved.startsWith(directory) || resolved.equals(directory)) {
+            throw new SafetensorsException(
+                    index
+                            + " places \""
+                            + entry.getKey()
+                            + "\" in \""
+                            + name
+                            + "\", which is not a file inside "
+                            + directory
+                            + INDEX_FIX);
+        }
+        return name;
     }
 
     /**

@@ -5,11 +5,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import com.google.gson.JsonArray;
-import com.google.gson.JsonElement;
-import com.google.gson.JsonObject;
-import com.google.gson.JsonParseException;
-import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -19,7 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 
@@ -77,7 +71,7 @@ public final class SafetensorsFile implements AutoCloseable {
                         "it is " + size + " bytes long, shorter than the 8-byte header length");
             }
             ByteBuffer lengthBytes = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
-            readFully(channel, lengthBytes, 0);
+            readFully(path, channel, lengthBytes, 0);
             long headerLength = lengthBytes.getLong(0);
             if (headerLength <= 0 || headerLength > size - 8 || headerLength > MAX_HEADER_BYTES) {
                 throw corrupt(
@@ -89,17 +83,16 @@ public final class SafetensorsFile implements AutoCloseable {
                                 + " bytes");
             }
             ByteBuffer header = ByteBuffer.allocate((int) headerLength);
-            readFully(channel, header, 8);
+            readFully(path, channel, header, 8);
             String json = new String(header.array(), StandardCharsets.UTF_8);
             long dataStart = 8 + headerLength;
-            Map<String, String> metadata = new LinkedHashMap<>();
-            Map<String, TensorInfo> tensors = parseHeader(path, json, size - dataStart, metadata);
+            SafetensorsHeader parsed = SafetensorsHeader.parse(path, json, size - dataStart);
             return new SafetensorsFile(
                     path,
                     channel,
                     dataStart,
-                    Collections.unmodifiableMap(tensors),
-                    Collections.unmodifiableMap(metadata));
+                    Collections.unmodifiableMap(parsed.tensors()),
+                    Collections.unmodifiableMap(parsed.metadata()));
         } catch (IOException | RuntimeException e) {
             channel.close();
             throw e;
@@ -255,113 +248,19 @@ public final class SafetensorsFile implements AutoCloseable {
         channel.close();
     }
 
-    private static Map<String, TensorInfo> parseHeader(
-            Path path, String json, long dataSize, Map<String, String> metadata) {
-        JsonObject root;
-        try {
-            JsonElement parsed = JsonParser.parseString(json);
-            if (!parsed.isJsonObject()) {
-                throw corrupt(path, "its header is not a JSON object");
-            }
-            root = parsed.getAsJsonObject();
-        } catch (JsonParseException e) {
-            throw new SafetensorsException(
-                    path + " is not a valid safetensors file: its header is not valid JSON", e);
-        }
-        Map<String, TensorInfo> tensors = new LinkedHashMap<>();
-        for (Map.Entry<String, JsonElement> entry : root.entrySet()) {
-            String name = entry.getKey();
-            if (METADATA_KEY.equals(name)) {
-                for (Map.Entry<String, JsonElement> m :
-                        entry.getValue().getAsJsonObject().entrySet()) {
-                    metadata.put(m.getKey(), m.getValue().getAsString());
-                }
-                continue;
-            }
-            tensors.put(name, parseEntry(path, name, entry.getValue(), dataSize));
-        }
-        return tensors;
-    }
-
-    private static TensorInfo parseEntry(
-            Path path, String name, JsonElement element, long dataSize) {
-        try {
-            JsonObject entry = element.getAsJsonObject();
-            String dtypeName = entry.get("dtype").getAsString();
-            Dtype dtype = Dtype.parse(dtypeName);
-            if (dtype == null) {
-                throw corrupt(
-                        path,
-                        "tensor \""
-                                + name
-                                + "\" has unsupported safetensors dtype \""
-                                + dtypeName
-                                + '"');
-            }
-            JsonArray dims = entry.getAsJsonArray("shape");
-            long[] shape = new long[dims.size()];
-            for (int i = 0; i < shape.length; i++) {
-                shape[i] = dims.get(i).getAsLong();
-                if (shape[i] < 0) {
-                    throw corrupt(path, "tensor \"" + name + "\" has a negative dimension");
-                }
-            }
-            JsonArray offsets = entry.getAsJsonArray("data_offsets");
-            if (offsets == null || offsets.size() != 2) {
-                throw corrupt(path, "tensor \"" + name + "\" lacks data_offsets [begin, end]");
-            }
-            long begin = offsets.get(0).getAsLong();
-            long end = offsets.get(1).getAsLong();
-            if (begin < 0 || end < begin || end > dataSize) {
-                throw corrupt(
-                        path,
-                        "tensor \""
-                                + name
-                                + "\" has data_offsets ["
-                                + begin
-                                + ", "
-                                + end
-                                + "] outside the data section of "
-                                + dataSize
-                                + " bytes (truncated file?)");
-            }
-            TensorInfo info = new TensorInfo(name, dtype, new Shape(shape), begin, end);
-            if (end - begin != info.elements() * dtype.bytes()) {
-                throw corrupt(
-                        path,
-                        "tensor \""
-                                + name
-                                + "\" spans "
-                                + (end - begin)
-                                + " bytes but "
-                                + info.shape()
-                                + " of "
-                                + dtype
-                                + " needs "
-                                + info.elements() * dtype.bytes());
-            }
-            return info;
-        } catch (IllegalStateException | NullPointerException | UnsupportedOperationException e) {
-            // Gson's accessors throw these when a field is missing or has the wrong JSON type.
-            throw new SafetensorsException(
-                    path + " is not a valid safetensors file: malformed entry for \"" + name + '"',
-                    e);
-        }
-    }
-
-    private static void readFully(FileChannel channel, ByteBuffer buffer, long position)
+    private static void readFully(Path path, FileChannel channel, ByteBuffer buffer, long position)
             throws IOException {
         long at = position;
         while (buffer.hasRemaining()) {
             int n = channel.read(buffer, at);
             if (n < 0) {
-                throw new SafetensorsException("unexpected end of file");
+                throw corrupt(path, "it ended while being read");
             }
             at += n;
         }
     }
 
     private static SafetensorsException corrupt(Path path, String problem) {
-        return new SafetensorsException(path + " is not a valid safetensors file: " + problem);
+        return SafetensorsHeader.corrupt(path, problem);
     }
 }

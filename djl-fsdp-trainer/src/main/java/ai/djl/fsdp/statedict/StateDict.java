@@ -4,10 +4,14 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
+import ai.djl.nn.SequentialBlock;
 import ai.djl.util.Pair;
+import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.function.BiConsumer;
@@ -102,6 +106,42 @@ public final class StateDict {
     }
 
     /**
+     * Returns the names of a block's children, in order: each child's own name ({@link
+     * #childName}); or, for a {@code SequentialBlock} (which names its children by class) and for
+     * any block two of whose children share a name, every child's position, as PyTorch's {@code
+     * nn.Sequential} names them.
+     *
+     * @param parent the block
+     * @return one unique name per child
+     */
+    public static List<String> childNames(Block parent) {
+        List<String> names = new ArrayList<>();
+        int position = 0;
+        for (Pair<String, Block> child : parent.getChildren()) {
+            names.add(childName(child.getKey(), position++));
+        }
+        if (!(parent instanceof SequentialBlock) && new HashSet<>(names).size() == names.size()) {
+            return names;
+        }
+        List<String> positions = new ArrayList<>(names.size());
+        for (int i = 0; i < names.size(); i++) {
+            positions.add(Integer.toString(i));
+        }
+        return positions;
+    }
+
+    /**
+     * Joins a dotted path and a name below it.
+     *
+     * @param path a dotted path, {@code ""} for the root
+     * @param name a child's or parameter's name
+     * @return the dotted name
+     */
+    public static String join(String path, String name) {
+        return path.isEmpty() ? name : path + '.' + name;
+    }
+
+    /**
      * Copies a value into a parameter's existing array, in place, so every holder of the array (a
      * tied head, an optimizer, a parameter store, a flat buffer it is a view of) sees it.
      *
@@ -163,13 +203,10 @@ public final class StateDict {
 
     private static void walk(Block block, String path, BiConsumer<String, Block> visit) {
         visit.accept(path, block);
+        List<String> names = childNames(block);
         int position = 0;
         for (Pair<String, Block> child : block.getChildren()) {
-            walk(child.getValue(), join(path, childName(child.getKey(), position++)), visit);
+            walk(child.getValue(), join(path, names.get(position++)), visit);
         }
-    }
-
-    private static String join(String path, String name) {
-        return path.isEmpty() ? name : path + '.' + name;
     }
 }

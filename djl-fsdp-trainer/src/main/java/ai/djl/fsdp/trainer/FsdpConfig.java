@@ -1,64 +1,44 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.param.ParameterSource;
+import ai.djl.fsdp.runtime.ExecutionOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import java.util.Objects;
 
 /**
- * How a model is trained with FSDP: the sharding strategy, which blocks become units, and the
- * step's options. Build one with {@link #builder()}.
+ * How a model is sharded, as PyTorch FSDP2's {@code fully_shard} arguments: which blocks become
+ * units, whether parameters are split over the ranks, whether a unit's parameters are freed after
+ * its forward, whether units are recomputed in backward (activation checkpointing), prefetch, and
+ * whether rank 0's initial values are broadcast. Build one with {@link #builder()}; how the trainer
+ * steps (accumulation, clipping, logging) is {@link TrainerOptions}.
  *
  * <pre>{@code
  * FsdpConfig config = FsdpConfig.builder()
  *         .optShardingStrategy(ShardingStrategy.FULL_SHARD)
  *         .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
- *         .optGradientAccumulationSteps(4)
- *         .optMaxGradNorm(1.0f)
  *         .build();
  * }</pre>
  */
 public final class FsdpConfig {
 
-    private final ShardingStrategy shardingStrategy;
     private final WrapPolicy wrapPolicy;
-    private final boolean prefetch;
-    private final int gradientAccumulationSteps;
-    private final float maxGradNorm;
+    private final boolean sharded;
+    private final ExecutionOptions execution;
     private final boolean syncModuleStates;
-    private final boolean logAllRanks;
-    private final ParameterSource parameterSource;
-    private final boolean gatherOnClose;
 
     private FsdpConfig(Builder builder) {
-        shardingStrategy = builder.shardingStrategy;
         wrapPolicy = builder.wrapPolicy;
-        prefetch = builder.prefetch;
-        gradientAccumulationSteps = builder.gradientAccumulationSteps;
-        maxGradNorm = builder.maxGradNorm;
+        sharded = builder.sharded;
+        execution =
+                new ExecutionOptions(
+                        builder.reshardAfterForward,
+                        builder.activationCheckpointing,
+                        builder.prefetch);
         syncModuleStates = builder.syncModuleStates;
-        logAllRanks = builder.logAllRanks;
-        parameterSource = builder.parameterSource;
-        gatherOnClose = builder.gatherOnClose;
     }
 
-    /** Returns whether closing the trainer gathers the whole model back onto every rank. */
-    public boolean isGatherOnClose() {
-        return gatherOnClose;
-    }
-
-    /** Returns where sharding reads the parameters' values, null for their own arrays. */
-    public ParameterSource getParameterSource() {
-        return parameterSource;
-    }
-
-    /** Returns a builder with the defaults: FULL_SHARD, prefetch, no accumulation, no clipping. */
+    /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
     public static Builder builder() {
         return new Builder();
-    }
-
-    /** Returns the sharding strategy. */
-    public ShardingStrategy getShardingStrategy() {
-        return shardingStrategy;
     }
 
     /** Returns the policy that chooses the units. */
@@ -66,19 +46,24 @@ public final class FsdpConfig {
         return wrapPolicy;
     }
 
+    /** Returns whether flat parameters are split across the ranks (false: replicated, DDP). */
+    public boolean isSharded() {
+        return sharded;
+    }
+
+    /** Returns whether a unit's gathered parameters are freed after its forward. */
+    public boolean isReshardAfterForward() {
+        return execution.reshardAfterForward();
+    }
+
+    /** Returns whether units are recomputed in backward instead of keeping their graphs. */
+    public boolean isActivationCheckpointing() {
+        return execution.activationCheckpointing();
+    }
+
     /** Returns whether the next unit's all-gather starts before the current unit computes. */
     public boolean isPrefetch() {
-        return prefetch;
-    }
-
-    /** Returns how many micro-batches ({@code trainer.step()} calls) make one optimizer step. */
-    public int getGradientAccumulationSteps() {
-        return gradientAccumulationSteps;
-    }
-
-    /** Returns the largest global gradient norm, or 0 for no clipping. */
-    public float getMaxGradNorm() {
-        return maxGradNorm;
+        return execution.prefetch();
     }
 
     /** Returns whether rank 0's initial parameters are broadcast to every rank. */
@@ -86,34 +71,48 @@ public final class FsdpConfig {
         return syncModuleStates;
     }
 
-    /** Returns whether every rank keeps its logging listeners (else only rank 0). */
-    public boolean isLogAllRanks() {
-        return logAllRanks;
+    /** Returns how the runtime schedules passes. */
+    public ExecutionOptions getExecutionOptions() {
+        return execution;
+    }
+
+    /**
+     * Returns the strategy these settings amount to: {@code NO_SHARD} when nothing is split, {@code
+     * FULL_SHARD} when parameters are freed after forward, {@code SHARD_GRAD_OP} otherwise.
+     */
+    public ShardingStrategy getShardingStrategy() {
+        if (!sharded) {
+            return ShardingStrategy.NO_SHARD;
+        }
+        return isReshardAfterForward()
+                ? ShardingStrategy.FULL_SHARD
+                : ShardingStrategy.SHARD_GRAD_OP;
     }
 
     /** Builds an {@link FsdpConfig}. */
     public static final class Builder {
 
-        private ShardingStrategy shardingStrategy = ShardingStrategy.FULL_SHARD;
         private WrapPolicy wrapPolicy;
+        private boolean sharded = true;
+        private boolean reshardAfterForward = true;
+        private boolean activationCheckpointing = true;
         private boolean prefetch = true;
-        private int gradientAccumulationSteps = 1;
-        private float maxGradNorm;
         private boolean syncModuleStates = true;
-        private boolean logAllRanks;
-        private ParameterSource parameterSource;
-        private boolean gatherOnClose = true;
 
         Builder() {}
 
         /**
-         * Sets the sharding strategy (default {@link ShardingStrategy#FULL_SHARD}).
+         * Sets sharding, resharding after forward and activation checkpointing as a named strategy
+         * does (default {@link ShardingStrategy#FULL_SHARD}).
          *
-         * @param shardingStrategy the strategy
+         * @param strategy the strategy
          * @return this builder
          */
-        public Builder optShardingStrategy(ShardingStrategy shardingStrategy) {
-            this.shardingStrategy = Objects.requireNonNull(shardingStrategy, "shardingStrategy");
+        public Builder optShardingStrategy(ShardingStrategy strategy) {
+            Objects.requireNonNull(strategy, "strategy");
+            sharded = strategy.isSharded();
+            reshardAfterForward = strategy.isReshardAfterForward();
+            activationCheckpointing = strategy.isActivationCheckpointing();
             return this;
         }
 
@@ -125,6 +124,30 @@ public final class FsdpConfig {
          */
         public Builder optWrapPolicy(WrapPolicy wrapPolicy) {
             this.wrapPolicy = Objects.requireNonNull(wrapPolicy, "wrapPolicy");
+            return this;
+        }
+
+        /**
+         * Sets whether a unit's gathered parameters are freed after its forward and gathered again
+         * for its backward (default true), FSDP2's {@code reshard_after_forward}.
+         *
+         * @param reshardAfterForward whether to free after forward
+         * @return this builder
+         */
+        public Builder optReshardAfterForward(boolean reshardAfterForward) {
+            this.reshardAfterForward = reshardAfterForward;
+            return this;
+        }
+
+        /**
+         * Sets whether every unit runs forward without a graph and is recomputed in backward
+         * (default true): activation memory for compute.
+         *
+         * @param activationCheckpointing whether to recompute units
+         * @return this builder
+         */
+        public Builder optActivationCheckpointing(boolean activationCheckpointing) {
+            this.activationCheckpointing = activationCheckpointing;
             return this;
         }
 
@@ -141,39 +164,6 @@ public final class FsdpConfig {
         }
 
         /**
-         * Sets how many micro-batches make one optimizer step (default 1). The trainer applies the
-         * optimizer on every {@code steps}-th {@code trainer.step()} call, with the mean of the
-         * micro-batches' gradients.
-         *
-         * @param steps the number of micro-batches per optimizer step
-         * @return this builder
-         */
-        public Builder optGradientAccumulationSteps(int steps) {
-            if (steps < 1) {
-                throw new IllegalArgumentException(
-                        "gradientAccumulationSteps must be at least 1, got " + steps);
-            }
-            this.gradientAccumulationSteps = steps;
-            return this;
-        }
-
-        /**
-         * Clips gradients so their global norm is at most {@code maxGradNorm} (default: no
-         * clipping).
-         *
-         * @param maxGradNorm the largest norm, positive
-         * @return this builder
-         */
-        public Builder optMaxGradNorm(float maxGradNorm) {
-            if (!(maxGradNorm > 0)) {
-                throw new IllegalArgumentException(
-                        "maxGradNorm must be positive, got " + maxGradNorm);
-            }
-            this.maxGradNorm = maxGradNorm;
-            return this;
-        }
-
-        /**
          * Sets whether rank 0's initial parameters are broadcast to every rank (default true);
          * without it, every rank must initialize with the same seed.
          *
@@ -186,56 +176,21 @@ public final class FsdpConfig {
         }
 
         /**
-         * Sets whether every rank keeps its logging listeners (default false: only rank 0 logs and
-         * shows progress).
-         *
-         * @param logAllRanks whether all ranks log
-         * @return this builder
-         */
-        public Builder optLogAllRanks(boolean logAllRanks) {
-            this.logAllRanks = logAllRanks;
-            return this;
-        }
-
-        /**
-         * Makes each rank read its shards from {@code source} (a checkpoint on disk) instead of
-         * from the parameters' arrays, so no rank holds the whole model while the trainer is made;
-         * the parameters' arrays then serve only for their shapes (see {@link ParameterSource}).
-         * Every rank reads the same values, so nothing is broadcast.
-         *
-         * @param source where the values come from
-         * @return this builder
-         */
-        public Builder optParameterSource(ParameterSource source) {
-            this.parameterSource = source;
-            return this;
-        }
-
-        /**
-         * Sets whether closing the trainer gathers the whole model back onto every rank (default
-         * true), so it can be used or saved as an ordinary model. A job that saves through {@link
-         * FsdpTrainer#forEachUnitGathered} (one unit at a time) turns it off, so that no rank ever
-         * holds the whole model; the model's parameters are then empty after close.
-         *
-         * @param gatherOnClose whether to gather on close
-         * @return this builder
-         */
-        public Builder optGatherOnClose(boolean gatherOnClose) {
-            this.gatherOnClose = gatherOnClose;
-            return this;
-        }
-
-        /**
          * Builds the configuration.
          *
          * @return the configuration
          * @throws IllegalStateException if no wrap policy was set
+         * @throws IllegalArgumentException if the settings cannot run together
          */
         public FsdpConfig build() {
             if (wrapPolicy == null) {
                 throw new IllegalStateException(
                         "FsdpConfig needs a wrap policy: call optWrapPolicy, e.g. with"
                                 + " WrapPolicy.byLayerClass(\"GPT2Block\")");
+            }
+            if (!sharded) {
+                // Nothing is freed or gathered when every rank holds everything.
+                reshardAfterForward = false;
             }
             return new FsdpConfig(this);
         }

@@ -13,6 +13,7 @@ final class FullModelListener implements TrainingListener {
 
     private final TrainingListener listener;
     private final boolean writer;
+    private boolean ended;
 
     FullModelListener(TrainingListener listener, boolean writer) {
         this.listener = listener;
@@ -51,8 +52,17 @@ final class FullModelListener implements TrainingListener {
         }
     }
 
+    /**
+     * Runs the listener's end of training with the full parameters gathered; the trainer calls this
+     * while the model is still sharded, before it closes (DJL's own call comes after the shards are
+     * gone, and is then ignored).
+     */
     @Override
     public void onTrainingEnd(Trainer trainer) {
+        if (ended) {
+            return;
+        }
+        ended = true;
         ((FsdpTrainer) trainer)
                 .withFullParameters(
                         () -> {

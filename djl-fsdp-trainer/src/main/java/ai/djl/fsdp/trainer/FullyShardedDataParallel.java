@@ -23,6 +23,26 @@ public final class FullyShardedDataParallel {
      */
     public static FsdpTrainer newTrainer(
             Model model, TrainingConfig trainingConfig, ProcessGroup group, FsdpConfig fsdpConfig) {
-        return new FsdpTrainer(model, trainingConfig, group, fsdpConfig);
+        return newTrainer(model, trainingConfig, group, fsdpConfig, TrainerOptions.defaults());
+    }
+
+    /**
+     * Returns a trainer for {@code model} that shards it over {@code group}'s ranks and steps as
+     * {@code options} say (gradient accumulation, clipping, logging, initial values).
+     *
+     * @param model the model, on this rank's device
+     * @param trainingConfig the DJL training configuration (loss, optimizer, listeners, one device)
+     * @param group the ranks that train together
+     * @param fsdpConfig how to shard
+     * @param options how the trainer steps and starts
+     * @return the trainer
+     */
+    public static FsdpTrainer newTrainer(
+            Model model,
+            TrainingConfig trainingConfig,
+            ProcessGroup group,
+            FsdpConfig fsdpConfig,
+            TrainerOptions options) {
+        return new FsdpTrainer(model, trainingConfig, group, fsdpConfig, options);
     }
 }

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.Device;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
@@ -48,6 +49,11 @@ final class MeteredProcessGroup implements ProcessGroup {
     @Override
     public String backend() {
         return group.backend();
+    }
+
+    @Override
+    public Device device() {
+        return group.device();
     }
 
     @Override

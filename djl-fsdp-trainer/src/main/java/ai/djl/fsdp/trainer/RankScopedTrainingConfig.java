@@ -11,21 +11,23 @@ import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.util.PairList;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.function.Predicate;
-import java.util.stream.Collectors;
 
 /**
  * The user's training configuration as one rank sees it: on ranks other than 0 the logging listener
  * (log lines and the progress bar) is left out, so a job prints once; checkpoint writers run on
- * rank 0 with the full parameters gathered ({@link FullModelListener}).
+ * rank 0 with the full parameters gathered ({@link FullModelListener}); the device list is the
+ * rank's one device ({@link ai.djl.fsdp.dist.RankDevice#forTraining}).
  */
 final class RankScopedTrainingConfig implements TrainingConfig {
 
     private final TrainingConfig config;
-    private final boolean logging;
-    private final boolean writer;
+    private final Device device;
+    private final List<TrainingListener> listeners;
+    private final List<FullModelListener> fullModelListeners;
 
     /**
      * Creates the rank's view.
@@ -33,16 +35,33 @@ final class RankScopedTrainingConfig implements TrainingConfig {
      * @param config the user's configuration
      * @param logging whether this rank keeps its logging listeners
      * @param writer whether this rank writes checkpoints (rank 0)
+     * @param device the one device this rank trains on, in place of the configuration's list
      */
-    RankScopedTrainingConfig(TrainingConfig config, boolean logging, boolean writer) {
+    RankScopedTrainingConfig(
+            TrainingConfig config, boolean logging, boolean writer, Device device) {
         this.config = config;
-        this.logging = logging;
-        this.writer = writer;
+        this.device = device;
+        fullModelListeners = new ArrayList<>();
+        listeners = new ArrayList<>();
+        for (TrainingListener listener : config.getTrainingListeners()) {
+            if (listener instanceof SaveModelTrainingListener) {
+                FullModelListener full = new FullModelListener(listener, writer);
+                fullModelListeners.add(full);
+                listeners.add(full);
+            } else if (logging || !(listener instanceof LoggingTrainingListener)) {
+                listeners.add(listener);
+            }
+        }
+    }
+
+    /** Returns the listeners that read the whole model, which the trainer ends before closing. */
+    List<FullModelListener> getFullModelListeners() {
+        return fullModelListeners;
     }
 
     @Override
     public Device[] getDevices() {
-        return config.getDevices();
+        return new Device[] {device};
     }
 
     @Override
@@ -72,13 +91,6 @@ final class RankScopedTrainingConfig implements TrainingConfig {
 
     @Override
     public List<TrainingListener> getTrainingListeners() {
-        return config.getTrainingListeners().stream()
-                .filter(listener -> logging || !(listener instanceof LoggingTrainingListener))
-                .map(
-                        listener ->
-                                listener instanceof SaveModelTrainingListener
-                                        ? new FullModelListener(listener, writer)
-                                        : listener)
-                .collect(Collectors.toList());
+        return listeners;
     }
 }

@@ -1,5 +1,8 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.param.FlatParameter;
+import java.util.List;
+
 /**
  * What one rank holds and sends, in bytes.
  *
@@ -16,6 +19,29 @@ public record ShardingStats(
         long optimizerStateBytes,
         long unshardedParameterBytes,
         long sentBytesLastStep) {
+
+    /**
+     * Accounts for a rank's flat parameters.
+     *
+     * @param flats the rank's flat parameters
+     * @param optimizerStateBytes the optimizer's state for them
+     * @param sentBytesLastStep the bytes sent during the last optimizer step
+     * @return the figures
+     */
+    static ShardingStats of(
+            List<FlatParameter> flats, long optimizerStateBytes, long sentBytesLastStep) {
+        long parameters = 0;
+        long gradients = 0;
+        long unsharded = 0;
+        for (FlatParameter flat : flats) {
+            parameters += flat.getShardBytes();
+            gradients += flat.getGradientBytes();
+            unsharded +=
+                    flat.getLayout().getNumel() * flat.getShard().getDataType().getNumOfBytes();
+        }
+        return new ShardingStats(
+                parameters, gradients, optimizerStateBytes, unsharded, sentBytesLastStep);
+    }
 
     /** Returns the bytes of model state this rank holds: parameters, gradients, optimizer state. */
     public long modelStateBytes() {

@@ -1,35 +1,36 @@
 package ai.djl.fsdp.trainer;
 
 /**
- * How parameters, gradients and optimizer state are spread over the ranks.
- *
- * <p>All three run the same code path: only how many ranks a flat parameter is split over, when a
- * unit's gathered parameters are released, and whether a unit is recomputed in backward differ.
+ * Accelerate's and PyTorch FSDP1's names for three common combinations of {@link FsdpConfig}'s
+ * settings; {@link FsdpConfig.Builder#optShardingStrategy} sets them all at once.
  */
 public enum ShardingStrategy {
     /**
-     * Parameters, gradients and optimizer state are sharded. A unit's parameters are gathered only
-     * while it computes: once in forward, which builds no graph, and again in backward, where the
-     * unit is recomputed. The least memory, two all-gathers per unit per micro-batch.
+     * Parameters, gradients and optimizer state are sharded; a unit's parameters are freed after
+     * its forward and gathered again for its backward, where the unit is recomputed (activation
+     * checkpointing). The least memory, two all-gathers per unit per micro-batch.
      */
-    FULL_SHARD(true, true),
+    FULL_SHARD(true, true, true),
 
     /**
      * Gradients and optimizer state are sharded; a unit's parameters are gathered in forward and
      * kept, with the unit's graph, until its backward is done. No recompute: one all-gather per
      * unit per micro-batch and more memory.
      */
-    SHARD_GRAD_OP(true, false),
+    SHARD_GRAD_OP(true, false, false),
 
     /** Nothing is sharded: every rank holds everything and gradients are all-reduced (DDP). */
-    NO_SHARD(false, false);
+    NO_SHARD(false, false, false);
 
     private final boolean sharded;
-    private final boolean recompute;
+    private final boolean reshardAfterForward;
+    private final boolean activationCheckpointing;
 
-    ShardingStrategy(boolean sharded, boolean recompute) {
+    ShardingStrategy(
+            boolean sharded, boolean reshardAfterForward, boolean activationCheckpointing) {
         this.sharded = sharded;
-        this.recompute = recompute;
+        this.reshardAfterForward = reshardAfterForward;
+        this.activationCheckpointing = activationCheckpointing;
     }
 
     /** Returns whether flat parameters are split across the ranks. */
@@ -37,11 +38,13 @@ public enum ShardingStrategy {
         return sharded;
     }
 
-    /**
-     * Returns whether a unit runs forward without a graph and is recomputed in backward, which lets
-     * its gathered parameters and activations go as soon as its forward ends.
-     */
-    public boolean recomputesInBackward() {
-        return recompute;
+    /** Returns whether a unit's gathered parameters are freed after its forward. */
+    public boolean isReshardAfterForward() {
+        return reshardAfterForward;
+    }
+
+    /** Returns whether units are recomputed in backward instead of keeping their graphs. */
+    public boolean isActivationCheckpointing() {
+        return activationCheckpointing;
     }
 }

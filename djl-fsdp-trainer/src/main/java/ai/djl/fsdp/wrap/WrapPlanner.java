@@ -1,5 +1,6 @@
 package ai.djl.fsdp.wrap;
 
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.nn.Block;
 import ai.djl.util.Pair;
 import java.util.ArrayList;
@@ -39,12 +40,14 @@ public final class WrapPlanner {
 
     private static void collect(
             Block parent, String prefix, WrapPolicy policy, List<WrapTarget> targets) {
+        List<String> names = StateDict.childNames(parent);
+        int position = 0;
         for (Pair<String, Block> child : parent.getChildren()) {
-            String path = prefix + child.getKey();
+            String path = StateDict.join(prefix, names.get(position++));
             if (policy.shouldWrap(child.getValue())) {
                 targets.add(new WrapTarget(path, parent, child.getValue()));
             } else {
-                collect(child.getValue(), path + '_', policy, targets);
+                collect(child.getValue(), path, policy, targets);
             }
         }
     }

@@ -5,8 +5,8 @@ import ai.djl.nn.Block;
 /**
  * A block chosen to become a unit, with where it sits in the model.
  *
- * @param path the child names from the model's top block down to the block, joined by {@code _} as
- *     DJL joins parameter names
+ * @param path the block's dotted path in the model ({@code transformer.h.0}), as {@link
+ *     ai.djl.fsdp.statedict.StateDict} names it
  * @param parent the block that holds it as a child
  * @param block the block itself
  */

@@ -1,7 +1,7 @@
 /**
- * Which blocks become FSDP units ({@link ai.djl.fsdp.wrap.WrapPolicy}, {@link
- * ai.djl.fsdp.wrap.WrapPlanner}) and how a unit is put in its parent's place ({@link
- * ai.djl.fsdp.wrap.ChildSwap}): DJL's {@code Block.forward} is final and has no hooks, so a wrapper
- * in the parent's child list and fields is the only way to run code around a block's call.
+ * The unit plan: which blocks become FSDP units ({@link ai.djl.fsdp.wrap.WrapPolicy}, {@link
+ * ai.djl.fsdp.wrap.WrapPlanner}) and which parameters each unit owns ({@link
+ * ai.djl.fsdp.wrap.UnitPlan}), every block and unit named by its dotted path. Pure: no arrays, no
+ * collectives.
  */
 package ai.djl.fsdp.wrap;

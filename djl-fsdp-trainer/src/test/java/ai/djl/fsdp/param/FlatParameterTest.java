@@ -3,6 +3,7 @@ package ai.djl.fsdp.param;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import ai.djl.fsdp.checkpoint.ShardLoader;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -35,12 +36,12 @@ class FlatParameterTest {
             Parameter b = parameter(manager, "b", new Shape(3), 4);
             // 7 elements over 3 ranks: padded to 9, shards of 3; rank 2 holds [6, pad, pad].
             FlatParameter last =
-                    FlatParameter.create("u", true, List.of(a, b), 3, 2, manager, null, null);
-            assertEquals(7, last.getNumel());
-            assertEquals(9, last.getPaddedNumel());
+                    new ShardLoader(3, 2, manager, null, null).load("u", true, List.of(a, b));
+            assertEquals(7, last.getLayout().getNumel());
+            assertEquals(9, last.getLayout().getPaddedNumel());
             assertArrayEquals(new float[] {6, 0, 0}, last.getShard().toFloatArray());
             FlatParameter first =
-                    FlatParameter.create("u", true, List.of(a, b), 3, 0, manager, null, null);
+                    new ShardLoader(3, 0, manager, null, null).load("u", true, List.of(a, b));
             assertArrayEquals(new float[] {0, 1, 2}, first.getShard().toFloatArray());
         }
     }
@@ -50,7 +51,7 @@ class FlatParameterTest {
         try (NDManager manager = NDManager.newBaseManager()) {
             Parameter a = parameter(manager, "a", new Shape(2, 2), 10);
             FlatParameter flat =
-                    FlatParameter.create("u", false, List.of(a), 1, 0, manager, null, null);
+                    new ShardLoader(1, 0, manager, null, null).load("u", false, List.of(a));
             List<NDArray> views = flat.viewsOf(flat.getFull());
             assertEquals(new Shape(2, 2), views.get(0).getShape());
             assertArrayEquals(new float[] {10, 11, 12, 13}, views.get(0).toFloatArray());

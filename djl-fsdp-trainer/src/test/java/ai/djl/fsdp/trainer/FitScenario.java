@@ -44,6 +44,25 @@ final class FitScenario {
     static final int BATCHES = 3;
 
     /**
+     * How a fit runs.
+     *
+     * @param epochs how many epochs
+     * @param shuffle whether DJL's sampler shuffles the global batches each epoch
+     * @param gatherOnClose whether closing the FSDP trainer gathers the model back
+     */
+    record Variant(int epochs, boolean shuffle, boolean gatherOnClose) {
+
+        /** The plain fit: two epochs in a fixed order, the model gathered on close. */
+        static final Variant PLAIN = new Variant(EPOCHS, false, true);
+
+        /** Three epochs reshuffled each epoch. */
+        static final Variant SHUFFLED = new Variant(3, true, true);
+
+        /** The model not gathered on close: only the checkpoint listener sees it whole. */
+        static final Variant NOT_GATHERED = new Variant(EPOCHS, false, false);
+    }
+
+    /**
      * What a fit produced; {@code checkpoint} holds the parameters of the last checkpoint DJL's
      * SaveModelTrainingListener wrote (read back on the rank that wrote it, empty elsewhere).
      */
@@ -80,14 +99,14 @@ final class FitScenario {
     private FitScenario() {}
 
     static Result runReference() throws Exception {
-        return fit(null);
+        return fit(null, Variant.PLAIN);
     }
 
     static Result runFsdp(ProcessGroup group) throws Exception {
-        return fit(group);
+        return fit(group, Variant.PLAIN);
     }
 
-    private static Result fit(ProcessGroup group)
+    static Result fit(ProcessGroup group, Variant variant)
             throws IOException, TranslateException, MalformedModelException {
         CountingListener counter = new CountingListener();
         Path checkpoints = Files.createTempDirectory("fsdp-fit-checkpoints");
@@ -104,8 +123,8 @@ final class FitScenario {
         try (Model model = Model.newInstance("tiny-lm", Device.cpu());
                 NDManager manager = NDManager.newBaseManager()) {
             model.setBlock(new TinyLm(0));
-            ArrayDataset data = dataset(manager, 1);
-            ArrayDataset validation = dataset(manager, 2);
+            ArrayDataset data = dataset(manager, 1, variant.shuffle());
+            ArrayDataset validation = dataset(manager, 2, false);
             TrainingResult trainingResult;
             try (Trainer trainer =
                     group == null
@@ -116,10 +135,13 @@ final class FitScenario {
                                     group,
                                     FsdpConfig.builder()
                                             .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
+                                            .build(),
+                                    TrainerOptions.builder()
+                                            .optGatherOnClose(variant.gatherOnClose())
                                             .build())) {
                 Engine.getInstance().setRandomSeed(1234);
                 trainer.initialize(new Shape(GLOBAL_BATCH, Scenario.SEQUENCE));
-                EasyTrain.fit(trainer, EPOCHS, data, validation);
+                EasyTrain.fit(trainer, variant.epochs(), data, validation);
                 trainingResult = trainer.getTrainingResult();
             }
             return new Result(
@@ -161,8 +183,11 @@ final class FitScenario {
         return parameters;
     }
 
-    /** Random next-token rows, in global batches of {@link #GLOBAL_BATCH}, in a fixed order. */
-    private static ArrayDataset dataset(NDManager manager, long seed) {
+    /**
+     * Random next-token rows, in global batches of {@link #GLOBAL_BATCH}, in a fixed order or
+     * shuffled each epoch by DJL's sampler.
+     */
+    private static ArrayDataset dataset(NDManager manager, long seed, boolean shuffle) {
         Random random = new Random(seed);
         int rows = GLOBAL_BATCH * BATCHES;
         int[] tokens = new int[rows * Scenario.SEQUENCE];
@@ -174,7 +199,7 @@ final class FitScenario {
         return new ArrayDataset.Builder()
                 .setData(manager.create(tokens, new Shape(rows, Scenario.SEQUENCE)))
                 .optLabels(manager.create(labels, new Shape(rows, Scenario.SEQUENCE, 1)))
-                .setSampling(GLOBAL_BATCH, false)
+                .setSampling(GLOBAL_BATCH, shuffle)
                 .build();
     }
 }

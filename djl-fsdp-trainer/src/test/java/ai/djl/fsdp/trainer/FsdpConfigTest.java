@@ -16,8 +16,9 @@ class FsdpConfigTest {
         assertEquals(ShardingStrategy.FULL_SHARD, config.getShardingStrategy());
         assertTrue(config.isPrefetch());
         assertTrue(config.isSyncModuleStates());
-        assertEquals(1, config.getGradientAccumulationSteps());
-        assertEquals(0f, config.getMaxGradNorm());
+        TrainerOptions options = TrainerOptions.defaults();
+        assertEquals(1, options.getGradientAccumulationSteps());
+        assertEquals(0f, options.getMaxGradNorm());
     }
 
     @Test
@@ -28,10 +29,42 @@ class FsdpConfigTest {
         IllegalArgumentException accumulation =
                 assertThrows(
                         IllegalArgumentException.class,
-                        () -> FsdpConfig.builder().optGradientAccumulationSteps(0));
+                        () -> TrainerOptions.builder().optGradientAccumulationSteps(0));
         assertTrue(accumulation.getMessage().contains("at least 1"), accumulation.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> FsdpConfig.builder().optMaxGradNorm(0));
+        assertThrows(
+                IllegalArgumentException.class, () -> TrainerOptions.builder().optMaxGradNorm(0));
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byLayerClass());
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byMinParameters(0));
+        IllegalArgumentException reshardWithoutRecompute =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                FsdpConfig.builder()
+                                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                                        .optActivationCheckpointing(false)
+                                        .build());
+        assertTrue(
+                reshardWithoutRecompute.getMessage().contains("reshard_after_forward"),
+                reshardWithoutRecompute.getMessage());
+    }
+
+    @Test
+    void strategiesAreShorthandsForTheShardingSettings() {
+        for (ShardingStrategy strategy : ShardingStrategy.values()) {
+            FsdpConfig config =
+                    FsdpConfig.builder()
+                            .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                            .optShardingStrategy(strategy)
+                            .build();
+            assertEquals(strategy, config.getShardingStrategy());
+        }
+        FsdpConfig keepGatheredButRecompute =
+                FsdpConfig.builder()
+                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                        .optReshardAfterForward(false)
+                        .build();
+        assertEquals(
+                ShardingStrategy.SHARD_GRAD_OP, keepGatheredButRecompute.getShardingStrategy());
+        assertTrue(keepGatheredButRecompute.isActivationCheckpointing());
     }
 }

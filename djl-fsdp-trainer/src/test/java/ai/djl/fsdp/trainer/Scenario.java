@@ -4,14 +4,13 @@ import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
-import ai.djl.pytorch.engine.PtNDArray;
-import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.Trainer;
@@ -22,6 +21,7 @@ import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.OptionalDouble;
 import java.util.Random;
 
 /**
@@ -78,21 +78,11 @@ record Scenario(
 
     /** Runs FSDP as {@code group}'s rank; the losses are this rank's micro-batch means. */
     Result runFsdp(ProcessGroup group) {
-        FsdpConfig.Builder config =
-                FsdpConfig.builder()
-                        .optShardingStrategy(strategy)
-                        .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
-                        .optGradientAccumulationSteps(accumulation);
-        if (maxGradNorm > 0) {
-            config.optMaxGradNorm(maxGradNorm);
-        }
         try (Model model = newModel()) {
             double[] losses = new double[steps];
             ShardingStats stats = null;
             int[] liveArrays = new int[steps];
-            try (FsdpTrainer trainer =
-                    FullyShardedDataParallel.newTrainer(
-                            model, trainingConfig(), group, config.build())) {
+            try (FsdpTrainer trainer = newFsdpTrainer(model, group)) {
                 initialize(trainer);
                 for (int step = 0; step < steps; step++) {
                     for (int micro = 0; micro < accumulation; micro++) {
@@ -143,6 +133,36 @@ record Scenario(
                 .optDevices(new Device[] {Device.cpu()});
     }
 
+    /** Runs FSDP as {@code group}'s rank and returns the gradient norm of the last step. */
+    OptionalDouble lastGradNorm(ProcessGroup group) {
+        try (Model model = newModel();
+                FsdpTrainer trainer = newFsdpTrainer(model, group)) {
+            initialize(trainer);
+            for (int step = 0; step < steps; step++) {
+                for (int micro = 0; micro < accumulation; micro++) {
+                    int firstRow = (micro * worldSize + group.rank()) * LOCAL_BATCH;
+                    trainOn(trainer, step, firstRow, LOCAL_BATCH, null);
+                }
+            }
+            return trainer.getLastGradNorm();
+        }
+    }
+
+    private FsdpTrainer newFsdpTrainer(Model model, ProcessGroup group) {
+        FsdpConfig config =
+                FsdpConfig.builder()
+                        .optShardingStrategy(strategy)
+                        .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
+                        .build();
+        TrainerOptions.Builder options =
+                TrainerOptions.builder().optGradientAccumulationSteps(accumulation);
+        if (maxGradNorm > 0) {
+            options.optMaxGradNorm(maxGradNorm);
+        }
+        return FullyShardedDataParallel.newTrainer(
+                model, trainingConfig(), group, config, options.build());
+    }
+
     private void initialize(Trainer trainer) {
         Engine.getInstance().setRandomSeed(1234);
         if (freeze) {
@@ -185,7 +205,7 @@ record Scenario(
             if (referenceModel != null) {
                 for (Pair<String, Parameter> pair : referenceModel.getBlock().getParameters()) {
                     if (pair.getValue().requiresGradient()) {
-                        JniUtils.zeroGrad((PtNDArray) pair.getValue().getArray());
+                        Autograd.zeroGradient(pair.getValue().getArray());
                     }
                 }
             }

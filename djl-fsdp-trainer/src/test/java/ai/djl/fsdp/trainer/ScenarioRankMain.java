@@ -11,12 +11,19 @@ import java.util.Arrays;
  * named on the command line with FSDP and writes what it produced to {@code <dir>/<i>-rank<r>}.
  *
  * <p>Arguments: the output directory, then scenarios as {@code STRATEGY,accumulation,maxGradNorm,
- * freeze,adam,steps}, or {@code fit} for {@link FitScenario}.
+ * freeze,adam,steps}, or {@code fit}, {@code fit-shuffled} or {@code fit-not-gathered} for a {@link
+ * FitScenario.Variant}.
  */
 public final class ScenarioRankMain {
 
     /** The argument that runs {@link FitScenario}. */
     static final String FIT = "fit";
+
+    /** The argument that runs {@link FitScenario} shuffled over three epochs. */
+    static final String FIT_SHUFFLED = "fit-shuffled";
+
+    /** The argument that runs {@link FitScenario} without gathering the model on close. */
+    static final String FIT_NOT_GATHERED = "fit-not-gathered";
 
     private ScenarioRankMain() {}
 
@@ -26,8 +33,15 @@ public final class ScenarioRankMain {
         try (ProcessGroup group = ProcessGroups.init(env)) {
             for (int i = 1; i < args.length; i++) {
                 Path file = directory.resolve(i + "-rank" + group.rank());
-                if (FIT.equals(args[i])) {
-                    FitScenario.Result fit = FitScenario.runFsdp(group);
+                FitScenario.Variant variant =
+                        switch (args[i]) {
+                            case FIT -> FitScenario.Variant.PLAIN;
+                            case FIT_SHUFFLED -> FitScenario.Variant.SHUFFLED;
+                            case FIT_NOT_GATHERED -> FitScenario.Variant.NOT_GATHERED;
+                            default -> null;
+                        };
+                if (variant != null) {
+                    FitScenario.Result fit = FitScenario.fit(group, variant);
                     // The counts travel as "losses"; rank 0 also returns its checkpoint's values.
                     ScenarioFiles.write(
                             file,

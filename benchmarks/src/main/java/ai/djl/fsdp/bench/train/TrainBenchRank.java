@@ -6,7 +6,8 @@ import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
-import ai.djl.fsdp.optim.OptimizerState;
+import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
@@ -117,6 +118,7 @@ public final class TrainBenchRank implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         DistributedEnv env = DistributedEnv.fromEnvironment();
+        Device device = RankDevice.of(env);
         boolean baseline = BASELINE.equals(sharding);
         Optimizer optimizer =
                 Optimizer.adamW().optLearningRateTracker(Tracker.fixed(1e-4f)).build();
@@ -124,9 +126,9 @@ public final class TrainBenchRank implements Callable<Integer> {
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                         .optOptimizer(optimizer)
-                        .optDevices(new Device[] {Device.cpu()});
+                        .optDevices(new Device[] {device});
         Engine.getInstance().setRandomSeed(42);
-        try (Model model = Model.newInstance("gpt2-bench", Device.cpu());
+        try (Model model = Model.newInstance("gpt2-bench", device);
                 ProcessGroup group = baseline ? null : ProcessGroups.init(env)) {
             GPT2LMHeadModel network = settings(env).modelConfig().newModel();
             AttentionKernel.of(attention).applyTo(network);
@@ -212,7 +214,7 @@ public final class TrainBenchRank implements Callable<Integer> {
             long size = array.size() * array.getDataType().getNumOfBytes();
             bytes += parameter.requiresGradient() ? 2 * size : size;
         }
-        return bytes + OptimizerState.bytes(optimizer, ids);
+        return bytes + OptimizerStates.bytes(optimizer, ids);
     }
 
     private TrainBenchSettings settings(DistributedEnv env) {

@@ -1,7 +1,6 @@
 package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.Device;
-import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
@@ -14,21 +13,30 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import java.time.Duration;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.cuda.nccl.ncclComm;
 import org.bytedeco.cuda.nccl.ncclUniqueId;
-import org.bytedeco.javacpp.Loader;
 
 /**
  * A {@link ProcessGroup} over NCCL: one rank per GPU, the communicator set up through the job's
- * {@link Store} (rank 0 publishes the NCCL unique id, the others read it), collectives straight on
- * the arrays' device memory on PyTorch's current CUDA stream.
+ * {@link Store} (rank 0 publishes the NCCL unique id, the others read it).
+ *
+ * <p>Collectives run straight on the arrays' device memory, on two streams of the group's own
+ * ({@link NcclStreams}: all-gathers and broadcasts on one, reduce-scatters and all-reduces on the
+ * other), each first ordered after everything already queued on the caller's current stream (where
+ * DJL's operators run). {@link Work#await()} orders the caller's stream after the collective
+ * without blocking the host; {@link #barrier()} and {@link #close()} block the host. A watchdog
+ * ({@link NcclWatchdog}) aborts the communicator when NCCL reports an error or a collective runs
+ * past the options' timeout, and every later call throws that failure.
  *
  * <p>Supported element types: float32, float16, bfloat16 (arrays made by {@link TensorMemory}),
  * float64, int32, int64, int8 and uint8. Arrays must be contiguous and on the group's device, and
- * must stay open until their {@link Work} is done.
+ * must stay open until their {@link Work} is awaited: closing them after the await is safe, since
+ * PyTorch reuses freed memory in the order of the caller's stream, which now follows the
+ * collective.
  */
 public final class NcclProcessGroup implements ProcessGroup {
 
@@ -44,36 +52,35 @@ public final class NcclProcessGroup implements ProcessGroup {
     private final Device device;
     private final ncclComm comm;
     private final Store store;
+    private final NcclStreams streams;
+    private final NcclWatchdog watchdog;
     private final NDManager manager;
     private NDArray barrierToken;
+    private long sequence;
+    private boolean closed;
 
     private NcclProcessGroup(
-            int rank, int size, int localRank, Device device, ncclComm comm, Store store) {
-        this.rank = rank;
-        this.size = size;
-        this.localRank = localRank;
+            DistributedEnv env, Device device, ncclComm comm, Store store, Duration timeout) {
+        this.rank = env.rank();
+        this.size = env.worldSize();
+        this.localRank = env.localRank();
         this.device = device;
         this.comm = comm;
         this.store = store;
+        this.streams = new NcclStreams();
+        this.watchdog = new NcclWatchdog(comm, rank, device.getDeviceId(), timeout);
         this.manager = NDManager.newBaseManager(device, "PyTorch");
     }
 
     /**
-     * Returns whether NCCL can run here: the CUDA build of libtorch sees a GPU and the Bytedeco
-     * CUDA natives ({@code -Pcuda}) are on the class path.
+     * Returns whether NCCL can run here: the CUDA build of libtorch sees a GPU, and Bytedeco's CUDA
+     * glue ({@code -Pcuda}) loads with the NCCL and CUDA runtime libraries it needs.
      *
      * @return true when {@link #create} can succeed
+     * @see NcclLibraries#problem()
      */
     public static boolean isAvailable() {
-        if (Engine.getEngine("PyTorch").getGpuCount() == 0) {
-            return false;
-        }
-        try {
-            Loader.load(nccl.class);
-            return true;
-        } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
-            return false;
-        }
+        return NcclLibraries.problem().isEmpty();
     }
 
     /**
@@ -83,22 +90,24 @@ public final class NcclProcessGroup implements ProcessGroup {
      * @param env this rank's place in the job
      * @param store the job's store, through which rank 0 hands out the communicator's unique id;
      *     the group owns it from now on and closes it
-     * @param device this rank's GPU, usually {@code Device.gpu(env.localRank())}
+     * @param device this rank's GPU, usually {@code RankDevice.of(env)}
+     * @param timeout the longest a queued collective may take before the watchdog aborts the
+     *     communicator
      * @return the group
-     * @throws UnsupportedOperationException if NCCL cannot run here (see {@link #isAvailable})
+     * @throws UnsupportedOperationException if NCCL cannot run here, saying what is missing
      * @throws CollectiveException if NCCL fails to set up the communicator
      */
-    public static NcclProcessGroup create(DistributedEnv env, Store store, Device device) {
+    public static NcclProcessGroup create(
+            DistributedEnv env, Store store, Device device, Duration timeout) {
         int rank = env.rank();
         if (!device.isGpu()) {
             throw new IllegalArgumentException("NCCL needs a GPU, got " + device);
         }
-        if (!isAvailable()) {
-            throw new UnsupportedOperationException(
-                    "NCCL is not available: it needs a GPU, libtorch's CUDA build and the Bytedeco"
-                            + " CUDA natives; build with `mvn -Pcuda`, or use the socket backend on"
-                            + " CPUs");
-        }
+        NcclLibraries.problem()
+                .ifPresent(
+                        problem -> {
+                            throw new UnsupportedOperationException(problem);
+                        });
         NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
         String idKey = uniqueIdKey(store, env.worldSize());
         ncclUniqueId id = new ncclUniqueId();
@@ -122,7 +131,7 @@ public final class NcclProcessGroup implements ProcessGroup {
         ncclComm comm = new ncclComm();
         NcclStatus.checkNccl(
                 nccl.ncclCommInitRank(comm, env.worldSize(), id, rank), "ncclCommInitRank", rank);
-        return new NcclProcessGroup(rank, env.worldSize(), env.localRank(), device, comm, store);
+        return new NcclProcessGroup(env, device, comm, store, timeout);
     }
 
     /**
@@ -157,28 +166,27 @@ public final class NcclProcessGroup implements ProcessGroup {
     }
 
     @Override
+    public Device device() {
+        return device;
+    }
+
+    @Override
     public synchronized Work allGatherAsync(NDArray input, NDArray output) {
         int type = elementType(CollectiveArguments.sameType("allGather", input, output));
         CollectiveArguments.requireSizes("allGather", size, "output", output, "input", input);
-        DevicePointer stream = enter();
+        CUstream_st stream = enter(streams.gather());
         NcclStatus.checkNccl(
-                nccl.ncclAllGather(
-                        data(input),
-                        data(output),
-                        input.size(),
-                        type,
-                        comm,
-                        new CUstream_st(stream)),
+                nccl.ncclAllGather(data(input), data(output), input.size(), type, comm, stream),
                 "ncclAllGather",
                 rank);
-        return new NcclWork(comm, rank, stream);
+        return queued("allGather", stream);
     }
 
     @Override
     public synchronized Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
         int type = elementType(CollectiveArguments.sameType("reduceScatter", input, output));
         CollectiveArguments.requireSizes("reduceScatter", size, "input", input, "output", output);
-        DevicePointer stream = enter();
+        CUstream_st stream = enter(streams.reduce());
         NcclStatus.checkNccl(
                 nccl.ncclReduceScatter(
                         data(input),
@@ -187,50 +195,41 @@ public final class NcclProcessGroup implements ProcessGroup {
                         type,
                         reduction(op),
                         comm,
-                        new CUstream_st(stream)),
+                        stream),
                 "ncclReduceScatter",
                 rank);
-        return new NcclWork(comm, rank, stream);
+        return queued("reduceScatter", stream);
     }
 
     @Override
     public synchronized Work allReduceAsync(NDArray array, ReduceOp op) {
         int type = elementType(TensorMemory.dataType(array));
-        DevicePointer stream = enter();
+        CUstream_st stream = enter(streams.reduce());
         NcclStatus.checkNccl(
                 nccl.ncclAllReduce(
-                        data(array),
-                        data(array),
-                        array.size(),
-                        type,
-                        reduction(op),
-                        comm,
-                        new CUstream_st(stream)),
+                        data(array), data(array), array.size(), type, reduction(op), comm, stream),
                 "ncclAllReduce",
                 rank);
-        return new NcclWork(comm, rank, stream);
+        return queued("allReduce", stream);
     }
 
     @Override
     public synchronized Work broadcastAsync(NDArray array, int root) {
         CollectiveArguments.requireRoot(root, size);
         int type = elementType(TensorMemory.dataType(array));
-        DevicePointer stream = enter();
+        CUstream_st stream = enter(streams.gather());
         NcclStatus.checkNccl(
                 nccl.ncclBroadcast(
-                        data(array),
-                        data(array),
-                        array.size(),
-                        type,
-                        root,
-                        comm,
-                        new CUstream_st(stream)),
+                        data(array), data(array), array.size(), type, root, comm, stream),
                 "ncclBroadcast",
                 rank);
-        return new NcclWork(comm, rank, stream);
+        return queued("broadcast", stream);
     }
 
-    /** NCCL has no barrier of its own: a one-element all-reduce that every rank must join. */
+    /**
+     * NCCL has no barrier of its own: a one-element all-reduce that every rank must join, which the
+     * host waits for (bounded by the watchdog's timeout).
+     */
     @Override
     public void barrier() {
         NDArray token;
@@ -240,22 +239,36 @@ public final class NcclProcessGroup implements ProcessGroup {
             }
             token = barrierToken;
         }
-        allReduceAsync(token, ReduceOp.SUM).await();
+        ((NcclWork) allReduceAsync(token, ReduceOp.SUM)).awaitOnHost();
     }
 
     /**
-     * Flushes queued collectives, then frees the communicator (a failed flush aborts it) and closes
-     * the store.
+     * Waits on the host for every queued collective (a failed communicator was aborted already),
+     * then frees the communicator (a failed flush aborts it) and closes the store.
      */
     @Override
     public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         try {
-            NcclStatus.checkNccl(nccl.ncclCommFinalize(comm), "ncclCommFinalize", rank);
-            NcclStatus.checkNccl(nccl.ncclCommDestroy(comm), "ncclCommDestroy", rank);
+            if (!watchdog.aborted()) {
+                CUstream_st flush = enter(streams.reduce());
+                CUstream_st gathers = streams.gather();
+                NcclStreams.order(flush, gathers);
+                new NcclWork("close", device, flush, watchdog).awaitOnHost();
+                NcclStatus.checkNccl(nccl.ncclCommFinalize(comm), "ncclCommFinalize", rank);
+                NcclStatus.checkNccl(nccl.ncclCommDestroy(comm), "ncclCommDestroy", rank);
+            }
         } catch (CollectiveException e) {
-            nccl.ncclCommAbort(comm);
+            if (!watchdog.aborted()) {
+                nccl.ncclCommAbort(comm);
+            }
             throw e;
         } finally {
+            watchdog.close();
+            streams.close();
             manager.close();
             store.close();
         }
@@ -263,12 +276,25 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     /**
      * Makes the group's GPU current on the calling thread (CUDA's current device is per thread, and
-     * the event recorded behind the collective must belong to the stream's device) and returns
-     * PyTorch's current stream there.
+     * events must belong to their stream's device), throws a failure the watchdog has seen, and
+     * orders {@code stream} after the caller's current stream, so that the collective sees every
+     * operator queued before it.
      */
-    private DevicePointer enter() {
+    private CUstream_st enter(CUstream_st stream) {
+        if (closed) {
+            throw new CollectiveException("The NCCL group of rank " + rank + " is closed");
+        }
+        watchdog.check();
         NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
-        return new DevicePointer(TensorMemory.currentCudaStream(device));
+        CUstream_st compute =
+                new CUstream_st(new DevicePointer(TensorMemory.currentCudaStream(device)));
+        NcclStreams.order(stream, compute);
+        return stream;
+    }
+
+    private Work queued(String collective, CUstream_st stream) {
+        sequence++;
+        return new NcclWork(collective + " #" + sequence, device, stream, watchdog);
     }
 
     private DevicePointer data(NDArray array) {

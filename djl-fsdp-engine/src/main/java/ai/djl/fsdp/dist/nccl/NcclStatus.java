@@ -12,11 +12,7 @@ final class NcclStatus {
     static void checkNccl(int result, String call, int rank) {
         if (result != nccl.ncclSuccess) {
             throw new CollectiveException(
-                    call
-                            + " failed on rank "
-                            + rank
-                            + ": "
-                            + nccl.ncclGetErrorString(result).getString());
+                    call + " failed on rank " + rank + ": " + describe(result));
         }
     }
 
@@ -25,5 +21,10 @@ final class NcclStatus {
             throw new CollectiveException(
                     call + " failed: " + cudart.cudaGetErrorString(result).getString());
         }
+    }
+
+    /** Returns NCCL's text for a result code. */
+    static String describe(int ncclResult) {
+        return nccl.ncclGetErrorString(ncclResult).getString();
     }
 }

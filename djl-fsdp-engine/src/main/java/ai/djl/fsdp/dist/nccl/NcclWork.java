@@ -1,48 +1,66 @@
 package ai.djl.fsdp.dist.nccl;
 
-import ai.djl.fsdp.dist.CollectiveException;
+import ai.djl.Device;
 import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.tensor.TensorMemory;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
-import org.bytedeco.cuda.global.nccl;
-import org.bytedeco.cuda.nccl.ncclComm;
 
 /**
- * A collective queued on a CUDA stream, tracked by an event recorded right behind it. The event is
- * released as soon as the collective is seen to be done.
+ * A collective queued on one of the group's NCCL streams, tracked by an event recorded right behind
+ * it. {@link #await()} makes the caller's current CUDA stream (where DJL's operators run) wait for
+ * that event, without blocking the host; the watchdog and host waits poll it. The event is released
+ * as soon as the collective is seen to be done.
  */
 final class NcclWork implements Work {
 
-    private final ncclComm comm;
-    private final int rank;
+    private final String name;
+    private final Device device;
+    private final NcclWatchdog watchdog;
+    private final long queuedNanos;
     private CUevent_st event;
 
-    NcclWork(ncclComm comm, int rank, DevicePointer stream) {
-        this.comm = comm;
-        this.rank = rank;
-        CUevent_st created = new CUevent_st();
-        NcclStatus.checkCuda(
-                cudart.cudaEventCreateWithFlags(created, cudart.cudaEventDisableTiming),
-                "cudaEventCreateWithFlags");
-        NcclStatus.checkCuda(
-                cudart.cudaEventRecord(created, new CUstream_st(stream)), "cudaEventRecord");
-        event = created;
+    /** Records the event behind the collective just queued on {@code stream} and watches it. */
+    NcclWork(String name, Device device, CUstream_st stream, NcclWatchdog watchdog) {
+        this.name = name;
+        this.device = device;
+        this.watchdog = watchdog;
+        event = NcclStreams.recordEvent(stream);
+        queuedNanos = System.nanoTime();
+        watchdog.watch(this);
     }
 
+    /**
+     * Orders the calling thread's current stream on the group's GPU after the collective: every
+     * operator queued there from now on sees its result, and memory freed from now on (DJL closing
+     * the arrays) is reused only after the collective has read and written it. The host goes on at
+     * once; a collective that never finishes is aborted by the watchdog.
+     *
+     * @throws ai.djl.fsdp.dist.CollectiveException if the communicator has failed
+     */
     @Override
     public synchronized void await() {
+        watchdog.check();
         if (event == null) {
             return;
         }
-        int result = cudart.cudaEventSynchronize(event);
-        release();
-        NcclStatus.checkCuda(result, "cudaEventSynchronize");
-        checkPeers();
+        NcclStreams.waitFor(new CUstream_st(new DevicePointer(compute())), event);
     }
 
     @Override
-    public synchronized boolean isDone() {
+    public boolean isDone() {
+        watchdog.check();
+        return poll();
+    }
+
+    /** Blocks the host until the collective has finished, or the watchdog reports a failure. */
+    void awaitOnHost() {
+        watchdog.awaitOnHost(this);
+    }
+
+    /** Returns whether the collective has finished, releasing its event once it has. */
+    synchronized boolean poll() {
         if (event == null) {
             return true;
         }
@@ -50,27 +68,24 @@ final class NcclWork implements Work {
         if (result == cudart.cudaErrorNotReady) {
             return false;
         }
-        release();
-        NcclStatus.checkCuda(result, "cudaEventQuery");
+        cudart.cudaEventDestroy(event);
+        event = null;
+        NcclStatus.checkCuda(result, "cudaEventQuery after " + name);
         return true;
     }
 
-    /** A peer that failed surfaces as the communicator's asynchronous error, not as a CUDA one. */
-    private void checkPeers() {
-        int[] asyncError = new int[1];
-        NcclStatus.checkNccl(
-                nccl.ncclCommGetAsyncError(comm, asyncError), "ncclCommGetAsyncError", rank);
-        if (asyncError[0] != nccl.ncclSuccess && asyncError[0] != nccl.ncclInProgress) {
-            throw new CollectiveException(
-                    "NCCL communicator failed on rank "
-                            + rank
-                            + ": "
-                            + nccl.ncclGetErrorString(asyncError[0]).getString());
-        }
+    /** Returns the collective's name and sequence number, for messages. */
+    String name() {
+        return name;
     }
 
-    private void release() {
-        cudart.cudaEventDestroy(event);
-        event = null;
+    /** Returns how long ago the collective was queued. */
+    long ageNanos() {
+        return System.nanoTime() - queuedNanos;
+    }
+
+    private long compute() {
+        NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
+        return TensorMemory.currentCudaStream(device);
     }
 }

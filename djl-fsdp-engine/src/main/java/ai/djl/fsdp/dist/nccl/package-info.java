@@ -1,13 +1,16 @@
 /**
  * The NCCL backend of {@link ai.djl.fsdp.dist.ProcessGroup}, for ranks on GPUs.
  *
- * <p>The NCCL and CUDA runtime bindings are Bytedeco's; their natives come with the Maven profile
- * {@code -Pcuda}. Nothing here loads them until a group is created, so CPU builds carry these
- * classes without ever touching CUDA.
+ * <p>The NCCL and CUDA runtime bindings are Bytedeco's; their JNI glue comes with the Maven profile
+ * {@code -Pcuda}, and the NCCL and CUDA runtime libraries it links to from the system or {@code
+ * cuda-redist} ({@link ai.djl.fsdp.dist.nccl.NcclLibraries} names whichever is missing). Nothing
+ * here loads them until a group is created, so CPU builds carry these classes without ever touching
+ * CUDA.
  *
- * <p>Collectives run on PyTorch's current CUDA stream on the array's device, the stream DJL's
- * operators run on: an operator queued after a collective already sees its result, and a collective
- * sees every operator queued before it. {@link ai.djl.fsdp.dist.Work#await()} is needed only before
- * the host reads the result (it waits on a CUDA event recorded behind the collective).
+ * <p>Collectives run on two streams of the group's own (all-gathers on one, reductions on the
+ * other), each ordered after the caller's current stream (DJL's operators) by a CUDA event; {@link
+ * ai.djl.fsdp.dist.Work#await()} makes the caller's stream wait for the collective's event, so the
+ * host never waits per unit and the next unit's gather overlaps the current unit's compute. A
+ * watchdog thread aborts the communicator on NCCL's asynchronous error or past the timeout.
  */
 package ai.djl.fsdp.dist.nccl;

@@ -27,7 +27,8 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Failures name the neighbour: end of stream or a reset on a link, a pull from a process that is
- * gone, or no progress on a link for the timeout. {@link RingConnector} makes the links.
+ * gone, or no progress on a link for the collective timeout (a neighbour that has stopped is found
+ * sooner, by the {@link Watchdog}, which closes the ring). {@link RingConnector} makes the links.
  */
 final class Ring implements AutoCloseable {
 
@@ -197,7 +198,8 @@ final class Ring implements AutoCloseable {
                                         + rank
                                         + " expects; the ranks disagree on a"
                                         + " collective's size",
-                                null);
+                                null,
+                                prev());
                     }
                     pull(offerAddress, receive, length);
                     offerAddress += length;
@@ -284,7 +286,8 @@ final class Ring implements AutoCloseable {
                             + "): rank "
                             + prev()
                             + " exited or was killed",
-                    e);
+                    e,
+                    prev());
         }
     }
 
@@ -295,7 +298,8 @@ final class Ring implements AutoCloseable {
                         + " closed its link with rank "
                         + rank
                         + " mid-collective (its process exited, was killed or gave up)",
-                null);
+                null,
+                peer);
     }
 
     private PeerFailure linkFailure(int peer, String what, IOException e) {
@@ -309,7 +313,8 @@ final class Ring implements AutoCloseable {
                         + "): rank "
                         + peer
                         + " exited, was killed or is unreachable",
-                e);
+                e,
+                peer);
     }
 
     private void awaitReady(
@@ -334,26 +339,19 @@ final class Ring implements AutoCloseable {
         if (!selector.isOpen()) {
             throw new PeerFailure("the process group on rank " + rank + " was closed", null);
         }
-        if (readPrev || writePrev) {
-            throw new PeerFailure(
-                    "rank "
-                            + prev()
-                            + " did not answer rank "
-                            + rank
-                            + " for "
-                            + timeout
-                            + " (it hangs, or is not calling the same collectives)",
-                    null);
-        }
+        int peer = readPrev || writePrev ? prev() : next();
         throw new PeerFailure(
                 "rank "
-                        + next()
-                        + " did not answer rank "
-                        + rank
-                        + " for "
+                        + peer
+                        + " did not take part for "
                         + timeout
-                        + " (it hangs, or is not calling the same collectives)",
-                null);
+                        + " while rank "
+                        + rank
+                        + " waited in a collective; it is alive (its heartbeats arrive) but"
+                        + " busy for longer than the collective timeout, or not calling the same"
+                        + " collectives",
+                null,
+                peer);
     }
 
     /** Closes both links, which fails any collective in flight here and soon at the neighbours. */

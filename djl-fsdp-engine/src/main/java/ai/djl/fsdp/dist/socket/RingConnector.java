@@ -67,6 +67,7 @@ final class RingConnector {
             byte[] token,
             InetAddress localAddress,
             Duration timeout,
+            Duration collectiveTimeout,
             int socketBufferBytes,
             boolean peerCopy)
             throws IOException {
@@ -117,7 +118,8 @@ final class RingConnector {
             // The next rank reads the probe until it has decided; keep it alive until all have.
             store.barrier("socket-ring", rank, size);
             Reference.reachabilityFence(probe);
-            Ring ring = new Ring(rank, size, toNext, fromPrev, prevPid, nextPulls, timeout);
+            Ring ring =
+                    new Ring(rank, size, toNext, fromPrev, prevPid, nextPulls, collectiveTimeout);
             logger.debug("Rank {} ring links: {}", rank, ring.describeLinks());
             return ring;
         } catch (IOException | RuntimeException e) {

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.dist.socket;
 
+import ai.djl.Device;
 import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
@@ -19,11 +20,14 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,24 +35,20 @@ import org.slf4j.LoggerFactory;
  * The CPU backend: a ring of TCP connections between neighbouring ranks, running NCCL's ring
  * algorithms straight on the arrays' memory.
  *
- * <p>Collectives run in call order on one communication thread per group. When a peer dies or stops
- * answering, the rank that notices records the cause in the store under {@value #ABORT_KEY} (the
- * first to notice wins) and then closes its ring links; its neighbours' links break in turn, and
- * they read the recorded cause, so every surviving rank fails promptly with the same message naming
- * the rank at fault. The group stays failed: later collectives fail at once with that message.
+ * <p>Collectives run in call order on one communication thread per group. When a peer dies, the
+ * rank that notices records the cause in the store ({@link JobAbort}; the first to notice wins) and
+ * then closes its ring links; its neighbours' links break in turn, and they read the recorded
+ * cause, so every surviving rank fails promptly with the same message naming the rank at fault. A
+ * peer that stops (SIGSTOP) breaks no link: each rank's {@link Watchdog} finds it within the
+ * timeout from its missing heartbeats, or from a store that no longer answers when the stopped rank
+ * is rank 0, and fails the group the same way. The group stays failed: later collectives fail at
+ * once with that message, which names the rank at fault and the collective that was running.
  */
 public final class SocketProcessGroup implements ProcessGroup {
 
     private static final Logger logger = LoggerFactory.getLogger(SocketProcessGroup.class);
 
-    /** The store key holding the first recorded cause of a failure of the job. */
-    static final String ABORT_KEY = "socket/abort";
-
-    private static final String ABORT_CLAIM_KEY = "socket/abort-claims";
     private static final String CLOSED_KEY_PREFIX = "socket/closed/";
-
-    /** How long a rank that lost the race to record a failure waits for the winner's cause. */
-    private static final Duration ABORT_READ_WAIT = Duration.ofSeconds(10);
 
     /** How long rank 0 keeps the store up for the others to finish closing after a failure. */
     private static final Duration FAILED_CLOSE_WAIT = Duration.ofSeconds(2);
@@ -64,7 +64,13 @@ public final class SocketProcessGroup implements ProcessGroup {
     private final Duration timeout;
     private final ExecutorService communication;
     private final Set<SocketWork> outstanding = ConcurrentHashMap.newKeySet();
+    private final CompletableFuture<JobAbort.Cause> aborted = new CompletableFuture<>();
+    private final Watchdog watchdog;
+    private long sequence;
+    private volatile SocketWork running;
+    private volatile String lastRun = "before the first collective";
     private volatile CollectiveException failure;
+    private volatile boolean storeLost;
     private volatile boolean closed;
 
     private SocketProcessGroup(
@@ -83,6 +89,10 @@ public final class SocketProcessGroup implements ProcessGroup {
                             thread.setDaemon(true);
                             return thread;
                         });
+        watchdog =
+                ring == null
+                        ? null
+                        : new Watchdog(store.newClient(timeout), rank, size, timeout, this::abort);
     }
 
     /**
@@ -108,6 +118,7 @@ public final class SocketProcessGroup implements ProcessGroup {
                                 env.jobToken().getBytes(StandardCharsets.UTF_8),
                                 localAddress,
                                 options.timeout(),
+                                options.collectiveTimeout(),
                                 options.socketBufferBytes(),
                                 options.peerMemoryCopy());
             } catch (IOException | RuntimeException e) {
@@ -143,6 +154,11 @@ public final class SocketProcessGroup implements ProcessGroup {
     @Override
     public String backend() {
         return "socket";
+    }
+
+    @Override
+    public Device device() {
+        return Device.cpu();
     }
 
     @Override
@@ -210,7 +226,12 @@ public final class SocketProcessGroup implements ProcessGroup {
     }
 
     private Work submit(String description, Collective collective) {
-        SocketWork work = new SocketWork(description);
+        SocketWork work;
+        synchronized (this) {
+            work =
+                    new SocketWork(
+                            (description + ' ').replaceFirst(" ", " #" + ++sequence + ' ').trim());
+        }
         outstanding.add(work);
         try {
             communication.execute(() -> run(work, collective));
@@ -227,6 +248,7 @@ public final class SocketProcessGroup implements ProcessGroup {
                 work.fail(failure);
                 return;
             }
+            running = work;
             collective.run();
             work.complete();
         } catch (PeerFailure e) {
@@ -234,60 +256,87 @@ public final class SocketProcessGroup implements ProcessGroup {
         } catch (RuntimeException e) {
             work.fail(e);
         } finally {
+            lastRun = "after " + work;
+            running = null;
             outstanding.remove(work);
         }
     }
 
     /**
-     * Records a failure (or adopts one already recorded), closes the ring so the neighbours notice,
-     * and returns the error every later collective fails with.
+     * Called by the watchdog with the job's failure: records it as this group's, and closes the
+     * ring so that the collective in flight, if any, fails with it.
      */
-    private CollectiveException fail(PeerFailure cause) {
-        if (closed) {
-            failure = closedError();
-            return failure;
+    private void abort(JobAbort.Cause cause) {
+        aborted.complete(cause);
+        if (ring != null) {
+            ring.close();
         }
-        String message = agreeOnCause(cause.getMessage());
-        ring.close();
-        failure =
-                new CollectiveException(
-                        "Collective failed on rank " + rank + ": " + message, cause);
-        logger.error(failure.getMessage());
-        return failure;
     }
 
     /**
-     * Returns the job's recorded failure cause, recording {@code ours} if none is recorded yet. A
-     * rank closes its links only after recording, so a rank whose link broke because a neighbour
-     * gave up finds the neighbour's cause here, not a blame on the neighbour.
+     * Agrees with the other ranks on the cause of a failure seen on a link (or adopts the
+     * watchdog's, whichever comes first), closes the ring so the neighbours notice, and returns the
+     * error every later collective fails with.
      */
-    private String agreeOnCause(String ours) {
-        try {
-            String recorded = recordedCause(Duration.ZERO);
-            if (recorded != null) {
-                return recorded;
-            }
-            if (store.add(ABORT_CLAIM_KEY, 1) == 1) {
-                store.set(ABORT_KEY, ours.getBytes(StandardCharsets.UTF_8));
-                return ours;
-            }
-            recorded = recordedCause(ABORT_READ_WAIT);
-            return recorded == null ? ours : recorded;
-        } catch (StoreException e) {
-            return ours
-                    + " (the store is unreachable as well, so rank 0, its host, may have"
-                    + " failed: "
-                    + e.getMessage()
-                    + ')';
+    private CollectiveException fail(PeerFailure cause) {
+        if (closed) {
+            return closedError();
         }
+        if (!aborted.isDone()) {
+            JobAbort.Cause ours = new JobAbort.Cause(cause.peer(), cause.getMessage());
+            CompletableFuture.runAsync(
+                    () -> {
+                        try {
+                            aborted.complete(JobAbort.agree(store, ours));
+                        } catch (StoreException e) {
+                            aborted.complete(withLostStore(ours, e));
+                        }
+                    },
+                    task -> new Thread(task, "djl-fsdp-abort-rank" + rank).start());
+        }
+        JobAbort.Cause agreed;
+        try {
+            agreed = aborted.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException | ExecutionException e) {
+            agreed =
+                    withLostStore(
+                            new JobAbort.Cause(cause.peer(), cause.getMessage()),
+                            new StoreException("it did not answer for " + timeout));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return closedError();
+        }
+        return failWith(agreed, cause);
     }
 
-    private String recordedCause(Duration wait) {
-        try {
-            return new String(store.get(ABORT_KEY, wait), StandardCharsets.UTF_8);
-        } catch (StoreTimeoutException e) {
-            return null;
+    private synchronized CollectiveException failWith(JobAbort.Cause agreed, Throwable cause) {
+        if (failure == null) {
+            ring.close();
+            SocketWork work = running;
+            failure =
+                    new CollectiveException(
+                            "Collective failed on rank "
+                                    + rank
+                                    + (work != null ? " in " + work : " " + lastRun)
+                                    + ": "
+                                    + agreed.message,
+                            cause,
+                            agreed.rank);
+            storeLost |= agreed.message.contains(JobAbort.STORE_LOST);
+            logger.error(failure.getMessage());
         }
+        return failure;
+    }
+
+    private static JobAbort.Cause withLostStore(JobAbort.Cause ours, StoreException e) {
+        return new JobAbort.Cause(
+                ours.rank,
+                ours.message
+                        + " ("
+                        + JobAbort.STORE_LOST
+                        + " as well, so rank 0, its host, may have failed: "
+                        + e.getMessage()
+                        + ')');
     }
 
     private CollectiveException closedError() {
@@ -304,6 +353,9 @@ public final class SocketProcessGroup implements ProcessGroup {
             return;
         }
         closed = true;
+        if (watchdog != null) {
+            watchdog.close();
+        }
         communication.shutdownNow();
         if (ring != null) {
             ring.close();
@@ -317,12 +369,19 @@ public final class SocketProcessGroup implements ProcessGroup {
             Thread.currentThread().interrupt();
         }
         try {
-            leaveStore();
+            if (!storeLost && !lostStoreRecorded()) {
+                leaveStore();
+            }
         } catch (StoreException e) {
             logger.debug("Rank {} could not sign off from the store", rank, e);
         } finally {
             store.close();
         }
+    }
+
+    private boolean lostStoreRecorded() {
+        JobAbort.Cause cause = aborted.getNow(null);
+        return cause != null && cause.message.contains(JobAbort.STORE_LOST);
     }
 
     private void leaveStore() {
@@ -331,7 +390,7 @@ public final class SocketProcessGroup implements ProcessGroup {
             return;
         }
         Duration wait =
-                failure != null
+                failure != null || aborted.isDone()
                         ? FAILED_CLOSE_WAIT
                         : timeout.compareTo(MAX_CLOSE_WAIT) < 0 ? timeout : MAX_CLOSE_WAIT;
         long deadline = System.nanoTime() + wait.toNanos();

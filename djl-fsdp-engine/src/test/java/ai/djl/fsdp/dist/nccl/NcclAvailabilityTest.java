@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.DistributedEnv;
+import java.time.Duration;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -25,7 +26,10 @@ class NcclAvailabilityTest {
                         UnsupportedOperationException.class,
                         () ->
                                 NcclProcessGroup.create(
-                                        DistributedEnv.single(""), null, Device.gpu(0)));
+                                        DistributedEnv.single(""),
+                                        null,
+                                        Device.gpu(0),
+                                        Duration.ofSeconds(1)));
         assertTrue(error.getMessage().contains("-Pcuda"), error.getMessage());
     }
 
@@ -33,6 +37,11 @@ class NcclAvailabilityTest {
     void aCpuDeviceIsRejected() {
         assertThrows(
                 IllegalArgumentException.class,
-                () -> NcclProcessGroup.create(DistributedEnv.single(""), null, Device.cpu()));
+                () ->
+                        NcclProcessGroup.create(
+                                DistributedEnv.single(""),
+                                null,
+                                Device.cpu(),
+                                Duration.ofSeconds(1)));
     }
 }

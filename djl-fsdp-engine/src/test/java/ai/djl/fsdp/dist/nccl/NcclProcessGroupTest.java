@@ -1,19 +1,24 @@
 package ai.djl.fsdp.dist.nccl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
-import ai.djl.fsdp.launch.Launcher;
+import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.dist.socket.CollectiveCheckMain;
+import ai.djl.fsdp.dist.socket.FailureMain;
 import ai.djl.fsdp.rendezvous.TcpStore;
+import ai.djl.fsdp.testing.RankProcesses;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 
 /**
- * Runs {@link NcclRankCheck} on one rank per GPU (at most two), skipped without a GPU; and checks
- * on any machine that communicators set up in turn through one store do not share a unique id.
+ * The socket backend's multi-process checks run again on NCCL, one rank per GPU (at most two, three
+ * where there are three), skipped with the reason where NCCL cannot run; and, on any machine,
+ * communicators set up in turn through one store do not share a unique id.
  */
 class NcclProcessGroupTest {
 
@@ -33,19 +38,79 @@ class NcclProcessGroupTest {
     }
 
     @Test
-    @Timeout(300)
-    void everyCollectiveGivesTheExpectedValuesOnGpus() throws InterruptedException {
+    void everyCollectiveGivesTheExpectedValuesOnGpus() {
+        int ranks = gpuRanks(2);
+        try (RankProcesses job = onGpus(NcclRankCheck.class, ranks).start()) {
+            job.await().assertAllSucceeded();
+        }
+    }
+
+    @Test
+    void theSocketBackendsCollectiveChecksPassOnNccl() {
+        int ranks = gpuRanks(3);
+        try (RankProcesses job =
+                onGpus(CollectiveCheckMain.class, ranks).timeout(Duration.ofMinutes(4)).start()) {
+            RankProcesses.Results results = job.await().assertAllSucceeded();
+            for (RankProcesses.RankResult rank : results.all()) {
+                assertTrue(rank.output().contains("OK "), results.describe());
+            }
+        }
+    }
+
+    @Test
+    void aSilentRankMakesTheWatchdogAbortTheOthersNamingRankAndCollective() {
+        int ranks = gpuRanks(3);
+        try (RankProcesses job =
+                onGpus(FailureMain.class, ranks)
+                        .args("silent")
+                        .timeout(Duration.ofMinutes(3))
+                        .start()) {
+            job.awaitOutput(0, "FAILED: ", Duration.ofSeconds(120));
+            job.kill(1);
+            RankProcesses.Results results = job.await();
+            String output = results.rank(0).output();
+            assertEquals(FailureMain.FAILED_EXIT, results.rank(0).exitCode(), results.describe());
+            assertTrue(output.contains("NCCL communicator aborted"), results.describe());
+            assertTrue(output.contains("on rank 0"), results.describe());
+            assertTrue(output.contains("allReduce #"), results.describe());
+        }
+    }
+
+    @Test
+    void aKilledRankFailsTheSurvivorsInsteadOfHangingThem() {
+        int ranks = gpuRanks(2);
+        try (RankProcesses job =
+                onGpus(FailureMain.class, ranks)
+                        .args("endless")
+                        .timeout(Duration.ofMinutes(4))
+                        .start()) {
+            for (int rank = 0; rank < ranks; rank++) {
+                job.awaitOutput(rank, "RUNNING", Duration.ofSeconds(120));
+            }
+            job.kill(1);
+            RankProcesses.Results results = job.await();
+            assertEquals(FailureMain.FAILED_EXIT, results.rank(0).exitCode(), results.describe());
+            assertTrue(
+                    results.rank(0).output().contains("NCCL communicator aborted"),
+                    results.describe());
+        }
+    }
+
+    /** Returns how many GPU ranks to start, at most {@code wanted}, or skips with the reason. */
+    private static int gpuRanks(int wanted) {
         int gpus = Engine.getEngine("PyTorch").getGpuCount();
         Assumptions.assumeTrue(gpus > 0, "no CUDA device: the NCCL backend needs a GPU");
         Assumptions.assumeTrue(
                 NcclProcessGroup.isAvailable(),
-                "a GPU but no NCCL natives: run the tests with `mvn -Pcuda`");
+                () -> NcclLibraries.problem().orElse("NCCL cannot run here"));
+        Assumptions.assumeTrue(gpus >= 2, "one GPU: NCCL collectives need two ranks on two GPUs");
+        return Math.min(wanted, gpus);
+    }
 
-        Launcher.builder()
-                .setNprocPerNode(Math.min(2, gpus))
-                .setCommand(NcclRankCheck.class.getName())
-                .optJavaOptions(List.of("-Xmx512m"))
-                .build()
-                .run();
+    private static RankProcesses.Builder onGpus(Class<?> main, int ranks) {
+        return RankProcesses.builder(main)
+                .worldSize(ranks)
+                .env(RankDevice.DEVICE_VARIABLE, "gpu")
+                .jvmOptions("-Xmx1g");
     }
 }

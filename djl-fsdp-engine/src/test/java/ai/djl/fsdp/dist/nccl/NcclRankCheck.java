@@ -9,6 +9,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import java.time.Duration;
 import java.util.Arrays;
 
 /**
@@ -32,7 +33,8 @@ public final class NcclRankCheck {
                                 .optHostServer(rank == 0)
                                 .optToken(env.jobToken())
                                 .build();
-                NcclProcessGroup group = NcclProcessGroup.create(env, store, gpu);
+                NcclProcessGroup group =
+                        NcclProcessGroup.create(env, store, gpu, Duration.ofSeconds(60));
                 NDManager manager = NDManager.newBaseManager(gpu, "PyTorch")) {
             NDArray shard = manager.arange(0f, SHARD, 1f).add(rank + 1);
             NDArray gathered = manager.zeros(new Shape((long) SHARD * size));
@@ -75,7 +77,7 @@ public final class NcclRankCheck {
             Arrays.fill(expectedCount, size);
             check("bfloat16 allReduce", expectedCount, bf16.toType(DataType.FLOAT32, false));
 
-            NDArray broadcast = manager.full(new Shape(SHARD), rank);
+            NDArray broadcast = manager.full(new Shape(SHARD), (float) rank);
             group.broadcast(broadcast, size - 1);
             float[] expectedBroadcast = new float[SHARD];
             Arrays.fill(expectedBroadcast, size - 1);

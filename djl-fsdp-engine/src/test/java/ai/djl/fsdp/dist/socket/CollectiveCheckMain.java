@@ -58,7 +58,7 @@ public final class CollectiveCheckMain {
                         .build();
         CollectiveCheckMain check;
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
-                NDManager manager = NDManager.newBaseManager()) {
+                NDManager manager = NDManager.newBaseManager(group.device())) {
             check = new CollectiveCheckMain(group, manager);
             check.run();
             group.barrier();

@@ -6,6 +6,7 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.launch.FailureReport;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -14,14 +15,18 @@ import java.time.Duration;
 /**
  * A rank of {@link SocketProcessGroupTest}'s failure jobs. With {@code endless}, it all-reduces 16
  * MiB over and over (printing {@code RUNNING} once it has done one) until a collective fails; with
- * {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code silent},
- * rank 1 sleeps through the others' allReduce. A rank that sees the {@link CollectiveException}
- * prints {@code FAILED: <message>} and exits 3.
+ * {@code mismatch}, rank 0 calls allReduce where the others call allGather; with {@code steady}, it
+ * all-reduces 40 small arrays, 100 ms apart, and prints their total as {@code RESULT}; with {@code
+ * busy}, rank 1 sleeps three timeouts before it joins the others' allReduce, which must then
+ * succeed; with {@code silent}, rank 1 sleeps through the others' allReduce (alive: its watchdog
+ * keeps beating, so the others wait for the collective timeout, not the timeout). The timeout comes
+ * from {@code DJL_FSDP_TIMEOUT} when set, else 90 seconds. A rank that sees the {@link
+ * CollectiveException} prints {@code FAILED: <message>} and exits 3.
  */
 public final class FailureMain {
 
     /** The exit code of a rank whose collective failed as the test expects. */
-    static final int FAILED_EXIT = 3;
+    public static final int FAILED_EXIT = 3;
 
     private FailureMain() {}
 
@@ -29,10 +34,34 @@ public final class FailureMain {
         String mode = args[0];
         // For the other modes, long enough that a failure comes from the links, not the timeout.
         Duration timeout = Duration.ofSeconds("silent".equals(mode) ? 10 : 90);
-        ProcessGroupOptions options = ProcessGroupOptions.builder().optTimeout(timeout).build();
+        ProcessGroupOptions.Builder builder =
+                ProcessGroupOptions.builder().optCollectiveTimeout(timeout);
+        if (System.getenv(ProcessGroupOptions.TIMEOUT_VARIABLE) == null) {
+            builder.optTimeout(Duration.ofSeconds(90));
+        }
+        ProcessGroupOptions options = builder.build();
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
-                NDManager manager = NDManager.newBaseManager()) {
-            if ("silent".equals(mode)) {
+                NDManager manager = NDManager.newBaseManager(group.device())) {
+            if ("steady".equals(mode)) {
+                double total = 0;
+                for (int i = 1; i <= 40; i++) {
+                    NDArray array = manager.ones(new Shape(10)).muli((group.rank() + 1) * i);
+                    group.allReduce(array, ReduceOp.SUM);
+                    total += array.sum().getFloat();
+                    System.out.println("RUNNING");
+                    System.out.flush();
+                    Thread.sleep(100);
+                }
+                System.out.println("RESULT " + total);
+            } else if ("busy".equals(mode)) {
+                // Alive and busy for three timeouts: the others must wait, not fail.
+                if (group.rank() == 1) {
+                    Thread.sleep(options.timeout().multipliedBy(3).toMillis());
+                }
+                NDArray array = manager.ones(new Shape(10));
+                group.allReduce(array, ReduceOp.SUM);
+                System.out.println("SUM " + array.getFloat(0));
+            } else if ("silent".equals(mode)) {
                 if (group.rank() == 1) {
                     // Alive but absent: the others must give up after the timeout and name it.
                     Thread.sleep(timeout.multipliedBy(3).toMillis());
@@ -58,6 +87,8 @@ public final class FailureMain {
             }
         } catch (CollectiveException e) {
             System.out.println("FAILED: " + e.getMessage());
+            System.out.flush();
+            FailureReport.writeIfRequested(e.getMessage(), e);
             System.exit(FAILED_EXIT);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -77,7 +77,8 @@ class SocketProcessGroupTest {
                 String output = results.rank(rank).output();
                 assertEquals(
                         FailureMain.FAILED_EXIT, results.rank(rank).exitCode(), results.describe());
-                assertTrue(output.contains("rank 1 did not answer"), results.describe());
+                assertTrue(
+                        output.contains("rank 1 did not take part for PT10S"), results.describe());
             }
         }
     }

@@ -1,7 +1,11 @@
 package ai.djl.fsdp.zoo.finetune;
 
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Comparator;
@@ -9,44 +13,132 @@ import java.util.List;
 import java.util.stream.Stream;
 
 /**
- * Replaces a directory as a whole: its new contents are written into a staging sibling, which is
- * renamed into place only once complete, so a crash mid-write never leaves a half-written output
- * under the final name (at worst a stale staging directory beside it).
+ * The {@code --output_dir} of a run. {@link #check} runs before training and refuses what a save
+ * would destroy or could not write; {@link #replace} writes the new contents into a staging sibling
+ * and only then puts them at the target, so a crash mid-write never leaves a half-written output
+ * under the final name.
+ *
+ * <p>Only a previous output of the tool (see {@link OutputMarker}) is replaced as a whole. A
+ * regular file, the current directory and a directory holding anything the tool did not write are
+ * refused unless {@code --overwrite_output_dir} is given; with it, as in Hugging Face, the new
+ * files are written into the directory and replace only the entries of the same names.
  */
 final class OutputDirectory {
+
+    /** The flag that allows writing over what is not a previous output. */
+    static final String OVERWRITE_FLAG = "--overwrite_output_dir";
+
+    /** Less free space than this on the target's file system is a full disk. */
+    static final long MIN_FREE_BYTES = 1L << 20;
+
+    private static final String FLAG = "--output_dir";
 
     /** What fills the staging directory. */
     interface Contents {
         void writeTo(Path directory) throws IOException;
     }
 
-    private OutputDirectory() {}
+    private final Path target;
+    private final boolean overwrite;
+
+    private OutputDirectory(Path target, boolean overwrite) {
+        this.target = target;
+        this.overwrite = overwrite;
+    }
 
     /**
-     * Writes {@code contents} and puts them at {@code target}, replacing what was there.
+     * Checks, before any work, that a run may write its output at {@code target}: creates missing
+     * parent directories (as Hugging Face does), refuses to replace what is not the tool's output
+     * unless {@code overwrite}, and tries a write beside the target.
      *
-     * @param target the final directory
-     * @param contents what to write into it
-     * @throws IOException if writing or renaming fails
+     * @param target the {@code --output_dir}
+     * @param overwrite whether {@code --overwrite_output_dir} was given
+     * @return the output directory, to {@link #replace} once the run is done
+     * @throws IllegalArgumentException if the target must not be written without {@code
+     *     --overwrite_output_dir}
+     * @throws IOException if the target cannot be written, naming the path and the reason
      */
-    static void replace(Path target, Contents contents) throws IOException {
-        Path absolute = target.toAbsolutePath().normalize();
-        Path parent = absolute.getParent();
-        Files.createDirectories(parent);
-        String name = absolute.getFileName().toString();
-        Path staging = Files.createTempDirectory(parent, "." + name + ".staging-");
+    static OutputDirectory check(Path target, boolean overwrite) throws IOException {
+        OutputDirectory output = new OutputDirectory(resolve(target), overwrite);
+        boolean merge = output.mergesIntoExisting();
+        Path parent = output.target.getParent();
+        Path existing = parent;
+        while (!Files.exists(existing)) {
+            existing = existing.getParent();
+        }
+        if (!Files.isDirectory(existing)) {
+            throw new IOException(
+                    FLAG
+                            + " "
+                            + output.target
+                            + ": "
+                            + existing
+                            + " is a file, not a directory: pass another "
+                            + FLAG);
+        }
         try {
+            Files.createDirectories(parent);
+            Files.delete(Files.createTempFile(parent, "." + output.name() + ".probe-", null));
+            if (merge) {
+                Files.delete(Files.createTempFile(output.target, OutputMarker.FILE, ".probe"));
+            }
+        } catch (IOException e) {
+            throw output.failure("cannot write there", e);
+        }
+        long free = Files.getFileStore(parent).getUsableSpace();
+        if (free < MIN_FREE_BYTES) {
+            throw new IOException(
+                    FLAG
+                            + " "
+                            + output.target
+                            + ": its file system is full ("
+                            + free
+                            + " bytes free): free space there or pass another "
+                            + FLAG);
+        }
+        return output;
+    }
+
+    /**
+     * Returns where the output goes.
+     *
+     * @return the absolute target
+     */
+    Path target() {
+        return target;
+    }
+
+    /**
+     * Writes {@code contents} into a staging sibling and puts them at the target: a previous output
+     * (or nothing) is replaced as a whole; with {@code --overwrite_output_dir}, existing entries of
+     * the same names are replaced and the rest kept. Stale staging directories of earlier runs that
+     * died are removed first.
+     *
+     * @param contents what to write
+     * @throws IOException if writing fails, naming the path and the reason; the target is then
+     *     unchanged
+     */
+    void replace(Contents contents) throws IOException {
+        Path parent = target.getParent();
+        StaleOutputs.clean(parent, name());
+        boolean merge = mergesIntoExisting(); // again: the target may have changed while training
+        Path staging;
+        try {
+            staging = StaleOutputs.newSibling(parent, name(), StaleOutputs.STAGING);
+        } catch (IOException e) {
+            throw failure("cannot create a staging directory", e);
+        }
+        try {
+            OutputMarker.write(staging); // marks the staging directory as ours from the start
             contents.writeTo(staging);
-            Path previous = null;
-            if (Files.exists(absolute)) {
-                previous = Files.createTempDirectory(parent, "." + name + ".previous-");
-                Files.delete(previous);
-                Files.move(absolute, previous, StandardCopyOption.ATOMIC_MOVE);
+            OutputMarker.write(staging);
+            if (merge) {
+                mergeInto(staging);
+            } else {
+                swapIn(staging);
             }
-            Files.move(staging, absolute, StandardCopyOption.ATOMIC_MOVE);
-            if (previous != null) {
-                deleteTree(previous);
-            }
+        } catch (IOException e) {
+            throw failure("the model was not saved", e);
         } finally {
             if (Files.exists(staging)) {
                 deleteTree(staging);
@@ -54,7 +146,165 @@ final class OutputDirectory {
         }
     }
 
-    private static void deleteTree(Path root) throws IOException {
+    /**
+     * Classifies the target: false if it is absent or replaceable as a whole, true if the new files
+     * go into it (allowed only with {@code --overwrite_output_dir}).
+     */
+    private boolean mergesIntoExisting() throws IOException {
+        if (!Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
+            return false;
+        }
+        String refusal;
+        if (Path.of("").toAbsolutePath().startsWith(target)) {
+            refusal = "is the current directory (or holds it)";
+        } else if (!Files.isDirectory(target)) {
+            if (!overwrite) {
+                throw refuse("is an existing file, not a directory");
+            }
+            return false; // the file is replaced by the directory
+        } else if (isEmpty(target) || OutputMarker.ownsAll(target)) {
+            return false;
+        } else {
+            refusal = "holds files this tool did not write";
+        }
+        if (!overwrite) {
+            throw refuse(refusal);
+        }
+        return true;
+    }
+
+    /** Puts the staging directory at the target, keeping the old one aside until that is done. */
+    private void swapIn(Path staging) throws IOException {
+        Path parent = target.getParent();
+        Path previous = null;
+        if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
+            previous = StaleOutputs.newSibling(parent, name(), StaleOutputs.PREVIOUS);
+            Files.delete(previous);
+            Files.move(target, previous, StandardCopyOption.ATOMIC_MOVE);
+        }
+        try {
+            Files.move(staging, target, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            if (previous != null) {
+                Files.move(previous, target, StandardCopyOption.ATOMIC_MOVE);
+            }
+            throw e;
+        }
+        if (previous != null) {
+            StaleOutputs.deletePrevious(previous);
+        }
+    }
+
+    /**
+     * Moves each new entry into the existing target, replacing only entries of the same name; if a
+     * move fails, the replaced entries are put back.
+     */
+    private void mergeInto(Path staging) throws IOException {
+        Path replaced = StaleOutputs.newSibling(target.getParent(), name(), StaleOutputs.PREVIOUS);
+        List<String> entries = OutputMarker.entriesOf(staging);
+        try {
+            for (String entry : entries) {
+                Path into = target.resolve(entry);
+                if (Files.exists(into, LinkOption.NOFOLLOW_LINKS)) {
+                    Files.move(into, replaced.resolve(entry), StandardCopyOption.ATOMIC_MOVE);
+                }
+                Files.move(staging.resolve(entry), into, StandardCopyOption.ATOMIC_MOVE);
+            }
+            Files.move(
+                    staging.resolve(OutputMarker.FILE),
+                    target.resolve(OutputMarker.FILE),
+                    StandardCopyOption.REPLACE_EXISTING,
+                    StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            for (String entry : OutputMarker.entriesOf(replaced)) {
+                deleteTree(target.resolve(entry)); // ours, moved in before the failure
+                Files.move(replaced.resolve(entry), target.resolve(entry));
+            }
+            throw e;
+        }
+        deleteTree(replaced); // what --overwrite_output_dir allowed to replace
+    }
+
+    private String name() {
+        return target.getFileName().toString();
+    }
+
+    private IllegalArgumentException refuse(String problem) {
+        return new IllegalArgumentException(
+                FLAG
+                        + " "
+                        + target
+                        + " "
+                        + problem
+                        + ": pass a new or empty directory, or add "
+                        + OVERWRITE_FLAG
+                        + " to write the model's files into it (files of the same names are"
+                        + " replaced, others kept)");
+    }
+
+    private IOException failure(String what, IOException cause) {
+        IOException failure =
+                new IOException(
+                        FLAG
+                                + " "
+                                + target
+                                + ": "
+                                + what
+                                + ": "
+                                + reason(cause)
+                                + ". Fix that or pass another "
+                                + FLAG
+                                + "; nothing at "
+                                + target
+                                + " was changed");
+        failure.addSuppressed(cause); // kept for --stacktrace, not repeated in the message
+        return failure;
+    }
+
+    /** The reason of a failed file operation, with the path it concerns, in words. */
+    static String reason(IOException e) {
+        if (e instanceof FileSystemException fs && fs.getFile() != null) {
+            String why = fs.getReason();
+            if (why == null) {
+                why =
+                        switch (e.getClass().getSimpleName()) {
+                            case "AccessDeniedException" -> "permission denied";
+                            case "NoSuchFileException" -> "no such file or directory";
+                            case "FileAlreadyExistsException" -> "it already exists";
+                            case "NotDirectoryException" -> "not a directory";
+                            case "DirectoryNotEmptyException" -> "directory not empty";
+                            default -> e.getClass().getSimpleName();
+                        };
+            }
+            return why + " (" + fs.getFile() + ")";
+        }
+        return e.getMessage() != null ? e.getMessage() : e.toString();
+    }
+
+    /** The absolute, normalized target; an existing symbolic link is followed. */
+    private static Path resolve(Path target) throws IOException {
+        Path absolute = target.toAbsolutePath().normalize();
+        if (absolute.getParent() == null) {
+            throw new IllegalArgumentException(
+                    FLAG + " " + target + " is the root directory: pass a directory to create");
+        }
+        try {
+            return Files.isSymbolicLink(absolute) ? absolute.toRealPath() : absolute;
+        } catch (NoSuchFileException e) {
+            return absolute; // a dangling link: replaced like a file
+        }
+    }
+
+    private static boolean isEmpty(Path directory) throws IOException {
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory)) {
+            return !entries.iterator().hasNext();
+        }
+    }
+
+    static void deleteTree(Path root) throws IOException {
+        if (!Files.exists(root, LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
         List<Path> paths;
         try (Stream<Path> walk = Files.walk(root)) {
             paths = walk.sorted(Comparator.reverseOrder()).toList();

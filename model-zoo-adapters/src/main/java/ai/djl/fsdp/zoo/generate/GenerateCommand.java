@@ -2,14 +2,20 @@ package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.cli.Subcommand;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDManager;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -72,6 +78,10 @@ public final class GenerateCommand implements Subcommand {
 
     @Override
     public Integer call() throws Exception {
+        // DJL's start-up logging (engine, CUDA detection) is not the user's output.
+        if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
+            System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "error");
+        }
         Path directory = Path.of(model);
         boolean checkpoint = Files.isDirectory(directory);
         Path tokenizerPath = tokenizer != null ? tokenizer : directory.resolve(Tokenizers.FILE);
@@ -79,31 +89,71 @@ public final class GenerateCommand implements Subcommand {
             throw new IllegalArgumentException(
                     "--model " + model + " is not a directory: built-in models need --tokenizer");
         }
-        try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager();
-                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath)) {
+        try (NDManager manager =
+                        Engine.getEngine("PyTorch")
+                                .newBaseManager(RankDevice.of(DistributedEnv.fromEnvironment()));
+                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             CausalLM lm =
                     checkpoint
                             ? Models.load(directory, manager)
                             : Models.create(Models.builtin(model), manager);
+            boolean chat = checkpoint && ChatTemplate.isChatModel(directory);
+            List<Long> stops = new ArrayList<>(lm.getConfig().eosTokenIds());
+            long[] promptIds;
+            if (chat) {
+                // A chat model answers the prompt as a user's message, in its own template.
+                String text =
+                        ChatTemplate.generationPrompt(
+                                List.of(Map.of("role", "user", "content", prompt)));
+                promptIds = tok.encode(text).getIds();
+                long[] end = tok.encode(ChatTemplate.END).getIds();
+                if (end.length == 1) {
+                    stops.add(end[0]);
+                }
+            } else {
+                promptIds = tok.encode(prompt).getIds();
+            }
+            int room = lm.getConfig().maxPositions() - promptIds.length;
+            int newTokens = Math.min(maxNewTokens, Math.max(room, 0));
+            PrintWriter err = spec.commandLine().getErr();
+            if (newTokens < maxNewTokens) {
+                err.println(
+                        "warning: the model has "
+                                + lm.getConfig().maxPositions()
+                                + " positions and the prompt takes "
+                                + promptIds.length
+                                + ": generating at most "
+                                + newTokens
+                                + " of --max_new_tokens "
+                                + maxNewTokens);
+                err.flush();
+            }
             GenerationConfig config =
                     GenerationConfig.builder()
-                            .optMaxNewTokens(maxNewTokens)
+                            .optMaxNewTokens(newTokens)
                             .optTemperature(temperature)
                             .optTopK(topK)
                             .optTopP(topP)
                             .optSeed(seed)
-                            .optStopTokens(lm.getConfig().eosTokenIds())
+                            .optStopTokens(stops)
                             .build();
-            long[] promptIds = tok.encode(prompt).getIds();
             long[] generated = new Generator(lm).generate(manager, promptIds, config);
-            // Decode prompt and continuation together: a character's bytes may span the boundary.
-            long[] all =
-                    java.util.stream.LongStream.concat(
-                                    java.util.Arrays.stream(promptIds),
-                                    java.util.Arrays.stream(generated))
-                            .toArray();
             PrintWriter out = spec.commandLine().getOut();
-            out.println(tok.decode(all));
+            if (chat) {
+                long[] reply = generated;
+                if (reply.length > 0 && stops.contains(reply[reply.length - 1])) {
+                    reply = java.util.Arrays.copyOf(reply, reply.length - 1);
+                }
+                out.println(tok.decode(reply).trim());
+            } else {
+                // Decode prompt and continuation together: a character's bytes may span them.
+                long[] all =
+                        java.util.stream.LongStream.concat(
+                                        java.util.Arrays.stream(promptIds),
+                                        java.util.Arrays.stream(generated))
+                                .toArray();
+                out.println(tok.decode(all));
+            }
             out.flush();
         }
         return 0;

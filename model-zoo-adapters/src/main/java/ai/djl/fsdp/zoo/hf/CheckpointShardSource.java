@@ -1,6 +1,6 @@
 package ai.djl.fsdp.zoo.hf;
 
-import ai.djl.fsdp.param.ParameterSource;
+import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.ndarray.NDArray;

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.hf;
 
 import ai.djl.fsdp.safetensors.AtomicFiles;
+import ai.djl.fsdp.safetensors.JsonText;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
@@ -11,9 +12,11 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
-import com.google.gson.JsonParser;
+import com.google.gson.JsonPrimitive;
 import java.io.IOException;
-import java.io.Reader;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.nio.charset.CharacterCodingException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -36,6 +39,12 @@ public final class ConfigJson {
                     .setPrettyPrinting()
                     .create();
 
+    private static final List<String> SUPPORTED =
+            List.of(GPT2Config.MODEL_TYPE, LlamaConfig.MODEL_TYPE);
+
+    private static final String FIX =
+            ": pass a Hugging Face model directory whose config.json is intact";
+
     private ConfigJson() {}
 
     /**
@@ -48,11 +57,28 @@ public final class ConfigJson {
      */
     public static ModelConfig read(Path path) throws IOException {
         Path file = Files.isDirectory(path) ? path.resolve(FILE) : path;
-        try (Reader reader = Files.newBufferedReader(file)) {
-            return parse(JsonParser.parseReader(reader).getAsJsonObject());
-        } catch (JsonParseException | IllegalStateException e) {
-            throw new IllegalArgumentException(
-                    file + " is not a JSON object: " + e.getMessage(), e);
+        JsonElement root;
+        try {
+            root = JsonText.parse(Files.readString(file), false);
+        } catch (CharacterCodingException e) {
+            throw new IllegalArgumentException(file + " is not UTF-8 text" + FIX);
+        } catch (JsonParseException e) {
+            IllegalArgumentException failure =
+                    new IllegalArgumentException(
+                            file + " is not valid JSON: " + JsonText.describe(e) + FIX);
+            failure.addSuppressed(e);
+            throw failure;
+        }
+        if (!root.isJsonObject()) {
+            throw new IllegalArgumentException(file + " is not a JSON object" + FIX);
+        }
+        try {
+            return parse(root.getAsJsonObject());
+        } catch (IllegalArgumentException e) {
+            IllegalArgumentException failure =
+                    new IllegalArgumentException(file + ": " + e.getMessage());
+            failure.addSuppressed(e);
+            throw failure;
         }
     }
 
@@ -61,34 +87,43 @@ public final class ConfigJson {
      *
      * @param json the configuration object
      * @return the configuration
-     * @throws IllegalArgumentException if a required key is missing or the model type is not
-     *     supported
+     * @throws IllegalArgumentException if a key is missing or has the wrong type or range, or the
+     *     model type is not supported; the message names the key
      */
     public static ModelConfig parse(JsonObject json) {
         JsonElement type = json.get("model_type");
-        if (type == null) {
-            throw new IllegalArgumentException("config.json lacks model_type");
+        if (!(type instanceof JsonPrimitive p && p.isString())) {
+            throw new IllegalArgumentException(
+                    "\"model_type\" is missing or not a string: set it to one of " + SUPPORTED);
         }
-        return switch (type.getAsString()) {
-            case GPT2Config.MODEL_TYPE -> GPT2Config.fromJson(json);
-            case LlamaConfig.MODEL_TYPE -> LlamaConfig.fromJson(json);
-            default ->
-                    throw new IllegalArgumentException(
-                            "model_type "
-                                    + type
-                                    + " is not supported; supported: "
-                                    + List.of(GPT2Config.MODEL_TYPE, LlamaConfig.MODEL_TYPE));
-        };
+        ModelConfig config =
+                switch (type.getAsString()) {
+                    case GPT2Config.MODEL_TYPE -> GPT2Config.fromJson(json);
+                    case LlamaConfig.MODEL_TYPE -> LlamaConfig.fromJson(json);
+                    default ->
+                            throw new IllegalArgumentException(
+                                    "model_type "
+                                            + type
+                                            + " is not supported; supported: "
+                                            + SUPPORTED);
+                };
+        config.eosTokenIds(); // checks eos_token_id now rather than when generating
+        return config;
     }
 
     /**
-     * Binds a configuration object to a class after checking that the required keys are present.
+     * Binds a configuration object to a class after checking that the required keys are present and
+     * that every key the class has a field for holds a value of the field's type: an {@code int}
+     * field is a size and must be a positive integer that fits in an int, a {@code long} a
+     * non-negative integer, a {@code float} or {@code double} a finite number, a {@code boolean} or
+     * {@code String} one of those.
      *
      * @param json the configuration object
      * @param type the configuration class, whose fields are the snake_case keys in camelCase
      * @param required the keys that have no default
      * @param <T> the configuration class
      * @return the bound configuration
+     * @throws IllegalArgumentException naming the first key that is missing or wrong
      */
     public static <T> T bind(JsonObject json, Class<T> type, String... required) {
         List<String> missing = new ArrayList<>();
@@ -99,10 +134,14 @@ public final class ConfigJson {
         }
         if (!missing.isEmpty()) {
             throw new IllegalArgumentException(
-                    "config.json of model_type "
-                            + json.get("model_type")
-                            + " lacks required keys "
-                            + missing);
+                    "model_type " + json.get("model_type") + " lacks required keys " + missing);
+        }
+        for (Field field : type.getDeclaredFields()) {
+            String key = FieldNamingPolicy.LOWER_CASE_WITH_UNDERSCORES.translateName(field);
+            JsonElement value = json.get(key);
+            if (!Modifier.isStatic(field.getModifiers()) && value != null && !value.isJsonNull()) {
+                ConfigValues.check(key, value, field.getType());
+            }
         }
         return GSON.fromJson(json, type);
     }
@@ -147,9 +186,9 @@ public final class ConfigJson {
             return ids;
         }
         if (value.isJsonArray()) {
-            value.getAsJsonArray().forEach(id -> ids.add(id.getAsLong()));
+            value.getAsJsonArray().forEach(id -> ids.add(ConfigValues.tokenId(id)));
         } else {
-            ids.add(value.getAsLong());
+            ids.add(ConfigValues.tokenId(value));
         }
         return ids;
     }

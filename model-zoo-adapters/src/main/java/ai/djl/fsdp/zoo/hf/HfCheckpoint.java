@@ -1,6 +1,8 @@
 package ai.djl.fsdp.zoo.hf;
 
 import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.lora.LoraState;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
@@ -9,6 +11,7 @@ import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -167,7 +170,7 @@ public final class HfCheckpoint {
      * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, {@code
      * config.json} and {@code model.safetensors}, its LoRA adapters (if any) merged into the base
      * weights: one FSDP unit at a time, so no rank holds the whole model (see {@link
-     * Lora#saveMerged}). A collective: every rank calls it; rank 0 writes.
+     * LoraState#merged}). A collective: every rank calls it; rank 0 writes.
      *
      * @param trainer the trainer of {@code model}
      * @param model the model, adapted or not
@@ -179,10 +182,30 @@ public final class HfCheckpoint {
         if (trainer.getModel().getBlock() != model) {
             throw new IllegalArgumentException("the trainer does not train this model");
         }
-        Lora.saveMerged(trainer, directory.resolve(SafetensorsCheckpoint.SINGLE_FILE));
+        trainer.saveFullState(
+                directory.resolve(SafetensorsCheckpoint.SINGLE_FILE), LoraState.merged(model));
         if (trainer.getRank() == 0) {
             ConfigJson.write(model.getConfig(), directory);
         }
+    }
+
+    /**
+     * Saves the LoRA adapters of a model trained with FSDP in PEFT's layout ({@code
+     * adapter_config.json}, {@code adapter_model.safetensors}), every rank's part of every adapter,
+     * gathering one FSDP unit at a time. A collective: every rank calls it; rank 0 writes.
+     *
+     * @param trainer the trainer of the adapted model
+     * @param config the configuration the adapters were made with
+     * @param directory the adapter directory (created if needed) on rank 0
+     * @throws IOException if writing fails
+     */
+    public static void saveAdapters(FsdpTrainer trainer, LoraConfig config, Path directory)
+            throws IOException {
+        Block root = trainer.getModel().getBlock();
+        if (trainer.getRank() == 0) {
+            Lora.saveConfig(root, config, directory);
+        }
+        trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root));
     }
 
     /** Lists a few names of a set, which for a wrong model can hold hundreds. */

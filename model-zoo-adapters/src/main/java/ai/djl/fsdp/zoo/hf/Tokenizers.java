@@ -22,18 +22,35 @@ public final class Tokenizers {
      * at 512 tokens; callers chunk long text themselves).
      *
      * @param path a {@code tokenizer.json}, or a model directory holding one
+     * @param flag the command-line flag that names the tokenizer, for messages
      * @return the tokenizer; close it when done
      * @throws IOException if the file cannot be read
+     * @throws IllegalArgumentException if the file is not a tokenizer, naming it and the flag
      */
-    public static HuggingFaceTokenizer load(Path path) throws IOException {
+    public static HuggingFaceTokenizer load(Path path, String flag) throws IOException {
         Path file = Files.isDirectory(path) ? path.resolve(FILE) : path;
         if (!Files.isRegularFile(file)) {
-            throw new IOException("no tokenizer at " + file + ": pass a tokenizer.json");
+            throw new IOException(
+                    "no tokenizer at " + file + ": pass a tokenizer.json with " + flag);
         }
-        return HuggingFaceTokenizer.builder()
-                .optTokenizerPath(file)
-                .optAddSpecialTokens(false)
-                .optTruncation(false)
-                .build();
+        try {
+            return HuggingFaceTokenizer.builder()
+                    .optTokenizerPath(file)
+                    .optAddSpecialTokens(false)
+                    .optTruncation(false)
+                    .build();
+        } catch (RuntimeException e) {
+            // The native library's reason, such as "EOF while parsing a value at line 1 column
+            // 200000", says where the file breaks but not which file.
+            IllegalArgumentException failure =
+                    new IllegalArgumentException(
+                            file
+                                    + " is not a valid Hugging Face tokenizer.json ("
+                                    + e.getMessage()
+                                    + "): pass a complete tokenizer.json with "
+                                    + flag);
+            failure.addSuppressed(e);
+            throw failure;
+        }
     }
 }

@@ -1,6 +1,5 @@
 package ai.djl.fsdp.zoo.nn;
 
-import ai.djl.fsdp.lora.MutableBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -18,10 +17,10 @@ import java.util.Map;
  * The base of the zoo's blocks: a block shaped like a PyTorch module. Children and parameters carry
  * the module's attribute names, so {@link ai.djl.fsdp.statedict.StateDict} gives Hugging Face's
  * parameter names; every parameter has its shape from construction, so initialization needs no
- * shape inference; and children are looked up by name at each call, so a child can be swapped (for
- * a LoRA adapter) after construction.
+ * shape inference; and children are looked up in DJL's child list at each call, so a child swapped
+ * after construction (a LoRA adapter, an FSDP unit) takes effect.
  */
-public abstract class HfBlock extends AbstractBlock implements MutableBlock {
+public abstract class HfBlock extends AbstractBlock {
 
     private final Map<String, Integer> positions = new HashMap<>();
 
@@ -86,16 +85,6 @@ public abstract class HfBlock extends AbstractBlock implements MutableBlock {
      */
     protected final NDArray call(String name, ParameterStore ps, NDArray x, boolean training) {
         return child(name).forward(ps, new NDList(x), training).singletonOrThrow();
-    }
-
-    /** {@inheritDoc} */
-    @Override
-    public Block replaceChild(String name, Block replacement) {
-        int position = position(name);
-        String key = children.keyAt(position);
-        Block old = children.remove(position);
-        children.add(position, key, replacement);
-        return old;
     }
 
     /**

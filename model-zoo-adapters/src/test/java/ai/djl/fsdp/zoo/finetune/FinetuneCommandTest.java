@@ -1,6 +1,8 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,14 +12,24 @@ import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.finetune.config.AccelerateConfigTest;
+import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
+import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
+import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.ndarray.NDManager;
+import com.google.gson.Gson;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -25,34 +37,13 @@ import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
- * {@code bin/fsdp finetune} end to end: two ranks train GPT-2 fully and Llama with LoRA on the King
- * James Bible with the real GPT-2 tokenizer; the loss falls and the outputs load. One rank
- * in-process covers the unsharded job; bad command lines fail with the flag named.
+ * {@code bin/fsdp finetune} end to end: the TRL/PEFT recipe's full flag set with an Accelerate
+ * config file on two ranks; the default (built-in data and tokenizer) with its metrics, curves and
+ * summary; GPT-2's tokenizer on plain text when the shared data is there; bad input named.
  */
 class FinetuneCommandTest {
 
-    private static final Pattern STEP = Pattern.compile("step=(\\d+) loss=([0-9.]+)");
-
-    private static List<String> smallRun(String model, Path output) {
-        return new ArrayList<>(
-                List.of(
-                        "--model_name_or_path",
-                        model,
-                        "--tokenizer_name",
-                        TestModels.sharedData("gpt2-tokenizer.json").toString(),
-                        "--dataset",
-                        TestModels.sharedData("kjv.txt").toString(),
-                        "--max_seq_len",
-                        "32",
-                        "--per_device_train_batch_size",
-                        "2",
-                        "--max_steps",
-                        "6",
-                        "--learning_rate",
-                        "1e-2",
-                        "--output_dir",
-                        output.toString()));
-    }
+    private static final Pattern STEP = Pattern.compile("step=(\\d+) epoch=\\S+ loss=([0-9.]+)");
 
     /** Returns the losses of the step lines, in order, checking that every step printed one. */
     private static List<Double> losses(String output, int steps) {
@@ -67,9 +58,7 @@ class FinetuneCommandTest {
     }
 
     private static void assertLossFell(List<Double> losses) {
-        double first = losses.get(0);
-        double last = losses.get(losses.size() - 1);
-        assertTrue(last < first - 0.1, "the loss fell: " + losses);
+        assertTrue(losses.get(losses.size() - 1) < losses.get(0) - 0.1, "the loss fell: " + losses);
     }
 
     private static RankProcesses.Results launch(List<String> args) {
@@ -79,83 +68,155 @@ class FinetuneCommandTest {
                 RankProcesses.builder(Fsdp.class)
                         .worldSize(2)
                         .args(command.toArray(new String[0]))
-                        .timeout(Duration.ofMinutes(4))
+                        .timeout(Duration.ofMinutes(5))
                         .start()) {
             return job.await().assertAllSucceeded();
         }
     }
 
-    @Test
-    void twoRanksTrainGpt2FullyWithFullShard(@TempDir Path directory) throws Exception {
-        Path output = directory.resolve("gpt2");
-        RankProcesses.Results results = launch(smallRun("gpt2-tiny", output));
-        assertLossFell(losses(results.rank(0).output(), 6));
-        assertTrue(!STEP.matcher(results.rank(1).output()).find(), "only rank 0 prints steps");
-        for (int rank = 0; rank < 2; rank++) {
-            assertTrue(
-                    results.rank(rank).output().contains("rank=" + rank + " model_state_bytes="));
+    /** Writes the built-in data as a directory of split files, as a user's dataset would be. */
+    private static Path chatSplits(Path directory) throws Exception {
+        Gson gson = new Gson();
+        Map<String, List<Document>> splits = ArithmeticChat.generate(48, 6, 5);
+        for (Map.Entry<String, List<Document>> split : splits.entrySet()) {
+            List<String> lines = new ArrayList<>();
+            for (Document document : split.getValue()) {
+                lines.add(gson.toJson(Map.of("messages", document.messages())));
+            }
+            Files.write(directory.resolve(split.getKey() + ".jsonl"), lines);
         }
-        try (NDManager manager = TestModels.newManager()) {
-            CausalLM trained = Models.load(output, manager);
-            assertEquals("gpt2", trained.getConfig().modelType());
-        }
-        assertTrue(Files.isRegularFile(output.resolve("tokenizer.json")));
+        return directory;
+    }
 
-        // Go on from the saved checkpoint (sharded straight from its files), with its tokenizer.
-        Path adapters = directory.resolve("gpt2-lora");
-        List<String> resumed =
-                new ArrayList<>(
-                        List.of(
-                                "--model_name_or_path",
-                                output.toString(),
-                                "--dataset",
-                                TestModels.sharedData("kjv.txt").toString(),
-                                "--max_seq_len",
-                                "32",
-                                "--per_device_train_batch_size",
-                                "2",
-                                "--max_steps",
-                                "3",
-                                "--use_peft_lora",
-                                "--output_dir",
-                                adapters.toString()));
-        losses(launch(resumed).rank(0).output(), 3);
-        assertTrue(Files.isRegularFile(adapters.resolve(Lora.WEIGHTS_FILE)));
+    private static List<JsonObject> metrics(Path output) throws Exception {
+        List<JsonObject> rows = new ArrayList<>();
+        for (String line : Files.readAllLines(output.resolve("metrics.jsonl"))) {
+            rows.add(JsonParser.parseString(line).getAsJsonObject());
+        }
+        return rows;
     }
 
     @Test
-    void twoRanksTrainLlamaLoraWithShardGradOp(@TempDir Path directory) throws Exception {
-        Path output = directory.resolve("llama-lora");
-        List<String> args = smallRun("llama-tiny", output);
-        args.addAll(
-                List.of(
-                        "--use_peft_lora",
-                        "--lora_target_modules",
-                        "q_proj,v_proj",
-                        "--sharding_strategy",
-                        "SHARD_GRAD_OP"));
-        RankProcesses.Results results = launch(args);
-        assertLossFell(losses(results.rank(0).output(), 6));
+    void theRecipesFlagsRunOnTwoRanks(@TempDir Path directory) throws Exception {
+        Path data = chatSplits(Files.createDirectory(directory.resolve("data")));
+        Path config =
+                Files.writeString(directory.resolve("fsdp_config.yaml"), AccelerateConfigTest.OLD);
+        Path output = directory.resolve("llama-sft-lora-fsdp");
+        String recipe =
+                "--config_file "
+                        + config
+                        + " --seed 100 --model_name_or_path llama-tiny --dataset_name "
+                        + data
+                        + " --chat_template_format chatml --add_special_tokens False"
+                        + " --append_concat_token False --splits train,test --max_seq_len 64"
+                        + " --num_train_epochs 1 --max_steps 4 --logging_steps 1 --log_level info"
+                        + " --logging_strategy steps --evaluation_strategy epoch --save_strategy"
+                        + " epoch --push_to_hub --hub_private_repo True --hub_strategy every_save"
+                        + " --bf16 True --packing True --learning_rate 1e-3 --lr_scheduler_type"
+                        + " cosine --weight_decay 1e-4 --warmup_ratio 0.0 --max_grad_norm 1.0"
+                        + " --output_dir "
+                        + output
+                        + " --per_device_train_batch_size 2 --per_device_eval_batch_size 2"
+                        + " --gradient_accumulation_steps 2 --gradient_checkpointing True"
+                        + " --use_reentrant False --dataset_text_field content --use_flash_attn"
+                        + " True --use_peft_lora True --lora_r 8 --lora_alpha 16 --lora_dropout"
+                        + " 0.1 --lora_target_modules all-linear --use_4bit_quantization False"
+                        + " --exact_match_samples 6 --fsdp_transformer_layer_cls_to_wrap"
+                        + " LlamaDecoderLayer";
+        RankProcesses.Results results = launch(Arrays.asList(recipe.split(" ")));
+        String out = results.rank(0).output();
+        losses(out, 4);
+        for (String note : List.of("--push_to_hub", "--bf16", "--use_flash_attn", "config keys")) {
+            assertTrue(out.contains("note: " + note), note + " is noted: " + out);
+        }
+        assertFalse(results.rank(1).output().contains("note:"), "only rank 0 prints");
+        assertTrue(out.contains("exact_match before training: "), out);
         try (NDManager manager = TestModels.newManager()) {
-            CausalLM adapted = Models.create(Models.builtin("llama-tiny"), manager);
-            assertEquals(8, Lora.load(adapted, output).getRank(), "the saved configuration");
-            assertEquals(4, Lora.adapters(adapted).size(), "q_proj and v_proj of 2 layers");
             CausalLM merged = Models.load(output.resolve(FinetuneCommand.MERGED), manager);
+            assertEquals(
+                    259, merged.getConfig().vocabSize(), "bytes, end of text, the chat markers");
             assertTrue(Lora.adapters(merged).isEmpty());
         }
+        assertTrue(Files.isRegularFile(output.resolve(Lora.WEIGHTS_FILE)));
+        assertTrue(ChatTemplate.isChatModel(output.resolve(FinetuneCommand.MERGED)));
+        List<JsonObject> rows = metrics(output);
+        assertTrue(rows.stream().anyMatch(row -> row.has("eval_loss")), rows.toString());
     }
 
     @Test
-    void oneRankTrainsWithoutLaunch(@TempDir Path directory) {
-        Path output = directory.resolve("one");
+    void theDefaultJobWritesMetricsCurvesAndSummary(@TempDir Path directory) throws Exception {
+        Path output = directory.resolve("qa");
+        List<String> args =
+                List.of(
+                        "--output_dir", output.toString(),
+                        "--max_steps", "6",
+                        "--per_device_train_batch_size", "4",
+                        "--learning_rate", "3e-3",
+                        "--logging_steps", "1",
+                        "--eval_strategy", "steps",
+                        "--eval_steps", "3",
+                        "--exact_match_samples", "8",
+                        "--max_grad_norm", "0");
+        RankProcesses.Results results = launch(args);
+        String out = results.rank(0).output();
+        assertLossFell(losses(out, 6));
+        assertFalse(out.contains("NaN"), "no value printed as NaN: " + out);
+        assertTrue(out.contains("exact_match after training: "), out);
+        List<JsonObject> rows = metrics(output);
+        List<JsonObject> steps = rows.stream().filter(row -> row.has("loss")).toList();
+        assertEquals(6, steps.size(), rows.toString());
+        for (JsonObject row : steps) {
+            for (String key : List.of("step", "epoch", "learning_rate", "tokens_per_s")) {
+                assertTrue(row.has(key), key + " in " + row);
+            }
+        }
+        List<Integer> evaluated =
+                rows.stream()
+                        .filter(row -> row.has("eval_loss"))
+                        .map(row -> row.get("step").getAsInt())
+                        .toList();
+        assertEquals(List.of(0, 3, 6), evaluated);
+        byte[] png = Files.readAllBytes(output.resolve("training_curves.png"));
+        assertArrayEquals(new byte[] {(byte) 0x89, 'P', 'N', 'G'}, Arrays.copyOf(png, 4), "a PNG");
+        JsonObject summary =
+                JsonParser.parseString(
+                                Files.readString(
+                                        output.resolve("summary.json"), StandardCharsets.UTF_8))
+                        .getAsJsonObject();
+        assertEquals(6, summary.get("steps").getAsInt());
+        assertTrue(
+                summary.get("final_eval_loss").getAsDouble()
+                        < summary.get("first_eval_loss").getAsDouble(),
+                summary.toString());
+        assertEquals(8, summary.get("exact_match_samples").getAsInt());
+        assertEquals(2, summary.getAsJsonArray("peak_rss_bytes_per_rank").size());
+        assertTrue(out.contains("summary:"), out);
+        assertTrue(ChatTemplate.isChatModel(output));
+    }
+
+    @Test
+    void gpt2TokenizerOnPlainText(@TempDir Path directory) throws Exception {
+        Path tokenizer = TestModels.sharedData("gpt2-tokenizer.json"); // skips without it
+        Path output = directory.resolve("gpt2");
         StringWriter out = new StringWriter();
         CommandLine line = new CommandLine(new FinetuneCommand());
         line.setOut(new PrintWriter(out));
-        List<String> args = option(smallRun("gpt2-tiny", output), "--max_steps", 3);
-        args.addAll(List.of("--sharding_strategy", "NO_SHARD"));
-        assertEquals(0, line.execute(args.toArray(new String[0])), out.toString());
-        losses(out.toString(), 3);
-        assertTrue(Files.isRegularFile(output.resolve("model.safetensors")));
+        String[] args = {
+            "--tokenizer_name", tokenizer.toString(),
+            "--dataset_name", TestModels.sharedData("kjv.txt").toString(),
+            "--max_seq_len", "32",
+            "--max_steps", "4",
+            "--logging_steps", "1",
+            "--learning_rate", "1e-2",
+            "--sharding_strategy", "NO_SHARD",
+            "--validation_split_percentage", "1",
+            "--output_dir", output.toString()
+        };
+        assertEquals(0, line.execute(args), out.toString());
+        assertLossFell(losses(out.toString(), 4));
+        try (NDManager manager = TestModels.newManager()) {
+            assertEquals(50257, Models.load(output, manager).getConfig().vocabSize());
+        }
     }
 
     @Test
@@ -165,34 +226,26 @@ class FinetuneCommandTest {
                 2,
                 new CommandLine(new FinetuneCommand())
                         .setErr(new PrintWriter(new StringWriter()))
-                        .execute("--dataset", "x", "--output_dir", "y", "--no_such_flag"));
-        assertFails(
-                "--dataset",
-                option(
-                        smallRun("gpt2-tiny", output),
-                        "--dataset",
-                        directory.resolve("missing.txt")));
+                        .execute("--output_dir", "y", "--no_such_flag"));
+        assertFails("--use_4bit_quantization True", "--use_4bit_quantization", "True");
+        assertFails("--dataset_name", "--dataset_name", directory.resolve("missing").toString());
         assertFails(
                 "neither a checkpoint directory",
-                option(
-                        smallRun("gpt2-tiny", output),
-                        "--model_name_or_path",
-                        directory.resolve("nope")));
-        assertFails(
-                "--max_seq_len 1024", option(smallRun("gpt2-tiny", output), "--max_seq_len", 1024));
-        Path tiny = Files.writeString(directory.resolve("tiny.txt"), "In the beginning");
-        assertFails(
-                "fewer than one block", option(smallRun("gpt2-tiny", output), "--dataset", tiny));
-        assertTrue(!Files.exists(output), "nothing is written when the run fails");
+                "--model_name_or_path",
+                directory.resolve("nope").toString());
+        assertFails("--max_seq_len 1024", "--max_seq_len", "1024");
+        assertFails("--eval_steps", "--eval_strategy", "steps");
+        assertFails("--lr_scheduler_type", "--lr_scheduler_type", "polynomial");
+        Path typo =
+                Files.writeString(
+                        directory.resolve("bad.yaml"), "distributed_type: FSDP\nnum_proceses: 2\n");
+        assertFails("did you mean num_processes", "--config_file", typo.toString());
+        assertFalse(Files.exists(output), "nothing is written when the run fails");
     }
 
-    private static List<String> option(List<String> args, String flag, Object value) {
-        int at = args.indexOf(flag);
-        args.set(at + 1, value.toString());
-        return args;
-    }
-
-    private static void assertFails(String expected, List<String> args) throws Exception {
+    private static void assertFails(String expected, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of("--output_dir", "never", "--max_steps", "1"));
+        args.addAll(List.of(extra));
         FinetuneCommand command = new FinetuneCommand();
         new CommandLine(command).parseArgs(args.toArray(new String[0]));
         IllegalArgumentException error =

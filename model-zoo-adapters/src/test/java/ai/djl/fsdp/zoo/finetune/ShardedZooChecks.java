@@ -2,12 +2,12 @@ package ai.djl.fsdp.zoo.finetune;
 
 import ai.djl.Device;
 import ai.djl.Model;
+import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
-import ai.djl.fsdp.param.ParameterSource;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.FsdpConfig;
@@ -15,6 +15,7 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
@@ -340,10 +341,13 @@ final class ShardedZooChecks {
                                         ((CausalLM) model.getBlock())
                                                 .decoderLayerClass()
                                                 .getSimpleName()))
-                        .optParameterSource(source)
+                        .build();
+        TrainerOptions options =
+                TrainerOptions.builder()
+                        .optInitialValues(source)
                         .optGatherOnClose(gatherOnClose)
                         .build();
-        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
+        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp, options);
     }
 
     /** A few steps on fixed random tokens, the same global batch on every rank. */

@@ -10,6 +10,7 @@ import ai.djl.engine.Engine;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraLinear;
+import ai.djl.fsdp.lora.ParameterCount;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.zoo.CausalLM;
@@ -159,8 +160,8 @@ class LoraTest {
             Lora.apply(model, attention);
             // Per layer: A [4, 64] and B [192, 4].
             long adapters = 2 * (4 * 64 + 192 * 4);
-            Lora.ParameterCount count = Lora.count(model);
-            assertEquals(new Lora.ParameterCount(adapters, all + adapters), count);
+            ParameterCount count = Lora.count(model);
+            assertEquals(new ParameterCount(adapters, all + adapters), count);
             assertEquals(
                     String.format(
                             java.util.Locale.ROOT,

@@ -1,0 +1,83 @@
+package ai.djl.fsdp.dist.socket;
+
+import ai.djl.fsdp.rendezvous.Store;
+import ai.djl.fsdp.rendezvous.StoreException;
+import ai.djl.fsdp.rendezvous.StoreTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * The job's first failure, recorded in the store so that every rank fails with the same cause: the
+ * rank at fault and a message naming it. The first rank to claim the record writes it; the others
+ * adopt it. Every rank's {@link Watchdog} polls it, so a failure seen by one rank ends them all.
+ */
+final class JobAbort {
+
+    /** The store key holding the recorded cause: the rank at fault (-1: none), a newline, text. */
+    static final String KEY = "socket/abort";
+
+    /** Part of every message of a failure after which the store cannot be reached. */
+    static final String STORE_LOST = "the store is unreachable";
+
+    private static final String CLAIM_KEY = "socket/abort-claims";
+
+    /** How long a rank that lost the race to record a failure waits for the winner's cause. */
+    private static final Duration READ_WAIT = Duration.ofSeconds(10);
+
+    /** A cause: the rank at fault, or -1, and the message. */
+    static final class Cause {
+        final int rank;
+        final String message;
+
+        Cause(int rank, String message) {
+            this.rank = rank;
+            this.message = message;
+        }
+
+        byte[] encode() {
+            return (rank + "\n" + message).getBytes(StandardCharsets.UTF_8);
+        }
+
+        static Cause decode(byte[] bytes) {
+            String text = new String(bytes, StandardCharsets.UTF_8);
+            int newline = text.indexOf('\n');
+            try {
+                return new Cause(
+                        Integer.parseInt(text.substring(0, newline)), text.substring(newline + 1));
+            } catch (RuntimeException e) {
+                return new Cause(-1, text);
+            }
+        }
+    }
+
+    private JobAbort() {}
+
+    /** Returns the recorded cause, if one is. */
+    static Optional<Cause> read(Store store, Duration wait) {
+        try {
+            return Optional.of(Cause.decode(store.get(KEY, wait)));
+        } catch (StoreTimeoutException e) {
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * Returns the job's recorded cause, recording {@code ours} if none is recorded yet. A rank
+     * closes its links only after recording, so a rank whose link broke because a neighbour gave up
+     * finds the neighbour's cause here, not a blame on the neighbour.
+     *
+     * @throws StoreException if the store cannot be reached
+     */
+    static Cause agree(Store store, Cause ours) {
+        Optional<Cause> recorded = read(store, Duration.ZERO);
+        if (recorded.isPresent()) {
+            return recorded.get();
+        }
+        if (store.add(CLAIM_KEY, 1) == 1) {
+            store.set(KEY, ours.encode());
+            return ours;
+        }
+        return read(store, READ_WAIT).orElse(ours);
+    }
+}

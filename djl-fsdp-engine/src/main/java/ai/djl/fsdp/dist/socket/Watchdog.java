@@ -1,0 +1,169 @@
+package ai.djl.fsdp.dist.socket;
+
+import ai.djl.fsdp.rendezvous.Store;
+import ai.djl.fsdp.rendezvous.StoreException;
+import ai.djl.fsdp.rendezvous.StoreTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Tells a stopped rank from a busy one, on a thread of its own with a store connection of its own.
+ *
+ * <p>Every {@link #interval} the watchdog adds one to this rank's heartbeat counter in the store,
+ * reads the job's {@link JobAbort} record, and reads the counters of its two ring neighbours. A
+ * rank that is busy (a long forward, a slow save) runs its watchdog thread all the same, so its
+ * counter moves; a rank whose process is stopped (SIGSTOP, a debugger, a frozen machine) does not.
+ * The watchdog reports, through its listener:
+ *
+ * <ul>
+ *   <li>a recorded failure, as soon as it reads one: a failure seen by any rank ends every rank;
+ *   <li>a neighbour whose counter has not moved for the timeout, after recording it;
+ *   <li>a store that has not answered for the timeout, or has gone: rank 0, its host, has stopped
+ *       or died (a busy rank 0 still answers, since the store runs on threads of its own).
+ * </ul>
+ *
+ * A stopped rank is thus found within the timeout plus one interval by each of its neighbours, and
+ * every other rank reads the record at its next poll.
+ */
+final class Watchdog implements AutoCloseable {
+
+    private static final Logger logger = LoggerFactory.getLogger(Watchdog.class);
+
+    static final String HEARTBEAT_KEY_PREFIX = "socket/heartbeat/";
+
+    private final Store store;
+    private final int rank;
+    private final Duration timeout;
+    private final Duration interval;
+    private final Consumer<JobAbort.Cause> listener;
+    private final Map<Integer, Long> lastCount = new LinkedHashMap<>();
+    private final Map<Integer, Long> lastChange = new LinkedHashMap<>();
+    private final Thread thread;
+    private volatile boolean closed;
+
+    /**
+     * Starts watching.
+     *
+     * @param store a store client for this watchdog alone, which it closes
+     * @param listener told once of the job's failure, on the watchdog's thread
+     */
+    Watchdog(Store store, int rank, int size, Duration timeout, Consumer<JobAbort.Cause> listener) {
+        this.store = store;
+        this.rank = rank;
+        this.timeout = timeout;
+        this.listener = listener;
+        interval = interval(timeout);
+        long now = System.nanoTime();
+        for (int peer : new int[] {(rank + size - 1) % size, (rank + 1) % size}) {
+            if (peer != rank) {
+                lastCount.put(peer, -1L);
+                lastChange.put(peer, now);
+            }
+        }
+        thread = new Thread(this::run, "djl-fsdp-watchdog-rank" + rank);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** A tenth of the timeout, between 100 milliseconds and 5 seconds. */
+    static Duration interval(Duration timeout) {
+        long millis = Math.max(100, Math.min(5000, timeout.toMillis() / 10));
+        return Duration.ofMillis(millis);
+    }
+
+    private void run() {
+        try {
+            while (!closed) {
+                Optional<JobAbort.Cause> failure = check();
+                if (failure.isPresent()) {
+                    if (!closed) {
+                        listener.accept(failure.get());
+                    }
+                    return;
+                }
+                Thread.sleep(interval.toMillis());
+            }
+        } catch (InterruptedException e) {
+            // closed
+        } catch (RuntimeException e) {
+            if (!closed) {
+                logger.error("The watchdog of rank {} failed", rank, e);
+            }
+        }
+    }
+
+    /** One round: beat, read the record, check the neighbours. */
+    private Optional<JobAbort.Cause> check() {
+        try {
+            store.add(HEARTBEAT_KEY_PREFIX + rank, 1);
+            Optional<JobAbort.Cause> recorded = JobAbort.read(store, Duration.ZERO);
+            if (recorded.isPresent()) {
+                return recorded;
+            }
+            long now = System.nanoTime();
+            for (Map.Entry<Integer, Long> entry : lastCount.entrySet()) {
+                int peer = entry.getKey();
+                long count = heartbeats(peer);
+                if (count != entry.getValue()) {
+                    entry.setValue(count);
+                    lastChange.put(peer, now);
+                } else if (now - lastChange.get(peer) > timeout.toNanos()) {
+                    return Optional.of(JobAbort.agree(store, stopped(peer, count)));
+                }
+            }
+            return Optional.empty();
+        } catch (StoreException e) {
+            if (closed) {
+                return Optional.empty();
+            }
+            return Optional.of(new JobAbort.Cause(0, storeLost(e)));
+        }
+    }
+
+    private long heartbeats(int peer) {
+        try {
+            byte[] value = store.get(HEARTBEAT_KEY_PREFIX + peer, Duration.ZERO);
+            return Long.parseLong(new String(value, StandardCharsets.UTF_8));
+        } catch (StoreTimeoutException e) {
+            return 0;
+        }
+    }
+
+    private JobAbort.Cause stopped(int peer, long count) {
+        String message =
+                count <= 0
+                        ? "rank "
+                                + peer
+                                + " sent no heartbeat within "
+                                + timeout
+                                + " of joining the ring: its process is stopped or frozen"
+                        : "rank "
+                                + peer
+                                + " has sent no heartbeat for "
+                                + timeout
+                                + ": its process is stopped (SIGSTOP, a debugger) or frozen, not"
+                                + " merely busy (a busy rank keeps sending them)";
+        return new JobAbort.Cause(peer, message);
+    }
+
+    private static String storeLost(StoreException e) {
+        return "rank 0, which hosts the store, is gone or stopped ("
+                + JobAbort.STORE_LOST
+                + "): "
+                + e.getMessage();
+    }
+
+    /** Stops watching and closes the watchdog's store client. */
+    @Override
+    public void close() {
+        closed = true;
+        thread.interrupt();
+        store.close();
+    }
+}

@@ -1,0 +1,11 @@
+/**
+ * Tensor memory and every use of DJL's or libtorch's internals, each class with the reason it
+ * exists: libtorch's C shim ({@link ai.djl.fsdp.tensor.AotiTorch}: data pointers, bfloat16 arrays),
+ * memory libtorch owns ({@link ai.djl.fsdp.tensor.OwnedArrays}), autograd beyond DJL's collector
+ * ({@link ai.djl.fsdp.tensor.Autograd}), libtorch's generator alone ({@link
+ * ai.djl.fsdp.tensor.TorchRandom}), and reflection into DJL's parameters ({@link
+ * ai.djl.fsdp.tensor.ParameterArrays}), blocks ({@link ai.djl.fsdp.tensor.BlockChildren}) and
+ * optimizers ({@link ai.djl.fsdp.tensor.OptimizerStates}). Nothing else in the project calls {@code
+ * ai.djl.pytorch.jni} or reflects into DJL.
+ */
+package ai.djl.fsdp.tensor;

@@ -1,0 +1,99 @@
+package ai.djl.fsdp.dist;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.Device;
+import org.junit.jupiter.api.Test;
+
+/** The device choice with the GPU count given, so that it runs on machines without GPUs. */
+class RankDeviceTest {
+
+    @Test
+    void eachLocalRankTakesItsOwnGpu() {
+        assertEquals(Device.gpu(0), RankDevice.select(0, 4, 4, null));
+        assertEquals(Device.gpu(3), RankDevice.select(3, 4, 8, ""));
+        assertEquals(Device.gpu(1), RankDevice.select(1, 2, 2, "gpu"));
+    }
+
+    @Test
+    void withoutGpusEveryRankTakesTheCpu() {
+        assertEquals(Device.cpu(), RankDevice.select(0, 2, 0, null));
+        assertEquals(Device.cpu(), RankDevice.select(1, 2, 0, "auto"));
+    }
+
+    @Test
+    void theVariableKeepsAGpuHostOnTheCpu() {
+        assertEquals(Device.cpu(), RankDevice.select(1, 2, 2, "CPU"));
+    }
+
+    @Test
+    void oneVisibleGpuPerProcessIsThatProcesssGpu() {
+        // CUDA_VISIBLE_DEVICES set per task: every rank sees its GPU as gpu(0).
+        assertEquals(Device.gpu(0), RankDevice.select(3, 4, 1, null));
+    }
+
+    @Test
+    void moreRanksThanGpusIsRefusedWithTheFix() {
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class, () -> RankDevice.select(2, 3, 2, null));
+        assertTrue(e.getMessage().contains("LOCAL_RANK=2"), e.getMessage());
+        assertTrue(e.getMessage().contains("--nproc-per-node 2"), e.getMessage());
+    }
+
+    @Test
+    void askingForAGpuWithoutOneOrAnUnknownKindIsRefused() {
+        IllegalArgumentException none =
+                assertThrows(
+                        IllegalArgumentException.class, () -> RankDevice.select(0, 1, 0, "gpu"));
+        assertTrue(none.getMessage().contains("-Pcuda"), none.getMessage());
+        IllegalArgumentException unknown =
+                assertThrows(
+                        IllegalArgumentException.class, () -> RankDevice.select(0, 1, 0, "tpu"));
+        assertTrue(unknown.getMessage().contains(RankDevice.DEVICE_VARIABLE + "='tpu'"));
+    }
+
+    @Test
+    void djlsDefaultDeviceListGivesWayToTheRanksDevice() {
+        Device[] everyGpu = {Device.gpu(0), Device.gpu(1), Device.gpu(2)};
+        assertEquals(Device.gpu(2), RankDevice.forTraining(everyGpu, everyGpu, Device.gpu(2)));
+        // DJL_FSDP_DEVICE=cpu on a GPU host: the default list names GPUs, the rank trains on the
+        // CPU.
+        assertEquals(Device.cpu(), RankDevice.forTraining(everyGpu, everyGpu, Device.cpu()));
+        assertEquals(Device.gpu(1), RankDevice.forTraining(null, everyGpu, Device.gpu(1)));
+        assertEquals(Device.gpu(1), RankDevice.forTraining(new Device[0], everyGpu, Device.gpu(1)));
+    }
+
+    @Test
+    void anExplicitDeviceMustBeTheRanks() {
+        Device[] defaults = {Device.gpu(0), Device.gpu(1)};
+        assertEquals(
+                Device.gpu(1),
+                RankDevice.forTraining(new Device[] {Device.gpu(1)}, defaults, Device.gpu(1)));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                RankDevice.forTraining(
+                                        new Device[] {Device.cpu()}, defaults, Device.gpu(1)));
+        assertTrue(e.getMessage().contains("leave optDevices unset"), e.getMessage());
+        assertThrows(
+                IllegalArgumentException.class,
+                () ->
+                        RankDevice.forTraining(
+                                new Device[] {Device.gpu(0), Device.gpu(1)},
+                                new Device[] {Device.gpu(0), Device.gpu(1), Device.gpu(2)},
+                                Device.gpu(1)));
+    }
+
+    @Test
+    void onThisMachineTheRankDeviceMatchesWhatPytorchSees() {
+        Device device = RankDevice.of(DistributedEnv.single(""));
+        int gpus = ai.djl.engine.Engine.getEngine("PyTorch").getGpuCount();
+        String requested = System.getenv(RankDevice.DEVICE_VARIABLE);
+        boolean cpuRequested = requested != null && requested.trim().equalsIgnoreCase("cpu");
+        assertEquals(gpus == 0 || cpuRequested ? Device.cpu() : Device.gpu(0), device);
+    }
+}

@@ -1,0 +1,81 @@
+package ai.djl.fsdp.dist.nccl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/** Each missing piece of the NCCL set-up gets its own message, with what was found given. */
+class NcclLibrariesTest {
+
+    private static String problem(
+            boolean cuda, int gpus, boolean glue, UnsatisfiedLinkError failure) {
+        Optional<String> problem = NcclLibraries.diagnose(cuda, gpus, glue, failure);
+        assertTrue(problem.isPresent(), "a problem is expected");
+        return problem.get();
+    }
+
+    @Test
+    void theCpuBuildOfLibtorchIsNamedWithBothFixes() {
+        String message = problem(false, 0, false, null);
+        assertTrue(message.contains("CPU build"), message);
+        assertTrue(message.contains("mvn -Pcuda"), message);
+        assertTrue(message.contains("PYTORCH_LIBRARY_PATH"), message);
+    }
+
+    @Test
+    void aCudaLibtorchWithoutGpusPointsAtTheDriver() {
+        String message = problem(true, 0, true, null);
+        assertTrue(message.contains("sees no GPU"), message);
+        assertTrue(message.contains("nvidia-smi"), message);
+    }
+
+    @Test
+    void aMissingGlueJarAsksForTheCudaProfile() {
+        String message = problem(true, 2, false, null);
+        assertTrue(message.contains("org.bytedeco:cuda"), message);
+        assertTrue(message.contains("mvn -Pcuda"), message);
+    }
+
+    @Test
+    void aMissingNcclIsNamedAndTheBuildIsNotBlamed() {
+        UnsatisfiedLinkError error =
+                new UnsatisfiedLinkError(
+                        "/root/.javacpp/cache/cuda.jar/org/bytedeco/cuda/linux-x86_64/"
+                                + "libjninccl.so: libnccl.so.2: cannot open shared object file: No"
+                                + " such file or directory");
+        String message = problem(true, 2, true, error);
+        assertTrue(message.contains("no libnccl.so.2 (NCCL 2)"), message);
+        assertTrue(message.contains("nvidia-nccl-cu12"), message);
+        assertTrue(!message.contains("mvn -Pcuda"), message);
+    }
+
+    @Test
+    void aMissingCudaRuntimeAndDriverAreNamed() {
+        String runtime =
+                problem(
+                        true,
+                        1,
+                        true,
+                        new UnsatisfiedLinkError(
+                                "libjnicudart.so: libcudart.so.12: cannot open shared object"
+                                        + " file: No such file or directory"));
+        assertTrue(runtime.contains("no libcudart.so.12 (the CUDA 12 runtime"), runtime);
+        String driver =
+                problem(
+                        true,
+                        1,
+                        true,
+                        new UnsatisfiedLinkError(
+                                "libjnicudart.so: libcuda.so.1: cannot open shared object file"));
+        assertTrue(driver.contains("NVIDIA driver"), driver);
+    }
+
+    @Test
+    void anyOtherLoadFailureIsPassedOnAndEverythingPresentIsNoProblem() {
+        String message = problem(true, 1, true, new UnsatisfiedLinkError("undefined symbol: x"));
+        assertTrue(message.contains("undefined symbol: x"), message);
+        assertEquals(Optional.empty(), NcclLibraries.diagnose(true, 1, true, null));
+    }
+}

@@ -1,0 +1,182 @@
+package ai.djl.fsdp.checkpoint;
+
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.param.FlatLayout;
+import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Makes a rank's flat parameter shards from the model's state: from the parameters' own arrays
+ * (after rank 0's values are broadcast, when asked) or from a {@link ParameterSource}, of which
+ * only the shard's elements are read.
+ */
+public final class ShardLoader {
+
+    private final int shardCount;
+    private final int shardIndex;
+    private final NDManager manager;
+    private final ProcessGroup syncFrom;
+    private final ParameterSource source;
+
+    /**
+     * Creates a loader.
+     *
+     * @param shardCount how many pieces each buffer is split in (1 for no sharding)
+     * @param shardIndex the piece this rank keeps
+     * @param manager the manager the flat parameters' own managers are made under
+     * @param syncFrom when not null (and there is no source), rank 0's values are broadcast over
+     *     this group first
+     * @param source when not null, where the values are read from (every rank reads the same
+     *     values, so nothing is broadcast)
+     */
+    public ShardLoader(
+            int shardCount,
+            int shardIndex,
+            NDManager manager,
+            ProcessGroup syncFrom,
+            ParameterSource source) {
+        this.shardCount = shardCount;
+        this.shardIndex = shardIndex;
+        this.manager = manager;
+        this.syncFrom = source == null ? syncFrom : null;
+        this.source = source;
+    }
+
+    /**
+     * Lays out {@code parameters} in a flat buffer and loads this rank's shard of it.
+     *
+     * @param id the flat parameter's name (see {@link FlatParameter})
+     * @param trainable whether the parameters receive gradients
+     * @param parameters the parameters, of one data type and device: initialized, or with arrays of
+     *     their shape when a source is given
+     * @return the flat parameter
+     */
+    public FlatParameter load(String id, boolean trainable, List<Parameter> parameters) {
+        DataType dataType = parameters.get(0).getArray().getDataType();
+        List<Shape> shapes = new ArrayList<>(parameters.size());
+        for (Parameter parameter : parameters) {
+            if (parameter.getArray().getDataType() != dataType) {
+                throw new IllegalArgumentException(
+                        "Parameters of one flat buffer must share a data type: "
+                                + parameter.getName()
+                                + " is "
+                                + parameter.getArray().getDataType()
+                                + ", "
+                                + parameters.get(0).getName()
+                                + " is "
+                                + dataType
+                                + ". Cast the model to one type before training.");
+            }
+            shapes.add(parameter.getShape());
+        }
+        FlatLayout layout = new FlatLayout(shapes, shardCount);
+        NDManager scratch = manager.newSubManager(parameters.get(0).getArray().getDevice());
+        try {
+            NDArray shard =
+                    source != null
+                            ? readShard(layout, parameters, shardIndex, dataType, source, scratch)
+                            : cut(layout, parameters, dataType, scratch);
+            return new FlatParameter(id, trainable, parameters, layout, shardIndex, shard, manager);
+        } finally {
+            scratch.close();
+        }
+    }
+
+    /** Cuts this rank's shard from the parameters' arrays, broadcast from rank 0 if asked. */
+    private NDArray cut(
+            FlatLayout layout, List<Parameter> parameters, DataType dataType, NDManager scratch) {
+        NDList pieces = new NDList();
+        for (Parameter parameter : parameters) {
+            NDArray detached = parameter.getArray().stopGradient();
+            detached.attach(scratch);
+            pieces.add(detached.flatten());
+        }
+        if (layout.getPaddedNumel() > layout.getNumel()) {
+            pieces.add(
+                    scratch.zeros(
+                            new Shape(layout.getPaddedNumel() - layout.getNumel()), dataType));
+        }
+        NDArray flat = pieces.size() == 1 ? pieces.head() : NDArrays.concat(pieces);
+        flat.attach(scratch);
+        if (syncFrom != null) {
+            syncFrom.broadcast(flat, 0);
+        }
+        long start = layout.getShardStart(shardIndex);
+        return flat.get(new NDIndex("{}:{}", start, start + layout.getShardNumel())).duplicate();
+    }
+
+    /**
+     * Builds one shard of a flat buffer from the pieces of the parameters that overlap it, each
+     * read from {@code source} alone (or from the parameter's own array when the source does not
+     * hold it); padding is zero.
+     *
+     * @param layout the flat buffer's layout
+     * @param parameters its parameters, in buffer order
+     * @param shardIndex the shard to build
+     * @param dataType the shard's element type
+     * @param source where the values are read from
+     * @param scratch the manager of the result
+     * @return the shard, {@code layout.getShardNumel()} elements
+     */
+    public static NDArray readShard(
+            FlatLayout layout,
+            List<Parameter> parameters,
+            int shardIndex,
+            DataType dataType,
+            ParameterSource source,
+            NDManager scratch) {
+        NDArray built = scratch.zeros(new Shape(layout.getShardNumel()), dataType);
+        for (int i = 0; i < parameters.size(); i++) {
+            Parameter parameter = parameters.get(i);
+            FlatLayout.Overlap overlap = layout.overlap(i, shardIndex);
+            if (overlap == null) {
+                continue;
+            }
+            try (NDManager pieceScope = scratch.newSubManager()) {
+                NDArray piece = source.read(pieceScope, parameter, overlap.from(), overlap.to());
+                if (piece == null) {
+                    piece =
+                            parameter
+                                    .getArray()
+                                    .stopGradient()
+                                    .flatten()
+                                    .get(new NDIndex("{}:{}", overlap.from(), overlap.to()));
+                    piece.attach(pieceScope);
+                }
+                if (piece.size() != overlap.size()) {
+                    throw new IllegalStateException(
+                            "The parameter source gave "
+                                    + piece.size()
+                                    + " elements of "
+                                    + parameter.getName()
+                                    + " for the range ["
+                                    + overlap.from()
+                                    + ", "
+                                    + overlap.to()
+                                    + ")");
+                }
+                built.set(
+                        new NDIndex(
+                                "{}:{}",
+                                overlap.shardOffset(),
+                                overlap.shardOffset() + overlap.size()),
+                        piece.toType(dataType, false));
+            } catch (IOException e) {
+                throw new UncheckedIOException(
+                        "Cannot read the shard of parameter " + parameter.getName(), e);
+            }
+        }
+        return built;
+    }
+}

@@ -1,0 +1,85 @@
+package ai.djl.fsdp.lora;
+
+import ai.djl.fsdp.checkpoint.GatheredUnit;
+import ai.djl.fsdp.checkpoint.StateTransform;
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
+import java.io.IOException;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * What LoRA plugs into the writing of a sharded model's state ({@link
+ * ai.djl.fsdp.checkpoint.ModelStateWriter}), unit by unit: the merged model, or the adapters alone
+ * in PEFT's names.
+ */
+public final class LoraState {
+
+    private LoraState() {}
+
+    /**
+     * Returns the state a model will have once its adapters are merged, for writing unit by unit
+     * ({@link ai.djl.fsdp.checkpoint.ModelStateWriter}): in each gathered unit, the adapters are
+     * merged into copies of their base weights, which are written under the plain model's names.
+     * The model itself keeps its adapters. A model without adapters is written as it is.
+     *
+     * @param root the model, adapted or not
+     * @return the transform
+     */
+    public static StateTransform merged(Block root) {
+        StateTransform plain = StateTransform.parameters(Lora.mergedParameters(root));
+        Map<Parameter, LoraLinear> adapterByA = new IdentityHashMap<>();
+        Lora.adapters(root).values().forEach(lora -> adapterByA.put(lora.getLoraA(), lora));
+        return new StateTransform() {
+            @Override
+            public List<Entry> declare() {
+                return plain.declare();
+            }
+
+            @Override
+            public void transform(GatheredUnit unit, Sink sink) throws IOException {
+                Set<Parameter> inUnit = Collections.newSetFromMap(new IdentityHashMap<>());
+                inUnit.addAll(unit.getParameters());
+                for (Parameter parameter : unit.getParameters()) {
+                    LoraLinear lora = adapterByA.get(parameter);
+                    if (lora == null) {
+                        continue;
+                    }
+                    if (!inUnit.contains(lora.getBase().getParameters().get("weight"))) {
+                        throw new IllegalStateException(
+                                "an adapter of FSDP unit "
+                                        + unit.getName()
+                                        + " adapts a weight outside it; wrap the adapted"
+                                        + " projection's parent, not the projection");
+                    }
+                    lora.mergeIntoBase();
+                }
+                plain.transform(unit, sink);
+            }
+        };
+    }
+
+    /**
+     * Returns the adapters' state in PEFT's names ({@code
+     * base_model.model.<module>.lora_A.weight}), for writing unit by unit: every rank's part of
+     * every adapter, gathered.
+     *
+     * @param root the adapted model
+     * @return the transform
+     * @throws IllegalStateException if the model has no adapters
+     */
+    public static StateTransform adapters(Block root) {
+        Map<String, Parameter> named = new LinkedHashMap<>();
+        Lora.savedAdapters(root)
+                .forEach(
+                        (path, lora) -> {
+                            named.put(Lora.PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA());
+                            named.put(Lora.PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB());
+                        });
+        return StateTransform.parameters(named);
+    }
+}

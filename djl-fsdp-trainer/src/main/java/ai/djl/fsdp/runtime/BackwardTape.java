@@ -1,0 +1,108 @@
+package ai.djl.fsdp.runtime;
+
+import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+/**
+ * The unit calls of a training forward, walked in reverse in backward. Reverse call order is a
+ * topological order, so each call's output gradients are complete when it is reached: a
+ * vector-Jacobian product through the call's graph (kept, or rebuilt by recompute) from its output
+ * gradients fills its flat gradients, whose reduction over the ranks then runs while the input
+ * gradients travel on through the parent's graph and the previous call is recomputed.
+ */
+final class BackwardTape {
+
+    private final Collectives collectives;
+    private final boolean prefetch;
+    private final List<UnitCall> calls = new ArrayList<>();
+    private PendingReduction inFlight;
+
+    BackwardTape(Collectives collectives, boolean prefetch) {
+        this.collectives = collectives;
+        this.prefetch = prefetch;
+    }
+
+    void record(UnitCall call) {
+        calls.add(call);
+    }
+
+    /**
+     * Runs backward through every recorded call, the last first.
+     *
+     * @param recompute rebuilds the graph of a call that kept none
+     * @param scale the factor for this micro-batch's gradients
+     */
+    void run(Function<UnitCall, UnitGraph> recompute, float scale) {
+        for (int i = calls.size() - 1; i >= 0; i--) {
+            if (prefetch && i > 0) {
+                collectives.startGather(calls.get(i - 1).unit());
+            }
+            UnitCall call = calls.remove(i);
+            backwardThrough(
+                    call, call.graph() != null ? call.graph() : recompute.apply(call), scale);
+        }
+    }
+
+    private void backwardThrough(UnitCall call, UnitGraph graph, float scale) {
+        NDManager scope = graph.scope();
+        try {
+            NDArray surrogate = null;
+            for (int j = 0; j < graph.outputs().size(); j++) {
+                NDArray gradient = Autograd.gradientOf(call.outputLeaves().get(j));
+                if (gradient == null) {
+                    continue;
+                }
+                gradient.attach(scope);
+                // d/d(out) of sum(out * g) is g: one backward for all of the unit's outputs.
+                NDArray term = graph.outputs().get(j).mul(gradient).sum();
+                surrogate = surrogate == null ? term : surrogate.add(term);
+            }
+            if (surrogate != null) {
+                Autograd.backward(surrogate, surrogate.onesLike());
+            }
+            PendingReduction reduction =
+                    collectives.startReduction(call.unit(), graph.flatLeaves(), scale);
+            for (int j = 0; j < call.inputs().size(); j++) {
+                NDArray leaf = graph.inputLeaves().get(j);
+                NDArray gradient =
+                        leaf.getDataType().isFloating() ? Autograd.gradientOf(leaf) : null;
+                if (gradient != null) {
+                    gradient.attach(scope);
+                    Autograd.pushInto(call.inputs().get(j), gradient);
+                }
+            }
+            completeInFlight();
+            reduction.releaseWhenDone(scope);
+            inFlight = reduction;
+        } catch (RuntimeException e) {
+            scope.close();
+            throw e;
+        } finally {
+            call.unit().reshard();
+        }
+    }
+
+    /** Completes the gradient reduction in flight, if any, and frees what it reduced. */
+    void completeInFlight() {
+        PendingReduction reduction = inFlight;
+        inFlight = null;
+        if (reduction != null) {
+            reduction.complete();
+        }
+    }
+
+    /** Drops the calls not walked, freeing the graphs they kept, after the reduction in flight. */
+    void clear() {
+        completeInFlight();
+        for (UnitCall call : calls) {
+            if (call.graph() != null) {
+                call.graph().scope().close();
+            }
+        }
+        calls.clear();
+    }
+}

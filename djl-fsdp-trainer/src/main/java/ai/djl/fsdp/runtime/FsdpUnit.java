@@ -1,0 +1,158 @@
+package ai.djl.fsdp.runtime;
+
+import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One FSDP unit: a block and its flat parameters (at most one trainable and one frozen), gathered
+ * together, computed together and resharded together; its {@link UnitState} says where its
+ * parameters are. The root unit holds the parameters outside every other unit.
+ */
+public final class FsdpUnit implements AutoCloseable {
+
+    private final int index;
+    private final String name;
+    private final Block block;
+    private final Block parent;
+    private final List<FlatParameter> flatParameters;
+    private final Map<String, NDArray> views = new HashMap<>();
+    private UnitState state = UnitState.RESHARDED;
+    private PendingGather pendingGather;
+
+    /**
+     * Creates a unit.
+     *
+     * @param index its position: 0 for the root, then forward order
+     * @param name its dotted path in the model, {@code root} for the root
+     * @param block the block it runs
+     * @param parent the block that holds it as a child, null for the root
+     * @param flatParameters its flat parameters
+     */
+    public FsdpUnit(
+            int index, String name, Block block, Block parent, List<FlatParameter> flatParameters) {
+        this.index = index;
+        this.name = name;
+        this.block = block;
+        this.parent = parent;
+        this.flatParameters = List.copyOf(flatParameters);
+        if (flatParameters.stream().noneMatch(FlatParameter::isSharded)) {
+            state = UnitState.GATHERED;
+        }
+    }
+
+    /** Returns the unit's position: 0 for the root, then forward order. */
+    public int getIndex() {
+        return index;
+    }
+
+    /** Returns the unit's name, the block's dotted path in the model. */
+    public String getName() {
+        return name;
+    }
+
+    /** Returns the wrapped block (the model's top block for the root unit). */
+    public Block getBlock() {
+        return block;
+    }
+
+    /** Returns the block that holds the unit's block as a child, null for the root. */
+    public Block getParent() {
+        return parent;
+    }
+
+    /** Returns the unit's flat parameters. */
+    public List<FlatParameter> getFlatParameters() {
+        return flatParameters;
+    }
+
+    /** Returns the unit's parameters, in the order of its flat parameters. */
+    public List<Parameter> getParameters() {
+        List<Parameter> parameters = new ArrayList<>();
+        flatParameters.forEach(flat -> parameters.addAll(flat.getParameters()));
+        return parameters;
+    }
+
+    /** Returns where the unit's parameters are. */
+    public UnitState getState() {
+        return state;
+    }
+
+    void gatherStarted(PendingGather gather) {
+        state = UnitState.GATHERING;
+        pendingGather = gather;
+    }
+
+    /** Waits for a gather in flight; the unit is then gathered. */
+    void awaitGather() {
+        if (state == UnitState.GATHERING) {
+            PendingGather gather = pendingGather;
+            pendingGather = null;
+            gather.await();
+            state = UnitState.GATHERED;
+        }
+    }
+
+    /** Frees the full buffers (after any gather in flight); a replicated unit keeps its own. */
+    void reshard() {
+        views.clear();
+        if (flatParameters.stream().noneMatch(FlatParameter::isSharded)) {
+            return;
+        }
+        awaitGather();
+        flatParameters.forEach(FlatParameter::freeFull);
+        state = UnitState.RESHARDED;
+    }
+
+    /**
+     * Makes the parameters readable through the parameter store: views into the gathered buffers,
+     * owned by {@code scope}. With {@code withGrad}, each trainable buffer is first aliased by a
+     * fresh autograd leaf (sharing its storage) so one backward leaves the whole flat gradient on
+     * that leaf.
+     *
+     * @return the leaves, one per flat parameter, null for frozen ones or without grad
+     */
+    List<NDArray> materialize(boolean withGrad, NDManager scope) {
+        if (state != UnitState.GATHERED) {
+            throw new IllegalStateException(
+                    "FSDP unit " + name + " is " + state + ", not gathered");
+        }
+        List<NDArray> leaves = new ArrayList<>(flatParameters.size());
+        for (FlatParameter flat : flatParameters) {
+            NDArray alias = flat.getFull().stopGradient();
+            alias.attach(scope);
+            boolean leaf = withGrad && flat.isTrainable();
+            if (leaf) {
+                alias.setRequiresGradient(true);
+            }
+            leaves.add(leaf ? alias : null);
+            List<NDArray> parameterViews = flat.viewsOf(alias);
+            for (int i = 0; i < parameterViews.size(); i++) {
+                views.put(flat.getParameters().get(i).getId(), parameterViews.get(i));
+            }
+        }
+        return leaves;
+    }
+
+    /** Ends the parameters' visibility through the store (their views stay alive in the graph). */
+    void clearViews() {
+        views.clear();
+    }
+
+    /** Returns the current view of {@code parameter}, or null when the unit is not materialized. */
+    NDArray viewOf(Parameter parameter) {
+        return views.get(parameter.getId());
+    }
+
+    @Override
+    public void close() {
+        reshard();
+        flatParameters.forEach(FlatParameter::close);
+    }
+}

@@ -1,0 +1,198 @@
+package ai.djl.fsdp.runtime;
+
+import ai.djl.fsdp.checkpoint.GatheredUnit;
+import ai.djl.fsdp.checkpoint.UnitVisitor;
+import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.tensor.BlockChildren;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Parameter;
+import ai.djl.training.ParameterStore;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A model whose parameters live as FSDP units' shards: the units (root first), which unit owns each
+ * parameter, the stand-ins that run each unit's block through the {@link UnitExecutor}, and the
+ * model's life cycle: passes, whole parameters back, one unit gathered at a time, close.
+ */
+public final class ShardedModel implements AutoCloseable {
+
+    private final Collectives collectives;
+    private final List<FsdpUnit> units;
+    private final Map<String, FsdpUnit> ownerByParameterId = new HashMap<>();
+    private final UnitExecutor executor;
+    private final List<BlockChildren> standIns = new ArrayList<>();
+
+    /**
+     * Puts {@code units} in charge of their parameters: each non-root unit's block is replaced in
+     * its parent by a stand-in that runs it through the executor, and every parameter's own array
+     * is freed, so the shards are the only copy.
+     *
+     * @param collectives the ranks' collectives
+     * @param units the units, the root first (its block the model's top block)
+     * @param options how passes are scheduled
+     */
+    public ShardedModel(Collectives collectives, List<FsdpUnit> units, ExecutionOptions options) {
+        this.collectives = collectives;
+        this.units = List.copyOf(units);
+        List<FsdpUnit> children = this.units.subList(1, this.units.size());
+        executor = new UnitExecutor(collectives, options, this.units.get(0), children);
+        for (FsdpUnit unit : this.units) {
+            unit.getParameters().forEach(p -> ownerByParameterId.put(p.getId(), unit));
+        }
+        try {
+            for (FsdpUnit unit : children) {
+                standIns.add(
+                        BlockChildren.replace(
+                                unit.getParent(), unit.getBlock(), new UnitBlock(unit, executor)));
+            }
+        } catch (RuntimeException e) {
+            restoreBlockTree();
+            throw e;
+        }
+        releaseParameterArrays();
+    }
+
+    /** Returns the units, root first. */
+    public List<FsdpUnit> getUnits() {
+        return units;
+    }
+
+    /** Returns every flat parameter, the root's first. */
+    public List<FlatParameter> getFlatParameters() {
+        List<FlatParameter> flats = new ArrayList<>();
+        units.forEach(unit -> flats.addAll(unit.getFlatParameters()));
+        return flats;
+    }
+
+    /**
+     * Prepares a forward pass (see {@link UnitExecutor#beginForward}).
+     *
+     * @param training whether backward follows: the units' calls are then recorded
+     * @param manager the manager the root's views are made under
+     */
+    public void beginForward(boolean training, NDManager manager) {
+        executor.beginForward(training, manager);
+    }
+
+    /** Ends a forward pass that has no backward: frees the root's and the units' gathers. */
+    public void endInference() {
+        executor.discardPass();
+    }
+
+    /**
+     * Runs backward from {@code loss} and adds each rank's part of the reduced gradients, times
+     * {@code scale}, to the shards' gradients.
+     *
+     * @param loss the loss of this rank's micro-batch
+     * @param parameterStore the store blocks read parameters from (for recompute)
+     * @param scale the factor for this micro-batch's gradients (1 / accumulation steps)
+     */
+    public void backward(NDArray loss, ParameterStore parameterStore, float scale) {
+        executor.backward(loss, parameterStore, scale);
+    }
+
+    /** Counts an optimizer step, for the recompute seeds. */
+    public void endStep() {
+        executor.endStep();
+    }
+
+    /**
+     * Sets how many optimizer steps were taken (a resumed run), for the generator seeds.
+     *
+     * @param step the optimizer steps taken
+     */
+    public void setStep(long step) {
+        executor.setStep(step);
+    }
+
+    /**
+     * Returns the array a block should compute with for {@code parameter}.
+     *
+     * @param parameter a parameter of the model
+     * @return its view in the gathered buffer
+     */
+    public NDArray valueOf(Parameter parameter) {
+        FsdpUnit owner = ownerByParameterId.get(parameter.getId());
+        if (owner == null) {
+            throw new IllegalArgumentException(
+                    "Parameter " + parameter.getName() + " is not part of the FSDP model");
+        }
+        NDArray view = owner.viewOf(parameter);
+        if (view == null) {
+            throw new IllegalStateException(
+                    "Parameter "
+                            + parameter.getName()
+                            + " of FSDP unit "
+                            + owner.getName()
+                            + " is read outside that unit's forward, when it is not gathered."
+                            + " A parameter used by several blocks must live in the root: choose"
+                            + " a wrap policy that leaves its users out of the units.");
+        }
+        return view;
+    }
+
+    /**
+     * Gives every parameter its full array again and takes the stand-ins out of the block tree: the
+     * model is an ordinary DJL model once more. Every rank must call it.
+     */
+    public void unshard() {
+        restoreBlockTree();
+        gatherParameterArrays();
+    }
+
+    /**
+     * Takes the stand-ins out of the block tree without gathering: the parameters keep their empty
+     * arrays (for a job whose model was saved unit by unit and is not used whole again).
+     */
+    public void restoreBlockTree() {
+        executor.discardPass();
+        for (int i = standIns.size() - 1; i >= 0; i--) {
+            standIns.get(i).restore();
+        }
+        standIns.clear();
+    }
+
+    /** Gives every parameter a copy of its full array (a collective: every rank calls it). */
+    public void gatherParameterArrays() {
+        units.forEach(collectives::restoreParameterArrays);
+    }
+
+    /** Frees the arrays {@link #gatherParameterArrays()} gave the parameters. */
+    public void releaseParameterArrays() {
+        units.forEach(Collectives::releaseParameterArrays);
+    }
+
+    /**
+     * Runs {@code visitor} on every unit in turn, the root last, with that unit's parameters
+     * holding their full arrays and every other unit's empty: a rank holds one unit's parameters at
+     * a time, never the whole model. A collective: every rank calls it, and every rank's visitor
+     * must return or throw alike, or the other ranks wait on the next unit's gather.
+     *
+     * @param visitor what to run on each unit
+     * @throws IOException if the visitor throws it; the unit's arrays are freed first
+     */
+    public void forEachUnitGathered(UnitVisitor visitor) throws IOException {
+        executor.discardPass();
+        List<FsdpUnit> order = new ArrayList<>(units.subList(1, units.size()));
+        order.add(units.get(0));
+        for (FsdpUnit unit : order) {
+            collectives.restoreParameterArrays(unit);
+            try {
+                visitor.visit(new GatheredUnit(unit.getName(), unit.getParameters()));
+            } finally {
+                Collectives.releaseParameterArrays(unit);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        executor.discardPass();
+        units.forEach(FsdpUnit::close);
+    }
+}

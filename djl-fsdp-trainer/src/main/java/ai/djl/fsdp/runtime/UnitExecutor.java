@@ -1,0 +1,236 @@
+package ai.djl.fsdp.runtime;
+
+import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.fsdp.tensor.TorchRandom;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.training.ParameterStore;
+import ai.djl.util.PairList;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Runs the passes over a sharded model: the root's gather for the whole pass, each unit call
+ * (gather, prefetch of the next, compute, record, release), and backward through the tape.
+ *
+ * <p>DJL exposes no autograd hooks, so a unit's call in a training forward runs on detached copies
+ * of its inputs and hands its parent fresh leaves as outputs; the tape records each call. Backward
+ * first runs from the loss through the root's graph, which leaves gradients on the output leaves
+ * and the root's parameters, then walks the tape.
+ */
+final class UnitExecutor {
+
+    private final Collectives collectives;
+    private final ExecutionOptions options;
+    private final FsdpUnit root;
+    private final List<FsdpUnit> units;
+    private final RecomputeSeeds seeds;
+    private final BackwardTape tape;
+
+    private Phase phase = Phase.IDLE;
+    private List<FsdpUnit> forwardOrder;
+    private List<FsdpUnit> observedOrder = new ArrayList<>();
+    private NDManager rootScope;
+    private List<NDArray> rootLeaves = List.of();
+
+    UnitExecutor(
+            Collectives collectives,
+            ExecutionOptions options,
+            FsdpUnit root,
+            List<FsdpUnit> units) {
+        this.collectives = collectives;
+        this.options = options;
+        this.root = root;
+        this.units = units;
+        this.forwardOrder = units;
+        seeds = new RecomputeSeeds(collectives.getGroup().rank());
+        tape = new BackwardTape(collectives, options.prefetch());
+    }
+
+    /**
+     * Prepares a forward pass: gathers the root's parameters, which stay gathered until the pass
+     * (and, when {@code training}, its backward) is over, and starts gathering the first unit.
+     */
+    void beginForward(boolean training, NDManager manager) {
+        if (phase != Phase.IDLE) {
+            // A training forward that was never followed by backward.
+            discardPass();
+        }
+        phase = training ? Phase.RECORDING : Phase.INFERENCE;
+        collectives.startGather(root);
+        if (options.prefetch() && !forwardOrder.isEmpty()) {
+            collectives.startGather(forwardOrder.get(0));
+        }
+        root.awaitGather();
+        if (training) {
+            // The root's randomness (embedding dropout) is a function of the step too, so a
+            // resumed run draws what the uninterrupted one drew.
+            TorchRandom.seed(seeds.of(root, -1));
+        }
+        rootScope = manager.newSubManager();
+        rootScope.setName("fsdp-root");
+        rootLeaves = root.materialize(training, rootScope);
+    }
+
+    /** Runs one call of {@code unit} within the current pass. */
+    NDList call(
+            FsdpUnit unit,
+            ParameterStore parameterStore,
+            NDList inputs,
+            boolean training,
+            PairList<String, Object> params) {
+        boolean recording = phase == Phase.RECORDING;
+        collectives.startGather(unit);
+        int callIndex = observedOrder.size();
+        observedOrder.add(unit);
+        if (options.prefetch() && callIndex + 1 < forwardOrder.size()) {
+            collectives.startGather(forwardOrder.get(callIndex + 1));
+        }
+        unit.awaitGather();
+        NDManager callerManager = inputs.head().getManager();
+        NDManager scope = callerManager.newSubManager();
+        scope.setName("fsdp-unit-" + unit.getName());
+        boolean keepGraph = recording && !options.activationCheckpointing();
+        long seed = seeds.of(unit, callIndex);
+        UnitGraph graph =
+                run(
+                        unit,
+                        parameterStore,
+                        leavesOf(inputs, scope, keepGraph),
+                        scope,
+                        keepGraph,
+                        recording ? seed : null,
+                        training,
+                        params);
+        NDList outputLeaves = new NDList(graph.outputs().size());
+        for (NDArray output : graph.outputs()) {
+            NDArray leaf = output.stopGradient();
+            leaf.attach(callerManager);
+            if (recording && leaf.getDataType().isFloating()) {
+                leaf.setRequiresGradient(true);
+            }
+            outputLeaves.add(leaf);
+        }
+        if (!keepGraph) {
+            scope.close();
+            if (!recording || options.reshardAfterForward()) {
+                unit.reshard();
+            }
+        }
+        if (recording) {
+            tape.record(
+                    new UnitCall(
+                            unit, inputs, params, seed, outputLeaves, keepGraph ? graph : null));
+        }
+        return outputLeaves;
+    }
+
+    /**
+     * Runs backward from {@code loss} through the whole model and adds each rank's part of the
+     * reduced gradients, times {@code scale}, to the shards' gradients.
+     */
+    void backward(NDArray loss, ParameterStore parameterStore, float scale) {
+        if (phase != Phase.RECORDING) {
+            throw new IllegalStateException(
+                    "backward needs a training forward first: call trainer.forward inside the"
+                            + " gradient collector (trainer.newGradientCollector())");
+        }
+        try (NDManager scope = loss.getManager().newSubManager()) {
+            NDArray ones = loss.onesLike();
+            ones.attach(scope);
+            Autograd.backward(loss, ones);
+        }
+        tape.run(call -> recompute(call, parameterStore), scale);
+        PendingReduction rootReduction = collectives.startReduction(root, rootLeaves, scale);
+        tape.completeInFlight();
+        rootReduction.complete();
+        forwardOrder = List.copyOf(observedOrder);
+        discardPass();
+        seeds.endMicroBatch();
+    }
+
+    /** Counts an optimizer step, for the recompute seeds. */
+    void endStep() {
+        seeds.endStep();
+    }
+
+    /** Sets the optimizer steps taken, for the seeds. */
+    void setStep(long step) {
+        seeds.setStep(step);
+    }
+
+    /** Rebuilds the graph of a call whose forward kept none, with the call's seed. */
+    private UnitGraph recompute(UnitCall call, ParameterStore parameterStore) {
+        collectives.gather(call.unit());
+        NDManager scope = call.inputs().head().getManager().newSubManager();
+        return run(
+                call.unit(),
+                parameterStore,
+                leavesOf(call.inputs(), scope, true),
+                scope,
+                true,
+                call.seed(),
+                true,
+                call.params());
+    }
+
+    /**
+     * Materializes {@code unit}'s parameters in {@code scope}, seeds the generator when a seed is
+     * given, and runs the unit's block with grad mode set to {@code withGraph}.
+     */
+    private static UnitGraph run(
+            FsdpUnit unit,
+            ParameterStore parameterStore,
+            NDList inputLeaves,
+            NDManager scope,
+            boolean withGraph,
+            Long seed,
+            boolean training,
+            PairList<String, Object> params) {
+        List<NDArray> flatLeaves = unit.materialize(withGraph, scope);
+        try {
+            NDList outputs =
+                    Autograd.withGradMode(
+                            withGraph,
+                            () -> {
+                                if (seed != null) {
+                                    TorchRandom.seed(seed);
+                                }
+                                return unit.getBlock()
+                                        .forward(parameterStore, inputLeaves, training, params);
+                            });
+            return new UnitGraph(scope, inputLeaves, outputs, flatLeaves);
+        } finally {
+            unit.clearViews();
+        }
+    }
+
+    /** Detached copies of {@code inputs} in {@code scope}; float ones become leaves if asked. */
+    private static NDList leavesOf(NDList inputs, NDManager scope, boolean requireGradient) {
+        NDList leaves = new NDList(inputs.size());
+        for (NDArray input : inputs) {
+            NDArray leaf = input.stopGradient();
+            leaf.attach(scope);
+            if (requireGradient && leaf.getDataType().isFloating()) {
+                leaf.setRequiresGradient(true);
+            }
+            leaves.add(leaf);
+        }
+        return leaves;
+    }
+
+    /** Drops a pass's state: recorded calls, views and gathers; every unit is resharded. */
+    void discardPass() {
+        tape.clear();
+        observedOrder = new ArrayList<>();
+        phase = Phase.IDLE;
+        if (rootScope != null) {
+            rootScope.close();
+            rootScope = null;
+        }
+        rootLeaves = List.of();
+        root.reshard();
+        units.forEach(FsdpUnit::reshard);
+    }
+}

@@ -1,0 +1,15 @@
+/**
+ * The FSDP runtime, one concept per class as in PyTorch FSDP2's {@code _fully_shard}: a unit and
+ * its state ({@link ai.djl.fsdp.runtime.FsdpUnit}, {@link ai.djl.fsdp.runtime.UnitState}), the
+ * collectives that gather and reduce it ({@link ai.djl.fsdp.runtime.Collectives}, with typed work
+ * in flight), the executor of passes ({@link ai.djl.fsdp.runtime.UnitExecutor}), the backward tape
+ * ({@link ai.djl.fsdp.runtime.BackwardTape}), and the sharded model that ties them to the block
+ * tree ({@link ai.djl.fsdp.runtime.ShardedModel}).
+ *
+ * <p>DJL offers no autograd hooks or custom autograd functions, so PyTorch FSDP's way of running
+ * code before a unit's backward is not available. Units are called on detached inputs and return
+ * fresh leaves, a tape records the calls, and backward walks the tape in reverse with
+ * vector-Jacobian products, through each unit's graph kept from forward or rebuilt by recompute
+ * (activation checkpointing).
+ */
+package ai.djl.fsdp.runtime;

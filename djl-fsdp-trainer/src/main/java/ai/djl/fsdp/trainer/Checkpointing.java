@@ -1,0 +1,280 @@
+package ai.djl.fsdp.trainer;
+
+import ai.djl.fsdp.checkpoint.CheckpointDirectory;
+import ai.djl.fsdp.checkpoint.CheckpointMetadata;
+import ai.djl.fsdp.checkpoint.ShardLoader;
+import ai.djl.fsdp.checkpoint.ShardSnapshot;
+import ai.djl.fsdp.checkpoint.ShardedCheckpointReader;
+import ai.djl.fsdp.checkpoint.TrainingState;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.safetensors.AtomicFiles;
+import ai.djl.fsdp.tensor.OptimizerStates;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.nn.Parameter;
+import ai.djl.training.optimizer.Optimizer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * Saves and loads a sharded model's whole training state: every rank writes its own shards of the
+ * parameters and of the optimizer state into its own file at once, rank 0 adds the metadata, the
+ * trainer's state and the completeness marker, and the directory is renamed into place; loading
+ * reads only this rank's elements, whatever the number of ranks that wrote them. A save may run in
+ * the background after its snapshot: training goes on while the files are written.
+ */
+final class Checkpointing implements AutoCloseable {
+
+    private static final String DONE_SUFFIX = ".done";
+
+    private final ProcessGroup group;
+    private final List<FlatParameter> flats;
+    private final Map<String, Parameter> parameters;
+    private final Map<Parameter, String> names = new IdentityHashMap<>();
+    private final Optimizer optimizer;
+    private final Duration timeout;
+    private final ExecutorService writer;
+    private Future<?> inFlight;
+
+    Checkpointing(
+            ProcessGroup group,
+            List<FlatParameter> flats,
+            Map<String, Parameter> parameters,
+            Optimizer optimizer,
+            Duration timeout) {
+        this.group = group;
+        this.flats = List.copyOf(flats);
+        this.parameters = parameters;
+        parameters.forEach((name, parameter) -> names.put(parameter, name));
+        this.optimizer = optimizer;
+        this.timeout = timeout;
+        writer =
+                Executors.newSingleThreadExecutor(
+                        task -> {
+                            Thread thread = new Thread(task, "fsdp-checkpoint-writer");
+                            thread.setDaemon(true);
+                            return thread;
+                        });
+    }
+
+    /**
+     * Saves a checkpoint (a collective). Returns once this rank's state is copied: with {@code
+     * async} the files are written in the background, else they are complete on return.
+     */
+    void save(Path directory, TrainingState state, boolean async, int keepNewest)
+            throws IOException {
+        await();
+        Path target = directory.toAbsolutePath().normalize();
+        Path staging = target.resolveSibling("." + target.getFileName() + ".incomplete");
+        if (group.rank() == 0) {
+            Files.createDirectories(target.getParent());
+            if (Files.exists(staging)) {
+                CheckpointDirectory.deleteTree(
+                        staging); // a save of this same directory that was cut short
+            }
+            Files.createDirectories(staging);
+        }
+        group.barrier();
+        List<String> kinds = List.copyOf(OptimizerStates.arrayKinds(optimizer));
+        ShardSnapshot snapshot = ShardSnapshot.take(flats, names, optimizer, kinds, group.rank());
+        CheckpointMetadata metadata =
+                group.rank() == 0 ? CheckpointMetadata.describe(flats, names, kinds) : null;
+        String stateJson = state.toJson();
+        int writers = flats.isEmpty() ? 1 : flats.get(0).getLayout().getShardCount();
+        Runnable write =
+                () -> {
+                    try {
+                        if (snapshot != null) {
+                            snapshot.write(staging);
+                            Files.createFile(staging.resolve(snapshot.getFile() + DONE_SUFFIX));
+                        }
+                        if (metadata != null) {
+                            finish(staging, target, metadata, stateJson, writers, keepNewest);
+                        }
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(
+                                "Cannot save the checkpoint " + target + ": " + e.getMessage(), e);
+                    }
+                };
+        if (async) {
+            inFlight = writer.submit(write);
+        } else {
+            write.run();
+            group.barrier();
+        }
+    }
+
+    /** Rank 0: waits for every rank's file, then completes the checkpoint and renames it. */
+    private void finish(
+            Path staging,
+            Path target,
+            CheckpointMetadata metadata,
+            String stateJson,
+            int writers,
+            int keepNewest)
+            throws IOException {
+        List<Path> done = new ArrayList<>();
+        for (int rank = 0; rank < writers; rank++) {
+            done.add(staging.resolve(CheckpointDirectory.shardFile(rank, writers) + DONE_SUFFIX));
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (Path marker : done) {
+            while (!Files.exists(marker)) {
+                if (System.nanoTime() > deadline) {
+                    throw new IOException(
+                            "rank files missing after "
+                                    + timeout
+                                    + ": "
+                                    + marker.getFileName()
+                                    + " (a rank failed or cannot see "
+                                    + staging
+                                    + "; checkpoints need a directory every rank shares)");
+                }
+                sleep();
+            }
+        }
+        metadata.locateBytes(staging);
+        AtomicFiles.writeString(staging.resolve(CheckpointDirectory.METADATA), metadata.toJson());
+        AtomicFiles.writeString(staging.resolve(CheckpointDirectory.TRAINER_STATE), stateJson);
+        for (Path marker : done) {
+            Files.delete(marker);
+        }
+        AtomicFiles.writeString(staging.resolve(CheckpointDirectory.COMPLETE), "");
+        if (Files.exists(target)) {
+            if (!CheckpointDirectory.isComplete(target)) {
+                throw new IOException(
+                        target + " exists and is not a checkpoint of this tool: not replaced");
+            }
+            Path previous = target.resolveSibling("." + target.getFileName() + ".previous");
+            move(target, previous);
+            move(staging, target);
+            CheckpointDirectory.deleteTree(previous);
+        } else {
+            move(staging, target);
+        }
+        if (keepNewest > 0) {
+            CheckpointDirectory.keepNewest(target.getParent(), keepNewest);
+        }
+    }
+
+    /**
+     * Loads a checkpoint into this rank's shards and the optimizer (every rank calls it).
+     *
+     * @return the trainer's state as it was saved
+     */
+    TrainingState load(Path directory) throws IOException {
+        await();
+        List<String> kinds =
+                flats.stream().anyMatch(FlatParameter::isTrainable)
+                        ? List.copyOf(OptimizerStates.arrayKinds(optimizer))
+                        : List.of();
+        TrainingState state;
+        try (ShardedCheckpointReader reader =
+                ShardedCheckpointReader.open(directory, parameters, kinds)) {
+            state = TrainingState.read(directory.resolve(CheckpointDirectory.TRAINER_STATE));
+            for (FlatParameter flat : flats) {
+                NDManager manager = flat.getShard().getManager();
+                try (NDManager scratch = manager.newSubManager()) {
+                    NDArray values = readShard(flat, reader, "", scratch);
+                    flat.getShard().set(new NDIndex("..."), values);
+                    if (!flat.isTrainable()) {
+                        continue;
+                    }
+                    for (String kind : kinds) {
+                        String prefix = CheckpointMetadata.OPTIMIZER_PREFIX + kind + ".";
+                        OptimizerStates.put(
+                                optimizer,
+                                kind,
+                                flat.getId(),
+                                readShard(flat, reader, prefix, scratch));
+                    }
+                }
+                flat.zeroGradient();
+            }
+        }
+        Map<String, Integer> counts = state.getUpdateCounts();
+        Map<String, Integer> restored = new LinkedHashMap<>();
+        int largest = counts.getOrDefault("", 0);
+        for (FlatParameter flat : flats) {
+            if (flat.isTrainable()) {
+                restored.put(flat.getId(), counts.getOrDefault(flat.getId(), largest));
+            }
+        }
+        restored.put("", largest);
+        OptimizerStates.setUpdateCounts(optimizer, restored);
+        return state;
+    }
+
+    private NDArray readShard(
+            FlatParameter flat, ShardedCheckpointReader reader, String prefix, NDManager scratch) {
+        return ShardLoader.readShard(
+                flat.getLayout(),
+                flat.getParameters(),
+                flat.getShardIndex(),
+                flat.getShard().getDataType(),
+                reader.source(prefix, names),
+                scratch);
+    }
+
+    /** Waits for a save in the background; rethrows its failure. */
+    void await() throws IOException {
+        Future<?> pending = inFlight;
+        inFlight = null;
+        if (pending == null) {
+            return;
+        }
+        try {
+            pending.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("Interrupted while a checkpoint was being written", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof UncheckedIOException io) {
+                throw io.getCause();
+            }
+            throw new IOException("The checkpoint could not be written", e.getCause());
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        try {
+            await();
+        } finally {
+            writer.shutdownNow();
+        }
+    }
+
+    private static void move(Path from, Path to) throws IOException {
+        try {
+            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(from, to);
+        }
+    }
+
+    private static void sleep() throws IOException {
+        try {
+            Thread.sleep(20);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("Interrupted while waiting for the ranks' files", e);
+        }
+    }
+}

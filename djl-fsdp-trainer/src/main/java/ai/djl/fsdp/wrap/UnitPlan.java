@@ -1,0 +1,125 @@
+package ai.djl.fsdp.wrap;
+
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
+import ai.djl.util.Pair;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Which FSDP units a model has and which parameters each owns: the units a {@link WrapPolicy}
+ * chooses, in forward order, and the root unit holding every parameter outside them. Each parameter
+ * has exactly one owner; units are named by their dotted path, the root {@code "root"}.
+ */
+public final class UnitPlan {
+
+    /** The name of the unit that holds the parameters outside every other unit. */
+    public static final String ROOT = "root";
+
+    private final List<PlannedUnit> units;
+
+    private UnitPlan(List<PlannedUnit> units) {
+        this.units = Collections.unmodifiableList(units);
+    }
+
+    /**
+     * Plans the units of {@code root}.
+     *
+     * @param root the model's top block, initialized
+     * @param policy chooses the units
+     * @return the plan
+     * @throws IllegalArgumentException if the policy matches nothing, or a parameter is shared by
+     *     two units
+     */
+    public static UnitPlan of(Block root, WrapPolicy policy) {
+        List<WrapTarget> targets = WrapPlanner.plan(root, policy);
+        Map<String, String> ownerOf = new HashMap<>();
+        List<PlannedUnit> units = new ArrayList<>(targets.size() + 1);
+        units.add(null); // the root, once the others have taken theirs
+        for (WrapTarget target : targets) {
+            List<Parameter> parameters = distinct(target.block());
+            for (Parameter parameter : parameters) {
+                String previous = ownerOf.putIfAbsent(parameter.getId(), target.path());
+                if (previous != null) {
+                    throw new IllegalArgumentException(
+                            "Parameter "
+                                    + parameter.getName()
+                                    + " is shared by units "
+                                    + previous
+                                    + " and "
+                                    + target.path()
+                                    + "; a shared parameter must live outside the units (in the"
+                                    + " root). Choose a wrap policy that leaves its users out.");
+                }
+            }
+            units.add(
+                    new PlannedUnit(
+                            units.size(),
+                            target.path(),
+                            target.block(),
+                            target.parent(),
+                            parameters));
+        }
+        List<Parameter> rootParameters = new ArrayList<>();
+        for (Parameter parameter : distinct(root)) {
+            if (!ownerOf.containsKey(parameter.getId())) {
+                rootParameters.add(parameter);
+            }
+        }
+        units.set(0, new PlannedUnit(0, ROOT, root, null, rootParameters));
+        return new UnitPlan(units);
+    }
+
+    /** Returns the units, the root first, then in forward order. */
+    public List<PlannedUnit> getUnits() {
+        return units;
+    }
+
+    /** The block's parameters, each shared parameter once, in DJL's order. */
+    private static List<Parameter> distinct(Block block) {
+        Map<String, Parameter> byId = new LinkedHashMap<>();
+        for (Pair<String, Parameter> pair : block.getParameters()) {
+            byId.putIfAbsent(pair.getValue().getId(), pair.getValue());
+        }
+        return new ArrayList<>(byId.values());
+    }
+
+    /**
+     * One planned unit.
+     *
+     * @param index its position: 0 for the root, then forward order
+     * @param name its dotted path, or {@link #ROOT}
+     * @param block the block it runs (the model's top block for the root)
+     * @param parent the block holding it as a child; null for the root
+     * @param parameters the parameters it owns, in DJL's order
+     */
+    public record PlannedUnit(
+            int index, String name, Block block, Block parent, List<Parameter> parameters) {
+
+        /** Returns whether this is the root unit. */
+        public boolean isRoot() {
+            return parent == null;
+        }
+
+        /**
+         * Returns the owned parameters that train, or those that are frozen: the two never share a
+         * flat buffer.
+         *
+         * @param trainable which kind
+         * @return those parameters, in order
+         */
+        public List<Parameter> parameters(boolean trainable) {
+            List<Parameter> selected = new ArrayList<>();
+            for (Parameter parameter : parameters) {
+                if (parameter.requiresGradient() == trainable) {
+                    selected.add(parameter);
+                }
+            }
+            return selected;
+        }
+    }
+}

@@ -1,0 +1,275 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
+import java.nio.file.Path;
+import java.util.List;
+import picocli.CommandLine.Option;
+
+/**
+ * What {@code bin/fsdp finetune} trains, on what and how: Hugging Face's and TRL's flag names and
+ * value forms ({@code --packing True}, {@code --splits "train,test"}). Booleans take an optional
+ * {@code True}/{@code False}.
+ */
+final class FinetuneArguments {
+
+    @Option(
+            names = "--model_name_or_path",
+            defaultValue = "gpt2-tiny",
+            description =
+                    "Hugging Face checkpoint directory (config.json, *.safetensors; config.json"
+                        + " alone trains fresh weights), or a built-in architecture trained from"
+                        + " scratch: gpt2-tiny, llama-tiny (default ${DEFAULT-VALUE}).")
+    String modelNameOrPath;
+
+    @Option(
+            names = "--tokenizer_name",
+            description =
+                    "tokenizer.json, or byte-level (the project's own 257-token tokenizer;"
+                            + " default for built-in models; else the checkpoint's).")
+    String tokenizerName;
+
+    @Option(
+            names = {"--dataset_name", "--dataset"},
+            defaultValue = ArithmeticChat.NAME,
+            description =
+                    "A text file, a JSON-lines file, a directory with one file per split, or the"
+                            + " built-in ${DEFAULT-VALUE} (generated question/answer chats).")
+    String datasetName;
+
+    @Option(
+            names = "--dataset_text_field",
+            defaultValue = "text",
+            description = "JSON field of a text example (default ${DEFAULT-VALUE}).")
+    String datasetTextField;
+
+    @Option(
+            names = "--splits",
+            defaultValue = "train,test",
+            description = "Train and eval split names (default ${DEFAULT-VALUE}).")
+    String splits;
+
+    @Option(
+            names = "--validation_split_percentage",
+            defaultValue = "5",
+            description =
+                    "Percent of a single file held out as the eval split (default"
+                            + " ${DEFAULT-VALUE}).")
+    double validationSplitPercentage;
+
+    @Option(
+            names = "--chat_template_format",
+            defaultValue = "chatml",
+            description = "chatml or none: how conversations are rendered (default chatml).")
+    String chatTemplateFormat;
+
+    @Option(
+            names = "--packing",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Pack examples into full --max_seq_len blocks (default false).")
+    boolean packing;
+
+    @Option(
+            names = "--completion_only_loss",
+            arity = "0..1",
+            fallbackValue = "true",
+            defaultValue = "true",
+            description = "Train on the assistant's replies only (default true).")
+    boolean completionOnlyLoss;
+
+    @Option(
+            names = "--append_concat_token",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Append the end-of-text token to each text example (default false).")
+    boolean appendConcatToken;
+
+    @Option(
+            names = "--add_special_tokens",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "Let the tokenizer add its special tokens to each example (default false;"
+                            + " only false is supported: examples are tokenized as written).")
+    boolean addSpecialTokens;
+
+    @Option(
+            names = {"--max_seq_len", "--max_seq_length"},
+            defaultValue = "128",
+            description = "Tokens per training sequence (default ${DEFAULT-VALUE}).")
+    int maxSeqLen;
+
+    @Option(
+            names = "--num_train_epochs",
+            defaultValue = "1",
+            description = "Epochs over the train split (default ${DEFAULT-VALUE}).")
+    double numTrainEpochs;
+
+    @Option(
+            names = "--max_steps",
+            defaultValue = "-1",
+            description = "Optimizer steps; overrides --num_train_epochs when > 0.")
+    int maxSteps;
+
+    @Option(
+            names = "--per_device_train_batch_size",
+            defaultValue = "8",
+            description = "Sequences per rank and micro-batch (default ${DEFAULT-VALUE}).")
+    int perDeviceTrainBatchSize;
+
+    @Option(
+            names = "--per_device_eval_batch_size",
+            defaultValue = "8",
+            description = "Sequences per rank and eval batch (default ${DEFAULT-VALUE}).")
+    int perDeviceEvalBatchSize;
+
+    @Option(
+            names = "--gradient_accumulation_steps",
+            defaultValue = "1",
+            description = "Micro-batches per optimizer step (default ${DEFAULT-VALUE}).")
+    int gradientAccumulationSteps;
+
+    @Option(
+            names = "--learning_rate",
+            defaultValue = "5e-4",
+            description = "Peak learning rate of AdamW (default ${DEFAULT-VALUE}).")
+    float learningRate;
+
+    @Option(
+            names = "--lr_scheduler_type",
+            defaultValue = "cosine",
+            description =
+                    "cosine, linear, constant or constant_with_warmup (default ${DEFAULT-VALUE}).")
+    String lrSchedulerType;
+
+    @Option(
+            names = "--warmup_ratio",
+            defaultValue = "0",
+            description = "Fraction of the steps spent warming up (default ${DEFAULT-VALUE}).")
+    double warmupRatio;
+
+    @Option(
+            names = "--warmup_steps",
+            defaultValue = "0",
+            description = "Warm-up steps; wins over --warmup_ratio when > 0.")
+    int warmupSteps;
+
+    @Option(
+            names = "--weight_decay",
+            defaultValue = "0",
+            description = "AdamW's decoupled weight decay (default ${DEFAULT-VALUE}).")
+    float weightDecay;
+
+    @Option(
+            names = "--max_grad_norm",
+            defaultValue = "1.0",
+            description = "Clip the global gradient norm; 0 turns clipping off (default 1.0).")
+    float maxGradNorm;
+
+    @Option(
+            names = "--seed",
+            defaultValue = "42",
+            description = "Seed of weights, dropout, shuffling and data (default 42).")
+    int seed;
+
+    @Option(
+            names = {"--eval_strategy", "--evaluation_strategy"},
+            defaultValue = "epoch",
+            description = "no, steps or epoch: when to evaluate (default ${DEFAULT-VALUE}).")
+    String evalStrategy;
+
+    @Option(
+            names = "--eval_steps",
+            defaultValue = "0",
+            description = "Steps between evaluations with --eval_strategy steps.")
+    int evalSteps;
+
+    @Option(
+            names = "--exact_match_samples",
+            defaultValue = "200",
+            description =
+                    "Eval conversations whose last reply is generated and compared exactly,"
+                            + " before and after training; 0 turns it off (default 200).")
+    int exactMatchSamples;
+
+    @Option(
+            names = "--logging_steps",
+            defaultValue = "10",
+            description = "Steps between log lines and metrics.jsonl rows (default 10).")
+    int loggingSteps;
+
+    @Option(
+            names = "--logging_strategy",
+            defaultValue = "steps",
+            description = "steps, epoch or no (default ${DEFAULT-VALUE}).")
+    String loggingStrategy;
+
+    @Option(
+            names = "--log_level",
+            defaultValue = "info",
+            description = "info or debug (debug shows DJL's start-up logging).")
+    String logLevel;
+
+    @Option(
+            names = "--use_peft_lora",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Train LoRA adapters on a frozen base model instead of every weight.")
+    boolean usePeftLora;
+
+    @Option(names = "--lora_r", defaultValue = "8", description = "LoRA rank (default 8).")
+    int loraR;
+
+    @Option(names = "--lora_alpha", defaultValue = "16", description = "LoRA alpha (default 16).")
+    float loraAlpha;
+
+    @Option(
+            names = "--lora_dropout",
+            defaultValue = "0.05",
+            description = "Dropout on the adapters' input (default 0.05).")
+    float loraDropout;
+
+    @Option(
+            names = "--lora_target_modules",
+            split = ",",
+            defaultValue = LoraConfig.ALL_LINEAR,
+            description = "Modules to adapt, comma-separated, or all-linear (default).")
+    List<String> loraTargetModules;
+
+    @Option(
+            names = "--output_dir",
+            required = true,
+            description =
+                    "Where the model, metrics.jsonl, training_curves.png and summary.json go; with"
+                            + " LoRA the adapters, and the merged model in merged/.")
+    Path outputDir;
+
+    @Option(
+            names = OutputDirectory.OVERWRITE_FLAG,
+            description =
+                    "Write into --output_dir even if it is a file, the current directory or holds"
+                            + " files this tool did not write (same-named files are replaced).")
+    boolean overwriteOutputDir;
+
+    /** Returns the train split's name. */
+    String trainSplit() {
+        return splitNames()[0];
+    }
+
+    /** Returns the eval split's name, or null when nothing is evaluated. */
+    String evalSplit() {
+        String[] names = splitNames();
+        boolean evaluates = !"no".equals(evalStrategy) || exactMatchSamples > 0;
+        return evaluates ? (names.length > 1 ? names[1] : "test") : null;
+    }
+
+    private String[] splitNames() {
+        String[] names = splits.replace("\"", "").split(",");
+        if (names.length > 2 || names[0].isBlank()) {
+            throw new IllegalArgumentException(
+                    "--splits " + splits + ": give the train and eval splits, e.g. train,test");
+        }
+        return names;
+    }
+}

@@ -1,0 +1,298 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import ai.djl.Device;
+import ai.djl.Model;
+import ai.djl.fsdp.checkpoint.ParameterSource;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.trainer.FsdpConfig;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.TrainerOptions;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
+import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
+import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
+import ai.djl.fsdp.zoo.finetune.data.Document;
+import ai.djl.fsdp.zoo.finetune.data.Sequences;
+import ai.djl.fsdp.zoo.finetune.data.TextDatasets;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.optimizer.Optimizer;
+import com.google.gson.JsonObject;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+
+/**
+ * What a fine-tuning run is made of, decided before the first step: the tokenizer (with the chat
+ * template's tokens), the train and eval sequences, the model's architecture, AdamW and its
+ * learning-rate schedule, and the FSDP trainer ({@link #newTrainer}, the one place it is built).
+ */
+final class FinetuneRecipe implements AutoCloseable {
+
+    final FinetuneArguments args;
+    final FsdpArguments fsdp;
+    final ProcessGroup group;
+    final Path tokenizerFile;
+    final HuggingFaceTokenizer tokenizer;
+    final boolean chat;
+    final ModelConfig architecture;
+    final Sequences train;
+    final Sequences eval;
+    final List<Document> evalDocuments;
+    final long padId;
+    final long endOfTurn;
+    final int stepsPerEpoch;
+    final int totalSteps;
+    final LearningRateSchedule schedule;
+    private final Path workDirectory;
+
+    private FinetuneRecipe(
+            FinetuneArguments args,
+            FsdpArguments fsdp,
+            ProcessGroup group,
+            ModelSource source,
+            Consumer<String> note)
+            throws IOException {
+        this.args = args;
+        this.fsdp = fsdp;
+        this.group = group;
+        Map<String, List<Document>> splits =
+                TextDatasets.load(
+                        args.datasetName,
+                        args.trainSplit(),
+                        args.evalSplit(),
+                        args.datasetTextField,
+                        args.validationSplitPercentage / 100,
+                        args.seed);
+        List<Document> trainDocuments = splits.get(args.trainSplit());
+        chat = trainDocuments.get(0).isChat();
+        if (chat && !"chatml".equals(args.chatTemplateFormat)) {
+            throw new IllegalArgumentException(
+                    "--chat_template_format "
+                            + args.chatTemplateFormat
+                            + ": the dataset holds conversations ('messages'); render them with"
+                            + " --chat_template_format chatml");
+        }
+        if (args.addSpecialTokens) {
+            note.accept(
+                    "--add_special_tokens True: examples are tokenized as written; the chat"
+                            + " template's own tokens mark the turns");
+        }
+        workDirectory = Files.createTempDirectory("finetune-tokenizer");
+        tokenizerFile = workDirectory.resolve(Tokenizers.FILE);
+        int vocab = prepareTokenizer(source.tokenizer(), tokenizerFile);
+        tokenizer = Tokenizers.load(tokenizerFile, "--tokenizer_name");
+        long endOfText = singleToken(ByteLevelTokenizer.END_OF_TEXT);
+        padId = Math.max(0, endOfText);
+        endOfTurn = chat ? singleToken(ChatTemplate.END) : endOfText;
+        architecture = source.architecture(vocab, endOfText);
+        if (vocab > architecture.vocabSize()) {
+            throw new IllegalArgumentException(
+                    "the tokenizer has "
+                            + vocab
+                            + " tokens (with the chat template's) but the checkpoint's embedding"
+                            + " has "
+                            + architecture.vocabSize()
+                            + " rows; resizing a checkpoint's embedding is not supported: train"
+                            + " from a built-in model, or use a tokenizer with those tokens");
+        }
+        if (args.maxSeqLen > architecture.maxPositions()) {
+            throw new IllegalArgumentException(
+                    "--max_seq_len "
+                            + args.maxSeqLen
+                            + " exceeds the model's "
+                            + architecture.maxPositions()
+                            + " positions");
+        }
+        train = sequences(trainDocuments, note, "train");
+        evalDocuments = args.evalSplit() == null ? List.of() : splits.get(args.evalSplit());
+        eval = evalDocuments.isEmpty() ? null : sequences(evalDocuments, note, "eval");
+        DistributedSampler sampler = trainSampler();
+        int perStep = args.gradientAccumulationSteps;
+        if (sampler.getBatchesPerEpoch() < perStep) {
+            throw new IllegalArgumentException(
+                    "the train split makes "
+                            + sampler.getBatchesPerEpoch()
+                            + " batches per rank, fewer than --gradient_accumulation_steps "
+                            + perStep
+                            + ": use more data or smaller batches");
+        }
+        stepsPerEpoch = sampler.getBatchesPerEpoch() / perStep;
+        totalSteps =
+                args.maxSteps > 0
+                        ? args.maxSteps
+                        : (int) Math.ceil(args.numTrainEpochs * stepsPerEpoch);
+        int warmup =
+                args.warmupSteps > 0
+                        ? args.warmupSteps
+                        : (int) Math.ceil(args.warmupRatio * totalSteps);
+        schedule =
+                new LearningRateSchedule(
+                        LearningRateSchedule.Type.of(args.lrSchedulerType),
+                        args.learningRate,
+                        warmup,
+                        totalSteps);
+    }
+
+    /**
+     * Reads the data and decides the run.
+     *
+     * @param args the run's flags
+     * @param fsdp the sharding flags
+     * @param group the ranks
+     * @param source the model and its tokenizer
+     * @param note prints a line on rank 0
+     * @return the recipe; close it at the end
+     * @throws IOException if a file cannot be read
+     */
+    static FinetuneRecipe prepare(
+            FinetuneArguments args,
+            FsdpArguments fsdp,
+            ProcessGroup group,
+            ModelSource source,
+            Consumer<String> note)
+            throws IOException {
+        return new FinetuneRecipe(args, fsdp, group, source, note);
+    }
+
+    /** Returns a new sampler over the train sequences, at epoch 0. */
+    DistributedSampler trainSampler() {
+        return new DistributedSampler(
+                train.getSequences().size(),
+                group.rank(),
+                group.size(),
+                args.perDeviceTrainBatchSize,
+                true,
+                args.seed);
+    }
+
+    /**
+     * Builds the FSDP trainer: AdamW with the schedule, the causal LM loss, and how to shard.
+     *
+     * @param model the model, its block set
+     * @param lm the block
+     * @param source the checkpoint's shards, or null for fresh weights
+     * @return the trainer
+     */
+    FsdpTrainer newTrainer(Model model, CausalLM lm, ParameterSource source) {
+        Optimizer adamW =
+                Optimizer.adamW()
+                        .optLearningRateTracker(schedule)
+                        .optWeightDecays(args.weightDecay)
+                        .build();
+        DefaultTrainingConfig training =
+                new DefaultTrainingConfig(new CausalLmLoss())
+                        .optOptimizer(adamW)
+                        .optDevices(new Device[] {group.device()});
+        List<String> layers =
+                fsdp.layerClassesToWrap != null
+                        ? fsdp.layerClassesToWrap
+                        : List.of(lm.decoderLayerClass().getSimpleName());
+        FsdpConfig config =
+                FsdpConfig.builder()
+                        .optShardingStrategy(fsdp.strategy())
+                        .optWrapPolicy(WrapPolicy.byLayerClass(layers))
+                        .optPrefetch(fsdp.prefetch())
+                        .optSyncModuleStates(fsdp.syncModuleStates)
+                        .build();
+        TrainerOptions.Builder options =
+                TrainerOptions.builder()
+                        .optGradientAccumulationSteps(args.gradientAccumulationSteps)
+                        .optInitialValues(source)
+                        // The model is saved one unit at a time before the trainer closes.
+                        .optGatherOnClose(false);
+        if (args.maxGradNorm > 0) {
+            options.optMaxGradNorm(args.maxGradNorm);
+        }
+        return FullyShardedDataParallel.newTrainer(model, training, group, config, options.build());
+    }
+
+    private int prepareTokenizer(Path source, Path target) throws IOException {
+        Path original = source;
+        if (source == null) {
+            original = workDirectory.resolve("byte-level.json");
+            ByteLevelTokenizer.write(original);
+        }
+        return ChatTemplate.writeTokenizer(original, target, chat);
+    }
+
+    /** Returns the id of a token the tokenizer has as one token, or -1. */
+    private long singleToken(String token) {
+        long[] ids = tokenizer.encode(token).getIds();
+        return ids.length == 1 ? ids[0] : -1;
+    }
+
+    private Sequences sequences(List<Document> documents, Consumer<String> note, String split) {
+        boolean packing = args.packing || !documents.get(0).isChat() && documents.size() == 1;
+        Sequences sequences =
+                Sequences.tokenize(
+                        documents,
+                        tokenizer,
+                        args.maxSeqLen,
+                        packing,
+                        chat && args.completionOnlyLoss,
+                        args.appendConcatToken ? padId : -1,
+                        architecture.vocabSize());
+        if (sequences.getTruncated() > 0) {
+            note.accept(
+                    sequences.getTruncated()
+                            + " "
+                            + split
+                            + " examples are longer than --max_seq_len "
+                            + args.maxSeqLen
+                            + " and were cut");
+        }
+        return sequences;
+    }
+
+    @Override
+    public void close() throws IOException {
+        tokenizer.close();
+        Files.deleteIfExists(workDirectory.resolve("byte-level.json"));
+        Files.deleteIfExists(tokenizerFile);
+        Files.deleteIfExists(workDirectory);
+    }
+
+    /** The model to train and its tokenizer. */
+    interface ModelSource {
+        /** Returns the tokenizer to start from, or null for the byte-level one. */
+        Path tokenizer();
+
+        /**
+         * Returns the architecture for a tokenizer of {@code vocab} tokens.
+         *
+         * @param vocab the tokenizer's size
+         * @param endOfText its end-of-text id, or -1
+         * @return the architecture
+         * @throws IOException if a checkpoint's config cannot be read
+         */
+        ModelConfig architecture(int vocab, long endOfText) throws IOException;
+    }
+
+    /**
+     * Returns a built-in architecture sized to the tokenizer.
+     *
+     * @param name the built-in name
+     * @param vocab the vocabulary size
+     * @param endOfText the end-of-text id, or -1
+     * @return the architecture
+     */
+    static ModelConfig builtin(String name, int vocab, long endOfText) {
+        JsonObject json = Models.builtin(name).toJson();
+        json.addProperty("vocab_size", vocab);
+        if (endOfText >= 0) {
+            json.addProperty("bos_token_id", endOfText);
+            json.addProperty("eos_token_id", endOfText);
+        }
+        return ConfigJson.parse(json);
+    }
+}

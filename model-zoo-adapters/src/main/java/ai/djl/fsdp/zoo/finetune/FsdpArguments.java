@@ -1,0 +1,144 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import ai.djl.fsdp.trainer.ShardingStrategy;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Consumer;
+import picocli.CommandLine.Option;
+
+/**
+ * How the ranks shard the model: the {@code fsdp_config} settings of Accelerate's config file as
+ * flags (a file given with {@code --config_file} is read into these; flags on the command line
+ * win).
+ */
+final class FsdpArguments {
+
+    @Option(
+            names = "--config_file",
+            description =
+                    "Accelerate's config file, as `accelerate config` writes it (fsdp_config and"
+                            + " the launch keys).")
+    Path configFile;
+
+    @Option(
+            names = {"--sharding_strategy", "--fsdp_sharding_strategy"},
+            defaultValue = "FULL_SHARD",
+            description = "FULL_SHARD (1), SHARD_GRAD_OP (2) or NO_SHARD (3) (default FULL_SHARD).")
+    String shardingStrategy;
+
+    @Option(
+            names = "--fsdp_transformer_layer_cls_to_wrap",
+            split = ",",
+            description =
+                    "Block classes that become FSDP units, comma-separated (default: the model's"
+                            + " decoder layer, GPT2Block or LlamaDecoderLayer).")
+    List<String> layerClassesToWrap;
+
+    @Option(
+            names = {"--fsdp_backward_prefetch", "--fsdp_backward_prefetch_policy"},
+            defaultValue = "BACKWARD_PRE",
+            description = "BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH (default BACKWARD_PRE).")
+    String backwardPrefetch;
+
+    @Option(
+            names = "--fsdp_sync_module_states",
+            arity = "0..1",
+            fallbackValue = "true",
+            defaultValue = "true",
+            description = "Broadcast rank 0's fresh weights to every rank (default true).")
+    boolean syncModuleStates;
+
+    @Option(names = "--fsdp_offload_params", arity = "0..1", fallbackValue = "true")
+    boolean offloadParams;
+
+    @Option(names = "--fsdp_state_dict_type")
+    String stateDictType;
+
+    @Option(names = "--fsdp_use_orig_params", arity = "0..1", fallbackValue = "true")
+    boolean useOrigParams;
+
+    @Option(names = "--fsdp_cpu_ram_efficient_loading", arity = "0..1", fallbackValue = "true")
+    boolean cpuRamEfficientLoading;
+
+    @Option(names = "--fsdp_forward_prefetch", arity = "0..1", fallbackValue = "true")
+    boolean forwardPrefetch;
+
+    /**
+     * Parses the strategy as Accelerate writes it: a name or PyTorch's number.
+     *
+     * @return the strategy
+     */
+    ShardingStrategy strategy() {
+        String value = shardingStrategy.trim().toUpperCase(Locale.ROOT);
+        switch (value) {
+            case "1":
+                return ShardingStrategy.FULL_SHARD;
+            case "2":
+                return ShardingStrategy.SHARD_GRAD_OP;
+            case "3":
+                return ShardingStrategy.NO_SHARD;
+            default:
+                try {
+                    return ShardingStrategy.valueOf(value);
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException(
+                            "--sharding_strategy "
+                                    + shardingStrategy
+                                    + " is not one of FULL_SHARD (1), SHARD_GRAD_OP (2), NO_SHARD"
+                                    + " (3); HYBRID_SHARD (4, 5) needs several nodes with a"
+                                    + " node-local group, which is not supported");
+                }
+        }
+    }
+
+    /**
+     * Returns whether the next unit is gathered ahead.
+     *
+     * @return false for {@code NO_PREFETCH}
+     */
+    boolean prefetch() {
+        String value = backwardPrefetch.trim().toUpperCase(Locale.ROOT);
+        if (!List.of("BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH").contains(value)) {
+            throw new IllegalArgumentException(
+                    "--fsdp_backward_prefetch "
+                            + backwardPrefetch
+                            + " is not one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH");
+        }
+        return !"NO_PREFETCH".equals(value);
+    }
+
+    /**
+     * Says once what the settings that do not apply do instead.
+     *
+     * @param note prints a line on rank 0
+     */
+    void check(Consumer<String> note) {
+        if ("BACKWARD_POST".equalsIgnoreCase(backwardPrefetch.trim())) {
+            note.accept("fsdp_backward_prefetch BACKWARD_POST: the next unit is gathered ahead");
+        }
+        if (offloadParams) {
+            note.accept(
+                    "fsdp_offload_params: not supported; parameter shards stay on the rank's"
+                            + " device");
+        }
+        if (stateDictType != null && !stateDictType.startsWith("FULL")) {
+            note.accept(
+                    "fsdp_state_dict_type "
+                            + stateDictType
+                            + ": the model is saved as a full Hugging Face checkpoint, written"
+                            + " one unit at a time");
+        }
+        if (useOrigParams) {
+            note.accept("fsdp_use_orig_params: parameters are flattened per unit regardless");
+        }
+        if (cpuRamEfficientLoading) {
+            note.accept(
+                    "fsdp_cpu_ram_efficient_loading: every rank reads only its shard of a"
+                            + " checkpoint anyway");
+        }
+        if (forwardPrefetch) {
+            note.accept("fsdp_forward_prefetch: prefetch follows fsdp_backward_prefetch");
+        }
+    }
+}

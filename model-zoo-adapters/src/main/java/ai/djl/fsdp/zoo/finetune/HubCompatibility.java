@@ -1,0 +1,117 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import java.util.function.Consumer;
+import picocli.CommandLine.Option;
+
+/**
+ * Flags of Hugging Face's and TRL's recipes that this trainer cannot honour as asked. Each is
+ * accepted in its usual form so a recipe runs unchanged; {@link #check} says in one line what
+ * happens instead, or stops where going on would give the user something else than asked.
+ */
+final class HubCompatibility {
+
+    @Option(names = "--save_strategy", description = "Accepted; the model is saved at the end.")
+    String saveStrategy;
+
+    @Option(names = "--save_steps", description = "Accepted; the model is saved at the end.")
+    Integer saveSteps;
+
+    @Option(
+            names = "--push_to_hub",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Accepted; there is no hub here.")
+    boolean pushToHub;
+
+    @Option(names = "--hub_private_repo", arity = "0..1", fallbackValue = "true")
+    boolean hubPrivateRepo;
+
+    @Option(names = "--hub_strategy")
+    String hubStrategy;
+
+    @Option(names = "--hub_model_id")
+    String hubModelId;
+
+    @Option(names = "--report_to")
+    String reportTo;
+
+    @Option(
+            names = "--bf16",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Accepted; training runs in float32 (see --help of docs).")
+    boolean bf16;
+
+    @Option(names = "--fp16", arity = "0..1", fallbackValue = "true")
+    boolean fp16;
+
+    @Option(
+            names = "--gradient_checkpointing",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Accepted; FULL_SHARD recomputes every FSDP unit in backward.")
+    boolean gradientCheckpointing;
+
+    @Option(names = "--use_reentrant", arity = "0..1", fallbackValue = "true")
+    boolean useReentrant;
+
+    @Option(names = "--use_flash_attn", arity = "0..1", fallbackValue = "true")
+    boolean useFlashAttn;
+
+    @Option(names = "--use_4bit_quantization", arity = "0..1", fallbackValue = "true")
+    boolean use4bitQuantization;
+
+    @Option(names = "--use_8bit_quantization", arity = "0..1", fallbackValue = "true")
+    boolean use8bitQuantization;
+
+    @Option(names = "--use_nested_quant", arity = "0..1", fallbackValue = "true")
+    boolean useNestedQuant;
+
+    @Option(names = "--bnb_4bit_compute_dtype")
+    String bnb4bitComputeDtype;
+
+    @Option(names = "--bnb_4bit_quant_type")
+    String bnb4bitQuantType;
+
+    /**
+     * Stops on flags that cannot be honoured and says once what happens instead of the others.
+     *
+     * @param note prints a line on rank 0
+     * @param sharded whether units are recomputed in backward (FULL_SHARD)
+     */
+    void check(Consumer<String> note, boolean sharded) {
+        if (use4bitQuantization || use8bitQuantization) {
+            throw new IllegalArgumentException(
+                    "--use_"
+                            + (use4bitQuantization ? "4" : "8")
+                            + "bit_quantization True: quantized (bitsandbytes) weights are not"
+                            + " supported; drop the flag (or pass False) to train in float32");
+        }
+        if (pushToHub || hubModelId != null) {
+            note.accept("--push_to_hub: there is no hub here; the model stays in --output_dir");
+        }
+        if (bf16 || fp16) {
+            note.accept(
+                    "--"
+                            + (bf16 ? "bf16" : "fp16")
+                            + ": DJL cannot create bfloat16 tensors on this engine; training runs"
+                            + " in float32");
+        }
+        if (gradientCheckpointing && !sharded) {
+            note.accept(
+                    "--gradient_checkpointing: only FULL_SHARD recomputes units in backward;"
+                            + " this strategy keeps activations");
+        }
+        if (useFlashAttn) {
+            note.accept(
+                    "--use_flash_attn: no flash-attention kernel here; the zoo's attention"
+                            + " (matmul, causal mask, softmax) runs");
+        }
+        if ((saveStrategy != null && !"no".equals(saveStrategy)) || saveSteps != null) {
+            note.accept("--save_strategy: the model is saved once, at the end of training");
+        }
+        if (reportTo != null && !"none".equals(reportTo)) {
+            note.accept("--report_to " + reportTo + ": metrics go to metrics.jsonl instead");
+        }
+    }
+}

@@ -1,0 +1,216 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
+import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
+import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
+import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Parameter;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.stream.Stream;
+
+/**
+ * What a run tells the user: the plan at the start, exact-match results, and at the end the summary
+ * (final and best eval loss, perplexity, accuracy, tokens per second, peak memory per rank, where
+ * the model went) as text and as {@code summary.json}. The run's files ({@code metrics.jsonl},
+ * {@code training_curves.png}, {@code summary.json}) are written in a scratch directory and land in
+ * the output directory with the model, which replaces it as a whole.
+ */
+final class RunReport implements AutoCloseable {
+
+    /** The summary's file name in the output directory. */
+    static final String SUMMARY = "summary.json";
+
+    private final FinetuneRecipe recipe;
+    private final Path outputDir;
+    private final Path scratch;
+
+    RunReport(FinetuneRecipe recipe, Path outputDir) throws IOException {
+        this.recipe = recipe;
+        this.outputDir = outputDir;
+        this.scratch = Files.createTempDirectory("finetune-run");
+    }
+
+    /**
+     * Keeps DJL's start-up logging (engine and CUDA detection, on every rank) out of the way unless
+     * {@code --log_level debug}.
+     *
+     * @param logLevel the flag's value
+     */
+    static void quietStartup(String logLevel) {
+        if (!"debug".equalsIgnoreCase(logLevel)) {
+            System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "error");
+        }
+    }
+
+    Path metricsFile() {
+        return scratch.resolve(MetricsLog.FILE);
+    }
+
+    Path plotFile() {
+        return scratch.resolve(CurvePlot.FILE);
+    }
+
+    String describe(CausalLM lm, boolean lora) {
+        long parameters = 0;
+        for (Parameter parameter : lm.getParameters().values()) {
+            parameters += parameter.getArray().getShape().size();
+        }
+        return String.format(
+                Locale.ROOT,
+                "training %s (%,d parameters%s) on %s: %d train sequences, %s; %d ranks,"
+                        + " %d steps (%d per epoch), output in %s",
+                recipe.args.modelNameOrPath,
+                parameters,
+                lora ? ", LoRA adapters" : "",
+                recipe.args.datasetName,
+                recipe.train.getSequences().size(),
+                recipe.eval == null
+                        ? "no eval split"
+                        : recipe.eval.getSequences().size() + " eval sequences",
+                recipe.group.size(),
+                recipe.totalSteps,
+                recipe.stepsPerEpoch,
+                outputDir);
+    }
+
+    static String describe(Evaluation.ExactMatch match, String when) {
+        return String.format(
+                Locale.ROOT,
+                "exact_match %s: %d/%d = %.1f%% | sample: %s -> %s",
+                when,
+                match.correct(),
+                match.total(),
+                100 * match.accuracy(),
+                match.question(),
+                match.reply().isEmpty() ? "(empty reply)" : match.reply());
+    }
+
+    /** Returns each rank's peak resident memory in bytes (a collective: every rank calls it). */
+    static long[] peakMemoryPerRank(FsdpTrainer trainer, ProcessGroup group) {
+        try (NDManager manager = trainer.getManager().newSubManager()) {
+            float[] mine = new float[group.size()];
+            mine[group.rank()] = PeakMemory.residentBytes() / 1e6f;
+            NDArray all = manager.create(mine);
+            group.allReduce(all, ReduceOp.SUM);
+            float[] megabytes = all.toFloatArray();
+            long[] bytes = new long[megabytes.length];
+            for (int rank = 0; rank < bytes.length; rank++) {
+                bytes[rank] = Math.round(megabytes[rank] * 1e6);
+            }
+            return bytes;
+        }
+    }
+
+    /** Writes {@code summary.json} and returns the summary's text. */
+    String summary(
+            TrainingLoop.Outcome outcome,
+            Evaluation.ExactMatch before,
+            Evaluation.ExactMatch after,
+            long[] peaks)
+            throws IOException {
+        JsonObject json = new JsonObject();
+        json.addProperty("steps", outcome.steps);
+        MetricsLog.put(json, "final_loss", outcome.lastLoss);
+        MetricsLog.put(json, "first_eval_loss", outcome.firstEvalLoss);
+        MetricsLog.put(json, "final_eval_loss", outcome.lastEvalLoss);
+        MetricsLog.put(json, "best_eval_loss", outcome.bestEvalLoss);
+        MetricsLog.put(json, "final_eval_perplexity", Math.exp(outcome.lastEvalLoss));
+        MetricsLog.put(json, "tokens_per_s", outcome.tokensPerSecond);
+        if (before != null) {
+            json.addProperty("exact_match_before", before.accuracy());
+            json.addProperty("exact_match_after", after.accuracy());
+            json.addProperty("exact_match_samples", after.total());
+        }
+        JsonArray memory = new JsonArray();
+        for (long peak : peaks) {
+            memory.add(peak);
+        }
+        json.add("peak_rss_bytes_per_rank", memory);
+        json.addProperty("output_dir", outputDir.toAbsolutePath().toString());
+        Files.writeString(
+                scratch.resolve(SUMMARY),
+                new GsonBuilder().setPrettyPrinting().create().toJson(json),
+                StandardCharsets.UTF_8);
+        StringBuilder text = new StringBuilder("summary:");
+        text.append(
+                String.format(
+                        Locale.ROOT,
+                        "%n  steps %d, final train loss %.4f, %.0f tokens/s",
+                        outcome.steps,
+                        outcome.lastLoss,
+                        outcome.tokensPerSecond));
+        if (!Double.isNaN(outcome.lastEvalLoss)) {
+            text.append(
+                    String.format(
+                            Locale.ROOT,
+                            "%n  eval loss %.4f -> %.4f (best %.4f), perplexity %.2f",
+                            outcome.firstEvalLoss,
+                            outcome.lastEvalLoss,
+                            outcome.bestEvalLoss,
+                            Math.exp(outcome.lastEvalLoss)));
+        }
+        if (before != null) {
+            text.append(
+                    String.format(
+                            Locale.ROOT,
+                            "%n  exact match %.1f%% -> %.1f%% on %d held-out questions",
+                            100 * before.accuracy(),
+                            100 * after.accuracy(),
+                            after.total()));
+        }
+        for (int rank = 0; rank < peaks.length; rank++) {
+            text.append(
+                    String.format(
+                            Locale.ROOT, "%n  rank %d peak RSS %.1f MB", rank, peaks[rank] / 1e6));
+        }
+        text.append(
+                String.format(
+                        "%n  model, %s, %s and %s in %s",
+                        MetricsLog.FILE, CurvePlot.FILE, SUMMARY, outputDir));
+        return text.toString();
+    }
+
+    /** Copies the tokenizer (and, for a chat model, its template) beside the model files. */
+    void writeTokenizer(Path directory, Path model) throws IOException {
+        for (Path target :
+                directory.equals(model) ? new Path[] {directory} : new Path[] {directory, model}) {
+            Files.copy(recipe.tokenizerFile, target.resolve(Tokenizers.FILE));
+            if (recipe.chat) {
+                ChatTemplate.writeConfig(target);
+            }
+        }
+    }
+
+    /** Copies the run's files into the staging output directory. */
+    void copyRunFiles(Path directory) throws IOException {
+        for (String name : new String[] {MetricsLog.FILE, CurvePlot.FILE, SUMMARY}) {
+            Path file = scratch.resolve(name);
+            if (Files.exists(file)) {
+                Files.copy(file, directory.resolve(name));
+            }
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        try (Stream<Path> files = Files.list(scratch)) {
+            for (Path file : files.toList()) {
+                Files.delete(file);
+            }
+        }
+        Files.delete(scratch);
+    }
+}

@@ -1,0 +1,214 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
+import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
+import ai.djl.fsdp.zoo.finetune.report.Progress;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.training.GradientCollector;
+import com.google.gson.JsonObject;
+import java.util.Locale;
+import java.util.function.Consumer;
+
+/**
+ * The training loop: each optimizer step reads {@code gradient_accumulation_steps} micro-batches
+ * from this rank's {@link DistributedSampler}, logs every {@code logging_steps} steps (a line on
+ * rank 0, a row of {@code metrics.jsonl}), evaluates as {@code eval_strategy} says, and moves rank
+ * 0's progress bar. Every rank runs it; only rank 0 prints and writes.
+ */
+final class TrainingLoop {
+
+    /** The eval results of the run, for the summary. */
+    static final class Outcome {
+        double firstEvalLoss = Double.NaN;
+        double lastEvalLoss = Double.NaN;
+        double bestEvalLoss = Double.NaN;
+        double lastLoss = Double.NaN;
+        double tokensPerSecond;
+        int steps;
+    }
+
+    private final FinetuneRecipe recipe;
+    private final FsdpTrainer trainer;
+    private final ProcessGroup group;
+    private final MetricsLog metrics;
+    private final Consumer<String> print;
+    private final Evaluation evaluation;
+    private final Outcome outcome = new Outcome();
+
+    TrainingLoop(
+            FinetuneRecipe recipe,
+            FsdpTrainer trainer,
+            MetricsLog metrics,
+            Consumer<String> print) {
+        this.recipe = recipe;
+        this.trainer = trainer;
+        this.group = recipe.group;
+        this.metrics = metrics;
+        this.print = print;
+        this.evaluation = new Evaluation(trainer, group);
+    }
+
+    /** Returns the evaluation, for the exact-match checks around the run. */
+    Evaluation getEvaluation() {
+        return evaluation;
+    }
+
+    /**
+     * Trains for the recipe's steps.
+     *
+     * @return the run's figures
+     */
+    Outcome run() {
+        FinetuneArguments args = recipe.args;
+        DistributedSampler sampler = recipe.trainSampler();
+        boolean rankZero = group.rank() == 0;
+        long tokens = 0;
+        double seconds = 0;
+        double lossSum = 0;
+        int lossCount = 0;
+        evaluate(0, 0);
+        try (Progress progress = Progress.open(recipe.totalSteps, rankZero)) {
+            for (int step = 1; step <= recipe.totalSteps; step++) {
+                if (sampler.getBatchesPerEpoch() - sampler.getBatchesRead()
+                        < args.gradientAccumulationSteps) {
+                    sampler.nextEpoch();
+                }
+                long begin = System.nanoTime();
+                float loss = 0;
+                long stepTokens = 0;
+                for (int micro = 0; micro < args.gradientAccumulationSteps; micro++) {
+                    try (NDManager manager = trainer.getManager().newSubManager()) {
+                        NDList batch = recipe.train.batch(manager, sampler.next(), recipe.padId);
+                        try (GradientCollector collector = trainer.newGradientCollector()) {
+                            NDList logits = trainer.forward(new NDList(batch.get(0)));
+                            NDArray value =
+                                    trainer.getLoss().evaluate(new NDList(batch.get(1)), logits);
+                            collector.backward(value);
+                            loss += meanOverRanks(value) / args.gradientAccumulationSteps;
+                        }
+                        stepTokens += batch.get(0).size() * group.size();
+                    }
+                    trainer.step();
+                }
+                double elapsed = (System.nanoTime() - begin) / 1e9;
+                tokens += stepTokens;
+                seconds += elapsed;
+                lossSum += loss;
+                lossCount++;
+                double epoch =
+                        sampler.getEpoch()
+                                + sampler.getBatchesRead() / (double) sampler.getBatchesPerEpoch();
+                float rate = recipe.schedule.getNewValue(step);
+                progress.update(
+                        step,
+                        String.format(
+                                Locale.ROOT,
+                                "loss %.4f lr %.2e %.0f tok/s",
+                                loss,
+                                rate,
+                                stepTokens / elapsed));
+                boolean epochEnd =
+                        sampler.getBatchesPerEpoch() - sampler.getBatchesRead()
+                                < args.gradientAccumulationSteps;
+                if (logs(step, epochEnd)) {
+                    log(step, epoch, lossSum / lossCount, rate, tokens / seconds);
+                    lossSum = 0;
+                    lossCount = 0;
+                }
+                outcome.lastLoss = loss;
+                boolean evaluated = false;
+                if ("steps".equals(args.evalStrategy) && args.evalSteps > 0) {
+                    evaluated = step % args.evalSteps == 0;
+                } else if ("epoch".equals(args.evalStrategy)) {
+                    evaluated = epochEnd;
+                }
+                if (evaluated || step == recipe.totalSteps) {
+                    evaluate(step, epoch);
+                }
+            }
+        }
+        outcome.steps = recipe.totalSteps;
+        outcome.tokensPerSecond = tokens / Math.max(seconds, 1e-9);
+        return outcome;
+    }
+
+    private boolean logs(int step, boolean epochEnd) {
+        FinetuneArguments args = recipe.args;
+        switch (args.loggingStrategy) {
+            case "no":
+                return false;
+            case "epoch":
+                return epochEnd || step == recipe.totalSteps;
+            default:
+                return step == 1
+                        || step == recipe.totalSteps
+                        || (args.loggingSteps > 0 && step % args.loggingSteps == 0);
+        }
+    }
+
+    private void log(int step, double epoch, double loss, float rate, double tokensPerSecond) {
+        // The norm of the last optimizer step; left out when the trainer did not measure it.
+        double norm = trainer.getLastGradNorm().orElse(Double.NaN);
+        if (group.rank() != 0) {
+            return;
+        }
+        JsonObject row = MetricsLog.row(step, epoch);
+        MetricsLog.put(row, "loss", loss);
+        MetricsLog.put(row, "learning_rate", rate);
+        MetricsLog.put(row, "grad_norm", norm);
+        MetricsLog.put(row, "tokens_per_s", tokensPerSecond);
+        metrics.write(row);
+        print.accept(
+                String.format(
+                        Locale.ROOT,
+                        "step=%d epoch=%.2f loss=%.4f lr=%.3e%s tokens_per_s=%.0f",
+                        step,
+                        epoch,
+                        loss,
+                        rate,
+                        Double.isFinite(norm)
+                                ? String.format(Locale.ROOT, " grad_norm=%.3f", norm)
+                                : "",
+                        tokensPerSecond));
+    }
+
+    private void evaluate(int step, double epoch) {
+        if (recipe.eval == null || "no".equals(recipe.args.evalStrategy)) {
+            return;
+        }
+        double loss =
+                evaluation.loss(recipe.eval, recipe.args.perDeviceEvalBatchSize, recipe.padId);
+        if (Double.isNaN(outcome.firstEvalLoss)) {
+            outcome.firstEvalLoss = loss;
+        }
+        outcome.lastEvalLoss = loss;
+        if (Double.isNaN(outcome.bestEvalLoss) || loss < outcome.bestEvalLoss) {
+            outcome.bestEvalLoss = loss;
+        }
+        if (group.rank() == 0) {
+            JsonObject row = MetricsLog.row(step, epoch);
+            MetricsLog.put(row, "eval_loss", loss);
+            MetricsLog.put(row, "eval_perplexity", Math.exp(loss));
+            metrics.write(row);
+            print.accept(
+                    String.format(
+                            Locale.ROOT,
+                            "eval step=%d eval_loss=%.4f eval_perplexity=%.2f",
+                            step,
+                            loss,
+                            Math.exp(loss)));
+        }
+    }
+
+    /** Every rank's loss is its own slice's: the logged loss is their mean, the global batch's. */
+    private float meanOverRanks(NDArray loss) {
+        NDArray copy = loss.stopGradient().reshape(1);
+        group.allReduce(copy, ReduceOp.AVG);
+        return copy.getFloat();
+    }
+}

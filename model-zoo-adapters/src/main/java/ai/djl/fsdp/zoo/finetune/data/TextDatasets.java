@@ -1,0 +1,219 @@
+package ai.djl.fsdp.zoo.finetune.data;
+
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonParser;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.stream.Stream;
+
+/**
+ * Reads {@code --dataset_name}: the built-in {@link ArithmeticChat}, a file, or a directory with
+ * one file per split ({@code train.jsonl}, {@code test.jsonl}, ...). A {@code .jsonl} or {@code
+ * .json} file holds one JSON object per line: a conversation under {@code messages} ({@code role},
+ * {@code content}) or a text under {@code --dataset_text_field}; any other file is plain UTF-8
+ * text, one document. A single file's eval split is a held-out fraction of it.
+ */
+public final class TextDatasets {
+
+    private TextDatasets() {}
+
+    /**
+     * Loads the train split and, if {@code evalSplit} is not null, the eval split.
+     *
+     * @param name the built-in name, a file or a directory
+     * @param trainSplit the train split's name ({@code train})
+     * @param evalSplit the eval split's name ({@code test}), or null for none
+     * @param textField the JSON field of a text document
+     * @param heldOutFraction the fraction of a single file held out for eval, in (0, 1)
+     * @param seed the seed of the held-out draw and of the built-in data
+     * @return the splits, train first
+     * @throws IOException if a file cannot be read
+     */
+    public static Map<String, List<Document>> load(
+            String name,
+            String trainSplit,
+            String evalSplit,
+            String textField,
+            double heldOutFraction,
+            long seed)
+            throws IOException {
+        Map<String, List<Document>> splits = new LinkedHashMap<>();
+        Path path = Path.of(name);
+        if (ArithmeticChat.NAME.equals(name)) {
+            Map<String, List<Document>> generated = ArithmeticChat.generate(4000, 200, seed);
+            splits.put(trainSplit, generated.get("train"));
+            if (evalSplit != null) {
+                splits.put(evalSplit, generated.get("test"));
+            }
+        } else if (Files.isDirectory(path)) {
+            splits.put(trainSplit, read(splitFile(path, trainSplit), textField));
+            if (evalSplit != null) {
+                splits.put(evalSplit, read(splitFile(path, evalSplit), textField));
+            }
+        } else if (Files.isRegularFile(path)) {
+            List<Document> all = read(path, textField);
+            if (evalSplit == null) {
+                splits.put(trainSplit, all);
+            } else {
+                holdOut(all, heldOutFraction, seed, splits, trainSplit, evalSplit);
+            }
+        } else {
+            throw new IllegalArgumentException(
+                    "--dataset_name "
+                            + name
+                            + " is neither a file, a directory of split files, nor the built-in "
+                            + ArithmeticChat.NAME);
+        }
+        return splits;
+    }
+
+    private static void holdOut(
+            List<Document> all,
+            double fraction,
+            long seed,
+            Map<String, List<Document>> splits,
+            String trainSplit,
+            String evalSplit) {
+        if (all.size() == 1 && !all.get(0).isChat()) {
+            // One plain text: the eval split is its last lines.
+            String text = all.get(0).text();
+            int cut = text.lastIndexOf('\n', (int) (text.length() * (1 - fraction)));
+            cut = cut < 0 ? (int) (text.length() * (1 - fraction)) : cut + 1;
+            splits.put(trainSplit, List.of(Document.ofText(text.substring(0, cut))));
+            splits.put(evalSplit, List.of(Document.ofText(text.substring(cut))));
+            return;
+        }
+        List<Document> shuffled = new ArrayList<>(all);
+        Collections.shuffle(shuffled, new Random(seed));
+        int held = Math.max(1, (int) Math.round(all.size() * fraction));
+        if (held >= all.size()) {
+            throw new IllegalArgumentException(
+                    "the dataset has "
+                            + all.size()
+                            + " examples: too few to hold out an eval split; give a --splits"
+                            + " directory or more data");
+        }
+        splits.put(trainSplit, shuffled.subList(held, shuffled.size()));
+        splits.put(evalSplit, shuffled.subList(0, held));
+    }
+
+    /** Returns the directory's file for a split: {@code <split>.<ext>} or {@code <split>-*}. */
+    private static Path splitFile(Path directory, String split) throws IOException {
+        List<Path> matches;
+        try (Stream<Path> files = Files.list(directory)) {
+            matches =
+                    files.filter(Files::isRegularFile)
+                            .filter(
+                                    file -> {
+                                        String base = file.getFileName().toString();
+                                        return base.startsWith(split + ".")
+                                                || base.startsWith(split + "-");
+                                    })
+                            .sorted()
+                            .toList();
+        }
+        if (matches.size() != 1) {
+            throw new IllegalArgumentException(
+                    "--splits: "
+                            + directory
+                            + (matches.isEmpty() ? " has no file" : " has several files")
+                            + " for split '"
+                            + split
+                            + "' "
+                            + matches
+                            + ": give it exactly one, such as "
+                            + split
+                            + ".jsonl");
+        }
+        return matches.get(0);
+    }
+
+    /**
+     * Reads one file: JSON lines ({@code .jsonl}, {@code .json}) or plain text.
+     *
+     * @param file the file
+     * @param textField the JSON field of a text document
+     * @return its documents
+     * @throws IOException if it cannot be read
+     */
+    public static List<Document> read(Path file, String textField) throws IOException {
+        try {
+            return readUtf8(file, textField);
+        } catch (CharacterCodingException e) {
+            throw new IllegalArgumentException(
+                    "--dataset_name "
+                            + file
+                            + " is not UTF-8 text (it holds a byte sequence UTF-8 does not allow;"
+                            + " a binary file?): pass a plain-text file, or convert it, e.g. with"
+                            + " iconv -f LATIN1 -t UTF-8");
+        }
+    }
+
+    private static List<Document> readUtf8(Path file, String textField) throws IOException {
+        String base = file.getFileName().toString();
+        if (!base.endsWith(".jsonl") && !base.endsWith(".json")) {
+            return List.of(Document.ofText(Files.readString(file, StandardCharsets.UTF_8)));
+        }
+        List<Document> documents = new ArrayList<>();
+        try (BufferedReader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            int number = 0;
+            for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                number++;
+                if (!line.isBlank()) {
+                    documents.add(parse(line, file, number, textField));
+                }
+            }
+        }
+        if (documents.isEmpty()) {
+            throw new IllegalArgumentException(file + " holds no JSON lines");
+        }
+        return documents;
+    }
+
+    private static Document parse(String line, Path file, int number, String textField) {
+        String where = file + " line " + number;
+        JsonObject json;
+        try {
+            json = JsonParser.parseString(line).getAsJsonObject();
+        } catch (JsonParseException | IllegalStateException e) {
+            throw new IllegalArgumentException(where + " is not a JSON object: " + e.getMessage());
+        }
+        if (json.has("messages")) {
+            List<Map<String, String>> messages = new ArrayList<>();
+            for (JsonElement element : json.getAsJsonArray("messages")) {
+                JsonObject message = element.getAsJsonObject();
+                if (!message.has("role") || !message.has("content")) {
+                    throw new IllegalArgumentException(
+                            where + ": every message needs 'role' and 'content', got " + message);
+                }
+                messages.add(
+                        Map.of(
+                                "role", message.get("role").getAsString(),
+                                "content", message.get("content").getAsString()));
+            }
+            return Document.ofMessages(messages);
+        }
+        JsonElement text = json.get(textField);
+        if (text == null || !text.isJsonPrimitive()) {
+            throw new IllegalArgumentException(
+                    where
+                            + " has neither 'messages' nor the text field '"
+                            + textField
+                            + "' (--dataset_text_field); its keys: "
+                            + json.keySet());
+        }
+        return Document.ofText(text.getAsString());
+    }
+}

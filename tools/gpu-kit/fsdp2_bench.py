@@ -1,0 +1,98 @@
+"""PyTorch FSDP2 (fully_shard) on the shape of `bin/fsdp bench train`: a GPT-2 of pre-norm blocks
+(learned positions, tied head, no dropout), AdamW at lr 1e-4 on random tokens, each block a unit and
+the root sharded last, as FULL_SHARD. Rank 0 prints one line like bench train's, with tokens/s and
+the peak GPU memory PyTorch allocated on a rank. Run with torchrun (python -m torch.distributed.run).
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.fsdp import fully_shard
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.ln_2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"), nn.Linear(4 * width, width))
+
+    def forward(self, x, mask):
+        h = self.ln_1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+class Gpt2(nn.Module):
+    def __init__(self, layers, width, heads, vocab, seq):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, width)
+        self.wpe = nn.Embedding(seq, width)
+        self.h = nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+
+    def forward(self, tokens):
+        seq = tokens.shape[1]
+        mask = torch.triu(torch.full((seq, seq), float("-inf"), device=tokens.device), 1)
+        x = self.wte(tokens) + self.wpe(torch.arange(seq, device=tokens.device))
+        for block in self.h:
+            x = block(x, mask)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    for name, default in [("layers", 6), ("width", 384), ("heads", 6), ("vocab", 50257), ("seq", 128),
+                          ("batch", 8), ("steps", 10), ("warmup", 2)]:
+        parser.add_argument("--" + name, type=int, default=default)
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    args = parser.parse_args()
+
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(device)
+    torch.manual_seed(42)
+    model = Gpt2(args.layers, args.width, args.heads, args.vocab, args.seq).to(device)
+    if args.dtype == "bfloat16":
+        model = model.to(torch.bfloat16)
+    for block in model.h:
+        fully_shard(block)
+    fully_shard(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    # The batch is per rank, as bench train's --batch is.
+    tokens = torch.randint(0, args.vocab, (args.batch, args.seq + 1), device=device)
+
+    def step():
+        logits = model(tokens[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, args.vocab).float(), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats(device)
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        loss = step()
+    torch.cuda.synchronize()
+    seconds = (time.perf_counter() - start) / args.steps
+    peak = torch.tensor([torch.cuda.max_memory_allocated(device)], device=device)
+    dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+    if rank == 0:
+        tokens_per_s = world * args.batch * args.seq / seconds
+        print(f"fsdp2 dtype={args.dtype} nproc={world} tokens_per_s={tokens_per_s:.1f} step_ms={seconds * 1000:.1f}"
+              f" peak_allocated_mb_per_rank={peak.item() / 1e6:.1f} loss={loss.item():.4f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
