@@ -1,11 +1,11 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.tensor.IntraOpThreads;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.pytorch.jni.JniUtils;
 
 /**
  * This machine's matrix-product rate on one thread, the yardstick of the training benchmark's model
@@ -28,18 +28,17 @@ record MatMulPeak(double float32, double bfloat16) {
      * @return the rates
      */
     static MatMulPeak measure() {
-        // Starting the engine loads the JNI library the thread calls need.
-        Engine engine = Engine.getEngine("PyTorch");
-        int threads = JniUtils.getNumThreads();
-        JniUtils.setNumThreads(1);
-        try (NDManager manager = engine.newBaseManager()) {
-            NDArray a = manager.randomNormal(new Shape(1024, 1536));
-            NDArray b = manager.randomNormal(new Shape(1536, 384));
-            return new MatMulPeak(
-                    rate(a, b), rate(Precision.BFLOAT16.cast(a), Precision.BFLOAT16.cast(b)));
-        } finally {
-            JniUtils.setNumThreads(threads);
-        }
+        return IntraOpThreads.call(
+                1,
+                () -> {
+                    try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager()) {
+                        NDArray a = manager.randomNormal(new Shape(1024, 1536));
+                        NDArray b = manager.randomNormal(new Shape(1536, 384));
+                        NDArray a16 = Precision.BFLOAT16.cast(a);
+                        NDArray b16 = Precision.BFLOAT16.cast(b);
+                        return new MatMulPeak(rate(a, b), rate(a16, b16));
+                    }
+                });
     }
 
     /**
