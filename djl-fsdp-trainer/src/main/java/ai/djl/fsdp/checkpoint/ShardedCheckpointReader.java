@@ -1,5 +1,6 @@
 package ai.djl.fsdp.checkpoint;
 
+import ai.djl.fsdp.safetensors.SafetensorsException;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.safetensors.TensorInfo;
 import ai.djl.ndarray.NDArray;
@@ -211,7 +212,12 @@ public final class ShardedCheckpointReader implements AutoCloseable {
                 throw new IOException(
                         path + " is missing: the checkpoint in " + directory + " is incomplete");
             }
-            file = SafetensorsFile.open(path);
+            try {
+                file = SafetensorsFile.open(path);
+            } catch (SafetensorsException e) {
+                throw new IOException(
+                        "The checkpoint in " + directory + " is damaged: " + e.getMessage(), e);
+            }
             files.put(name, file);
         }
         return file;
