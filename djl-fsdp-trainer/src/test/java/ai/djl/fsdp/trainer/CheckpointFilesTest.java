@@ -1,11 +1,19 @@
 package ai.djl.fsdp.trainer;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.Device;
+import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
+import ai.djl.fsdp.checkpoint.ShardedCheckpointReader;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import ai.djl.util.Pair;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -52,6 +60,30 @@ class CheckpointFilesTest {
                 CheckpointDirectory.list(directory));
         assertTrue(Files.exists(usersFile), "nothing but complete checkpoints is deleted");
         assertTrue(Files.isDirectory(directory.resolve("checkpoint-9")));
+    }
+
+    @Test
+    void aShardedCheckpointLoadsIntoAPlainModel(@TempDir Path directory) throws Exception {
+        train(directory.resolve("run"), null, directory, List.of(4));
+        try (Model loaded = Model.newInstance("tiny-lm", Device.cpu());
+                Model trained = Model.newInstance("tiny-lm", Device.cpu())) {
+            loaded.setBlock(new TinyLm(0));
+            loaded.getBlock().initialize(loaded.getNDManager(), DataType.FLOAT32, new Shape(2, 3));
+            ShardedCheckpointReader.loadInto(
+                    CheckpointDirectory.of(directory, 4), loaded.getBlock());
+            trained.setBlock(new TinyLm(0));
+            trained.load(directory, ResumeRankMain.FINAL);
+            for (Pair<String, Parameter> pair : trained.getBlock().getParameters()) {
+                assertArrayEquals(
+                        pair.getValue().getArray().toFloatArray(),
+                        loaded.getBlock()
+                                .getParameters()
+                                .get(pair.getKey())
+                                .getArray()
+                                .toFloatArray(),
+                        pair.getKey());
+            }
+        }
     }
 
     @Test

@@ -39,6 +39,9 @@ public final class ResumeRankMain {
 
     static final int GLOBAL_ROWS = 8;
 
+    /** The name under which rank 0 saves the trained model, DJL's way, into the save directory. */
+    static final String FINAL = "final";
+
     private ResumeRankMain() {}
 
     public static void main(String[] args) throws Exception {
@@ -122,6 +125,9 @@ public final class ResumeRankMain {
                         }
                     }
                 }
+            } // closing gathers the trained parameters into the model
+            if (saveDir != null && group.rank() == 0) {
+                model.save(saveDir, FINAL); // as DJL saves a model, to compare checkpoints with
             }
         }
         Files.write(file, lines);
