@@ -33,7 +33,7 @@ public final class CheckpointDirectory {
     /** The prefix of a checkpoint directory's name, followed by its optimizer step. */
     public static final String PREFIX = "checkpoint-";
 
-    private static final Pattern NAME = Pattern.compile("checkpoint-(\\d+)");
+    private static final Pattern NAME = Pattern.compile("checkpoint-(\\d{1,18})");
 
     private CheckpointDirectory() {}
 
@@ -104,18 +104,27 @@ public final class CheckpointDirectory {
     }
 
     /**
-     * Deletes the oldest complete checkpoints so that the newest {@code keep} remain; nothing but
-     * complete {@code checkpoint-<step>} directories (this project's own output) is touched.
+     * Deletes the oldest complete checkpoints so that the newest {@code keep} remain, never {@code
+     * justWritten} (a resumed run may write a checkpoint older than one a previous run left);
+     * nothing but complete {@code checkpoint-<step>} directories (this project's own output) is
+     * touched.
      *
      * @param outputDir the output directory
      * @param keep how many to keep, at least 1
+     * @param justWritten the checkpoint just saved, kept whatever its step; null for none
      * @return the deleted directories
      * @throws IOException if deleting fails
      */
-    public static List<Path> keepNewest(Path outputDir, int keep) throws IOException {
-        List<Path> checkpoints = list(outputDir);
+    public static List<Path> keepNewest(Path outputDir, int keep, Path justWritten)
+            throws IOException {
+        List<Path> checkpoints = new ArrayList<>(list(outputDir));
+        if (justWritten != null) {
+            checkpoints.removeIf(
+                    path -> path.toAbsolutePath().equals(justWritten.toAbsolutePath()));
+            keep = Math.max(1, keep) - 1;
+        }
         List<Path> deleted = new ArrayList<>();
-        for (int i = 0; i < checkpoints.size() - Math.max(1, keep); i++) {
+        for (int i = 0; i < checkpoints.size() - Math.max(0, keep); i++) {
             Path directory = checkpoints.get(i);
             // The marker goes first: a deletion cut short leaves an incomplete directory, never
             // a complete-looking one with files missing.
@@ -134,7 +143,14 @@ public final class CheckpointDirectory {
      */
     public static Optional<Long> step(Path directory) {
         Matcher matcher = NAME.matcher(String.valueOf(directory.getFileName()));
-        return matcher.matches() ? Optional.of(Long.parseLong(matcher.group(1))) : Optional.empty();
+        if (!matcher.matches()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(Long.parseLong(matcher.group(1)));
+        } catch (NumberFormatException e) {
+            return Optional.empty(); // more digits than a step has: not ours
+        }
     }
 
     /**

@@ -71,9 +71,11 @@ public final class ShardSnapshot {
                 }
             }
         }
-        FlatLayout layout = flats.get(0).getLayout();
+        FlatParameter first = flats.get(0);
         return new ShardSnapshot(
-                writer, CheckpointDirectory.shardFile(rank, layout.getShardCount()));
+                writer,
+                CheckpointDirectory.shardFile(
+                        first.getShardIndex(), first.getLayout().getShardCount()));
     }
 
     /** Adds each parameter's piece of a shard-shaped array under {@code prefix + name}. */

@@ -7,6 +7,7 @@ import ai.djl.fsdp.checkpoint.ShardSnapshot;
 import ai.djl.fsdp.checkpoint.ShardedCheckpointReader;
 import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.safetensors.AtomicFiles;
 import ai.djl.fsdp.tensor.OptimizerStates;
@@ -16,7 +17,6 @@ import ai.djl.ndarray.index.NDIndex;
 import ai.djl.nn.Parameter;
 import ai.djl.training.optimizer.Optimizer;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,6 +44,7 @@ import java.util.concurrent.Future;
 final class Checkpointing implements AutoCloseable {
 
     private static final String DONE_SUFFIX = ".done";
+    private static final String FAILED_SUFFIX = ".failed";
 
     private final ProcessGroup group;
     private final List<FlatParameter> flats;
@@ -77,48 +78,114 @@ final class Checkpointing implements AutoCloseable {
 
     /**
      * Saves a checkpoint (a collective). Returns once this rank's state is copied: with {@code
-     * async} the files are written in the background, else they are complete on return.
+     * async} the files are written in the background, else they are complete on return. Every rank
+     * learns whether every rank's part was written: a failure anywhere fails the save (an
+     * asynchronous one at the next save, load or close) on every rank.
      */
     void save(Path directory, TrainingState state, boolean async, int keepNewest)
             throws IOException {
         await();
         Path target = directory.toAbsolutePath().normalize();
         Path staging = target.resolveSibling("." + target.getFileName() + ".incomplete");
+        boolean prepared = true;
+        IOException failure = null;
         if (group.rank() == 0) {
-            Files.createDirectories(target.getParent());
-            if (Files.exists(staging)) {
-                CheckpointDirectory.deleteTree(
-                        staging); // a save of this same directory that was cut short
+            try {
+                Files.createDirectories(target.getParent());
+                if (Files.exists(staging)) {
+                    // A save of this same directory that was cut short; every rank is past it.
+                    CheckpointDirectory.deleteTree(staging);
+                }
+                Files.createDirectories(staging);
+            } catch (IOException e) {
+                prepared = false;
+                failure = e;
             }
-            Files.createDirectories(staging);
         }
-        group.barrier();
+        agree(prepared, failure, target);
         List<String> kinds = optimizerKinds();
         ShardSnapshot snapshot = ShardSnapshot.take(flats, names, optimizer, kinds, group.rank());
         CheckpointMetadata metadata =
                 group.rank() == 0 ? CheckpointMetadata.describe(flats, names, kinds) : null;
         String stateJson = state.toJson();
         int writers = flats.isEmpty() ? 1 : flats.get(0).getLayout().getShardCount();
-        Runnable write =
-                () -> {
-                    try {
-                        if (snapshot != null) {
-                            snapshot.write(staging);
-                            Files.createFile(staging.resolve(snapshot.getFile() + DONE_SUFFIX));
-                        }
-                        if (metadata != null) {
-                            finish(staging, target, metadata, stateJson, writers, keepNewest);
-                        }
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(
-                                "Cannot save the checkpoint " + target + ": " + e.getMessage(), e);
-                    }
-                };
         if (async) {
-            inFlight = writer.submit(write);
-        } else {
-            write.run();
-            group.barrier();
+            inFlight =
+                    writer.submit(
+                            () -> {
+                                writeShard(snapshot, staging, target);
+                                if (metadata != null) {
+                                    finish(
+                                            staging,
+                                            target,
+                                            metadata,
+                                            stateJson,
+                                            writers,
+                                            keepNewest);
+                                }
+                                return null;
+                            });
+            return;
+        }
+        boolean written = true;
+        try {
+            writeShard(snapshot, staging, target);
+        } catch (IOException e) {
+            written = false;
+            failure = e;
+        }
+        agree(written, failure, target);
+        boolean finished = true;
+        if (metadata != null) {
+            try {
+                finish(staging, target, metadata, stateJson, writers, keepNewest);
+            } catch (IOException e) {
+                finished = false;
+                failure = e;
+            }
+        }
+        agree(finished, failure, target);
+    }
+
+    /** Writes this rank's file and marks it done, or marks it failed so rank 0 stops waiting. */
+    private static void writeShard(ShardSnapshot snapshot, Path staging, Path target)
+            throws IOException {
+        if (snapshot == null) {
+            return;
+        }
+        try {
+            snapshot.write(staging);
+            Files.createFile(staging.resolve(snapshot.getFile() + DONE_SUFFIX));
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(staging.resolve(snapshot.getFile() + FAILED_SUFFIX));
+            Files.createFile(staging.resolve(snapshot.getFile() + FAILED_SUFFIX));
+            throw new IOException(
+                    "Cannot save the checkpoint " + target + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Fails on every rank unless every rank succeeded (a collective): this rank's own failure, or
+     * one that names the checkpoint and points at the failing rank's message.
+     */
+    private void agree(boolean succeeded, IOException failure, Path target) throws IOException {
+        int failed;
+        try (NDManager scratch = NDManager.newBaseManager(group.device())) {
+            NDArray flag = scratch.create(new int[] {succeeded ? 0 : 1});
+            group.allReduce(flag, ReduceOp.SUM);
+            failed = flag.getInt(0);
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        if (failed > 0) {
+            throw new IOException(
+                    "Cannot save the checkpoint "
+                            + target
+                            + ": "
+                            + failed
+                            + " rank(s) failed; their own messages say why. The previous"
+                            + " checkpoints are untouched.");
         }
     }
 
@@ -137,7 +204,14 @@ final class Checkpointing implements AutoCloseable {
         }
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Path marker : done) {
+            Path failed =
+                    marker.resolveSibling(
+                            marker.getFileName().toString().replace(DONE_SUFFIX, FAILED_SUFFIX));
             while (!Files.exists(marker)) {
+                if (Files.exists(failed)) {
+                    throw new IOException(
+                            failed.getFileName() + ": that rank could not write its part");
+                }
                 if (System.nanoTime() > deadline) {
                     throw new IOException(
                             "rank files missing after "
@@ -171,7 +245,7 @@ final class Checkpointing implements AutoCloseable {
             move(staging, target);
         }
         if (keepNewest > 0) {
-            CheckpointDirectory.keepNewest(target.getParent(), keepNewest);
+            CheckpointDirectory.keepNewest(target.getParent(), keepNewest, target);
         }
     }
 
@@ -195,24 +269,32 @@ final class Checkpointing implements AutoCloseable {
                                 + " does not keep: resume with the optimizer that saved it");
             }
             state = TrainingState.read(directory.resolve(CheckpointDirectory.TRAINER_STATE));
-            for (FlatParameter flat : flats) {
-                NDManager manager = flat.getShard().getManager();
-                try (NDManager scratch = manager.newSubManager()) {
-                    NDArray values = readShard(flat, reader, "", scratch);
-                    flat.getShard().set(new NDIndex("..."), values);
-                    if (!flat.isTrainable()) {
-                        continue;
-                    }
-                    for (String kind : kinds) {
-                        String prefix = CheckpointMetadata.OPTIMIZER_PREFIX + kind + ".";
-                        OptimizerStates.put(
-                                optimizer,
-                                kind,
-                                flat.getId(),
-                                readShard(flat, reader, prefix, scratch));
+            // Everything is read before anything changes: a damaged file leaves the model as it
+            // was.
+            List<NDArray> values = new ArrayList<>();
+            Map<String, Map<String, NDArray>> states = new LinkedHashMap<>();
+            try (NDManager scratch =
+                    flats.isEmpty() ? null : flats.get(0).getShard().getManager().newSubManager()) {
+                for (FlatParameter flat : flats) {
+                    values.add(readShard(flat, reader, "", scratch));
+                    if (flat.isTrainable()) {
+                        Map<String, NDArray> byKind = new LinkedHashMap<>();
+                        for (String kind : kinds) {
+                            String prefix = CheckpointMetadata.OPTIMIZER_PREFIX + kind + ".";
+                            byKind.put(kind, readShard(flat, reader, prefix, scratch));
+                        }
+                        states.put(flat.getId(), byKind);
                     }
                 }
-                flat.zeroGradient();
+                for (int i = 0; i < flats.size(); i++) {
+                    FlatParameter flat = flats.get(i);
+                    flat.getShard().set(new NDIndex("..."), values.get(i));
+                    flat.zeroGradient();
+                    Map<String, NDArray> byKind = states.getOrDefault(flat.getId(), Map.of());
+                    byKind.forEach(
+                            (kind, array) ->
+                                    OptimizerStates.put(optimizer, kind, flat.getId(), array));
+                }
             }
         }
         Map<String, Integer> counts = state.getUpdateCounts();
@@ -250,24 +332,29 @@ final class Checkpointing implements AutoCloseable {
                 scratch);
     }
 
-    /** Waits for a save in the background; rethrows its failure. */
+    /**
+     * Waits for a save in the background (a collective: every rank had started it): once this
+     * returns, the checkpoint is complete on every rank, or failed on every rank.
+     */
     void await() throws IOException {
         Future<?> pending = inFlight;
         inFlight = null;
         if (pending == null) {
             return;
         }
+        IOException failure = null;
         try {
             pending.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IOException("Interrupted while a checkpoint was being written", e);
+            failure = new IOException("Interrupted while a checkpoint was being written", e);
         } catch (ExecutionException e) {
-            if (e.getCause() instanceof UncheckedIOException io) {
-                throw io.getCause();
-            }
-            throw new IOException("The checkpoint could not be written", e.getCause());
+            failure =
+                    e.getCause() instanceof IOException io
+                            ? io
+                            : new IOException("The checkpoint could not be written", e.getCause());
         }
+        agree(failure == null, failure, Path.of("in the background"));
     }
 
     @Override

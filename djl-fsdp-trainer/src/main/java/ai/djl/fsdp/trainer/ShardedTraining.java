@@ -90,8 +90,8 @@ final class ShardedTraining implements AutoCloseable {
         if (++microBatches < options.getGradientAccumulationSteps()) {
             return false;
         }
-        microBatches = 0;
         lastGradNorm = shardedOptimizer.step();
+        microBatches = 0; // only after a step that completed: a failed one is no step boundary
         model.endStep();
         state.setStep(state.getStep() + 1);
         sentBytesLastStep = group.takeSentBytes();

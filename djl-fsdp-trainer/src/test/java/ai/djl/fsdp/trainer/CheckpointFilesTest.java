@@ -52,7 +52,7 @@ class CheckpointFilesTest {
         assertEquals(
                 CheckpointDirectory.of(directory, 3), CheckpointDirectory.newest(directory).get());
         Path usersFile = Files.writeString(directory.resolve("notes.txt"), "mine");
-        CheckpointDirectory.keepNewest(directory, 2);
+        CheckpointDirectory.keepNewest(directory, 2, null);
         assertEquals(
                 List.of(CheckpointDirectory.of(directory, 2), CheckpointDirectory.of(directory, 3)),
                 CheckpointDirectory.list(directory));

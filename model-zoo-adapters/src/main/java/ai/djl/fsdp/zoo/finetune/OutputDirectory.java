@@ -136,7 +136,6 @@ final class OutputDirectory {
             if (merge) {
                 mergeInto(staging);
             } else {
-                carryCheckpoints(staging);
                 swapIn(staging);
             }
         } catch (IOException e) {
@@ -176,23 +175,9 @@ final class OutputDirectory {
     }
 
     /**
-     * Moves the complete checkpoints of the run (or of the run it resumed) from the output being
-     * replaced into the new one, so that replacing the output never deletes them.
+     * Puts the staging directory at the target, keeping the old one aside until that is done and
+     * its checkpoints have moved into the new one.
      */
-    private void carryCheckpoints(Path staging) throws IOException {
-        if (!Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
-            return;
-        }
-        for (Path checkpoint : CheckpointDirectory.list(target)) {
-            Files.move(
-                    checkpoint,
-                    staging.resolve(checkpoint.getFileName()),
-                    StandardCopyOption.ATOMIC_MOVE);
-        }
-        OutputMarker.write(staging);
-    }
-
-    /** Puts the staging directory at the target, keeping the old one aside until that is done. */
     private void swapIn(Path staging) throws IOException {
         Path parent = target.getParent();
         Path previous = null;
@@ -210,6 +195,15 @@ final class OutputDirectory {
             throw e;
         }
         if (previous != null) {
+            // The run's checkpoints (or the resumed run's) stay: they move into the new output
+            // before the old one goes; if one cannot move, the old output is kept aside.
+            for (Path checkpoint : CheckpointDirectory.list(previous)) {
+                Files.move(
+                        checkpoint,
+                        target.resolve(checkpoint.getFileName()),
+                        StandardCopyOption.ATOMIC_MOVE);
+            }
+            OutputMarker.write(target);
             StaleOutputs.deletePrevious(previous);
         }
     }

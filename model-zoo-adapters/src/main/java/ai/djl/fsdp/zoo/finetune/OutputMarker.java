@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.finetune;
 
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
+import ai.djl.fsdp.safetensors.AtomicFiles;
 import com.google.gson.Gson;
 import com.google.gson.JsonParseException;
 import java.io.IOException;
@@ -39,7 +40,7 @@ final class OutputMarker {
     static void write(Path directory) throws IOException {
         OutputMarker marker = new OutputMarker();
         marker.entries = entriesOf(directory);
-        Files.writeString(directory.resolve(FILE), GSON.toJson(marker), StandardCharsets.UTF_8);
+        AtomicFiles.writeString(directory.resolve(FILE), GSON.toJson(marker));
     }
 
     /**

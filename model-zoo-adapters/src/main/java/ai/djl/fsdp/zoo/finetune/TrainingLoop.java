@@ -174,7 +174,21 @@ final class TrainingLoop {
                             + " records no data position (it was not saved by bin/fsdp"
                             + " finetune); resume from a checkpoint-<step> of a finetune run");
         }
-        sampler.seek(Integer.parseInt(epoch), Integer.parseInt(batches));
+        try {
+            sampler.seek(Integer.parseInt(epoch), Integer.parseInt(batches));
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException(
+                    "--resume_from_checkpoint "
+                            + directory
+                            + ": its data position (epoch "
+                            + epoch
+                            + ", batch "
+                            + batches
+                            + ") does not fit this run's data and"
+                            + " --per_device_train_batch_size; resume with the dataset, batch size"
+                            + " and number of ranks that saved it",
+                    e);
+        }
         resumedSteps = (int) state.getStep();
         print.accept("resumed from " + directory + " after step " + resumedSteps);
     }
@@ -191,9 +205,10 @@ final class TrainingLoop {
                         CheckpointArguments.SAMPLER_BATCHES,
                         Integer.toString(sampler.getBatchesRead()));
         Path outputDir = recipe.args.outputDir;
-        trainer.saveCheckpoint(CheckpointDirectory.of(outputDir, step));
+        Path directory = CheckpointDirectory.of(outputDir, step);
+        trainer.saveCheckpoint(directory);
         if (group.rank() == 0 && checkpoints.saveTotalLimit != null) {
-            CheckpointDirectory.keepNewest(outputDir, checkpoints.saveTotalLimit);
+            CheckpointDirectory.keepNewest(outputDir, checkpoints.saveTotalLimit, directory);
         }
     }
 

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.cli.Fsdp;
 import ai.djl.fsdp.testing.RankProcesses;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -45,6 +47,10 @@ class FinetuneResumeTest {
                         saved.toString());
         assertTrue(resumed.contains("resumed from " + saved + " after step 4"), resumed);
         assertEquals(losses(full).subList(4, 8), losses(resumed), resumed);
+        assertEquals(
+                metricsLosses(first).subList(4, 8),
+                metricsLosses(directory.resolve("second")),
+                "metrics.jsonl's losses, at full precision");
         assertEquals(
                 List.of(CheckpointDirectory.of(directory.resolve("second"), 8)),
                 CheckpointDirectory.list(directory.resolve("second")),
@@ -100,6 +106,18 @@ class FinetuneResumeTest {
         Matcher matcher = STEP.matcher(output);
         while (matcher.find()) {
             losses.add(matcher.group(1) + ":" + matcher.group(2));
+        }
+        return losses;
+    }
+
+    /** The losses of {@code metrics.jsonl}'s step rows, as written (full precision). */
+    private static List<String> metricsLosses(Path output) throws Exception {
+        List<String> losses = new ArrayList<>();
+        for (String line : Files.readAllLines(output.resolve("metrics.jsonl"))) {
+            JsonObject row = JsonParser.parseString(line).getAsJsonObject();
+            if (row.has("loss")) {
+                losses.add(row.get("step").getAsInt() + ":" + row.get("loss").getAsString());
+            }
         }
         return losses;
     }
