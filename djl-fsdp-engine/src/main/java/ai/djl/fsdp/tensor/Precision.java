@@ -110,6 +110,32 @@ public enum Precision {
     }
 
     /**
+     * Returns whether an array holds floating-point values, bfloat16 included (DJL reads a bfloat16
+     * array's type as {@code UNKNOWN}, which is not floating to it).
+     *
+     * @param array a PyTorch-engine array
+     * @return whether it can carry gradients
+     */
+    public static boolean isFloating(NDArray array) {
+        DataType type = array.getDataType();
+        return type == DataType.UNKNOWN ? ofArray(array) != null : type.isFloating();
+    }
+
+    /**
+     * Casts {@code array} to the precision of {@code like}: how a block that computes in float32
+     * (normalization statistics, softmax) hands back its input's type.
+     *
+     * @param array the array to cast
+     * @param like an array of the wanted type
+     * @return {@code array} itself when the types agree or {@code like} is not float32, bfloat16 or
+     *     float16; else the cast (differentiable)
+     */
+    public static NDArray castLike(NDArray array, NDArray like) {
+        Precision precision = ofArray(like);
+        return precision == null ? array : precision.cast(array);
+    }
+
+    /**
      * Returns {@code type} if DJL may create arrays of it or cast to it: the guard before every DJL
      * creation or cast call whose type comes from an array or a setting.
      *

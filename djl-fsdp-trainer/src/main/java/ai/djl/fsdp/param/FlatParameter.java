@@ -1,5 +1,6 @@
 package ai.djl.fsdp.param;
 
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
@@ -107,18 +108,39 @@ public final class FlatParameter implements AutoCloseable {
     /**
      * Allocates the full buffer for a gather to fill, or returns the one already there.
      *
+     * @param precision the element type of the full buffer; a buffer that is not split is its own
+     *     full buffer and keeps the shard's type
      * @return the full buffer, {@code layout.getPaddedNumel()} elements, contents undefined
+     * @throws IllegalStateException if a full buffer of another type is there
      */
-    public NDArray allocateFull() {
+    public NDArray allocateFull(Precision precision) {
         if (!isSharded()) {
             return shard;
         }
         if (full == null) {
             fullScope = stateManager.getParentManager().newSubManager(shard.getDevice());
             fullScope.setName("fsdp-gather-" + id);
-            full = fullScope.create(new Shape(layout.getPaddedNumel()), shard.getDataType());
+            full = precision.empty(fullScope, new Shape(layout.getPaddedNumel()));
+        } else if (Precision.ofArray(full) != precision) {
+            throw new IllegalStateException(
+                    "Flat parameter " + id + " is gathered in " + Precision.ofArray(full));
         }
         return full;
+    }
+
+    /**
+     * Returns this rank's shard in {@code precision}: the shard itself, or a copy that lives as
+     * long as the full buffer (the send buffer of a gather in that type).
+     *
+     * @param precision the element type
+     * @return the shard's values in that type
+     */
+    public NDArray shardIn(Precision precision) {
+        NDArray cast = precision.cast(shard);
+        if (cast != shard) {
+            cast.attach(allocateFull(precision).getManager());
+        }
+        return cast;
     }
 
     /** Returns whether a full buffer exists (always, when the buffer is not split). */

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import java.util.ArrayList;
@@ -58,7 +59,8 @@ final class BackwardTape {
                 }
                 gradient.attach(scope);
                 // d/d(out) of sum(out * g) is g: one backward for all of the unit's outputs.
-                NDArray term = graph.outputs().get(j).mul(gradient).sum();
+                // Summed in float32: DJL makes the ones below only of its own types.
+                NDArray term = Precision.FLOAT32.cast(graph.outputs().get(j).mul(gradient).sum());
                 surrogate = surrogate == null ? term : surrogate.add(term);
             }
             if (surrogate != null) {
@@ -68,8 +70,7 @@ final class BackwardTape {
                     collectives.startReduction(call.unit(), graph.flatLeaves(), scale);
             for (int j = 0; j < call.inputs().size(); j++) {
                 NDArray leaf = graph.inputLeaves().get(j);
-                NDArray gradient =
-                        leaf.getDataType().isFloating() ? Autograd.gradientOf(leaf) : null;
+                NDArray gradient = Precision.isFloating(leaf) ? Autograd.gradientOf(leaf) : null;
                 if (gradient != null) {
                     gradient.attach(scope);
                     Autograd.pushInto(call.inputs().get(j), gradient);

@@ -6,6 +6,7 @@ import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.ParameterArrays;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
@@ -19,14 +20,31 @@ import java.util.List;
 public final class Collectives {
 
     private final ProcessGroup group;
+    private final MixedPrecision precision;
+
+    /**
+     * Creates the collectives of a model sharded over {@code group}, in float32.
+     *
+     * @param group the ranks
+     */
+    public Collectives(ProcessGroup group) {
+        this(group, MixedPrecision.FP32);
+    }
 
     /**
      * Creates the collectives of a model sharded over {@code group}.
      *
      * @param group the ranks
+     * @param precision the types parameters are gathered in and gradients reduced in
      */
-    public Collectives(ProcessGroup group) {
+    public Collectives(ProcessGroup group, MixedPrecision precision) {
         this.group = group;
+        this.precision = precision;
+    }
+
+    /** Returns the types parameters are gathered in and gradients reduced in. */
+    MixedPrecision getPrecision() {
+        return precision;
     }
 
     /** Returns the ranks. */
@@ -40,12 +58,17 @@ public final class Collectives {
      * @param unit the unit
      */
     void startGather(FsdpUnit unit) {
+        startGather(unit, precision.param());
+    }
+
+    /** Starts gathering {@code unit} in {@code type}: its shards are cast to it first. */
+    private void startGather(FsdpUnit unit, Precision type) {
         if (unit.getState() != UnitState.RESHARDED) {
             return;
         }
         List<Work> works = new ArrayList<>(unit.getFlatParameters().size());
         for (FlatParameter flat : unit.getFlatParameters()) {
-            works.add(group.allGatherAsync(flat.getShard(), flat.allocateFull()));
+            works.add(group.allGatherAsync(flat.shardIn(type), flat.allocateFull(type)));
         }
         unit.gatherStarted(new PendingGather(works));
     }
@@ -80,11 +103,13 @@ public final class Collectives {
             }
             FlatParameter flat = flats.get(i);
             NDArray found = Autograd.gradientOf(leaf);
-            NDArray gradient = found != null ? found : leaf.zerosLike();
+            NDArray gradient =
+                    found != null
+                            ? precision.reduce().cast(found)
+                            : precision.reduce().zeros(leaf.getManager(), leaf.getShape());
             if (flat.isSharded()) {
                 NDArray shardGradient =
-                        gradient.getManager()
-                                .create(flat.getShard().getShape(), flat.getShard().getDataType());
+                        precision.reduce().empty(gradient.getManager(), flat.getShard().getShape());
                 Work work = group.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
                 parts.add(new PendingReduction.Part(flat, work, shardGradient));
             } else if (group.size() > 1) {
@@ -105,7 +130,9 @@ public final class Collectives {
      * @param unit the unit
      */
     void restoreParameterArrays(FsdpUnit unit) {
-        gather(unit);
+        // The master copy's own type: a unit is written or restored as it is stored.
+        startGather(unit, Precision.FLOAT32);
+        unit.awaitGather();
         try {
             for (FlatParameter flat : unit.getFlatParameters()) {
                 List<NDArray> views = flat.viewsOf(flat.getFull());

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
@@ -116,16 +117,25 @@ public final class FsdpUnit implements AutoCloseable {
      * fresh autograd leaf (sharing its storage) so one backward leaves the whole flat gradient on
      * that leaf.
      *
+     * <p>Buffers are seen in {@code precision}: a gathered buffer already has it; a buffer that is
+     * not split (its own full buffer, float32) is cast into {@code scope}, so its gradient too
+     * comes back in that type.
+     *
      * @return the leaves, one per flat parameter, null for frozen ones or without grad
      */
-    List<NDArray> materialize(boolean withGrad, NDManager scope) {
+    List<NDArray> materialize(boolean withGrad, Precision precision, NDManager scope) {
         if (state != UnitState.GATHERED) {
             throw new IllegalStateException(
                     "FSDP unit " + name + " is " + state + ", not gathered");
         }
         List<NDArray> leaves = new ArrayList<>(flatParameters.size());
         for (FlatParameter flat : flatParameters) {
-            NDArray alias = flat.getFull().stopGradient();
+            NDArray full = flat.getFull();
+            NDArray typed = precision.cast(full);
+            if (typed != full) {
+                typed.attach(scope);
+            }
+            NDArray alias = typed.stopGradient();
             alias.attach(scope);
             boolean leaf = withGrad && flat.isTrainable();
             if (leaf) {

@@ -2,6 +2,7 @@ package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import java.util.List;
@@ -47,7 +48,8 @@ final class PendingReduction {
                 if (part.work() != null) {
                     part.work().await();
                 }
-                part.flat().accumulateGradient(part.reduced(), scale);
+                // A gradient reduced in a narrower type joins the float32 shard gradient.
+                part.flat().accumulateGradient(Precision.FLOAT32.cast(part.reduced()), scale);
             }
         } finally {
             if (scope != null) {

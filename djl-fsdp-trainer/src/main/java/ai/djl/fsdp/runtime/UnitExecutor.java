@@ -1,6 +1,7 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TorchRandom;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -70,7 +71,7 @@ final class UnitExecutor {
         }
         rootScope = manager.newSubManager();
         rootScope.setName("fsdp-root");
-        rootLeaves = root.materialize(training, rootScope);
+        rootLeaves = root.materialize(training, collectives.getPrecision().param(), rootScope);
     }
 
     /** Runs one call of {@code unit} within the current pass. */
@@ -96,6 +97,7 @@ final class UnitExecutor {
         UnitGraph graph =
                 run(
                         unit,
+                        collectives.getPrecision().param(),
                         parameterStore,
                         leavesOf(inputs, scope, keepGraph),
                         scope,
@@ -107,7 +109,7 @@ final class UnitExecutor {
         for (NDArray output : graph.outputs()) {
             NDArray leaf = output.stopGradient();
             leaf.attach(callerManager);
-            if (recording && leaf.getDataType().isFloating()) {
+            if (recording && Precision.isFloating(leaf)) {
                 leaf.setRequiresGradient(true);
             }
             outputLeaves.add(leaf);
@@ -137,9 +139,14 @@ final class UnitExecutor {
                             + " gradient collector (trainer.newGradientCollector())");
         }
         try (NDManager scope = loss.getManager().newSubManager()) {
-            NDArray ones = loss.onesLike();
+            // The loss is float32 (a narrower one is cast up): DJL makes ones only of its types.
+            NDArray loss32 = Precision.FLOAT32.cast(loss);
+            if (loss32 != loss) {
+                loss32.attach(scope);
+            }
+            NDArray ones = loss32.onesLike();
             ones.attach(scope);
-            Autograd.backward(loss, ones);
+            Autograd.backward(loss32, ones);
         }
         tape.run(call -> recompute(call, parameterStore), scale);
         PendingReduction rootReduction = collectives.startReduction(root, rootLeaves, scale);
@@ -166,6 +173,7 @@ final class UnitExecutor {
         NDManager scope = call.inputs().head().getManager().newSubManager();
         return run(
                 call.unit(),
+                collectives.getPrecision().param(),
                 parameterStore,
                 leavesOf(call.inputs(), scope, true),
                 scope,
@@ -181,6 +189,7 @@ final class UnitExecutor {
      */
     private static UnitGraph run(
             FsdpUnit unit,
+            Precision precision,
             ParameterStore parameterStore,
             NDList inputLeaves,
             NDManager scope,
@@ -188,7 +197,7 @@ final class UnitExecutor {
             Long seed,
             boolean training,
             PairList<String, Object> params) {
-        List<NDArray> flatLeaves = unit.materialize(withGraph, scope);
+        List<NDArray> flatLeaves = unit.materialize(withGraph, precision, scope);
         try {
             NDList outputs =
                     Autograd.withGradMode(
@@ -212,7 +221,7 @@ final class UnitExecutor {
         for (NDArray input : inputs) {
             NDArray leaf = input.stopGradient();
             leaf.attach(scope);
-            if (requireGradient && leaf.getDataType().isFloating()) {
+            if (requireGradient && Precision.isFloating(leaf)) {
                 leaf.setRequiresGradient(true);
             }
             leaves.add(leaf);

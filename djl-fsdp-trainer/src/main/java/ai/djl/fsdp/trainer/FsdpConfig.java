@@ -1,6 +1,7 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.runtime.ExecutionOptions;
+import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import java.util.Objects;
 
@@ -24,6 +25,7 @@ public final class FsdpConfig {
     private final boolean sharded;
     private final ExecutionOptions execution;
     private final boolean syncModuleStates;
+    private final MixedPrecision mixedPrecision;
 
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
@@ -34,6 +36,7 @@ public final class FsdpConfig {
                         builder.activationCheckpointing,
                         builder.prefetch);
         syncModuleStates = builder.syncModuleStates;
+        mixedPrecision = builder.mixedPrecision;
     }
 
     /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
@@ -71,6 +74,11 @@ public final class FsdpConfig {
         return syncModuleStates;
     }
 
+    /** Returns the types parameters are gathered and computed in and gradients reduced in. */
+    public MixedPrecision getMixedPrecision() {
+        return mixedPrecision;
+    }
+
     /** Returns how the runtime schedules passes. */
     public ExecutionOptions getExecutionOptions() {
         return execution;
@@ -98,6 +106,7 @@ public final class FsdpConfig {
         private boolean activationCheckpointing = true;
         private boolean prefetch = true;
         private boolean syncModuleStates = true;
+        private MixedPrecision mixedPrecision = MixedPrecision.FP32;
 
         Builder() {}
 
@@ -172,6 +181,19 @@ public final class FsdpConfig {
          */
         public Builder optSyncModuleStates(boolean syncModuleStates) {
             this.syncModuleStates = syncModuleStates;
+            return this;
+        }
+
+        /**
+         * Sets the types parameters are gathered and computed in and gradients reduced in, FSDP2's
+         * {@code mp_policy} (default {@link MixedPrecision#FP32}); shards, their gradients and the
+         * optimizer state stay float32.
+         *
+         * @param mixedPrecision the policy, such as {@link MixedPrecision#BF16}
+         * @return this builder
+         */
+        public Builder optMixedPrecision(MixedPrecision mixedPrecision) {
+            this.mixedPrecision = Objects.requireNonNull(mixedPrecision, "mixedPrecision");
             return this;
         }
 

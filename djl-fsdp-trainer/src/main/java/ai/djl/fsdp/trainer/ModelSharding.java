@@ -62,7 +62,10 @@ final class ModelSharding {
                                 planned.parent(),
                                 flats));
             }
-            return new ShardedModel(new Collectives(group), units, config.getExecutionOptions());
+            return new ShardedModel(
+                    new Collectives(group, config.getMixedPrecision()),
+                    units,
+                    config.getExecutionOptions());
         } catch (RuntimeException e) {
             units.forEach(FsdpUnit::close);
             throw e;

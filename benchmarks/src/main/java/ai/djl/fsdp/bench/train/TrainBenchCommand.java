@@ -95,6 +95,15 @@ public final class TrainBenchCommand implements Callable<Integer> {
                             + " scaled-dot-product attention) (default: ${DEFAULT-VALUE}).")
     private String attention;
 
+    @Option(
+            names = "--precision",
+            defaultValue = "fp32",
+            description =
+                    "fp32, or bf16: bfloat16 all-gathers and compute, float32 master weights,"
+                            + " optimizer state, gradient reduction and loss (default:"
+                            + " ${DEFAULT-VALUE}).")
+    private String precision;
+
     @Override
     public Integer call() throws IOException, InterruptedException {
         TrainBenchSettings settings =
@@ -109,7 +118,8 @@ public final class TrainBenchCommand implements Callable<Integer> {
                         vocab,
                         sequence,
                         batch,
-                        attention);
+                        attention,
+                        precision);
         settings.check();
         // Measured before the ranks start, so that nothing else runs beside it.
         MatMulPeak peak = MatMulPeak.measure();

@@ -7,6 +7,7 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
@@ -14,6 +15,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.finetune.CausalLmLoss;
 import ai.djl.fsdp.zoo.finetune.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Block;
 import ai.djl.fsdp.zoo.gpt2.GPT2LMHeadModel;
@@ -27,7 +29,6 @@ import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.Trainer;
-import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
@@ -86,6 +87,9 @@ public final class TrainBenchRank implements Callable<Integer> {
     @Option(names = "--attention", required = true)
     private String attention;
 
+    @Option(names = "--precision", required = true)
+    private String precision;
+
     @Option(names = "--report", required = true)
     private Path report;
 
@@ -112,6 +116,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                 "--seq=" + settings.sequence(),
                 "--batch=" + settings.batch(),
                 "--attention=" + settings.attention(),
+                "--precision=" + settings.precision(),
                 "--report=" + report);
     }
 
@@ -124,7 +129,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                 Optimizer.adamW().optLearningRateTracker(Tracker.fixed(1e-4f)).build();
         // No initializer here: the zoo's parameters carry GPT-2's own.
         DefaultTrainingConfig config =
-                new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                // The zoo's loss: log-softmax over the vocabulary in float32 at any precision.
+                new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(optimizer)
                         .optDevices(new Device[] {device});
         Engine.getInstance().setRandomSeed(42);
@@ -169,6 +175,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                 FsdpConfig.builder()
                         .optShardingStrategy(ShardingStrategy.valueOf(sharding))
                         .optWrapPolicy(WrapPolicy.byLayerClass(GPT2Block.class.getSimpleName()))
+                        .optMixedPrecision(MixedPrecision.of(precision))
                         .build();
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
     }
@@ -229,7 +236,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                 vocab,
                 sequence,
                 batch,
-                attention);
+                attention,
+                precision);
     }
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */

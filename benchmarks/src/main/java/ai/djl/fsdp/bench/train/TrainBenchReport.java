@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench.train;
 
+import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.tensor.Precision;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -37,11 +38,12 @@ final class TrainBenchReport {
         // Every rank runs cores / ranks intra-op threads (at least one), as the launcher sets.
         int cores = Runtime.getRuntime().availableProcessors();
         int threads = settings.nproc() * Math.max(1, cores / settings.nproc());
-        // The model computes in float32; mixed precision will pick its own rate here.
-        double peakGflops = peak.perThread(Precision.FLOAT32) * threads;
+        // The matrix products run in the parameters' compute type.
+        Precision compute = MixedPrecision.of(settings.precision()).param();
+        double peakGflops = peak.perThread(compute) * threads;
         return String.format(
                 Locale.ROOT,
-                "sharding=%s nproc=%d attention=%s tokens_per_s=%.1f step_ms=%.1f"
+                "sharding=%s nproc=%d attention=%s precision=%s tokens_per_s=%.1f step_ms=%.1f"
                         + " peak_rss_mb_per_rank=%.1f model_state_mb_per_rank=%.1f"
                         + " sent_mb_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
                         + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f"
@@ -49,6 +51,7 @@ final class TrainBenchReport {
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
+                compute.getName(),
                 tokensPerSecond,
                 stepMillis,
                 worst.get("peak_rss_mb"),

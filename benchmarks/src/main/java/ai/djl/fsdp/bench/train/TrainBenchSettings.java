@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench.train;
 
+import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import com.google.gson.JsonObject;
@@ -31,7 +32,8 @@ record TrainBenchSettings(
         int vocab,
         int sequence,
         int batch,
-        String attention) {
+        String attention,
+        String precision) {
 
     /**
      * Rejects settings the benchmark cannot run with, before any rank starts.
@@ -61,6 +63,16 @@ record TrainBenchSettings(
             AttentionKernel.of(attention);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--attention: " + e.getMessage(), e);
+        }
+        try {
+            MixedPrecision.of(precision);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--precision: " + e.getMessage(), e);
+        }
+        if (TrainBenchRank.BASELINE.equals(sharding) && MixedPrecision.of(precision).isMixed()) {
+            throw new IllegalArgumentException(
+                    "--sharding NONE (DJL's plain trainer) runs in float32 only: use --precision"
+                            + " fp32");
         }
         if (width % heads != 0) {
             throw new IllegalArgumentException(

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -25,7 +26,8 @@ public final class CausalLmLoss extends Loss {
         long vocab = logits.getShape().get(logits.getShape().dimension() - 1);
         NDArray flat = labels.head().reshape(-1, 1);
         NDArray trained = flat.neq(Sequences.IGNORE);
-        NDArray logProbabilities = logits.reshape(-1, vocab).logSoftmax(1);
+        // Softmax over the vocabulary and the loss in float32, whatever the logits' type.
+        NDArray logProbabilities = Precision.FLOAT32.cast(logits).reshape(-1, vocab).logSoftmax(1);
         NDArray picked = logProbabilities.gather(flat.mul(trained), 1);
         NDArray mask = trained.toType(picked.getDataType(), false);
         return picked.mul(mask).sum().neg().div(mask.sum().maximum(1f));

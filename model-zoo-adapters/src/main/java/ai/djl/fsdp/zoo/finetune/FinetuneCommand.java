@@ -89,6 +89,7 @@ public final class FinetuneCommand implements Subcommand {
             ShardingStrategy strategy = fsdp.strategy();
             hub.check(this::note, strategy == ShardingStrategy.FULL_SHARD);
             fsdp.check(this::note);
+            fsdp.mixedPrecision = hub.mixedPrecision();
             FinetuneRecipe.ModelSource source = modelSource(checkpoint, fromCheckpoint);
             try (FinetuneRecipe recipe =
                             FinetuneRecipe.prepare(args, fsdp, group, source, this::note);

@@ -202,6 +202,7 @@ final class FinetuneRecipe implements AutoCloseable {
                         .optShardingStrategy(fsdp.strategy())
                         .optWrapPolicy(WrapPolicy.byLayerClass(layers))
                         .optPrefetch(fsdp.prefetch())
+                        .optMixedPrecision(fsdp.mixedPrecision)
                         .optSyncModuleStates(fsdp.syncModuleStates)
                         .build();
         TrainerOptions.Builder options =

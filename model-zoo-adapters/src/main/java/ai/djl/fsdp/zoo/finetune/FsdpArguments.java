@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import java.nio.file.Path;
 import java.util.List;
@@ -63,6 +64,9 @@ final class FsdpArguments {
 
     @Option(names = "--fsdp_forward_prefetch", arity = "0..1", fallbackValue = "true")
     boolean forwardPrefetch;
+
+    /** The mixed precision of the run, from {@code --bf16} (set by the command, not a flag). */
+    MixedPrecision mixedPrecision = MixedPrecision.FP32;
 
     /**
      * Parses the strategy as Accelerate writes it: a name or PyTorch's number.

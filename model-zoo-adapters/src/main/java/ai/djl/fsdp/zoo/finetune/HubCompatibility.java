@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import ai.djl.fsdp.runtime.MixedPrecision;
 import java.util.function.Consumer;
 import picocli.CommandLine.Option;
 
@@ -33,7 +34,9 @@ final class HubCompatibility {
             names = "--bf16",
             arity = "0..1",
             fallbackValue = "true",
-            description = "Accepted; training runs in float32 (see --help of docs).")
+            description =
+                    "Gather and compute in bfloat16; master weights, optimizer state and the loss"
+                            + " stay float32.")
     boolean bf16;
 
     @Option(names = "--fp16", arity = "0..1", fallbackValue = "true")
@@ -68,6 +71,15 @@ final class HubCompatibility {
     String bnb4bitQuantType;
 
     /**
+     * Returns the mixed precision the flags ask for: bfloat16 with {@code --bf16}, else float32.
+     *
+     * @return the policy
+     */
+    MixedPrecision mixedPrecision() {
+        return bf16 ? MixedPrecision.BF16 : MixedPrecision.FP32;
+    }
+
+    /**
      * Stops on flags that cannot be honoured and says once what happens instead of the others.
      *
      * @param note prints a line on rank 0
@@ -84,12 +96,14 @@ final class HubCompatibility {
         if (pushToHub || hubModelId != null) {
             note.accept("--push_to_hub: there is no hub here; the model stays in --output_dir");
         }
-        if (bf16 || fp16) {
+        if (bf16 && fp16) {
+            throw new IllegalArgumentException(
+                    "--bf16 and --fp16 are both set: pick one (bf16 is supported)");
+        }
+        if (fp16) {
             note.accept(
-                    "--"
-                            + (bf16 ? "bf16" : "fp16")
-                            + ": DJL cannot create bfloat16 tensors on this engine; training runs"
-                            + " in float32");
+                    "--fp16: float16 needs dynamic loss scaling, which is not implemented;"
+                            + " training runs in float32 (use --bf16 for mixed precision)");
         }
         if (gradientCheckpointing && !sharded) {
             note.accept(

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.llama;
 
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -24,7 +25,10 @@ public final class LlamaRMSNorm extends HfBlock {
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
-        NDArray meanSquare = x.square().mean(new int[] {-1}, true);
-        return new NDList(x.div(meanSquare.add(eps).sqrt()).mul(value(ps, weight, x, training)));
+        // As Hugging Face's: normalized in float32, back to the input's type, then the weight.
+        NDArray x32 = Precision.FLOAT32.cast(x);
+        NDArray meanSquare = x32.square().mean(new int[] {-1}, true);
+        NDArray normalized = Precision.castLike(x32.div(meanSquare.add(eps).sqrt()), x);
+        return new NDList(normalized.mul(value(ps, weight, x, training)));
     }
 }

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.llama;
 
 import ai.djl.fsdp.tensor.OwnedArrays;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -41,6 +42,7 @@ final class RotaryEmbedding {
     static NDArray apply(NDArray x, NDArray cos, NDArray sin) {
         NDList halves = x.split(2, 3);
         NDArray rotated = halves.get(1).neg().concat(halves.get(0), 3);
-        return x.mul(cos).add(rotated.mul(sin));
+        // cos and sin are float32; the rotation keeps the projections' type.
+        return x.mul(Precision.castLike(cos, x)).add(rotated.mul(Precision.castLike(sin, x)));
     }
 }

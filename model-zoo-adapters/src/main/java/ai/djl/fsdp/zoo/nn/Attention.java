@@ -2,6 +2,7 @@ package ai.djl.fsdp.zoo.nn;
 
 import ai.djl.fsdp.tensor.FusedAttention;
 import ai.djl.fsdp.tensor.OwnedArrays;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -74,11 +75,19 @@ public final class Attention {
             // own flag lets it skip the blocks above the diagonal.
             boolean causal = b.get(0) == 1 && b.get(2) == b.get(3);
             double p = training ? dropout : 0;
-            return FusedAttention.scaledDotProduct(q, k, v, causal ? null : bias, p, causal);
+            // Below float32 an additive mask would have to be cast to q's type (MASKED becomes
+            // -inf); the boolean mask of the allowed keys says the same exactly.
+            NDArray mask =
+                    causal ? null : Precision.ofArray(q) == Precision.FLOAT32 ? bias : bias.eq(0);
+            return FusedAttention.scaledDotProduct(q, k, v, mask, p, causal);
         }
         NDArray scale = OwnedArrays.scalar(q, (float) (1 / Math.sqrt(q.getShape().get(3))));
-        NDArray scores = q.matMul(k.transpose(0, 1, 3, 2)).mul(scale).add(bias);
-        return dropout(scores.softmax(-1), dropout, training).matMul(v);
+        // Scores, mask and softmax in float32 (a bfloat16 MASKED would be -inf); the weights go
+        // back to the values' type for the product.
+        NDArray scores =
+                Precision.FLOAT32.cast(q.matMul(k.transpose(0, 1, 3, 2))).mul(scale).add(bias);
+        NDArray weights = Precision.castLike(scores.softmax(-1), v);
+        return dropout(weights, dropout, training).matMul(v);
     }
 
     /**

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.nn;
 
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
@@ -35,12 +36,17 @@ public final class LayerNorm extends HfBlock {
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
-        return x.getNDArrayInternal()
-                .layerNorm(
-                        x,
-                        weight.getShape(),
-                        value(ps, weight, x, training),
-                        value(ps, bias, x, training),
-                        eps);
+        // Statistics in float32 whatever the compute type, as mixed precision wants; the result
+        // goes back to the input's type for the next projection.
+        NDArray x32 = Precision.FLOAT32.cast(x);
+        NDList y =
+                x32.getNDArrayInternal()
+                        .layerNorm(
+                                x32,
+                                weight.getShape(),
+                                Precision.FLOAT32.cast(value(ps, weight, x, training)),
+                                Precision.FLOAT32.cast(value(ps, bias, x, training)),
+                                eps);
+        return new NDList(Precision.castLike(y.singletonOrThrow(), x));
     }
 }
