@@ -35,10 +35,21 @@ public final class LaunchCommand implements Subcommand {
 
     @Option(
             names = "--nproc-per-node",
-            required = true,
             paramLabel = "N",
-            description = "Ranks to start on this node (one per GPU).")
-    private int nprocPerNode;
+            description =
+                    "Ranks to start on this node (one per GPU; default: the config file's"
+                            + " num_processes / num_machines).")
+    private Integer nprocPerNode;
+
+    @Option(
+            names = {"--config_file", "--config-file"},
+            paramLabel = "FILE",
+            description =
+                    "Accelerate's config file: num_processes (over all machines),"
+                            + " num_machines, machine_rank, main_process_ip and main_process_port"
+                            + " set the job (the flags win), and a bin/fsdp COMMAND that takes"
+                            + " --config_file gets the file too.")
+    private Path configFile;
 
     @Option(
             names = "--nnodes",
@@ -131,20 +142,37 @@ public final class LaunchCommand implements Subcommand {
         if (slurm != null) {
             slurm.requireOneTaskPerNode(spec.commandLine());
         }
+        AccelerateLaunchConfig file = configFile == null ? null : readConfigFile();
+        int nodes =
+                first(
+                        nnodes,
+                        file != null ? file.getNumMachines() : null,
+                        slurm != null ? slurm.nodes() : 1);
         Launcher.Builder builder =
                 Launcher.builder()
-                        .setNprocPerNode(nprocPerNode)
-                        .setCommand(command)
-                        .optNnodes(nnodes != null ? nnodes : slurm != null ? slurm.nodes() : 1)
+                        .setNprocPerNode(nprocPerNode(file, nodes))
+                        .setCommand(configFile == null ? command : forwardConfigFile())
+                        .optNnodes(nodes)
                         .optNodeRank(
-                                nodeRank != null ? nodeRank : slurm != null ? slurm.nodeId() : 0)
+                                first(
+                                        nodeRank,
+                                        file != null ? file.getMachineRank() : null,
+                                        slurm != null ? slurm.nodeId() : 0))
                         .optJavaOptions(jvmOptions)
                         .optStopTimeout(Duration.ofSeconds(stopTimeoutSeconds));
-        String addr = masterAddr != null ? masterAddr : blankToNull(env.get("MASTER_ADDR"));
+        String addr =
+                first(
+                        masterAddr,
+                        file != null ? file.getMainProcessIp() : null,
+                        blankToNull(env.get("MASTER_ADDR")));
         if (addr != null) {
             builder.optMasterAddr(addr);
         }
-        Integer port = masterPort != null ? masterPort : SlurmStep.defaultPort(env);
+        Integer port =
+                first(
+                        masterPort,
+                        file != null ? file.getMainProcessPort() : null,
+                        SlurmStep.defaultPort(env));
         if (port != null) {
             builder.optMasterPort(port);
         }
@@ -171,6 +199,64 @@ public final class LaunchCommand implements Subcommand {
             spec.commandLine().getErr().println("fsdp launch: " + e.getMessage());
             return e.exitCode();
         }
+    }
+
+    private AccelerateLaunchConfig readConfigFile() {
+        try {
+            return AccelerateLaunchConfig.read(configFile);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage(), e);
+        }
+    }
+
+    private int nprocPerNode(AccelerateLaunchConfig file, int nodes) {
+        if (nprocPerNode != null) {
+            return nprocPerNode;
+        }
+        if (file == null) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "Missing --nproc-per-node: give the ranks per node, or a --config_file with"
+                            + " num_processes");
+        }
+        try {
+            return file.processesPerMachine(nodes);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Puts {@code --config_file FILE} right after a bin/fsdp command that takes it (unless its
+     * arguments already name one); a main class or another command gets its arguments as given.
+     */
+    private List<String> forwardConfigFile() {
+        CommandLine fsdp = spec.commandLine().getParent();
+        CommandLine target = fsdp == null ? null : fsdp.getSubcommands().get(command.get(0));
+        boolean takesFile =
+                target != null && target.getCommandSpec().findOption("--config_file") != null;
+        boolean named =
+                command.stream()
+                        .anyMatch(a -> a.equals("--config_file") || a.startsWith("--config_file="));
+        if (!takesFile || named) {
+            return command;
+        }
+        List<String> forwarded = new ArrayList<>(command.size() + 2);
+        forwarded.add(command.get(0));
+        forwarded.add("--config_file");
+        forwarded.add(configFile.toAbsolutePath().toString());
+        forwarded.addAll(command.subList(1, command.size()));
+        return forwarded;
+    }
+
+    @SafeVarargs
+    private static <T> T first(T... values) {
+        for (T value : values) {
+            if (value != null) {
+                return value;
+            }
+        }
+        return null;
     }
 
     private static String blankToNull(String value) {

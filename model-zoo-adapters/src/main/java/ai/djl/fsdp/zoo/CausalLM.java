@@ -12,10 +12,12 @@ import ai.djl.util.PairList;
  * A decoder-only language model as a Block tree with Hugging Face's module and parameter names.
  *
  * <p>Block forward contract: {@code NDList(inputIds [B, T] int64 [, attentionMask [B, T]])} to
- * {@code NDList(logits [B, T, vocab])}. The mask holds 1 for tokens and 0 for padding; position ids
- * count non-padding tokens, so left- and right-padded batches both work. The decoder layers are
- * child blocks called through {@link ai.djl.nn.Block#forward}, one call per layer per pass, and are
- * pure functions of their inputs and parameters: they are the FSDP units.
+ * {@code NDList(logits [B, T, vocab])}. The mask holds 0 for padding and, for tokens, 1 or (for
+ * documents packed into one row) each token's document id 1, 2, 3, ...: a token attends only to
+ * earlier tokens of its own document, and position ids count those, so left- and right-padded
+ * batches both work and each packed document is computed as if it were alone. The decoder layers
+ * are child blocks called through {@link ai.djl.nn.Block#forward}, one call per layer per pass, and
+ * are pure functions of their inputs and parameters: they are the FSDP units.
  */
 public abstract class CausalLM extends HfBlock {
 

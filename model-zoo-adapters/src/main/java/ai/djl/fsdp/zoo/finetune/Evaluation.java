@@ -70,7 +70,7 @@ final class Evaluation {
             int[] indices = sampler.next();
             try (NDManager manager = trainer.getManager().newSubManager()) {
                 NDList batch = eval.batch(manager, indices, padId);
-                NDList logits = trainer.evaluate(new NDList(batch.get(0)));
+                NDList logits = trainer.evaluate(Sequences.modelInputs(batch));
                 long labels = CausalLmLoss.countLabels(batch.get(1));
                 sum += loss.evaluate(new NDList(batch.get(1)), logits).getFloat() * labels;
                 count += labels;

@@ -71,6 +71,15 @@ final class FinetuneArguments {
     boolean packing;
 
     @Option(
+            names = "--padding_free",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "Pack examples, keeping attention and position ids inside each example"
+                            + " (implies --packing; default false).")
+    boolean paddingFree;
+
+    @Option(
             names = "--completion_only_loss",
             arity = "0..1",
             fallbackValue = "true",

@@ -233,7 +233,16 @@ final class FinetuneRecipe implements AutoCloseable {
     }
 
     private Sequences sequences(List<Document> documents, Consumer<String> note, String split) {
-        boolean packing = args.packing || !documents.get(0).isChat() && documents.size() == 1;
+        boolean packed =
+                args.packing
+                        || args.paddingFree
+                        || !documents.get(0).isChat() && documents.size() == 1;
+        Sequences.Packing packing =
+                !packed
+                        ? Sequences.Packing.NONE
+                        : args.paddingFree
+                                ? Sequences.Packing.PER_DOCUMENT
+                                : Sequences.Packing.CROSSING;
         Sequences sequences =
                 Sequences.tokenize(
                         documents,

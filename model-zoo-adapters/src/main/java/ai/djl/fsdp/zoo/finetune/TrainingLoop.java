@@ -6,6 +6,7 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
+import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.finetune.report.Progress;
 import ai.djl.ndarray.NDArray;
@@ -97,7 +98,7 @@ final class TrainingLoop {
                     try (NDManager manager = trainer.getManager().newSubManager()) {
                         NDList batch = recipe.train.batch(manager, sampler.next(), recipe.padId);
                         try (GradientCollector collector = trainer.newGradientCollector()) {
-                            NDList logits = trainer.forward(new NDList(batch.get(0)));
+                            NDList logits = trainer.forward(Sequences.modelInputs(batch));
                             NDArray value =
                                     trainer.getLoss().evaluate(new NDList(batch.get(1)), logits);
                             collector.backward(value);

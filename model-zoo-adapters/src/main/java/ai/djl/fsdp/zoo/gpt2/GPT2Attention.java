@@ -10,7 +10,7 @@ import ai.djl.util.PairList;
 
 /**
  * GPT-2's causal self-attention: one {@code c_attn} projection to queries, keys and values, and
- * {@code c_proj} back. Inputs {@code (x [B, T, C], bias [B or 1, 1, T, S] [, pastK, pastV])};
+ * {@code c_proj} back. Inputs {@code (x [B, T, C], bias [B, 1, T, S] or [T, S] [, pastK, pastV])};
  * outputs {@code (y)}, or {@code (y, keys, values)} when past keys and values were given.
  */
 public final class GPT2Attention extends HfBlock implements AttentionKernel.SelfAttention {

@@ -7,8 +7,8 @@ import ai.djl.fsdp.zoo.nn.PreNormDecoderLayer;
  * One GPT-2 transformer layer, pre-norm: {@code x + attn(ln_1(x))}, then {@code + mlp(ln_2(.))}. An
  * FSDP unit.
  *
- * <p>Inputs {@code (hidden [B, T, C], bias [B or 1, 1, T, S] [, pastK, pastV])}; outputs {@code
- * (hidden)}, or {@code (hidden, keys, values)} when past keys and values were given.
+ * <p>Inputs {@code (hidden [B, T, C], bias [B, 1, T, S] or [T, S] [, pastK, pastV])}; outputs
+ * {@code (hidden)}, or {@code (hidden, keys, values)} when past keys and values were given.
  */
 public final class GPT2Block extends PreNormDecoderLayer {
 

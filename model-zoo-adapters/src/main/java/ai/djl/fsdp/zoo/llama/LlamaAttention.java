@@ -10,11 +10,11 @@ import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 
 /**
- * Llama's grouped-query self-attention with rotary embeddings. Inputs {@code (x [B, T, C], bias [B
- * or 1, 1, T, S], cos, sin [, pastK, pastV])}; outputs {@code (y)}, or {@code (y, keys, values)}
- * when past keys and values were given. The cache holds the rotated keys of the key-value heads,
- * before they are repeated for the query groups. The kernel is {@link AttentionKernel#EXPLICIT}
- * unless set.
+ * Llama's grouped-query self-attention with rotary embeddings. Inputs {@code (x [B, T, C], bias [B,
+ * 1, T, S] or [T, S], cos, sin [, pastK, pastV])}; outputs {@code (y)}, or {@code (y, keys,
+ * values)} when past keys and values were given. The cache holds the rotated keys of the key-value
+ * heads, before they are repeated for the query groups. The kernel is {@link
+ * AttentionKernel#EXPLICIT} unless set.
  */
 public final class LlamaAttention extends HfBlock implements AttentionKernel.SelfAttention {
 

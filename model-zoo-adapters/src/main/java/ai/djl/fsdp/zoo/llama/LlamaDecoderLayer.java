@@ -6,7 +6,7 @@ import ai.djl.fsdp.zoo.nn.PreNormDecoderLayer;
  * One Llama decoder layer, pre-norm with RMSNorm: {@code x + self_attn(input_layernorm(x))}, then
  * {@code + mlp(post_attention_layernorm(.))}. An FSDP unit.
  *
- * <p>Inputs {@code (hidden [B, T, C], bias [B or 1, 1, T, S], cos, sin [B, 1, T, D] [, pastK,
+ * <p>Inputs {@code (hidden [B, T, C], bias [B, 1, T, S] or [T, S], cos, sin [B, 1, T, D] [, pastK,
  * pastV])}; outputs {@code (hidden)}, or {@code (hidden, keys, values)} when past keys and values
  * were given.
  */

@@ -56,7 +56,7 @@ public final class Attention {
      * @param k keys {@code [B, H, S, D]}
      * @param v values {@code [B, H, S, D]}
      * @param bias the additive mask {@link #causalBias} made: {@code [B, 1, T, S]} with a padding
-     *     mask, or {@code [1, 1, T, S]} without (the plain causal mask when {@code T == S})
+     *     or document mask, or {@code [T, S]} without (the plain causal mask when {@code T == S})
      * @param dropout the dropout probability on the weights
      * @param training whether this is a training pass
      * @return the outputs {@code [B, H, T, D]}
@@ -71,9 +71,9 @@ public final class Attention {
             boolean training) {
         if (kernel == AttentionKernel.SDPA) {
             Shape b = bias.getShape();
-            // Without a padding mask or a cache, the bias is exactly the causal mask: the kernel's
-            // own flag lets it skip the blocks above the diagonal.
-            boolean causal = b.get(0) == 1 && b.get(2) == b.get(3);
+            // Without a mask or a cache, the bias is exactly the causal mask: the kernel's own
+            // flag lets it skip the blocks above the diagonal.
+            boolean causal = b.dimension() == 2 && b.get(0) == b.get(1);
             double p = training ? dropout : 0;
             // Below float32 an additive mask would have to be cast to q's type (MASKED becomes
             // -inf); the boolean mask of the allowed keys says the same exactly.
@@ -102,42 +102,38 @@ public final class Attention {
     }
 
     /**
-     * Builds the additive attention bias for a causal decoder: query {@code i} (at absolute
-     * position {@code past + i}) sees key {@code j} if {@code j <= past + i} and key {@code j} is
-     * not padding.
+     * Builds the additive attention bias for a causal decoder. The attention mask holds 0 for
+     * padding and a positive document id for each token (1 everywhere for one document per row; 1,
+     * 2, 3, ... for documents packed into one row): query {@code i} (at absolute position {@code
+     * past + i}) sees key {@code j} if {@code j <= past + i}, key {@code j} is not padding, and
+     * both belong to the same document (a padding query sees every earlier token, as without ids).
      *
      * @param manager the manager of the result
-     * @param attentionMask {@code [B, past + T]}, 1 for tokens and 0 for padding; or null
+     * @param attentionMask {@code [B, past + T]}, 0 for padding, else the token's document id; or
+     *     null
      * @param batch the batch size {@code B}
      * @param past the number of cached positions
      * @param length the number of new positions {@code T}
-     * @return the bias {@code [B, 1, T, past + T]}, or {@code [1, 1, T, past + T]} without a mask
-     *     (the scores broadcast it): 0 where allowed, {@link #MASKED} elsewhere
+     * @return the bias {@code [B, 1, T, past + T]}, or the plain causal {@code [T, past + T]}
+     *     without a mask (the scores broadcast it): 0 where allowed, {@link #MASKED} elsewhere
      */
     public static NDArray causalBias(
             NDManager manager, NDArray attentionMask, long batch, long past, long length) {
-        long keys = past + length;
-        NDArray rows = manager.arange(past, keys, 1, DataType.INT64).reshape(length, 1);
-        NDArray cols = manager.arange(0, keys, 1, DataType.INT64).reshape(1, keys);
-        NDArray allowed = cols.lte(rows).reshape(1, 1, length, keys);
-        if (attentionMask != null) {
-            checkMask(attentionMask, batch, keys);
-            allowed =
-                    allowed.logicalAnd(
-                            attentionMask
-                                    .toType(DataType.BOOLEAN, false)
-                                    .reshape(batch, 1, 1, keys));
-        }
+        NDArray allowed =
+                attentionMask == null
+                        ? causal(manager, past, length)
+                        : allowed(manager, attentionMask, batch, past, length);
         return allowed.logicalNot().toType(DataType.FLOAT32, false).mul(MASKED);
     }
 
     /**
-     * Returns the position ids of the new tokens: with a mask, each token's count of earlier
-     * non-padding tokens (so left-padded prompts start at 0, as Hugging Face's generation does);
-     * without one, {@code past, past + 1, ...}.
+     * Returns the position ids of the new tokens: with a mask, each token's count of the earlier
+     * tokens it attends to (so left-padded prompts start at 0, as Hugging Face's generation does,
+     * and each packed document starts at 0, as position ids restart per document in padding-free
+     * training); without one, {@code past, past + 1, ...}.
      *
      * @param manager the manager of the result
-     * @param attentionMask {@code [B, past + T]} or null
+     * @param attentionMask {@code [B, past + T]} (see {@link #causalBias}) or null
      * @param batch the batch size
      * @param past the number of cached positions
      * @param length the number of new positions
@@ -150,9 +146,35 @@ public final class Attention {
                     .reshape(1, length)
                     .broadcast(batch, length);
         }
-        checkMask(attentionMask, batch, past + length);
-        NDArray counts = attentionMask.toType(DataType.INT64, false).cumSum(1).sub(1).maximum(0);
-        return counts.get(":, " + past + ":");
+        NDArray seen = allowed(manager, attentionMask, batch, past, length);
+        return seen.toType(DataType.INT32, false)
+                .sum(new int[] {1, 3})
+                .toType(DataType.INT64, false)
+                .sub(1)
+                .maximum(0);
+    }
+
+    /** Returns {@code [T, past + T]}: true where key {@code j <= past + i}. */
+    private static NDArray causal(NDManager manager, long past, long length) {
+        long keys = past + length;
+        NDArray rows = manager.arange(past, keys, 1, DataType.INT64).reshape(length, 1);
+        NDArray cols = manager.arange(0, keys, 1, DataType.INT64).reshape(1, keys);
+        return cols.lte(rows);
+    }
+
+    /** Returns {@code [B, 1, T, past + T]}: the keys each query sees (see {@link #causalBias}). */
+    private static NDArray allowed(
+            NDManager manager, NDArray attentionMask, long batch, long past, long length) {
+        long keys = past + length;
+        checkMask(attentionMask, batch, keys);
+        NDArray ids = attentionMask.toType(DataType.INT64, false);
+        NDArray keyIds = ids.reshape(batch, 1, 1, keys);
+        NDArray queryIds = ids.get(":, " + past + ":").reshape(batch, 1, length, 1);
+        NDArray sameDocument = keyIds.eq(queryIds).logicalOr(queryIds.eq(0));
+        return causal(manager, past, length)
+                .reshape(1, 1, length, keys)
+                .logicalAnd(keyIds.neq(0))
+                .logicalAnd(sameDocument);
     }
 
     /**

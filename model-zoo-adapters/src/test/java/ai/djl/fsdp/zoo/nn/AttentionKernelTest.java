@@ -45,13 +45,14 @@ class AttentionKernelTest {
             // A cache of 16 positions, 8 new queries.
             NDArray cached = Attention.causalBias(manager, null, 2, 16, 8);
             for (NDArray bias : new NDArray[] {causal, padded, cached}) {
-                long queries = bias.getShape().get(2);
+                int rank = bias.getShape().dimension();
+                long queries = bias.getShape().get(rank - 2);
                 NDArray q = manager.randomNormal(new Shape(2, 3, queries, 8));
                 NDArray k = manager.randomNormal(shape);
                 NDArray v = manager.randomNormal(shape);
                 // A query that sees no key (left padding) gets the same output from both, but
                 // not the same gradient: such rows are padding and must carry no loss.
-                NDArray seesAKey = bias.max(new int[] {3}, true).gt(Attention.MASKED);
+                NDArray seesAKey = bias.max(new int[] {rank - 1}, true).gt(Attention.MASKED);
                 NDArray g =
                         manager.randomNormal(q.getShape())
                                 .mul(seesAKey.toType(DataType.FLOAT32, false));

@@ -1,7 +1,6 @@
 package ai.djl.fsdp.zoo.finetune.data;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
-import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -14,8 +13,12 @@ import java.util.List;
  * trained on (padding; with completion-only loss, everything but the assistant's replies) are
  * {@link #IGNORE}. With packing, all documents form one token stream cut into blocks of {@code
  * maxSeqLen} (Hugging Face's {@code group_texts}): every token but the stream's first is a label
- * exactly once, the last block may be shorter, and attention runs across document boundaries within
- * a block. Without packing, each document is one sequence, cut at {@code maxSeqLen}.
+ * exactly once, the last block may be shorter. {@link Packing#CROSSING} lets attention run across
+ * document boundaries within a block; {@link Packing#PER_DOCUMENT} (padding-free packing) gives
+ * each block's tokens their document ids 1, 2, 3, ... (a document cut at a block's end continues as
+ * the next block's first), which the model's attention mask keeps apart (attention and position ids
+ * stay inside each document), and the last token of a document is not trained to predict the next
+ * document's first. Without packing, each document is one sequence, cut at {@code maxSeqLen}.
  */
 public final class Sequences {
 
@@ -25,13 +28,25 @@ public final class Sequences {
     /** Text is encoded in pieces of about this many characters, cut at line ends. */
     private static final int PIECE_CHARS = 1 << 16;
 
+    /** How documents become sequences. */
+    public enum Packing {
+        /** One sequence per document. */
+        NONE,
+        /** One token stream cut into blocks; attention crosses documents within a block. */
+        CROSSING,
+        /** One token stream cut into blocks; attention stays inside each document. */
+        PER_DOCUMENT
+    }
+
     /**
      * One sequence.
      *
      * @param inputs the input token ids
      * @param labels the next token of each input, or {@link #IGNORE}
+     * @param documents each input's document id within the sequence (1, 2, ...), or null when the
+     *     sequence is one document or attention may cross documents
      */
-    public record Sequence(long[] inputs, long[] labels) {}
+    public record Sequence(long[] inputs, long[] labels, long[] documents) {}
 
     private final List<Sequence> sequences;
     private final int truncated;
@@ -47,7 +62,7 @@ public final class Sequences {
      * @param documents the documents
      * @param tokenizer the tokenizer (with the chat template's tokens for conversations)
      * @param maxSeqLen the most input tokens per sequence
-     * @param packing whether to pack the documents into one stream
+     * @param packing whether and how to pack the documents into one stream
      * @param completionOnly whether only the assistant's replies are trained on
      * @param concatToken the token appended after each text document, or -1 for none
      * @param vocabSize the model's vocabulary: every id must be below it
@@ -57,7 +72,7 @@ public final class Sequences {
             List<Document> documents,
             HuggingFaceTokenizer tokenizer,
             int maxSeqLen,
-            boolean packing,
+            Packing packing,
             boolean completionOnly,
             long concatToken,
             int vocabSize) {
@@ -65,7 +80,8 @@ public final class Sequences {
         TokenStream stream = new TokenStream();
         int truncated = 0;
         for (Document document : documents) {
-            TokenStream tokens = packing ? stream : new TokenStream();
+            TokenStream tokens = packing != Packing.NONE ? stream : new TokenStream();
+            tokens.documents++;
             if (document.isChat()) {
                 for (ChatTemplate.Span span : ChatTemplate.render(document.messages())) {
                     tokens.add(tokenizer, span.text(), !completionOnly || span.assistant());
@@ -76,13 +92,13 @@ public final class Sequences {
                     tokens.add(new long[] {concatToken}, true);
                 }
             }
-            if (!packing) {
+            if (packing == Packing.NONE) {
                 truncated += tokens.count > maxSeqLen + 1 ? 1 : 0;
-                tokens.cut(out, maxSeqLen, true);
+                tokens.cut(out, maxSeqLen, true, false);
             }
         }
-        if (packing) {
-            stream.cut(out, maxSeqLen, false);
+        if (packing != Packing.NONE) {
+            stream.cut(out, maxSeqLen, false, packing == Packing.PER_DOCUMENT);
         }
         for (Sequence sequence : out) {
             for (long id : sequence.inputs()) {
@@ -122,12 +138,13 @@ public final class Sequences {
 
     /**
      * Stacks sequences into a batch padded to its longest: {@code inputIds [B, T]} and {@code
-     * labels [B, T]} (int64), padding with {@code padId} and {@link #IGNORE}.
+     * labels [B, T]} (int64), padding with {@code padId} and {@link #IGNORE}; with per-document
+     * packing also the attention mask {@code [B, T]}: each token's document id, 0 for padding.
      *
      * @param manager the manager of the arrays
      * @param indices which sequences
      * @param padId the input id of padding
-     * @return the inputs and the labels
+     * @return the inputs, the labels and, with per-document packing, the attention mask
      */
     public NDList batch(NDManager manager, int[] indices, long padId) {
         int length = 0;
@@ -136,24 +153,46 @@ public final class Sequences {
         }
         long[] inputs = new long[indices.length * length];
         long[] labels = new long[indices.length * length];
+        long[] documents = new long[indices.length * length];
+        boolean perDocument = false;
         Arrays.fill(inputs, padId);
         Arrays.fill(labels, IGNORE);
         for (int row = 0; row < indices.length; row++) {
             Sequence sequence = sequences.get(indices[row]);
-            System.arraycopy(sequence.inputs(), 0, inputs, row * length, sequence.inputs().length);
-            System.arraycopy(sequence.labels(), 0, labels, row * length, sequence.labels().length);
+            int size = sequence.inputs().length;
+            System.arraycopy(sequence.inputs(), 0, inputs, row * length, size);
+            System.arraycopy(sequence.labels(), 0, labels, row * length, size);
+            if (sequence.documents() != null) {
+                perDocument = true;
+                System.arraycopy(sequence.documents(), 0, documents, row * length, size);
+            }
         }
         Shape shape = new Shape(indices.length, length);
-        NDArray inputIds = manager.create(inputs, shape);
-        NDArray labelIds = manager.create(labels, shape);
-        return new NDList(inputIds, labelIds);
+        NDList batch = new NDList(manager.create(inputs, shape), manager.create(labels, shape));
+        if (perDocument) {
+            batch.add(manager.create(documents, shape));
+        }
+        return batch;
     }
 
-    /** Token ids with, for each, whether it is trained on as a label. */
+    /**
+     * Returns the model's inputs of a batch: the input ids, and the attention mask where the batch
+     * has one.
+     *
+     * @param batch a result of {@link #batch}
+     * @return {@code NDList(inputIds [, attentionMask])}
+     */
+    public static NDList modelInputs(NDList batch) {
+        return batch.size() > 2 ? new NDList(batch.get(0), batch.get(2)) : new NDList(batch.get(0));
+    }
+
+    /** Token ids with, for each, whether it is trained on as a label and its document. */
     private static final class TokenStream {
         private long[] ids = new long[256];
         private boolean[] trained = new boolean[256];
+        private int[] document = new int[256];
         private int count;
+        private int documents;
 
         void add(HuggingFaceTokenizer tokenizer, String text, boolean train) {
             int start = 0;
@@ -171,21 +210,34 @@ public final class Sequences {
                 int size = Math.max(ids.length * 2, count + encoded.length);
                 ids = Arrays.copyOf(ids, size);
                 trained = Arrays.copyOf(trained, size);
+                document = Arrays.copyOf(document, size);
             }
             System.arraycopy(encoded, 0, ids, count, encoded.length);
             Arrays.fill(trained, count, count + encoded.length, train);
+            Arrays.fill(document, count, count + encoded.length, documents);
             count += encoded.length;
         }
 
-        /** Cuts into sequences of at most {@code length} inputs; {@code once}: the first only. */
-        void cut(List<Sequence> out, int length, boolean once) {
+        /**
+         * Cuts into sequences of at most {@code length} inputs; {@code once}: the first only;
+         * {@code perDocument}: with document ids, and no label across a document boundary.
+         */
+        void cut(List<Sequence> out, int length, boolean once, boolean perDocument) {
             for (int start = 0; start + 1 < count; start += length) {
                 int inputs = Math.min(length, count - 1 - start);
                 long[] labels = new long[inputs];
+                long[] documentIds = perDocument ? new long[inputs] : null;
                 for (int i = 0; i < inputs; i++) {
-                    labels[i] = trained[start + i + 1] ? ids[start + i + 1] : IGNORE;
+                    int at = start + i;
+                    boolean crosses = perDocument && document[at + 1] != document[at];
+                    labels[i] = trained[at + 1] && !crosses ? ids[at + 1] : IGNORE;
+                    if (perDocument) {
+                        boolean first = i == 0 || document[at] != document[at - 1];
+                        documentIds[i] = (i == 0 ? 0 : documentIds[i - 1]) + (first ? 1 : 0);
+                    }
                 }
-                out.add(new Sequence(Arrays.copyOfRange(ids, start, start + inputs), labels));
+                long[] tokens = Arrays.copyOfRange(ids, start, start + inputs);
+                out.add(new Sequence(tokens, labels, documentIds));
                 if (once) {
                     return;
                 }

@@ -52,7 +52,9 @@ class SequencesTest {
                     stream.add(id);
                 }
             }
-            Sequences packed = Sequences.tokenize(chats(), tokenizer, 16, true, false, -1, 259);
+            Sequences packed =
+                    Sequences.tokenize(
+                            chats(), tokenizer, 16, Sequences.Packing.CROSSING, false, -1, 259);
             List<Long> inputs = new ArrayList<>();
             List<Long> labels = new ArrayList<>();
             for (Sequences.Sequence sequence : packed.getSequences()) {
@@ -80,7 +82,8 @@ class SequencesTest {
                                 Map.of("role", "assistant", "content", "4")));
         try (HuggingFaceTokenizer tokenizer = Tokenizers.load(file, "--tokenizer_name")) {
             Sequences sequences =
-                    Sequences.tokenize(List.of(chat), tokenizer, 64, false, true, -1, 259);
+                    Sequences.tokenize(
+                            List.of(chat), tokenizer, 64, Sequences.Packing.NONE, true, -1, 259);
             Sequences.Sequence only = sequences.getSequences().get(0);
             List<Long> trained = new ArrayList<>();
             for (long label : only.labels()) {

@@ -1,0 +1,139 @@
+package ai.djl.fsdp.launch;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.Map;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
+import org.yaml.snakeyaml.error.YAMLException;
+
+/**
+ * The job's shape from Accelerate's config file (as {@code accelerate config} writes it), read the
+ * way {@code accelerate launch} reads it: {@code num_processes} (the ranks over all machines),
+ * {@code num_machines}, {@code machine_rank}, {@code main_process_ip} and {@code
+ * main_process_port}. Only these keys are read here; the file's other keys belong to the command
+ * the launcher starts, which gets the file as its {@code --config_file}. Absent or null keys are
+ * null.
+ */
+public final class AccelerateLaunchConfig {
+
+    private final Path file;
+    private final Integer numProcesses;
+    private final Integer numMachines;
+    private final Integer machineRank;
+    private final String mainProcessIp;
+    private final Integer mainProcessPort;
+
+    private AccelerateLaunchConfig(Path file, Map<?, ?> yaml) {
+        this.file = file;
+        numProcesses = integer(yaml, "num_processes", 1);
+        numMachines = integer(yaml, "num_machines", 1);
+        machineRank = integer(yaml, "machine_rank", 0);
+        Object ip = yaml.get("main_process_ip");
+        mainProcessIp = ip == null || ip.toString().isBlank() ? null : ip.toString().trim();
+        mainProcessPort = integer(yaml, "main_process_port", 1);
+    }
+
+    /**
+     * Reads the launcher's keys of a config file.
+     *
+     * @param file the YAML file
+     * @return its launcher settings
+     * @throws IllegalArgumentException naming the file (and key) when the file is missing, not
+     *     YAML, not a mapping, or a key's value is not a number in range
+     */
+    public static AccelerateLaunchConfig read(Path file) {
+        Object yaml;
+        try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            yaml = new Yaml(new SafeConstructor(new LoaderOptions())).load(reader);
+        } catch (NoSuchFileException e) {
+            throw new IllegalArgumentException(
+                    "--config_file "
+                            + file
+                            + " does not exist: give the file accelerate config"
+                            + " wrote");
+        } catch (IOException | YAMLException e) {
+            throw new IllegalArgumentException(
+                    "--config_file " + file + " cannot be read as YAML: " + e.getMessage(), e);
+        }
+        if (!(yaml instanceof Map)) {
+            throw new IllegalArgumentException(
+                    "--config_file "
+                            + file
+                            + " must be a YAML mapping of Accelerate's keys (num_processes: 2,"
+                            + " ...)");
+        }
+        return new AccelerateLaunchConfig(file, (Map<?, ?>) yaml);
+    }
+
+    /** Returns {@code num_processes}: the ranks over all machines, or null. */
+    public Integer getNumProcesses() {
+        return numProcesses;
+    }
+
+    /** Returns {@code num_machines}, or null. */
+    public Integer getNumMachines() {
+        return numMachines;
+    }
+
+    /** Returns {@code machine_rank}, or null. */
+    public Integer getMachineRank() {
+        return machineRank;
+    }
+
+    /** Returns {@code main_process_ip}, or null. */
+    public String getMainProcessIp() {
+        return mainProcessIp;
+    }
+
+    /** Returns {@code main_process_port}, or null. */
+    public Integer getMainProcessPort() {
+        return mainProcessPort;
+    }
+
+    /**
+     * Returns the ranks per machine: {@code num_processes / nodes}.
+     *
+     * @param nodes the machines in the job
+     * @return the ranks this machine starts
+     * @throws IllegalArgumentException when {@code num_processes} is absent or does not divide
+     */
+    public int processesPerMachine(int nodes) {
+        if (numProcesses == null || numProcesses % nodes != 0) {
+            throw new IllegalArgumentException(
+                    "--config_file "
+                            + file
+                            + ": num_processes ("
+                            + numProcesses
+                            + ") must be the ranks over all "
+                            + nodes
+                            + " machines, a multiple of it; or give --nproc-per-node");
+        }
+        return numProcesses / nodes;
+    }
+
+    private Integer integer(Map<?, ?> yaml, String key, int least) {
+        Object value = yaml.get(key);
+        if (value == null) {
+            return null;
+        }
+        if (!(value instanceof Integer) || (Integer) value < least) {
+            throw new IllegalArgumentException(
+                    "--config_file "
+                            + file
+                            + ": "
+                            + key
+                            + " must be an integer of at least "
+                            + least
+                            + ", got '"
+                            + value
+                            + "'");
+        }
+        return (Integer) value;
+    }
+}

@@ -1,0 +1,34 @@
+package ai.djl.fsdp.launch;
+
+import ai.djl.fsdp.cli.Subcommand;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * A bin/fsdp command for the launcher's tests (listed in the test class path's services): it takes
+ * {@code --config_file} as finetune does and prints what its rank was given, one {@code key=value}
+ * per line.
+ */
+@Command(name = "config-file-probe")
+public final class ConfigFileProbe implements Subcommand {
+
+    @Option(names = "--config_file")
+    private Path configFile;
+
+    @Parameters(arity = "0..*")
+    private List<String> rest = new ArrayList<>();
+
+    @Override
+    public Integer call() {
+        for (String name : List.of("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_PORT")) {
+            System.out.println(name + "=" + System.getenv(name));
+        }
+        System.out.println("config_file=" + configFile);
+        System.out.println("args=" + String.join(" ", rest));
+        return 0;
+    }
+}

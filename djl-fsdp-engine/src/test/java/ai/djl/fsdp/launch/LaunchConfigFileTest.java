@@ -1,0 +1,162 @@
+package ai.djl.fsdp.launch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.cli.Fsdp;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * {@code bin/fsdp launch --config_file}: Accelerate's file sets the job's shape (a real launch of
+ * two rank JVMs from {@code num_processes: 2}) and is passed on to a command that takes it; bad
+ * files and values are one usage error naming the file and key.
+ */
+class LaunchConfigFileTest {
+
+    /** A file as {@code accelerate config} writes it for FSDP on one machine. */
+    private static final String ACCELERATE_FILE =
+            String.join(
+                    "\n",
+                    "compute_environment: LOCAL_MACHINE",
+                    "debug: false",
+                    "distributed_type: FSDP",
+                    "downcast_bf16: 'no'",
+                    "fsdp_config:",
+                    "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP",
+                    "  fsdp_sharding_strategy: FULL_SHARD",
+                    "machine_rank: 0",
+                    "main_training_function: main",
+                    "mixed_precision: 'no'",
+                    "num_machines: 1",
+                    "num_processes: 2",
+                    "rdzv_backend: static",
+                    "same_network: true",
+                    "tpu_env: []",
+                    "tpu_use_cluster: false",
+                    "tpu_use_sudo: false",
+                    "use_cpu: true",
+                    "");
+
+    private final StringWriter err = new StringWriter();
+
+    @Test
+    @Timeout(180)
+    void numProcessesStartsTheRanksAndTheCommandGetsTheFile(@TempDir Path directory)
+            throws IOException {
+        Path file = directory.resolve("fsdp_config.yaml");
+        Files.writeString(file, ACCELERATE_FILE);
+        Path logs = Files.createDirectory(directory.resolve("logs"));
+        int code =
+                run(
+                        "launch",
+                        "--config_file",
+                        file.toString(),
+                        "--log-dir",
+                        logs.toString(),
+                        "--jvm-opt=-Xmx64m",
+                        "--",
+                        "config-file-probe",
+                        "--",
+                        "--seed",
+                        "100");
+        assertEquals(0, code, err.toString());
+        for (int rank = 0; rank < 2; rank++) {
+            Map<String, String> report = report(logs.resolve("rank" + rank + ".log"));
+            assertEquals(String.valueOf(rank), report.get("RANK"));
+            assertEquals("2", report.get("WORLD_SIZE"));
+            assertEquals("2", report.get("LOCAL_WORLD_SIZE"));
+            assertEquals(file.toAbsolutePath().toString(), report.get("config_file"));
+            assertEquals("--seed 100", report.get("args"));
+        }
+    }
+
+    @Test
+    @Timeout(180)
+    void flagsWinOverTheFile(@TempDir Path directory) throws IOException {
+        Path file = directory.resolve("fsdp_config.yaml");
+        Files.writeString(file, ACCELERATE_FILE.replace("num_processes: 2", "num_processes: 8"));
+        Files.writeString(file, "main_process_port: 1\n", StandardOpenOption.APPEND);
+        Path logs = Files.createDirectory(directory.resolve("logs"));
+        int code =
+                run(
+                        "launch",
+                        "--config_file",
+                        file.toString(),
+                        "--nproc-per-node",
+                        "1",
+                        "--master-port",
+                        String.valueOf(freePort()),
+                        "--log-dir",
+                        logs.toString(),
+                        "--jvm-opt=-Xmx64m",
+                        "--",
+                        "config-file-probe",
+                        "--config_file",
+                        "other.yaml");
+        assertEquals(0, code, err.toString());
+        Map<String, String> report = report(logs.resolve("rank0.log"));
+        assertEquals("1", report.get("WORLD_SIZE"));
+        assertEquals("other.yaml", report.get("config_file"), "the command's own file is kept");
+    }
+
+    @Test
+    void badFilesAreOneUsageErrorNamingTheFileAndKey(@TempDir Path directory) throws IOException {
+        Path missing = directory.resolve("missing.yaml");
+        assertEquals(
+                2, run("launch", "--config_file", missing.toString(), "--", "x.Y"), err.toString());
+        assertTrue(err.toString().contains(missing + " does not exist"), err.toString());
+
+        Path words = directory.resolve("words.yaml");
+        Files.writeString(words, "num_processes: two\n");
+        assertEquals(2, run("launch", "--config_file", words.toString(), "--", "x.Y"));
+        assertTrue(err.toString().contains("num_processes must be an integer"), err.toString());
+
+        Path uneven = directory.resolve("uneven.yaml");
+        Files.writeString(uneven, "num_processes: 3\nnum_machines: 2\n");
+        assertEquals(2, run("launch", "--config_file", uneven.toString(), "--", "x.Y"));
+        assertTrue(err.toString().contains("a multiple of it"), err.toString());
+
+        Path broken = directory.resolve("broken.yaml");
+        Files.writeString(broken, "num_processes: [2\n");
+        assertEquals(2, run("launch", "--config_file", broken.toString(), "--", "x.Y"));
+        assertTrue(err.toString().contains("cannot be read as YAML"), err.toString());
+
+        assertEquals(2, run("launch", "--", "x.Y"));
+        assertTrue(err.toString().contains("Missing --nproc-per-node"), err.toString());
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private int run(String... args) {
+        CommandLine fsdp = Fsdp.commandLine();
+        fsdp.setErr(new PrintWriter(err, true));
+        return fsdp.execute(args);
+    }
+
+    private static Map<String, String> report(Path log) throws IOException {
+        Map<String, String> report = new HashMap<>();
+        for (String line : Files.readAllLines(log)) {
+            int eq = line.indexOf('=');
+            if (eq > 0) {
+                report.put(line.substring(0, eq), line.substring(eq + 1));
+            }
+        }
+        return report;
+    }
+}
