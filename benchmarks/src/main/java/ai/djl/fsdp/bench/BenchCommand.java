@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench;
 
+import ai.djl.fsdp.bench.checkpoint.CheckpointBenchCommand;
 import ai.djl.fsdp.bench.train.TrainBenchCommand;
 import ai.djl.fsdp.cli.Subcommand;
 import picocli.CommandLine.Command;
@@ -13,7 +14,11 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         description = "Runs a multi-process benchmark.",
         synopsisSubcommandLabel = "BENCHMARK",
-        subcommands = {CollectivesBenchCommand.class, TrainBenchCommand.class})
+        subcommands = {
+            CollectivesBenchCommand.class,
+            TrainBenchCommand.class,
+            CheckpointBenchCommand.class
+        })
 public final class BenchCommand implements Subcommand {
 
     @Spec private CommandSpec spec;
