@@ -92,6 +92,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
 
     private final Map<String, List<Double>> samples = new LinkedHashMap<>();
     private boolean peakResets = true;
+    private long phaseStartRss;
 
     /**
      * Runs one rank; the job comes from the environment (see {@link DistributedEnv}).
@@ -157,17 +158,16 @@ public final class CheckpointBenchRank implements Callable<Integer> {
     private void repetition(FsdpTrainer trainer, GPT2LMHeadModel lm, ProcessGroup group, int r)
             throws IOException {
         boolean writer = group.rank() == 0;
-        record("rss_before_mb", PeakMemory.bytes("VmRSS") / 1e6);
         long start = resetPeak();
         step(trainer);
         record("step_s", seconds(start));
-        record("peak_rss_step_mb", peakMegabytes());
+        recordPeak("step");
 
         Path sync = directory.resolve("sync-" + r);
         start = resetPeak();
         trainer.saveCheckpoint(sync);
         record("sharded_save_sync_blocked_s", seconds(start));
-        record("peak_rss_sharded_save_mb", peakMegabytes());
+        recordPeak("sharded_save");
         if (writer) {
             record("sharded_bytes_mb", treeBytes(sync) / 1e6);
         }
@@ -183,13 +183,13 @@ public final class CheckpointBenchRank implements Callable<Integer> {
         start = System.nanoTime();
         trainer.awaitCheckpoint();
         record("async_write_wait_after_step_s", seconds(start));
-        record("peak_rss_async_save_and_step_mb", peakMegabytes());
+        recordPeak("async_save_and_step");
 
         Path full = directory.resolve("full-" + r);
         start = resetPeak();
         HfCheckpoint.saveMerged(trainer, lm, full);
         record("full_save_s", seconds(start));
-        record("peak_rss_full_save_mb", peakMegabytes());
+        recordPeak("full_save");
         group.barrier();
         if (writer) {
             record("full_bytes_mb", treeBytes(full) / 1e6);
@@ -198,7 +198,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
         start = resetPeak();
         trainer.loadCheckpoint(sync);
         record("sharded_load_s", seconds(start));
-        record("peak_rss_sharded_load_mb", peakMegabytes());
+        recordPeak("sharded_load");
         group.barrier();
         if (writer) {
             for (Path written : List.of(sync, async, full)) {
@@ -271,6 +271,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
 
     /** Resets the resident-set high-water mark to the current resident set; returns the time. */
     private long resetPeak() {
+        phaseStartRss = PeakMemory.bytes("VmRSS");
         try {
             Files.writeString(CLEAR_REFS, "5");
         } catch (IOException e) {
@@ -279,8 +280,11 @@ public final class CheckpointBenchRank implements Callable<Integer> {
         return System.nanoTime();
     }
 
-    private static double peakMegabytes() {
-        return PeakMemory.bytes("VmHWM") / 1e6;
+    /** Records a phase's peak RSS and how far it rose above the RSS at the phase's start. */
+    private void recordPeak(String phase) {
+        long peak = PeakMemory.bytes("VmHWM");
+        record("peak_rss_" + phase + "_mb", peak / 1e6);
+        record("rss_rise_" + phase + "_mb", (peak - phaseStartRss) / 1e6);
     }
 
     private static long treeBytes(Path root) throws IOException {
