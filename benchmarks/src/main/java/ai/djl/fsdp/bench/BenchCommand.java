@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench;
 
+import ai.djl.fsdp.bench.attention.AttentionBenchCommand;
 import ai.djl.fsdp.bench.checkpoint.CheckpointBenchCommand;
 import ai.djl.fsdp.bench.train.TrainBenchCommand;
 import ai.djl.fsdp.cli.Subcommand;
@@ -17,6 +18,7 @@ import picocli.CommandLine.Spec;
         subcommands = {
             CollectivesBenchCommand.class,
             TrainBenchCommand.class,
+            AttentionBenchCommand.class,
             CheckpointBenchCommand.class
         })
 public final class BenchCommand implements Subcommand {

@@ -43,6 +43,9 @@ public final class DistributedEnv {
     /** The environment variable holding the job's shared secret. */
     public static final String JOB_TOKEN_VARIABLE = "DJL_FSDP_JOB_TOKEN";
 
+    /** Set to {@code True} by launchers that host the store themselves (torchrun's agent). */
+    public static final String AGENT_STORE_VARIABLE = "TORCHELASTIC_USE_AGENT_STORE";
+
     /** The environment variable holding the id of this run of the job. */
     public static final String RUN_ID_VARIABLE = "DJL_FSDP_RUN_ID";
 
@@ -61,6 +64,7 @@ public final class DistributedEnv {
     private final int masterPort;
     private final String jobToken;
     private final String runId;
+    private final boolean agentStore;
 
     private DistributedEnv(
             int rank,
@@ -70,7 +74,8 @@ public final class DistributedEnv {
             String masterAddr,
             int masterPort,
             String jobToken,
-            String runId) {
+            String runId,
+            boolean agentStore) {
         this.rank = rank;
         this.worldSize = worldSize;
         this.localRank = localRank;
@@ -79,6 +84,7 @@ public final class DistributedEnv {
         this.masterPort = masterPort;
         this.jobToken = jobToken;
         this.runId = runId;
+        this.agentStore = agentStore;
     }
 
     /**
@@ -107,13 +113,34 @@ public final class DistributedEnv {
         } else {
             env = single(v.text(JOB_TOKEN_VARIABLE).orElse(""));
         }
-        return env.withRunId(runId(v));
+        boolean agentStore =
+                v.text(AGENT_STORE_VARIABLE).map("true"::equalsIgnoreCase).orElse(false);
+        return new DistributedEnv(
+                        env.rank,
+                        env.worldSize,
+                        env.localRank,
+                        env.localWorldSize,
+                        env.masterAddr,
+                        env.masterPort,
+                        env.jobToken,
+                        "",
+                        agentStore)
+                .withRunId(runId(v, agentStore));
     }
 
-    private static String runId(Variables v) {
+    private static String runId(Variables v, boolean agentStore) {
         Optional<String> given = v.text(RUN_ID_VARIABLE);
         if (given.isPresent()) {
             return given.get();
+        }
+        if (agentStore) {
+            // The agent's store outlives a restart of the workers: each attempt needs fresh keys.
+            String id =
+                    "torchelastic-"
+                            + v.text("TORCHELASTIC_RESTART_COUNT").orElse("0")
+                            + '-'
+                            + v.text("TORCHELASTIC_RUN_ID").orElse("none");
+            return id.length() > 64 ? id.substring(0, 64) : id;
         }
         if (v.isSet("SLURM_JOB_ID") && !v.isSet("RANK")) {
             return "slurm-"
@@ -141,14 +168,16 @@ public final class DistributedEnv {
                 masterAddr,
                 masterPort,
                 jobToken,
-                runId);
+                runId,
+                agentStore);
     }
 
     /**
      * Returns the environment of a job of one process, whose store listens on a free loopback port.
      */
     public static DistributedEnv single(String jobToken) {
-        return new DistributedEnv(0, 1, 0, 1, LOOPBACK, 0, Objects.requireNonNull(jobToken), "");
+        return new DistributedEnv(
+                0, 1, 0, 1, LOOPBACK, 0, Objects.requireNonNull(jobToken), "", false);
     }
 
     /**
@@ -202,7 +231,8 @@ public final class DistributedEnv {
                 masterAddr,
                 masterPort,
                 Objects.requireNonNull(jobToken),
-                "");
+                "",
+                false);
     }
 
     private static DistributedEnv fromTorchrunStyle(Variables v) {
@@ -358,6 +388,17 @@ public final class DistributedEnv {
         return jobToken;
     }
 
+    /**
+     * Returns whether the launcher hosts the job's store, a PyTorch TCPStore at {@code
+     * MASTER_ADDR:MASTER_PORT}, and announced it with {@code TORCHELASTIC_USE_AGENT_STORE=True}
+     * (torchrun, Kubeflow's PyTorchJob, {@code accelerate launch}): then no rank hosts one, and the
+     * ranks keep their keys under the run id, which defaults to the agent's run id and restart
+     * count.
+     */
+    public boolean agentStore() {
+        return agentStore;
+    }
+
     /** Returns the id of this run of the job, empty when none was given. */
     public String runId() {
         return runId;
@@ -381,6 +422,7 @@ public final class DistributedEnv {
                 + ", token="
                 + (jobToken.isEmpty() ? "none" : "set")
                 + (runId.isEmpty() ? "" : ", run=" + runId)
+                + (agentStore ? ", agent store" : "")
                 + '}';
     }
 

@@ -3,7 +3,10 @@ package ai.djl.fsdp.dist;
 import ai.djl.Device;
 import ai.djl.fsdp.dist.nccl.NcclProcessGroup;
 import ai.djl.fsdp.dist.socket.SocketProcessGroup;
+import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.TcpStore;
+import ai.djl.fsdp.rendezvous.TorchStore;
+import java.net.InetAddress;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,8 +30,9 @@ public final class ProcessGroups {
 
     /**
      * Joins the job described by {@code env}: connects to the store at {@code MASTER_ADDR:
-     * MASTER_PORT} (hosting it on rank 0) and builds the backend for the options' device. Every
-     * rank must call it; it returns once all ranks are connected.
+     * MASTER_PORT} (hosting it on rank 0, unless the launcher's agent hosts a PyTorch TCPStore
+     * there: {@link DistributedEnv#agentStore()}) and builds the backend for the options' device.
+     * Every rank must call it; it returns once all ranks are connected.
      *
      * @throws CollectiveException if the ranks cannot be connected within the options' timeout
      * @throws UnsupportedOperationException if the device is a GPU and NCCL cannot run here
@@ -41,6 +45,14 @@ public final class ProcessGroups {
                     env.masterAddr(),
                     env.masterPort());
         }
+        if (env.agentStore()) {
+            TorchStore store =
+                    TorchStore.builder(env.masterAddr(), env.masterPort())
+                            .optKeyPrefix("djl-fsdp/" + env.runId() + '/')
+                            .optTimeout(options.timeout())
+                            .build();
+            return createBackend(env, store, store.localAddress(), options);
+        }
         TcpStore store =
                 TcpStore.builder(env.masterAddr(), env.masterPort())
                         .optHostServer(env.rank() == 0)
@@ -48,21 +60,24 @@ public final class ProcessGroups {
                         .optRunId(env.runId())
                         .optTimeout(options.timeout())
                         .build();
+        return createBackend(env, store, store.localAddress(), options);
+    }
+
+    /** The one place where the device chooses the backend; closes the store if that fails. */
+    private static ProcessGroup createBackend(
+            DistributedEnv env,
+            Store store,
+            InetAddress localAddress,
+            ProcessGroupOptions options) {
         try {
-            return createBackend(env, store, options);
+            Device device = options.device().orElseGet(() -> RankDevice.of(env));
+            if (Device.Type.CPU.equals(device.getDeviceType())) {
+                return SocketProcessGroup.connect(env, store, localAddress, options);
+            }
+            return NcclProcessGroup.create(env, store, device, options.timeout());
         } catch (RuntimeException e) {
             store.close();
             throw e;
         }
-    }
-
-    /** The one place where the device chooses the backend. */
-    private static ProcessGroup createBackend(
-            DistributedEnv env, TcpStore store, ProcessGroupOptions options) {
-        Device device = options.device().orElseGet(() -> RankDevice.of(env));
-        if (Device.Type.CPU.equals(device.getDeviceType())) {
-            return SocketProcessGroup.connect(env, store, store.localAddress(), options);
-        }
-        return NcclProcessGroup.create(env, store, device, options.timeout());
     }
 }

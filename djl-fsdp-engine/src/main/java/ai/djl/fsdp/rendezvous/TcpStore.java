@@ -12,9 +12,7 @@ import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,7 +38,7 @@ public final class TcpStore implements Store {
     private final DataOutputStream out;
     private final Duration timeout;
     private final String endpoint;
-    private final Map<String, Integer> barrierRounds = new HashMap<>();
+    private final StoreBarrier barriers = new StoreBarrier();
 
     private TcpStore(
             TcpStoreServer server,
@@ -177,39 +175,7 @@ public final class TcpStore implements Store {
 
     @Override
     public void barrier(String name, int rank, int worldSize) {
-        if (rank < 0 || rank >= worldSize) {
-            throw new IllegalArgumentException(
-                    "rank " + rank + " is outside [0, " + worldSize + ") in barrier " + name);
-        }
-        // Every rank passes the same barriers in the same order, so counting this client's uses of
-        // a name gives all ranks the same fresh keys for each use.
-        int round;
-        synchronized (barrierRounds) {
-            round = barrierRounds.merge(name, 1, Integer::sum);
-        }
-        String prefix = "barrier/" + name + '/' + round + '/';
-        set(prefix + rank, new byte[0]);
-        List<String> keys = new ArrayList<>(worldSize);
-        for (int r = 0; r < worldSize; r++) {
-            keys.add(prefix + r);
-        }
-        List<String> missing = missingAfterWait(keys, timeout);
-        if (!missing.isEmpty()) {
-            List<Integer> absent = new ArrayList<>();
-            for (String key : missing) {
-                absent.add(Integer.parseInt(key.substring(prefix.length())));
-            }
-            throw new StoreTimeoutException(
-                    "Barrier '"
-                            + name
-                            + "' timed out after "
-                            + timeout
-                            + ": ranks "
-                            + absent
-                            + " of "
-                            + worldSize
-                            + " did not arrive");
-        }
+        barriers.await(this, this::missingAfterWait, name, rank, worldSize, timeout);
     }
 
     private List<String> missingAfterWait(Iterable<String> keys, Duration wait) {

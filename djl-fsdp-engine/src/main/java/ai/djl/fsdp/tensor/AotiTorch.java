@@ -22,6 +22,10 @@ interface AotiTorch extends Library {
 
     int aoti_torch_dtype_bfloat16();
 
+    int aoti_torch_dtype_float16();
+
+    int aoti_torch_dtype_float32();
+
     int aoti_torch_device_type_cpu();
 
     int aoti_torch_device_type_cuda();
@@ -48,6 +52,28 @@ interface AotiTorch extends Library {
             LongByReference newTensor);
 
     int aoti_torch_copy_(Pointer self, Pointer src, int nonBlocking);
+
+    /** Makes a tensor over memory the caller owns (no deleter): it must outlive every use. */
+    int aoti_torch_create_tensor_from_blob(
+            Pointer data,
+            long ndim,
+            long[] sizes,
+            long[] strides,
+            long storageOffset,
+            int dtype,
+            int deviceType,
+            int deviceIndex,
+            LongByReference newTensor);
+
+    /** A second handle to the same tensor, as {@code new at::Tensor(*orig)}. */
+    int aoti_torch_new_tensor_handle(Pointer orig, LongByReference newHandle);
+
+    /**
+     * Calls an operator by its schema name through the dispatcher, autograd included. {@code stack}
+     * holds one {@code StableIValue} per schema argument and receives the returns; see {@link
+     * DispatcherCall}.
+     */
+    int aoti_torch_call_dispatcher(String opName, String overloadName, long[] stack);
 
     /** The shim's CUDA part, in {@code libtorch_cuda.so} of libtorch's CUDA builds only. */
     interface Cuda extends Library {

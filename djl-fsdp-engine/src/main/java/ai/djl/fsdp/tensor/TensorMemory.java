@@ -6,7 +6,6 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
-import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
@@ -22,8 +21,9 @@ import java.nio.ByteOrder;
  * collective backend reaches an array's memory through here.
  *
  * <p>DJL's own creation and cast calls abort the JVM when given {@code DataType.BFLOAT16} (and a
- * bfloat16 array reports {@code DataType.UNKNOWN}), so bfloat16 arrays must be made here; once
- * made, DJL's operators work on them, and {@code toType(DataType.FLOAT32, false)} converts back.
+ * bfloat16 array reports {@code DataType.UNKNOWN}), so bfloat16 arrays must be made here or by
+ * {@link Precision}; once made, DJL's operators work on them, and {@link Precision#cast(NDArray,
+ * DataType)} converts between any types safely.
  */
 public final class TensorMemory {
 
@@ -171,37 +171,7 @@ public final class TensorMemory {
      * @return the new array
      */
     public static NDArray emptyBfloat16(NDManager manager, Shape shape) {
-        if (!(manager instanceof PtNDManager)) {
-            throw new IllegalArgumentException(
-                    "bfloat16 arrays need a PyTorch-engine NDManager, got "
-                            + manager.getClass().getName());
-        }
-        AotiTorch torch = AotiTorch.cpu();
-        long[] sizes = shape.getShape();
-        long[] strides = new long[sizes.length];
-        long stride = 1;
-        for (int axis = sizes.length - 1; axis >= 0; axis--) {
-            strides[axis] = stride;
-            stride *= sizes[axis];
-        }
-        Device device = manager.getDevice();
-        int deviceType =
-                device.isGpu()
-                        ? torch.aoti_torch_device_type_cuda()
-                        : torch.aoti_torch_device_type_cpu();
-        int deviceIndex = device.isGpu() ? device.getDeviceId() : 0;
-        LongByReference tensor = new LongByReference();
-        check(
-                torch.aoti_torch_empty_strided(
-                        sizes.length,
-                        sizes,
-                        strides,
-                        torch.aoti_torch_dtype_bfloat16(),
-                        deviceType,
-                        deviceIndex,
-                        tensor),
-                "aoti_torch_empty_strided");
-        return new PtNDArray((PtNDManager) manager, tensor.getValue());
+        return Precision.BFLOAT16.empty(manager, shape);
     }
 
     /**
@@ -249,7 +219,7 @@ public final class TensorMemory {
         return stream.getValue();
     }
 
-    private static Pointer handle(NDArray array) {
+    static Pointer handle(NDArray array) {
         if (!(array instanceof PtNDArray)) {
             throw new IllegalArgumentException(
                     "Tensor memory needs a PyTorch-engine array, got "
@@ -258,7 +228,7 @@ public final class TensorMemory {
         return new Pointer(((PtNDArray) array).getHandle());
     }
 
-    private static void check(int error, String function) {
+    static void check(int error, String function) {
         if (error != 0) {
             throw new IllegalStateException(
                     function + " failed; libtorch printed the reason on stderr");

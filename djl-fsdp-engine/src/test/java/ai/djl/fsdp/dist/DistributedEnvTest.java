@@ -11,6 +11,24 @@ import org.junit.jupiter.api.Test;
 class DistributedEnvTest {
 
     @Test
+    void torchrunsAgentStoreGivesEachRestartItsOwnRunId() {
+        Map<String, String> torchrun =
+                Map.of(
+                        "RANK", "1",
+                        "WORLD_SIZE", "2",
+                        "MASTER_ADDR", "127.0.0.1",
+                        "MASTER_PORT", "29500",
+                        "TORCHELASTIC_USE_AGENT_STORE", "True",
+                        "TORCHELASTIC_RUN_ID", "none",
+                        "TORCHELASTIC_RESTART_COUNT", "2");
+        DistributedEnv env = DistributedEnv.fromVariables(torchrun);
+        assertTrue(env.agentStore());
+        assertEquals("torchelastic-2-none", env.runId());
+        assertFalse(
+                DistributedEnv.fromVariables(Map.of("RANK", "0", "WORLD_SIZE", "1")).agentStore());
+    }
+
+    @Test
     void torchrunVariables() {
         DistributedEnv env =
                 DistributedEnv.fromVariables(

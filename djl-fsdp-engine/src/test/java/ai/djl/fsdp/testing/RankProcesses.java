@@ -52,6 +52,17 @@ public final class RankProcesses implements AutoCloseable {
         deadlineNanos = System.nanoTime() + timeout.toNanos();
     }
 
+    /**
+     * Returns the class path to give rank JVMs. Surefire may run tests from a manifest-only jar; it
+     * then names the real class path in {@code surefire.test.class.path}.
+     */
+    public static String classPath() {
+        String surefire = System.getProperty("surefire.test.class.path");
+        return surefire != null && !surefire.isEmpty()
+                ? surefire
+                : System.getProperty("java.class.path");
+    }
+
     /** Returns a builder for a job whose ranks run {@code mainClass}. */
     public static Builder builder(Class<?> mainClass) {
         return new Builder(mainClass);
@@ -358,7 +369,7 @@ public final class RankProcesses implements AutoCloseable {
                             .setCommand(command)
                             .optThreadsPerRank(1)
                             .optJavaOptions(jvmOptions)
-                            .optClassPath(classPath())
+                            .optClassPath(RankProcesses.classPath())
                             .optLogDirectory(logDirectory)
                             .optStopTimeout(STOP_TIMEOUT);
             environment.forEach(launcher::optEnvironment);
@@ -366,17 +377,6 @@ public final class RankProcesses implements AutoCloseable {
                 launcher.optMasterPort(masterPort);
             }
             return new RankProcesses(launcher.build().start(), logDirectory, timeout);
-        }
-
-        /**
-         * Returns the class path to give the ranks. Surefire may run tests from a manifest-only
-         * jar; it then names the real class path in {@code surefire.test.class.path}.
-         */
-        private static String classPath() {
-            String surefire = System.getProperty("surefire.test.class.path");
-            return surefire != null && !surefire.isEmpty()
-                    ? surefire
-                    : System.getProperty("java.class.path");
         }
     }
 }

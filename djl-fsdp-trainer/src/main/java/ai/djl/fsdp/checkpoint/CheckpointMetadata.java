@@ -92,11 +92,19 @@ public final class CheckpointMetadata {
     @SerializedName("world_size")
     int worldSize;
 
+    @SerializedName("optimizer_state")
+    List<String> optimizerKinds = new ArrayList<>();
+
     Map<String, Tensor> tensors = new LinkedHashMap<>();
 
     /** Returns the number of ranks that wrote the checkpoint. */
     public int getWorldSize() {
         return worldSize;
+    }
+
+    /** Returns the kinds of optimizer state saved with the trainable parameters. */
+    public List<String> getOptimizerKinds() {
+        return optimizerKinds;
     }
 
     /** Returns the tensors by name. */
@@ -116,6 +124,7 @@ public final class CheckpointMetadata {
     public static CheckpointMetadata describe(
             List<FlatParameter> flats, Map<Parameter, String> names, List<String> optimizerKinds) {
         CheckpointMetadata metadata = new CheckpointMetadata();
+        metadata.optimizerKinds = new ArrayList<>(optimizerKinds);
         for (FlatParameter flat : flats) {
             FlatLayout layout = flat.getLayout();
             metadata.worldSize = Math.max(metadata.worldSize, layout.getShardCount());
@@ -215,7 +224,10 @@ public final class CheckpointMetadata {
             throw new IOException(
                     file + " is not valid checkpoint metadata (truncated or corrupt JSON)", e);
         }
-        if (metadata == null || !FORMAT.equals(metadata.format) || metadata.tensors == null) {
+        if (metadata == null
+                || !FORMAT.equals(metadata.format)
+                || metadata.tensors == null
+                || metadata.optimizerKinds == null) {
             throw new IOException(file + " is not " + FORMAT + " metadata");
         }
         for (Map.Entry<String, Tensor> entry : metadata.tensors.entrySet()) {

@@ -60,7 +60,7 @@ public final class ShardSnapshot {
                                         + kind
                                         + " for "
                                         + flat.getId()
-                                        + ": save a checkpoint after an optimizer step");
+                                        + " though it does for other parameters");
                     }
                     add(
                             writer,

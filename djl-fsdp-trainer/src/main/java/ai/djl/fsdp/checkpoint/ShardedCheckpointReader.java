@@ -39,17 +39,15 @@ public final class ShardedCheckpointReader implements AutoCloseable {
 
     /**
      * Opens a complete checkpoint and checks it holds exactly these parameters, with their shapes,
-     * and the given optimizer state for the trainable ones.
+     * and the optimizer state its metadata lists for each trainable one.
      *
      * @param directory the checkpoint directory
      * @param parameters the model's parameters by dotted name
-     * @param optimizerKinds the optimizer state kinds the trainable parameters need
      * @return the reader
      * @throws IOException if the checkpoint is incomplete, does not fit the model, or a file is
      *     missing or truncated
      */
-    public static ShardedCheckpointReader open(
-            Path directory, Map<String, Parameter> parameters, List<String> optimizerKinds)
+    public static ShardedCheckpointReader open(Path directory, Map<String, Parameter> parameters)
             throws IOException {
         if (!Files.isDirectory(directory)) {
             throw new IOException("No checkpoint directory at " + directory);
@@ -65,7 +63,7 @@ public final class ShardedCheckpointReader implements AutoCloseable {
         ShardedCheckpointReader reader =
                 new ShardedCheckpointReader(directory, CheckpointMetadata.read(directory));
         try {
-            reader.check(parameters, optimizerKinds);
+            reader.check(parameters, reader.metadata.getOptimizerKinds());
             return reader;
         } catch (IOException | RuntimeException e) {
             reader.close();

@@ -27,6 +27,8 @@ import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -91,7 +93,7 @@ final class Checkpointing implements AutoCloseable {
             Files.createDirectories(staging);
         }
         group.barrier();
-        List<String> kinds = List.copyOf(OptimizerStates.arrayKinds(optimizer));
+        List<String> kinds = optimizerKinds();
         ShardSnapshot snapshot = ShardSnapshot.take(flats, names, optimizer, kinds, group.rank());
         CheckpointMetadata metadata =
                 group.rank() == 0 ? CheckpointMetadata.describe(flats, names, kinds) : null;
@@ -180,13 +182,18 @@ final class Checkpointing implements AutoCloseable {
      */
     TrainingState load(Path directory) throws IOException {
         await();
-        List<String> kinds =
-                flats.stream().anyMatch(FlatParameter::isTrainable)
-                        ? List.copyOf(OptimizerStates.arrayKinds(optimizer))
-                        : List.of();
         TrainingState state;
-        try (ShardedCheckpointReader reader =
-                ShardedCheckpointReader.open(directory, parameters, kinds)) {
+        try (ShardedCheckpointReader reader = ShardedCheckpointReader.open(directory, parameters)) {
+            List<String> kinds = reader.getMetadata().getOptimizerKinds();
+            if (!OptimizerStates.arrayKinds(optimizer).containsAll(kinds)) {
+                throw new IOException(
+                        directory
+                                + " holds "
+                                + kinds
+                                + " optimizer state, which "
+                                + optimizer.getClass().getSimpleName()
+                                + " does not keep: resume with the optimizer that saved it");
+            }
             state = TrainingState.read(directory.resolve(CheckpointDirectory.TRAINER_STATE));
             for (FlatParameter flat : flats) {
                 NDManager manager = flat.getShard().getManager();
@@ -219,6 +226,17 @@ final class Checkpointing implements AutoCloseable {
         restored.put("", largest);
         OptimizerStates.setUpdateCounts(optimizer, restored);
         return state;
+    }
+
+    /** The kinds of state the optimizer keeps for the trainable shards (none before a step). */
+    private List<String> optimizerKinds() {
+        Set<String> kinds = new TreeSet<>();
+        for (FlatParameter flat : flats) {
+            if (flat.isTrainable()) {
+                kinds.addAll(OptimizerStates.arrays(optimizer, flat.getId()).keySet());
+            }
+        }
+        return List.copyOf(kinds);
     }
 
     private NDArray readShard(

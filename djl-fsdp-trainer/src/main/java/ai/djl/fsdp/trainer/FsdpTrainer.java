@@ -291,6 +291,11 @@ public class FsdpTrainer extends Trainer {
         saveCheckpoint(directory, true, 0);
     }
 
+    /** Returns whether the last micro-batch completed an optimizer step. */
+    boolean isAtStepBoundary() {
+        return microBatches == 0;
+    }
+
     void saveCheckpoint(Path directory, boolean async, int keepNewest) throws IOException {
         if (microBatches != 0) {
             throw new IllegalStateException(
@@ -399,24 +404,21 @@ public class FsdpTrainer extends Trainer {
      */
     @Override
     public void close() {
-        if (checkpointing != null) {
+        if (sharded != null) {
+            rankConfig.getShardedModelListeners().forEach(listener -> listener.endTraining(this));
             try {
-                checkpointing.close();
+                checkpointing.close(); // a checkpoint still being written completes first
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             } finally {
-                checkpointing = null;
+                if (options.isGatherOnClose()) {
+                    sharded.unshard();
+                } else {
+                    sharded.restoreBlockTree();
+                }
+                sharded.close();
+                sharded = null;
             }
-        }
-        if (sharded != null) {
-            rankConfig.getFullModelListeners().forEach(listener -> listener.onTrainingEnd(this));
-            if (options.isGatherOnClose()) {
-                sharded.unshard();
-            } else {
-                sharded.restoreBlockTree();
-            }
-            sharded.close();
-            sharded = null;
         }
         super.close();
     }

@@ -9,7 +9,7 @@ import ai.djl.training.listener.TrainingListener;
  * every rank gathers them (a collective), rank 0 alone runs the listener (so one process writes the
  * files), and the shards are all that remains afterwards.
  */
-final class FullModelListener implements TrainingListener {
+final class FullModelListener implements ShardedModelListener {
 
     private final TrainingListener listener;
     private final boolean writer;
@@ -59,16 +59,20 @@ final class FullModelListener implements TrainingListener {
      */
     @Override
     public void onTrainingEnd(Trainer trainer) {
+        endTraining((FsdpTrainer) trainer);
+    }
+
+    @Override
+    public void endTraining(FsdpTrainer trainer) {
         if (ended) {
             return;
         }
         ended = true;
-        ((FsdpTrainer) trainer)
-                .withFullParameters(
-                        () -> {
-                            if (writer) {
-                                listener.onTrainingEnd(trainer);
-                            }
-                        });
+        trainer.withFullParameters(
+                () -> {
+                    if (writer) {
+                        listener.onTrainingEnd(trainer);
+                    }
+                });
     }
 }

@@ -27,7 +27,7 @@ final class RankScopedTrainingConfig implements TrainingConfig {
     private final TrainingConfig config;
     private final Device device;
     private final List<TrainingListener> listeners;
-    private final List<FullModelListener> fullModelListeners;
+    private final List<ShardedModelListener> shardedModelListeners;
 
     /**
      * Creates the rank's view.
@@ -41,22 +41,25 @@ final class RankScopedTrainingConfig implements TrainingConfig {
             TrainingConfig config, boolean logging, boolean writer, Device device) {
         this.config = config;
         this.device = device;
-        fullModelListeners = new ArrayList<>();
+        shardedModelListeners = new ArrayList<>();
         listeners = new ArrayList<>();
         for (TrainingListener listener : config.getTrainingListeners()) {
             if (listener instanceof SaveModelTrainingListener) {
                 FullModelListener full = new FullModelListener(listener, writer);
-                fullModelListeners.add(full);
+                shardedModelListeners.add(full);
                 listeners.add(full);
+            } else if (listener instanceof ShardedModelListener sharded) {
+                shardedModelListeners.add(sharded);
+                listeners.add(listener);
             } else if (logging || !(listener instanceof LoggingTrainingListener)) {
                 listeners.add(listener);
             }
         }
     }
 
-    /** Returns the listeners that read the whole model, which the trainer ends before closing. */
-    List<FullModelListener> getFullModelListeners() {
-        return fullModelListeners;
+    /** Returns the listeners that need the sharded model at training end, ended before close. */
+    List<ShardedModelListener> getShardedModelListeners() {
+        return shardedModelListeners;
     }
 
     @Override

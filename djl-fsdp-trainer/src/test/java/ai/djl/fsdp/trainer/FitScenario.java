@@ -49,17 +49,18 @@ final class FitScenario {
      * @param epochs how many epochs
      * @param shuffle whether DJL's sampler shuffles the global batches each epoch
      * @param gatherOnClose whether closing the FSDP trainer gathers the model back
+     * @param checkpoints where a {@link CheckpointListener} saves every step (keeping 2), or null
      */
-    record Variant(int epochs, boolean shuffle, boolean gatherOnClose) {
+    record Variant(int epochs, boolean shuffle, boolean gatherOnClose, Path checkpoints) {
 
         /** The plain fit: two epochs in a fixed order, the model gathered on close. */
-        static final Variant PLAIN = new Variant(EPOCHS, false, true);
+        static final Variant PLAIN = new Variant(EPOCHS, false, true, null);
 
         /** Three epochs reshuffled each epoch. */
-        static final Variant SHUFFLED = new Variant(3, true, true);
+        static final Variant SHUFFLED = new Variant(3, true, true, null);
 
         /** The model not gathered on close: only the checkpoint listener sees it whole. */
-        static final Variant NOT_GATHERED = new Variant(EPOCHS, false, false);
+        static final Variant NOT_GATHERED = new Variant(EPOCHS, false, false, null);
     }
 
     /**
@@ -120,6 +121,15 @@ final class FitScenario {
                         .addTrainingListeners(counter)
                         .addTrainingListeners(
                                 new SaveModelTrainingListener(checkpoints.toString()));
+        if (group != null && variant.checkpoints() != null) {
+            config.addTrainingListeners(
+                    CheckpointListener.builder()
+                            .setOutputDir(variant.checkpoints())
+                            .optSaveSteps(1)
+                            .optSaveTotalLimit(2)
+                            .optAsync(true)
+                            .build());
+        }
         try (Model model = Model.newInstance("tiny-lm", Device.cpu());
                 NDManager manager = NDManager.newBaseManager()) {
             model.setBlock(new TinyLm(0));

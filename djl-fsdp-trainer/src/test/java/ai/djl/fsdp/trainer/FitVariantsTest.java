@@ -2,9 +2,11 @@ package ai.djl.fsdp.trainer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.testing.RankProcesses;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -26,7 +28,8 @@ class FitVariantsTest {
                         .args(
                                 directory.toString(),
                                 ScenarioRankMain.FIT_SHUFFLED,
-                                ScenarioRankMain.FIT_NOT_GATHERED)
+                                ScenarioRankMain.FIT_NOT_GATHERED,
+                                ScenarioRankMain.FIT_CHECKPOINTED)
                         .timeout(Duration.ofMinutes(3))
                         .start()) {
             job.await().assertAllSucceeded();
@@ -43,13 +46,25 @@ class FitVariantsTest {
                 "training-end checkpoint without gather on close",
                 FitScenario.Variant.NOT_GATHERED,
                 ScenarioFiles.read(directory.resolve("2-rank0")));
+        // A checkpoint listener saved after every step in the background, kept the newest two.
+        int steps = FitScenario.EPOCHS * FitScenario.BATCHES;
+        assertEquals(
+                List.of(
+                        CheckpointDirectory.of(directory.resolve("checkpoints"), steps - 1),
+                        CheckpointDirectory.of(directory.resolve("checkpoints"), steps)),
+                CheckpointDirectory.list(directory.resolve("checkpoints")));
+        assertMatches(
+                "fit with a checkpoint listener",
+                FitScenario.Variant.PLAIN,
+                ScenarioFiles.read(directory.resolve("3-rank0")));
     }
 
     private static void assertMatches(
             String what, FitScenario.Variant variant, Scenario.Result rank0) throws Exception {
         FitScenario.Result reference =
                 FitScenario.fit(
-                        null, new FitScenario.Variant(variant.epochs(), variant.shuffle(), true));
+                        null,
+                        new FitScenario.Variant(variant.epochs(), variant.shuffle(), true, null));
         assertEquals(
                 variant.epochs() * FitScenario.BATCHES,
                 (int) rank0.losses()[0],

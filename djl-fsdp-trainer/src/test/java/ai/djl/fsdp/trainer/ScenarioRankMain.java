@@ -25,6 +25,11 @@ public final class ScenarioRankMain {
     /** The argument that runs {@link FitScenario} without gathering the model on close. */
     static final String FIT_NOT_GATHERED = "fit-not-gathered";
 
+    /**
+     * The argument that runs {@link FitScenario} with a checkpoint listener, into "checkpoints".
+     */
+    static final String FIT_CHECKPOINTED = "fit-checkpointed";
+
     private ScenarioRankMain() {}
 
     public static void main(String[] args) throws Exception {
@@ -38,6 +43,12 @@ public final class ScenarioRankMain {
                             case FIT -> FitScenario.Variant.PLAIN;
                             case FIT_SHUFFLED -> FitScenario.Variant.SHUFFLED;
                             case FIT_NOT_GATHERED -> FitScenario.Variant.NOT_GATHERED;
+                            case FIT_CHECKPOINTED ->
+                                    new FitScenario.Variant(
+                                            FitScenario.EPOCHS,
+                                            false,
+                                            true,
+                                            directory.resolve("checkpoints"));
                             default -> null;
                         };
                 if (variant != null) {

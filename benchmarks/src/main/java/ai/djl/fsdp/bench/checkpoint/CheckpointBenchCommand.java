@@ -32,6 +32,9 @@ public final class CheckpointBenchCommand implements Callable<Integer> {
     /** GPT-2's {@code n_positions}: the position table of the 124M model. */
     static final int POSITIONS = 1024;
 
+    /** The zoo model's own attention kernel: attention does not enter a checkpoint's cost. */
+    static final String ATTENTION = "explicit";
+
     @Mixin private BenchRanks ranks;
 
     @Option(
@@ -102,7 +105,8 @@ public final class CheckpointBenchCommand implements Callable<Integer> {
                         heads,
                         vocab,
                         sequence,
-                        batch);
+                        batch,
+                        CheckpointBenchCommand.ATTENTION);
         settings.check();
         if (sequence > POSITIONS || repeats < 1) {
             throw new IllegalArgumentException(

@@ -220,7 +220,8 @@ public final class CheckpointBenchRank implements Callable<Integer> {
                                 heads,
                                 vocab,
                                 sequence,
-                                batch)
+                                batch,
+                                CheckpointBenchCommand.ATTENTION)
                         .modelConfig()
                         .toJson();
         json.addProperty("n_positions", CheckpointBenchCommand.POSITIONS);

@@ -12,9 +12,12 @@ import picocli.CommandLine.Option;
  * {@code bin/fsdp bench train}: trains the model zoo's GPT-2 ({@code GPT2LMHeadModel} of {@code
  * --layers}, {@code --width}, {@code --heads}, {@code --vocab}, {@code n_positions = --seq},
  * dropout off) on random tokens on {@code --nproc} ranks of this machine and prints one line:
- * {@code sharding=S nproc=N tokens_per_s=.. step_ms=.. peak_rss_mb_per_rank=..
- * model_state_mb_per_rank=.. sent_mb_per_step=..}. The slowest rank's step time counts, and the
- * largest rank's memory.
+ * {@code sharding=S nproc=N attention=K tokens_per_s=.. step_ms=.. peak_rss_mb_per_rank=..
+ * model_state_mb_per_rank=.. sent_mb_per_step=.. model_gflops_per_s=.. peak_gflops=..
+ * peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..}. The slowest rank's step
+ * time counts, and the largest rank's memory. Before the ranks start it measures this machine's
+ * matrix-product rate per thread ({@link MatMulPeak}); the peak is that rate in the run's compute
+ * precision times the threads all ranks use.
  */
 @Command(
         name = "train",
@@ -84,6 +87,14 @@ public final class TrainBenchCommand implements Callable<Integer> {
             description = "Sequences per rank per step (default: ${DEFAULT-VALUE}).")
     private int batch;
 
+    @Option(
+            names = "--attention",
+            defaultValue = "explicit",
+            description =
+                    "The attention kernel: explicit (DJL operators) or sdpa (libtorch's fused"
+                            + " scaled-dot-product attention) (default: ${DEFAULT-VALUE}).")
+    private String attention;
+
     @Override
     public Integer call() throws IOException, InterruptedException {
         TrainBenchSettings settings =
@@ -97,11 +108,14 @@ public final class TrainBenchCommand implements Callable<Integer> {
                         heads,
                         vocab,
                         sequence,
-                        batch);
+                        batch,
+                        attention);
         settings.check();
+        // Measured before the ranks start, so that nothing else runs beside it.
+        MatMulPeak peak = MatMulPeak.measure();
         return ranks.run(
                 report -> TrainBenchRank.command(settings, report),
                 List.of("-Xmx1g"),
-                report -> TrainBenchReport.summarize(settings, report));
+                report -> TrainBenchReport.summarize(settings, peak, report));
     }
 }

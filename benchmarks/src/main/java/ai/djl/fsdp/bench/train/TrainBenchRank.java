@@ -16,6 +16,8 @@ import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.finetune.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Block;
+import ai.djl.fsdp.zoo.gpt2.GPT2LMHeadModel;
+import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -81,6 +83,9 @@ public final class TrainBenchRank implements Callable<Integer> {
     @Option(names = "--batch", required = true)
     private int batch;
 
+    @Option(names = "--attention", required = true)
+    private String attention;
+
     @Option(names = "--report", required = true)
     private Path report;
 
@@ -106,6 +111,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                 "--vocab=" + settings.vocab(),
                 "--seq=" + settings.sequence(),
                 "--batch=" + settings.batch(),
+                "--attention=" + settings.attention(),
                 "--report=" + report);
     }
 
@@ -124,7 +130,9 @@ public final class TrainBenchRank implements Callable<Integer> {
         Engine.getInstance().setRandomSeed(42);
         try (Model model = Model.newInstance("gpt2-bench", device);
                 ProcessGroup group = baseline ? null : ProcessGroups.init(env)) {
-            model.setBlock(settings(env).modelConfig().newModel());
+            GPT2LMHeadModel network = settings(env).modelConfig().newModel();
+            AttentionKernel.of(attention).applyTo(network);
+            model.setBlock(network);
             try (Trainer trainer = newTrainer(model, config, group)) {
                 trainer.initialize(new Shape(batch, sequence));
                 double stepMillis = timeSteps(trainer);
@@ -220,7 +228,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                 heads,
                 vocab,
                 sequence,
-                batch);
+                batch,
+                attention);
     }
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */

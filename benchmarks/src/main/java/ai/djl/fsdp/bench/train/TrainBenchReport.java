@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench.train;
 
+import ai.djl.fsdp.tensor.Precision;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -17,7 +18,8 @@ final class TrainBenchReport {
      * Returns the summary line: the slowest rank's step time (the job moves at its pace), the
      * largest rank's memory and traffic.
      */
-    static String summarize(TrainBenchSettings settings, Path report) throws IOException {
+    static String summarize(TrainBenchSettings settings, MatMulPeak peak, Path report)
+            throws IOException {
         Map<String, Double> worst = new HashMap<>();
         for (int rank = 0; rank < settings.nproc(); rank++) {
             String line =
@@ -30,16 +32,32 @@ final class TrainBenchReport {
         }
         double stepMillis = worst.get("step_ms");
         double tokens = (double) settings.nproc() * settings.batch() * settings.sequence();
+        double tokensPerSecond = tokens / (stepMillis / 1000);
+        double modelGflops = tokensPerSecond * settings.modelFlopsPerToken() / 1e9;
+        // Every rank runs cores / ranks intra-op threads (at least one), as the launcher sets.
+        int cores = Runtime.getRuntime().availableProcessors();
+        int threads = settings.nproc() * Math.max(1, cores / settings.nproc());
+        // The model computes in float32; mixed precision will pick its own rate here.
+        double peakGflops = peak.perThread(Precision.FLOAT32) * threads;
         return String.format(
                 Locale.ROOT,
-                "sharding=%s nproc=%d tokens_per_s=%.1f step_ms=%.1f peak_rss_mb_per_rank=%.1f"
-                        + " model_state_mb_per_rank=%.1f sent_mb_per_step=%.1f",
+                "sharding=%s nproc=%d attention=%s tokens_per_s=%.1f step_ms=%.1f"
+                        + " peak_rss_mb_per_rank=%.1f model_state_mb_per_rank=%.1f"
+                        + " sent_mb_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
+                        + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f"
+                        + " bf16_gflops_per_thread=%.1f",
                 settings.sharding(),
                 settings.nproc(),
-                tokens / (stepMillis / 1000),
+                settings.attention(),
+                tokensPerSecond,
                 stepMillis,
                 worst.get("peak_rss_mb"),
                 worst.get("model_state_mb"),
-                worst.get("sent_mb"));
+                worst.get("sent_mb"),
+                modelGflops,
+                peakGflops,
+                modelGflops / peakGflops,
+                peak.float32(),
+                peak.bfloat16());
     }
 }

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import com.google.gson.JsonObject;
 import java.util.Set;
 
@@ -17,6 +18,7 @@ import java.util.Set;
  * @param vocab vocabulary size ({@code vocab_size})
  * @param sequence tokens per sequence, also the model's {@code n_positions}
  * @param batch sequences per rank per step
+ * @param attention the zoo's attention kernel, {@code explicit} or {@code sdpa}
  */
 public record TrainBenchSettings(
         int nproc,
@@ -28,7 +30,8 @@ public record TrainBenchSettings(
         int heads,
         int vocab,
         int sequence,
-        int batch) {
+        int batch,
+        String attention) {
 
     /**
      * Rejects settings the benchmark cannot run with, before any rank starts.
@@ -54,10 +57,31 @@ public record TrainBenchSettings(
             throw new IllegalArgumentException(
                     "--layers, --width, --heads, --seq and --batch must be positive, --vocab > 1");
         }
+        try {
+            AttentionKernel.of(attention);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--attention: " + e.getMessage(), e);
+        }
         if (width % heads != 0) {
             throw new IllegalArgumentException(
                     "--width " + width + " must be a multiple of --heads " + heads);
         }
+    }
+
+    /**
+     * Returns the model FLOPs of training on one token: the matrix products of forward, three times
+     * (backward computes two products per forward product). Forward per layer: {@code 24 C^2} (the
+     * projections and the MLP) and {@code 4 T C} (scores and weighted values, counted in full
+     * although causal attention needs half, as PaLM's model FLOPs utilization counts them); the
+     * tied head {@code 2 C V}. Recompute is not counted: these are the model's FLOPs, not the
+     * hardware's.
+     *
+     * @return FLOPs per token
+     */
+    double modelFlopsPerToken() {
+        double c = width;
+        double perLayer = 24 * c * c + 4.0 * sequence * c;
+        return 3 * (layers * perLayer + 2 * c * vocab);
     }
 
     /**

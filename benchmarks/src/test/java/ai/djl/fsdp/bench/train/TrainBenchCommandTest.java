@@ -17,11 +17,14 @@ class TrainBenchCommandTest {
 
     private static final Pattern LINE =
             Pattern.compile(
-                    "sharding=(\\w+) nproc=(\\d) tokens_per_s=[\\d.]+ step_ms=[\\d.]+"
-                            + " peak_rss_mb_per_rank=[\\d.]+ model_state_mb_per_rank=([\\d.]+)"
-                            + " sent_mb_per_step=([\\d.]+)");
+                    "sharding=(\\w+) nproc=(\\d) attention=(\\w+) tokens_per_s=[\\d.]+"
+                            + " step_ms=[\\d.]+ peak_rss_mb_per_rank=[\\d.]+"
+                            + " model_state_mb_per_rank=([\\d.]+) sent_mb_per_step=([\\d.]+)"
+                            + " model_gflops_per_s=[\\d.]+ peak_gflops=([\\d.]+)"
+                            + " peak_fraction=[\\d.]+ fp32_gflops_per_thread=[\\d.]+"
+                            + " bf16_gflops_per_thread=[\\d.]+");
 
-    private static Matcher run(String nproc, String sharding) {
+    private static Matcher run(String nproc, String sharding, String attention) {
         StringWriter out = new StringWriter();
         CommandLine fsdp = Fsdp.commandLine();
         fsdp.setOut(new PrintWriter(out, true));
@@ -49,6 +52,8 @@ class TrainBenchCommandTest {
                         "8",
                         "--batch",
                         "2",
+                        "--attention",
+                        attention,
                         "--jvm-opt=-Xmx256m");
         assertEquals(0, code, out.toString());
         Matcher matcher = LINE.matcher(out.toString().trim());
@@ -59,12 +64,15 @@ class TrainBenchCommandTest {
     @Test
     @Timeout(300)
     void fullShardHoldsHalfTheBaselinesModelStateOnTwoRanks() {
-        Matcher baseline = run("1", "NONE");
-        Matcher sharded = run("2", "FULL_SHARD");
-        double baselineState = Double.parseDouble(baseline.group(3));
-        double shardedState = Double.parseDouble(sharded.group(3));
-        assertEquals(0.0, Double.parseDouble(baseline.group(4)));
-        assertTrue(Double.parseDouble(sharded.group(4)) > 0, "FULL_SHARD sends");
+        Matcher baseline = run("1", "NONE", "explicit");
+        // The fused attention computes the same model: it changes neither state nor traffic.
+        Matcher sharded = run("2", "FULL_SHARD", "sdpa");
+        assertEquals("sdpa", sharded.group(3));
+        double baselineState = Double.parseDouble(baseline.group(4));
+        double shardedState = Double.parseDouble(sharded.group(4));
+        assertEquals(0.0, Double.parseDouble(baseline.group(5)));
+        assertTrue(Double.parseDouble(sharded.group(5)) > 0, "FULL_SHARD sends");
+        assertTrue(Double.parseDouble(sharded.group(6)) > 0, "the peak is measured");
         // Half, plus at most one padding element per flat parameter.
         assertEquals(baselineState / 2, shardedState, 0.1);
     }

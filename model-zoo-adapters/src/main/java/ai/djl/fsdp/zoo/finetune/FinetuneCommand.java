@@ -59,6 +59,7 @@ public final class FinetuneCommand implements Subcommand {
     @Mixin private FinetuneArguments args;
     @Mixin private FsdpArguments fsdp;
     @Mixin private HubCompatibility hub;
+    @Mixin private CheckpointArguments checkpoints;
 
     private final Set<String> notes = new LinkedHashSet<>();
     private boolean rankZero = true;
@@ -74,6 +75,7 @@ public final class FinetuneCommand implements Subcommand {
         Path checkpoint = Path.of(args.modelNameOrPath);
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
         validate(checkpoint, fromCheckpoint);
+        this.checkpoints.check();
         if (env.rank() == 0) {
             OutputDirectory.check(args.outputDir, args.overwriteOutputDir); // before training
         }
@@ -119,7 +121,9 @@ public final class FinetuneCommand implements Subcommand {
                 RunReport report = new RunReport(recipe, args.outputDir);
                 MetricsLog metrics = new MetricsLog(report.metricsFile())) {
             print(report.describe(lm, lora != null));
-            TrainingLoop loop = new TrainingLoop(recipe, trainer, metrics, this::print);
+            TrainingLoop loop =
+                    new TrainingLoop(recipe, trainer, metrics, checkpoints, this::print);
+            loop.resume();
             Evaluation.ExactMatch before = exactMatch(recipe, loop, "before training");
             TrainingLoop.Outcome outcome = loop.run();
             Evaluation.ExactMatch after = exactMatch(recipe, loop, "after training");

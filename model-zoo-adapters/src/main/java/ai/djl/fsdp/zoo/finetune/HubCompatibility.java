@@ -10,12 +10,6 @@ import picocli.CommandLine.Option;
  */
 final class HubCompatibility {
 
-    @Option(names = "--save_strategy", description = "Accepted; the model is saved at the end.")
-    String saveStrategy;
-
-    @Option(names = "--save_steps", description = "Accepted; the model is saved at the end.")
-    Integer saveSteps;
-
     @Option(
             names = "--push_to_hub",
             arity = "0..1",
@@ -106,9 +100,6 @@ final class HubCompatibility {
             note.accept(
                     "--use_flash_attn: no flash-attention kernel here; the zoo's attention"
                             + " (matmul, causal mask, softmax) runs");
-        }
-        if ((saveStrategy != null && !"no".equals(saveStrategy)) || saveSteps != null) {
-            note.accept("--save_strategy: the model is saved once, at the end of training");
         }
         if (reportTo != null && !"none".equals(reportTo)) {
             note.accept("--report_to " + reportTo + ": metrics go to metrics.jsonl instead");

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileSystemException;
@@ -135,6 +136,7 @@ final class OutputDirectory {
             if (merge) {
                 mergeInto(staging);
             } else {
+                carryCheckpoints(staging);
                 swapIn(staging);
             }
         } catch (IOException e) {
@@ -171,6 +173,23 @@ final class OutputDirectory {
             throw refuse(refusal);
         }
         return true;
+    }
+
+    /**
+     * Moves the complete checkpoints of the run (or of the run it resumed) from the output being
+     * replaced into the new one, so that replacing the output never deletes them.
+     */
+    private void carryCheckpoints(Path staging) throws IOException {
+        if (!Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
+        for (Path checkpoint : CheckpointDirectory.list(target)) {
+            Files.move(
+                    checkpoint,
+                    staging.resolve(checkpoint.getFileName()),
+                    StandardCopyOption.ATOMIC_MOVE);
+        }
+        OutputMarker.write(staging);
     }
 
     /** Puts the staging directory at the target, keeping the old one aside until that is done. */

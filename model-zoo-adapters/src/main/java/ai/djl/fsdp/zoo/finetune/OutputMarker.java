@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import com.google.gson.Gson;
 import com.google.gson.JsonParseException;
 import java.io.IOException;
@@ -42,29 +43,51 @@ final class OutputMarker {
     }
 
     /**
-     * Returns whether a directory is the tool's output: it has a marker and every other entry in it
-     * is one the marker lists.
+     * Returns whether a directory is the tool's output: every entry in it is one its marker lists,
+     * or one of the tool's checkpoints (written during a run, before the marker).
      *
      * @param directory an existing directory
      * @return true if replacing it deletes only what the tool wrote
      * @throws IOException if the directory cannot be listed
      */
     static boolean ownsAll(Path directory) throws IOException {
+        List<String> listed = List.of();
         Path file = directory.resolve(FILE);
-        if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
-            return false;
+        if (Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+            try {
+                OutputMarker marker =
+                        GSON.fromJson(
+                                Files.readString(file, StandardCharsets.UTF_8), OutputMarker.class);
+                if (marker == null || marker.entries == null) {
+                    return false;
+                }
+                listed = marker.entries;
+            } catch (IOException | JsonParseException e) {
+                return false;
+            }
         }
-        OutputMarker marker;
-        try {
-            marker =
-                    GSON.fromJson(
-                            Files.readString(file, StandardCharsets.UTF_8), OutputMarker.class);
-        } catch (IOException | JsonParseException e) {
-            return false;
+        for (String entry : entriesOf(directory)) {
+            if (!listed.contains(entry) && !isCheckpoint(directory.resolve(entry))) {
+                return false;
+            }
         }
-        return marker != null
-                && marker.entries != null
-                && marker.entries.containsAll(entriesOf(directory));
+        return true;
+    }
+
+    /**
+     * Returns whether a path is one of the tool's checkpoints: a complete {@code checkpoint-<step>}
+     * directory, or the staging directory of one that was being written.
+     *
+     * @param path an entry of an output directory
+     * @return true if the tool wrote it
+     */
+    static boolean isCheckpoint(Path path) {
+        String name = path.getFileName().toString();
+        if (CheckpointDirectory.step(path).isPresent()) {
+            return CheckpointDirectory.isComplete(path);
+        }
+        return name.startsWith("." + CheckpointDirectory.PREFIX)
+                && (name.endsWith(".incomplete") || name.endsWith(".previous"));
     }
 
     /** The names in a directory, except the marker itself. */

@@ -1,5 +1,7 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import ai.djl.fsdp.checkpoint.CheckpointDirectory;
+import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
@@ -11,6 +13,8 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.training.GradientCollector;
 import com.google.gson.JsonObject;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.Locale;
 import java.util.function.Consumer;
 
@@ -36,21 +40,27 @@ final class TrainingLoop {
     private final FsdpTrainer trainer;
     private final ProcessGroup group;
     private final MetricsLog metrics;
+    private final CheckpointArguments checkpoints;
     private final Consumer<String> print;
     private final Evaluation evaluation;
     private final Outcome outcome = new Outcome();
+    private final DistributedSampler sampler;
+    private int resumedSteps;
 
     TrainingLoop(
             FinetuneRecipe recipe,
             FsdpTrainer trainer,
             MetricsLog metrics,
+            CheckpointArguments checkpoints,
             Consumer<String> print) {
         this.recipe = recipe;
         this.trainer = trainer;
         this.group = recipe.group;
         this.metrics = metrics;
+        this.checkpoints = checkpoints;
         this.print = print;
         this.evaluation = new Evaluation(trainer, group);
+        this.sampler = recipe.trainSampler();
     }
 
     /** Returns the evaluation, for the exact-match checks around the run. */
@@ -63,17 +73,19 @@ final class TrainingLoop {
      *
      * @return the run's figures
      */
-    Outcome run() {
+    Outcome run() throws IOException {
         FinetuneArguments args = recipe.args;
-        DistributedSampler sampler = recipe.trainSampler();
         boolean rankZero = group.rank() == 0;
         long tokens = 0;
         double seconds = 0;
         double lossSum = 0;
         int lossCount = 0;
-        evaluate(0, 0);
+        int first = resumedSteps + 1;
+        if (first == 1) {
+            evaluate(0, 0);
+        }
         try (Progress progress = Progress.open(recipe.totalSteps, rankZero)) {
-            for (int step = 1; step <= recipe.totalSteps; step++) {
+            for (int step = first; step <= recipe.totalSteps; step++) {
                 if (sampler.getBatchesPerEpoch() - sampler.getBatchesRead()
                         < args.gradientAccumulationSteps) {
                     sampler.nextEpoch();
@@ -130,11 +142,59 @@ final class TrainingLoop {
                 if (evaluated || step == recipe.totalSteps) {
                     evaluate(step, epoch);
                 }
+                if (checkpoints.savesAfter(step, epochEnd)) {
+                    saveCheckpoint(step);
+                }
             }
         }
         outcome.steps = recipe.totalSteps;
         outcome.tokensPerSecond = tokens / Math.max(seconds, 1e-9);
         return outcome;
+    }
+
+    /**
+     * Loads the checkpoint the run resumes from (--resume_from_checkpoint), if any: the model, the
+     * optimizer, the schedule's and the sampler's positions; {@link #run} goes on from there.
+     *
+     * @throws IOException if the checkpoint cannot be read or does not fit
+     */
+    void resume() throws IOException {
+        Path directory = checkpoints.resumeDirectory(recipe.args.outputDir);
+        if (directory == null) {
+            return;
+        }
+        trainer.loadCheckpoint(directory);
+        TrainingState state = trainer.getTrainingState();
+        String epoch = state.getExtras().get(CheckpointArguments.SAMPLER_EPOCH);
+        String batches = state.getExtras().get(CheckpointArguments.SAMPLER_BATCHES);
+        if (epoch == null || batches == null) {
+            throw new IllegalArgumentException(
+                    "--resume_from_checkpoint "
+                            + directory
+                            + " records no data position (it was not saved by bin/fsdp"
+                            + " finetune); resume from a checkpoint-<step> of a finetune run");
+        }
+        sampler.seek(Integer.parseInt(epoch), Integer.parseInt(batches));
+        resumedSteps = (int) state.getStep();
+        print.accept("resumed from " + directory + " after step " + resumedSteps);
+    }
+
+    /**
+     * Saves {@code output_dir/checkpoint-<step>}, with the sampler's position; rotates old ones.
+     */
+    private void saveCheckpoint(int step) throws IOException {
+        TrainingState state = trainer.getTrainingState();
+        state.getExtras()
+                .put(CheckpointArguments.SAMPLER_EPOCH, Integer.toString(sampler.getEpoch()));
+        state.getExtras()
+                .put(
+                        CheckpointArguments.SAMPLER_BATCHES,
+                        Integer.toString(sampler.getBatchesRead()));
+        Path outputDir = recipe.args.outputDir;
+        trainer.saveCheckpoint(CheckpointDirectory.of(outputDir, step));
+        if (group.rank() == 0 && checkpoints.saveTotalLimit != null) {
+            CheckpointDirectory.keepNewest(outputDir, checkpoints.saveTotalLimit);
+        }
     }
 
     private boolean logs(int step, boolean epochEnd) {

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.gpt2;
 
 import ai.djl.fsdp.zoo.nn.Attention;
+import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -12,8 +13,9 @@ import ai.djl.util.PairList;
  * {@code c_proj} back. Inputs {@code (x [B, T, C], bias [B or 1, 1, T, S] [, pastK, pastV])};
  * outputs {@code (y)}, or {@code (y, keys, values)} when past keys and values were given.
  */
-public final class GPT2Attention extends HfBlock {
+public final class GPT2Attention extends HfBlock implements AttentionKernel.SelfAttention {
 
+    private AttentionKernel kernel = AttentionKernel.EXPLICIT;
     private final int heads;
     private final float attentionDropout;
     private final float residualDropout;
@@ -26,6 +28,11 @@ public final class GPT2Attention extends HfBlock {
         heads = config.numHeads();
         attentionDropout = config.attentionDropout();
         residualDropout = config.residualDropout();
+    }
+
+    @Override
+    public void setKernel(AttentionKernel kernel) {
+        this.kernel = kernel;
     }
 
     @Override
@@ -43,7 +50,7 @@ public final class GPT2Attention extends HfBlock {
             k = Attention.appendToPast(past.get(0), k);
             v = Attention.appendToPast(past.get(1), v);
         }
-        NDArray y = Attention.scaledDotProduct(q, k, v, bias, attentionDropout, training);
+        NDArray y = Attention.scaledDotProduct(kernel, q, k, v, bias, attentionDropout, training);
         y = call("c_proj", ps, Attention.mergeHeads(y), training);
         y = Attention.dropout(y, residualDropout, training);
         return past == null ? new NDList(y) : new NDList(y, k, v);

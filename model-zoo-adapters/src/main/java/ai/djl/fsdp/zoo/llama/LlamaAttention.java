@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.llama;
 
 import ai.djl.fsdp.zoo.nn.Attention;
+import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.fsdp.zoo.nn.Linear;
 import ai.djl.ndarray.NDArray;
@@ -12,10 +13,12 @@ import ai.djl.util.PairList;
  * Llama's grouped-query self-attention with rotary embeddings. Inputs {@code (x [B, T, C], bias [B
  * or 1, 1, T, S], cos, sin [, pastK, pastV])}; outputs {@code (y)}, or {@code (y, keys, values)}
  * when past keys and values were given. The cache holds the rotated keys of the key-value heads,
- * before they are repeated for the query groups.
+ * before they are repeated for the query groups. The kernel is {@link AttentionKernel#EXPLICIT}
+ * unless set.
  */
-public final class LlamaAttention extends HfBlock {
+public final class LlamaAttention extends HfBlock implements AttentionKernel.SelfAttention {
 
+    private AttentionKernel kernel = AttentionKernel.EXPLICIT;
     private final int heads;
     private final int kvHeads;
 
@@ -31,6 +34,11 @@ public final class LlamaAttention extends HfBlock {
         addChild("o_proj", new Linear(qWidth, width, bias, std));
         heads = config.numHeads();
         kvHeads = config.numKeyValueHeads();
+    }
+
+    @Override
+    public void setKernel(AttentionKernel kernel) {
+        this.kernel = kernel;
     }
 
     @Override
@@ -57,7 +65,7 @@ public final class LlamaAttention extends HfBlock {
         int groups = heads / kvHeads;
         NDArray keys = groups == 1 ? k : k.repeat(1, groups);
         NDArray values = groups == 1 ? v : v.repeat(1, groups);
-        NDArray y = Attention.scaledDotProduct(q, keys, values, bias, 0, training);
+        NDArray y = Attention.scaledDotProduct(kernel, q, keys, values, bias, 0, training);
         y = call("o_proj", ps, Attention.mergeHeads(y), training);
         return past == null ? new NDList(y) : new NDList(y, k, v);
     }

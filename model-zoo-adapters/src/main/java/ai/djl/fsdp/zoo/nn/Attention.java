@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.nn;
 
+import ai.djl.fsdp.tensor.FusedAttention;
 import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -46,18 +47,35 @@ public final class Attention {
 
     /**
      * Computes {@code softmax(q k^T / sqrt(D) + bias) v}, with dropout on the attention weights in
-     * training.
+     * training. Both kernels give the same outputs; a query that sees no key at all (a left-padding
+     * position) gets different gradients from the two, so such positions must carry no loss.
      *
+     * @param kernel how to compute it
      * @param q queries {@code [B, H, T, D]}
      * @param k keys {@code [B, H, S, D]}
      * @param v values {@code [B, H, S, D]}
-     * @param bias the additive mask {@code [B, 1, T, S]} or {@code [1, 1, T, S]}
+     * @param bias the additive mask {@link #causalBias} made: {@code [B, 1, T, S]} with a padding
+     *     mask, or {@code [1, 1, T, S]} without (the plain causal mask when {@code T == S})
      * @param dropout the dropout probability on the weights
      * @param training whether this is a training pass
      * @return the outputs {@code [B, H, T, D]}
      */
     public static NDArray scaledDotProduct(
-            NDArray q, NDArray k, NDArray v, NDArray bias, float dropout, boolean training) {
+            AttentionKernel kernel,
+            NDArray q,
+            NDArray k,
+            NDArray v,
+            NDArray bias,
+            float dropout,
+            boolean training) {
+        if (kernel == AttentionKernel.SDPA) {
+            Shape b = bias.getShape();
+            // Without a padding mask or a cache, the bias is exactly the causal mask: the kernel's
+            // own flag lets it skip the blocks above the diagonal.
+            boolean causal = b.get(0) == 1 && b.get(2) == b.get(3);
+            double p = training ? dropout : 0;
+            return FusedAttention.scaledDotProduct(q, k, v, causal ? null : bias, p, causal);
+        }
         NDArray scale = OwnedArrays.scalar(q, (float) (1 / Math.sqrt(q.getShape().get(3))));
         NDArray scores = q.matMul(k.transpose(0, 1, 3, 2)).mul(scale).add(bias);
         return dropout(scores.softmax(-1), dropout, training).matMul(v);

@@ -1,0 +1,263 @@
+package ai.djl.fsdp.tensor;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.pytorch.engine.PtNDArray;
+import ai.djl.pytorch.engine.PtNDManager;
+import com.sun.jna.ptr.IntByReference;
+import com.sun.jna.ptr.LongByReference;
+import java.util.Locale;
+import java.util.function.ToIntFunction;
+
+/**
+ * The floating-point types of mixed precision, and the one safe way to make arrays of them and cast
+ * arrays between them.
+ *
+ * <p>DJL's JNI aborts the JVM (a bare C++ {@code throw;}) when a creation or cast call ({@code
+ * zeros}, {@code create}, {@code toType}, ...) is given {@code DataType.BFLOAT16}; and DJL reads a
+ * bfloat16 array's type as {@code UNKNOWN}, which it cannot create either. So arrays of these types
+ * are made here through libtorch's C shim ({@code empty_strided}, then {@code copy_} for values),
+ * which autograd sees as an ordinary copy: a cast is differentiable. Code that takes an element
+ * type from an array or a setting and hands it to DJL passes it through {@link #djlType} first,
+ * which throws instead of letting the JVM die; {@link #cast(NDArray, DataType)} is the cast to use
+ * everywhere.
+ */
+public enum Precision {
+    /** IEEE single precision: master weights, optimizer state, loss. */
+    FLOAT32(DataType.FLOAT32, "fp32", AotiTorch::aoti_torch_dtype_float32),
+    /** bfloat16: float32's range, 8 significant bits. */
+    BFLOAT16(DataType.BFLOAT16, "bf16", AotiTorch::aoti_torch_dtype_bfloat16),
+    /** IEEE half precision: 11 significant bits, range to 65504 (needs loss scaling). */
+    FLOAT16(DataType.FLOAT16, "fp16", AotiTorch::aoti_torch_dtype_float16);
+
+    private final DataType dataType;
+    private final String shortName;
+    private final ToIntFunction<AotiTorch> shimType;
+
+    Precision(DataType dataType, String shortName, ToIntFunction<AotiTorch> shimType) {
+        this.dataType = dataType;
+        this.shortName = shortName;
+        this.shimType = shimType;
+    }
+
+    /**
+     * Returns the precision of a setting's value: {@code fp32}, {@code bf16}, {@code fp16} (as
+     * Accelerate's {@code mixed_precision} and the command line name them; Accelerate's {@code no}
+     * is {@code fp32}), or {@code float32}, {@code bfloat16}, {@code float16}, in any case.
+     *
+     * @param name the value
+     * @return the precision
+     * @throws IllegalArgumentException naming the accepted values
+     */
+    public static Precision of(String name) {
+        String key = name.trim().toLowerCase(Locale.ROOT);
+        for (Precision precision : values()) {
+            if (precision.shortName.equals(key) || precision.name().equalsIgnoreCase(key)) {
+                return precision;
+            }
+        }
+        if ("no".equals(key)) {
+            return FLOAT32;
+        }
+        throw new IllegalArgumentException(
+                "precision '"
+                        + name
+                        + "' is not one of fp32, bf16, fp16 (or float32, bfloat16,"
+                        + " float16)");
+    }
+
+    /**
+     * Returns the precision of an element type.
+     *
+     * @param type {@code FLOAT32}, {@code BFLOAT16} or {@code FLOAT16}
+     * @return the precision
+     * @throws IllegalArgumentException for any other type
+     */
+    public static Precision of(DataType type) {
+        for (Precision precision : values()) {
+            if (precision.dataType == type) {
+                return precision;
+            }
+        }
+        throw new IllegalArgumentException(
+                "element type "
+                        + type
+                        + " is not a mixed-precision type (float32, bfloat16, float16)");
+    }
+
+    /**
+     * Returns the precision of an array as libtorch knows it (bfloat16 included), or null for any
+     * other element type.
+     *
+     * @param array a PyTorch-engine array
+     * @return its precision, or null
+     */
+    public static Precision ofArray(NDArray array) {
+        AotiTorch torch = AotiTorch.cpu();
+        IntByReference dtype = new IntByReference();
+        TensorMemory.check(
+                torch.aoti_torch_get_dtype(TensorMemory.handle(array), dtype),
+                "aoti_torch_get_dtype");
+        for (Precision precision : values()) {
+            if (precision.shimType.applyAsInt(torch) == dtype.getValue()) {
+                return precision;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Returns {@code type} if DJL may create arrays of it or cast to it: the guard before every DJL
+     * creation or cast call whose type comes from an array or a setting.
+     *
+     * @param type the element type
+     * @param role how the caller names the array in the error, such as {@code "gradient buffer"}
+     * @return {@code type}
+     * @throws IllegalArgumentException for {@code BFLOAT16}, {@code UNKNOWN} (what DJL reads from a
+     *     bfloat16 array) or null, on which DJL's JNI would abort the JVM
+     */
+    public static DataType djlType(DataType type, String role) {
+        if (type == null || type == DataType.BFLOAT16 || type == DataType.UNKNOWN) {
+            throw new IllegalArgumentException(
+                    "The "
+                            + role
+                            + " has element type "
+                            + type
+                            + ", which DJL cannot create or cast to (its JNI aborts the JVM): make"
+                            + " it with Precision.empty/zeros/cast, which use libtorch's C shim");
+        }
+        return type;
+    }
+
+    /**
+     * Casts an array to any element type without ever handing DJL a type it aborts on: the three
+     * floating types go through the shim, other types through DJL's {@code toType} after {@link
+     * #djlType}.
+     *
+     * @param array a PyTorch-engine array of any type, bfloat16 included
+     * @param type the target type
+     * @return {@code array} itself when it already has the type, else a new contiguous array in its
+     *     manager and on its device (recorded by autograd when {@code array} requires gradients)
+     * @throws IllegalArgumentException for {@code UNKNOWN} or null
+     */
+    public static NDArray cast(NDArray array, DataType type) {
+        for (Precision precision : values()) {
+            if (precision.dataType == type) {
+                return precision.cast(array);
+            }
+        }
+        return array.toType(djlType(type, "cast target"), false);
+    }
+
+    /**
+     * Returns DJL's element type of this precision; hand it only to {@link #cast(NDArray,
+     * DataType)} and {@link #of(DataType)}, never to DJL itself (see {@link #djlType}).
+     *
+     * @return the element type
+     */
+    public DataType getDataType() {
+        return dataType;
+    }
+
+    /**
+     * Returns the short name: {@code fp32}, {@code bf16} or {@code fp16}.
+     *
+     * @return the name
+     */
+    public String getName() {
+        return shortName;
+    }
+
+    /**
+     * Returns the bytes of one element.
+     *
+     * @return 4 or 2
+     */
+    public int getBytes() {
+        return dataType.getNumOfBytes();
+    }
+
+    /**
+     * Creates an uninitialised contiguous array of this precision on the manager's device.
+     *
+     * @param manager the PyTorch-engine manager that will own the array
+     * @param shape the shape
+     * @return the new array
+     */
+    public NDArray empty(NDManager manager, Shape shape) {
+        return empty(manager, shape, manager.getDevice());
+    }
+
+    /**
+     * Creates an array of zeros of this precision on the manager's device.
+     *
+     * @param manager the PyTorch-engine manager that will own the array
+     * @param shape the shape
+     * @return the new array
+     */
+    public NDArray zeros(NDManager manager, Shape shape) {
+        NDArray zeros = empty(manager, shape);
+        try (NDArray zero = manager.zeros(new Shape(), DataType.FLOAT32)) {
+            TensorMemory.copy(zero, zeros);
+        }
+        return zeros;
+    }
+
+    /**
+     * Returns the array in this precision, rounding to nearest even.
+     *
+     * @param array a PyTorch-engine array of any numeric type, bfloat16 included
+     * @return {@code array} itself when it already has this precision, else a new contiguous array
+     *     in its manager and on its device (recorded by autograd when {@code array} requires
+     *     gradients)
+     */
+    public NDArray cast(NDArray array) {
+        if (ofArray(array) == this) {
+            return array;
+        }
+        NDArray target = empty(array.getManager(), array.getShape(), array.getDevice());
+        TensorMemory.copy(array, target);
+        return target;
+    }
+
+    /** The shim's {@code int32_t} code of this type. */
+    int shimType(AotiTorch torch) {
+        return shimType.applyAsInt(torch);
+    }
+
+    private NDArray empty(NDManager manager, Shape shape, Device device) {
+        if (!(manager instanceof PtNDManager)) {
+            throw new IllegalArgumentException(
+                    "Precision needs a PyTorch-engine NDManager, got "
+                            + manager.getClass().getName());
+        }
+        AotiTorch torch = AotiTorch.cpu();
+        long[] sizes = shape.getShape();
+        long[] strides = new long[sizes.length];
+        long stride = 1;
+        for (int axis = sizes.length - 1; axis >= 0; axis--) {
+            strides[axis] = stride;
+            stride *= sizes[axis];
+        }
+        int deviceType =
+                device.isGpu()
+                        ? torch.aoti_torch_device_type_cuda()
+                        : torch.aoti_torch_device_type_cpu();
+        int deviceIndex = device.isGpu() ? device.getDeviceId() : 0;
+        LongByReference tensor = new LongByReference();
+        TensorMemory.check(
+                torch.aoti_torch_empty_strided(
+                        sizes.length,
+                        sizes,
+                        strides,
+                        shimType.applyAsInt(torch),
+                        deviceType,
+                        deviceIndex,
+                        tensor),
+                "aoti_torch_empty_strided");
+        return new PtNDArray((PtNDManager) manager, tensor.getValue());
+    }
+}

@@ -1,0 +1,154 @@
+package ai.djl.fsdp.tensor;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.Device;
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.GradientCollector;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Arrays of the reduced precisions made and cast through the shim. Tolerances: one rounding of a
+ * value errs by at most 2^-8 relative in bfloat16 (8 significant bits) and 2^-11 in float16; a
+ * product of K-term dot products whose operands were rounded errs by about twice that relative to
+ * the magnitude of the terms (the sums are accumulated in float32), checked against 2^-7 and 2^-10
+ * of the largest |a||b| row-column product.
+ */
+class PrecisionTest {
+
+    private NDManager manager;
+
+    @BeforeEach
+    void openManager() {
+        manager = NDManager.newBaseManager(Device.cpu(), "PyTorch");
+        manager.getEngine().setRandomSeed(11);
+    }
+
+    @AfterEach
+    void closeManager() {
+        manager.close();
+    }
+
+    @ParameterizedTest
+    @EnumSource(
+            value = Precision.class,
+            names = {"BFLOAT16", "FLOAT16"})
+    void reducedMatMulIsWithinRoundingOfFloat32(Precision precision) {
+        NDArray a = manager.randomNormal(new Shape(64, 96));
+        NDArray b = manager.randomNormal(new Shape(96, 48));
+        NDArray exact = a.matMul(b);
+
+        NDArray product = precision.cast(a).matMul(precision.cast(b));
+        assertEquals(precision, Precision.ofArray(product));
+        NDArray back = Precision.cast(product, DataType.FLOAT32);
+        float scale = a.abs().matMul(b.abs()).max().getFloat();
+        float error = back.sub(exact).abs().max().getFloat();
+        float tolerance = precision == Precision.BFLOAT16 ? 1f / 128 : 1f / 1024;
+        assertTrue(error <= tolerance * scale, "error " + error + " of scale " + scale);
+        assertTrue(error > 0, "the product was not computed in " + precision);
+    }
+
+    @Test
+    void roundTripsKeepWhatTheFormatHolds() {
+        float[] values = {0f, 1f, -2.5f, 3.140625f, 65504f, 1e-3f, 1e30f, -7.0e-20f};
+        NDArray source = manager.create(values);
+        // Each step rounds to nearest: relative error within half an ulp of the narrower format.
+        for (Precision precision : new Precision[] {Precision.BFLOAT16, Precision.FLOAT16}) {
+            NDArray reduced = precision.cast(source);
+            float[] back = Precision.cast(reduced, DataType.FLOAT32).toFloatArray();
+            float ulp = precision == Precision.BFLOAT16 ? 1f / 256 : 1f / 2048;
+            for (int i = 0; i < values.length; i++) {
+                boolean representable =
+                        precision == Precision.BFLOAT16 || Math.abs(values[i]) <= 65504f;
+                boolean normal = precision == Precision.BFLOAT16 || Math.abs(values[i]) >= 6.1e-5f;
+                if (representable && normal) {
+                    assertEquals(values[i], back[i], Math.abs(values[i]) * ulp, "value " + i);
+                }
+            }
+            // Narrow -> float32 -> narrow is exact.
+            NDArray again = precision.cast(Precision.FLOAT32.cast(reduced));
+            assertArrayEquals(
+                    Precision.FLOAT32.cast(reduced).toFloatArray(),
+                    Precision.FLOAT32.cast(again).toFloatArray());
+        }
+        // bfloat16 <-> float16 goes through the shim both ways.
+        NDArray half = Precision.FLOAT16.cast(Precision.BFLOAT16.cast(manager.create(3.140625f)));
+        assertEquals(Precision.FLOAT16, Precision.ofArray(half));
+        assertEquals(3.140625f, Precision.FLOAT32.cast(half).getFloat());
+    }
+
+    @Test
+    void castIsDifferentiable() {
+        NDArray x = manager.randomNormal(new Shape(8, 16));
+        NDArray w = manager.randomNormal(new Shape(16, 4));
+        x.setRequiresGradient(true);
+        try (GradientCollector collector = Engine.getInstance().newGradientCollector()) {
+            NDArray y = Precision.BFLOAT16.cast(x).matMul(Precision.BFLOAT16.cast(w));
+            collector.backward(Precision.cast(y, DataType.FLOAT32).sum());
+        }
+        // d(sum(x w))/dx = row sums of w, for every row of x.
+        NDArray expected = w.sum(new int[] {1}).reshape(1, 16).broadcast(8, 16);
+        float error = x.getGradient().sub(expected).abs().max().getFloat();
+        float scale = w.abs().sum(new int[] {1}).max().getFloat();
+        assertTrue(error <= scale / 128, "gradient error " + error);
+        assertEquals(DataType.FLOAT32, x.getGradient().getDataType());
+    }
+
+    @Test
+    void castOfTheSameTypeIsTheArrayAndOtherTypesGoThroughDjl() {
+        NDArray bf16 = Precision.BFLOAT16.cast(manager.arange(0f, 4f, 1f));
+        assertSame(bf16, Precision.cast(bf16, DataType.BFLOAT16));
+        NDArray longs = Precision.cast(bf16, DataType.INT64);
+        assertArrayEquals(new long[] {0, 1, 2, 3}, longs.toLongArray());
+        assertNull(Precision.ofArray(longs));
+    }
+
+    @Test
+    void zerosAreZeros() {
+        NDArray zeros = Precision.BFLOAT16.zeros(manager, new Shape(3, 5));
+        assertEquals(new Shape(3, 5), zeros.getShape());
+        assertEquals(0f, Precision.FLOAT32.cast(zeros).abs().sum().getFloat());
+        assertEquals(2, Precision.BFLOAT16.getBytes());
+    }
+
+    @Test
+    void guardThrowsWhereDjlWouldAbort() {
+        NDArray bf16 = Precision.BFLOAT16.cast(manager.ones(new Shape(2)));
+        // DJL reads a bfloat16 array's type as UNKNOWN; neither may reach a DJL creation call.
+        IllegalArgumentException unknown =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> Precision.djlType(bf16.getDataType(), "gradient buffer"));
+        assertTrue(unknown.getMessage().contains("gradient buffer"), unknown.getMessage());
+        assertTrue(unknown.getMessage().contains("Precision"), unknown.getMessage());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Precision.djlType(DataType.BFLOAT16, "shard"));
+        assertThrows(IllegalArgumentException.class, () -> Precision.cast(bf16, DataType.UNKNOWN));
+        assertEquals(DataType.FLOAT16, Precision.djlType(DataType.FLOAT16, "x"));
+        assertThrows(IllegalArgumentException.class, () -> Precision.of(DataType.INT32));
+    }
+
+    @Test
+    void namesParse() {
+        assertEquals(Precision.BFLOAT16, Precision.of("bf16"));
+        assertEquals(Precision.FLOAT16, Precision.of("Float16"));
+        assertEquals(Precision.FLOAT32, Precision.of("no"));
+        IllegalArgumentException error =
+                assertThrows(IllegalArgumentException.class, () -> Precision.of("fp8"));
+        assertTrue(error.getMessage().contains("fp32, bf16, fp16"), error.getMessage());
+    }
+}
