@@ -1,6 +1,7 @@
 package ai.djl.fsdp.bench;
 
 import ai.djl.fsdp.bench.attention.AttentionBenchCommand;
+import ai.djl.fsdp.bench.checkpoint.CheckpointBenchCommand;
 import ai.djl.fsdp.bench.train.TrainBenchCommand;
 import ai.djl.fsdp.cli.Subcommand;
 import picocli.CommandLine.Command;
@@ -17,7 +18,8 @@ import picocli.CommandLine.Spec;
         subcommands = {
             CollectivesBenchCommand.class,
             TrainBenchCommand.class,
-            AttentionBenchCommand.class
+            AttentionBenchCommand.class,
+            CheckpointBenchCommand.class
         })
 public final class BenchCommand implements Subcommand {
 

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -126,10 +127,14 @@ public final class CheckpointDirectory {
         List<Path> deleted = new ArrayList<>();
         for (int i = 0; i < checkpoints.size() - Math.max(0, keep); i++) {
             Path directory = checkpoints.get(i);
-            // The marker goes first: a deletion cut short leaves an incomplete directory, never
-            // a complete-looking one with files missing.
-            Files.delete(directory.resolve(COMPLETE));
-            deleteTree(directory);
+            // Renamed away first: a deletion cut short leaves a hidden directory, never one that
+            // carries a checkpoint's name with files missing.
+            Path doomed = directory.resolveSibling("." + directory.getFileName() + ".deleting");
+            if (Files.exists(doomed)) {
+                deleteTree(doomed); // left by a deletion that was cut short
+            }
+            Files.move(directory, doomed, StandardCopyOption.ATOMIC_MOVE);
+            deleteTree(doomed);
             deleted.add(directory);
         }
         return deleted;

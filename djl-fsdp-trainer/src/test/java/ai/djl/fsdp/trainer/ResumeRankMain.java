@@ -35,7 +35,9 @@ import java.util.Random;
  * steps, the checkpoint to resume from ({@code -} for none), the directory to save {@code
  * checkpoint-<step>} into ({@code -}), the steps after which to save (comma-separated, {@code -}),
  * {@code sync} or {@code async}, the dropout rate, the gradient accumulation steps, and whether the
- * middle block's norm is frozen. The file gets this rank's loss of every step it ran, by step.
+ * middle block's norm is frozen; optionally how many of the newest checkpoints to keep ({@code
+ * save_total_limit}; all when absent). The steps after which to save may be {@code every}. The file
+ * gets this rank's loss of every step it ran, by step.
  */
 public final class ResumeRankMain {
 
@@ -48,7 +50,11 @@ public final class ResumeRankMain {
 
     public static void main(String[] args) throws Exception {
         List<Integer> saveAfter = new ArrayList<>();
-        if (!"-".equals(args[4])) {
+        if ("every".equals(args[4])) {
+            for (int step = 1; step <= Integer.parseInt(args[1]); step++) {
+                saveAfter.add(step);
+            }
+        } else if (!"-".equals(args[4])) {
             for (String step : args[4].split(",")) {
                 saveAfter.add(Integer.parseInt(step));
             }
@@ -62,13 +68,13 @@ public final class ResumeRankMain {
                 "async".equals(args[5]),
                 Float.parseFloat(args[6]),
                 Integer.parseInt(args[7]),
-                Boolean.parseBoolean(args[8]));
+                Boolean.parseBoolean(args[8]),
+                args.length > 9 ? Integer.parseInt(args[9]) : 0);
     }
 
     /**
-     * Runs as this process's rank of the job in the environment (one rank without one).
-     *
-     * @param out the output file; this rank's is it with {@code -<rank>} appended
+     * Runs as {@link #run(Path, int, Path, Path, List, boolean, float, int, boolean, int)} does,
+     * keeping every checkpoint.
      */
     static void run(
             Path out,
@@ -80,6 +86,27 @@ public final class ResumeRankMain {
             float dropout,
             int accumulation,
             boolean freeze)
+            throws Exception {
+        run(out, steps, resumeFrom, saveDir, saveAfter, async, dropout, accumulation, freeze, 0);
+    }
+
+    /**
+     * Runs as this process's rank of the job in the environment (one rank without one).
+     *
+     * @param out the output file; this rank's is it with {@code -<rank>} appended
+     * @param keepNewest how many of the newest checkpoints to keep; 0 for all
+     */
+    static void run(
+            Path out,
+            int steps,
+            Path resumeFrom,
+            Path saveDir,
+            List<Integer> saveAfter,
+            boolean async,
+            float dropout,
+            int accumulation,
+            boolean freeze,
+            int keepNewest)
             throws Exception {
         List<String> lines = new ArrayList<>();
         Path file;
@@ -120,11 +147,7 @@ public final class ResumeRankMain {
                     lines.add(step + " " + loss / accumulation);
                     if (saveAfter.contains((int) step + 1)) {
                         Path directory = CheckpointDirectory.of(saveDir, step + 1);
-                        if (async) {
-                            trainer.saveCheckpointAsync(directory);
-                        } else {
-                            trainer.saveCheckpoint(directory);
-                        }
+                        trainer.saveCheckpoint(directory, async, keepNewest);
                     }
                 }
             } // closing gathers the trained parameters into the model

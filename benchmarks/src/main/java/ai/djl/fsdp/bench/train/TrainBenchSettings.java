@@ -21,7 +21,7 @@ import java.util.Set;
  * @param batch sequences per rank per step
  * @param attention the zoo's attention kernel, {@code explicit} or {@code sdpa}
  */
-record TrainBenchSettings(
+public record TrainBenchSettings(
         int nproc,
         String sharding,
         int steps,
@@ -40,7 +40,7 @@ record TrainBenchSettings(
      *
      * @throws IllegalArgumentException naming the setting and what it must be
      */
-    void check() {
+    public void check() {
         if (TrainBenchRank.BASELINE.equals(sharding)) {
             if (nproc != 1) {
                 throw new IllegalArgumentException(
@@ -101,7 +101,7 @@ record TrainBenchSettings(
      * add random-mask work that does not depend on the sharding, and the baseline and FSDP runs
      * should compute the same function.
      */
-    GPT2Config modelConfig() {
+    public GPT2Config modelConfig() {
         JsonObject json = new JsonObject();
         json.addProperty("model_type", GPT2Config.MODEL_TYPE);
         json.addProperty("vocab_size", vocab);
