@@ -106,7 +106,8 @@ public final class CheckpointBenchCommand implements Callable<Integer> {
                         vocab,
                         sequence,
                         batch,
-                        CheckpointBenchCommand.ATTENTION);
+                        CheckpointBenchCommand.ATTENTION,
+                        "fp32");
         settings.check();
         if (sequence > POSITIONS || repeats < 1) {
             throw new IllegalArgumentException(

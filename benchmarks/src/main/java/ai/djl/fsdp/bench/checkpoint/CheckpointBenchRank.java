@@ -221,7 +221,8 @@ public final class CheckpointBenchRank implements Callable<Integer> {
                                 vocab,
                                 sequence,
                                 batch,
-                                CheckpointBenchCommand.ATTENTION)
+                                CheckpointBenchCommand.ATTENTION,
+                                "fp32")
                         .modelConfig()
                         .toJson();
         json.addProperty("n_positions", CheckpointBenchCommand.POSITIONS);
