@@ -35,17 +35,21 @@ public final class Collectives {
     }
 
     /**
-     * Starts gathering {@code unit}'s full buffers unless they are gathered or on their way.
+     * Starts gathering {@code unit}'s full buffers unless they are gathered or on their way; a
+     * released unit is gathered into the same addresses (the collective writes the memory itself,
+     * so graphs that saved views of it read the values without autograd seeing a change).
      *
      * @param unit the unit
      */
     void startGather(FsdpUnit unit) {
-        if (unit.getState() != UnitState.RESHARDED) {
+        UnitState state = unit.getState();
+        if (state != UnitState.RESHARDED && state != UnitState.RELEASED) {
             return;
         }
         List<Work> works = new ArrayList<>(unit.getFlatParameters().size());
         for (FlatParameter flat : unit.getFlatParameters()) {
-            works.add(group.allGatherAsync(flat.getShard(), flat.allocateFull()));
+            works.add(
+                    group.allGatherAsync(flat.getShard(), flat.allocateFull(unit.isReleasable())));
         }
         unit.gatherStarted(new PendingGather(works));
     }

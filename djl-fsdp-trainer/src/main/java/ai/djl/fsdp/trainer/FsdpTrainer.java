@@ -147,7 +147,7 @@ public class FsdpTrainer extends Trainer {
         group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
     }
 
-    private ShardedModel sharded() {
+    ShardedModel sharded() {
         if (sharded == null) {
             throw new IllegalStateException(
                     "The model's parameters are not initialized: call trainer.initialize("
