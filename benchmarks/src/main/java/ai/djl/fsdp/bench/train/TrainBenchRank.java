@@ -86,6 +86,12 @@ public final class TrainBenchRank implements Callable<Integer> {
     @Option(names = "--attention", required = true)
     private String attention;
 
+    @Option(names = "--reshard-after-forward", required = true, arity = "1")
+    private boolean reshardAfterForward;
+
+    @Option(names = "--activation-checkpointing", required = true, arity = "1")
+    private boolean activationCheckpointing;
+
     @Option(names = "--report", required = true)
     private Path report;
 
@@ -112,6 +118,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                 "--seq=" + settings.sequence(),
                 "--batch=" + settings.batch(),
                 "--attention=" + settings.attention(),
+                "--reshard-after-forward=" + settings.reshardsAfterForward(),
+                "--activation-checkpointing=" + settings.recomputes(),
                 "--report=" + report);
     }
 
@@ -168,6 +176,8 @@ public final class TrainBenchRank implements Callable<Integer> {
         FsdpConfig fsdp =
                 FsdpConfig.builder()
                         .optShardingStrategy(ShardingStrategy.valueOf(sharding))
+                        .optReshardAfterForward(reshardAfterForward)
+                        .optActivationCheckpointing(activationCheckpointing)
                         .optWrapPolicy(WrapPolicy.byLayerClass(GPT2Block.class.getSimpleName()))
                         .build();
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
@@ -229,7 +239,9 @@ public final class TrainBenchRank implements Callable<Integer> {
                 vocab,
                 sequence,
                 batch,
-                attention);
+                attention,
+                reshardAfterForward,
+                activationCheckpointing);
     }
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench.train;
 
+import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import com.google.gson.JsonObject;
@@ -19,6 +20,10 @@ import java.util.Set;
  * @param sequence tokens per sequence, also the model's {@code n_positions}
  * @param batch sequences per rank per step
  * @param attention the zoo's attention kernel, {@code explicit} or {@code sdpa}
+ * @param reshardAfterForward whether units free their gathered parameters after forward; null for
+ *     what the strategy does
+ * @param activationCheckpointing whether units are recomputed in backward; null for what the
+ *     strategy does
  */
 record TrainBenchSettings(
         int nproc,
@@ -31,7 +36,9 @@ record TrainBenchSettings(
         int vocab,
         int sequence,
         int batch,
-        String attention) {
+        String attention,
+        Boolean reshardAfterForward,
+        Boolean activationCheckpointing) {
 
     /**
      * Rejects settings the benchmark cannot run with, before any rank starts.
@@ -48,6 +55,18 @@ record TrainBenchSettings(
             throw new IllegalArgumentException(
                     "--sharding must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or NONE, got "
                             + sharding);
+        }
+        boolean overridden = reshardAfterForward != null || activationCheckpointing != null;
+        if (overridden && TrainBenchRank.BASELINE.equals(sharding)) {
+            throw new IllegalArgumentException(
+                    "--reshard-after-forward and --activation-checkpointing set how FSDP shards;"
+                            + " --sharding NONE runs DJL's plain trainer: drop them or pick an"
+                            + " FSDP strategy");
+        }
+        if (Boolean.TRUE.equals(reshardAfterForward) && "NO_SHARD".equals(sharding)) {
+            throw new IllegalArgumentException(
+                    "--reshard-after-forward true needs split parameters: NO_SHARD splits"
+                            + " nothing; use FULL_SHARD or SHARD_GRAD_OP");
         }
         if (nproc < 1 || steps < 1 || warmup < 0) {
             throw new IllegalArgumentException(
@@ -66,6 +85,26 @@ record TrainBenchSettings(
             throw new IllegalArgumentException(
                     "--width " + width + " must be a multiple of --heads " + heads);
         }
+    }
+
+    /** Returns whether units free their gathered parameters after forward in this run. */
+    boolean reshardsAfterForward() {
+        if (TrainBenchRank.BASELINE.equals(sharding)) {
+            return false;
+        }
+        return reshardAfterForward != null
+                ? reshardAfterForward
+                : ShardingStrategy.valueOf(sharding).isReshardAfterForward();
+    }
+
+    /** Returns whether units are recomputed in backward in this run. */
+    boolean recomputes() {
+        if (TrainBenchRank.BASELINE.equals(sharding)) {
+            return false;
+        }
+        return activationCheckpointing != null
+                ? activationCheckpointing
+                : ShardingStrategy.valueOf(sharding).isActivationCheckpointing();
     }
 
     /**

@@ -14,7 +14,7 @@ class TrainBenchSettingsTest {
     void optionsBecomeTheGpt2Configuration() {
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        2, "FULL_SHARD", 10, 2, 12, 768, 12, 8192, 64, 2, "explicit");
+                        2, "FULL_SHARD", 10, 2, 12, 768, 12, 8192, 64, 2, "explicit", null, null);
         GPT2Config config = settings.modelConfig();
         assertEquals(12, config.numLayers());
         assertEquals(768, config.hiddenSize());
@@ -29,7 +29,8 @@ class TrainBenchSettingsTest {
     @Test
     void widthNotAMultipleOfHeadsIsRejectedNamingTheOptions() {
         TrainBenchSettings settings =
-                new TrainBenchSettings(1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2, "explicit");
+                new TrainBenchSettings(
+                        1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2, "explicit", null, null);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--heads"), e.getMessage());
     }
@@ -37,7 +38,8 @@ class TrainBenchSettingsTest {
     @Test
     void unknownAttentionIsRejectedNamingTheOption() {
         TrainBenchSettings settings =
-                new TrainBenchSettings(2, "FULL_SHARD", 10, 2, 2, 64, 4, 1000, 8, 2, "flash");
+                new TrainBenchSettings(
+                        2, "FULL_SHARD", 10, 2, 2, 64, 4, 1000, 8, 2, "flash", null, null);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--attention"), e.getMessage());
         assertTrue(e.getMessage().contains("sdpa"), e.getMessage());
@@ -47,7 +49,8 @@ class TrainBenchSettingsTest {
     void modelFlopsCountForwardAndBackwardProducts() {
         // The default shape: 6 layers, width 384, vocabulary 50257, sequence 128.
         TrainBenchSettings settings =
-                new TrainBenchSettings(2, "FULL_SHARD", 10, 2, 6, 384, 6, 50257, 128, 8, "sdpa");
+                new TrainBenchSettings(
+                        2, "FULL_SHARD", 10, 2, 6, 384, 6, 50257, 128, 8, "sdpa", null, null);
         double forward = 6 * (24.0 * 384 * 384 + 4.0 * 128 * 384) + 2.0 * 384 * 50257;
         assertEquals(3 * forward, settings.modelFlopsPerToken(), 1e-6 * forward);
     }
