@@ -3,11 +3,13 @@ package ai.djl.fsdp.checkpoint;
 import ai.djl.fsdp.safetensors.SafetensorsException;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.safetensors.TensorInfo;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -49,6 +51,12 @@ public final class ShardedCheckpointReader implements AutoCloseable {
      */
     public static ShardedCheckpointReader open(Path directory, Map<String, Parameter> parameters)
             throws IOException {
+        return open(directory, parameters, true);
+    }
+
+    private static ShardedCheckpointReader open(
+            Path directory, Map<String, Parameter> parameters, boolean withOptimizer)
+            throws IOException {
         if (!Files.isDirectory(directory)) {
             throw new IOException("No checkpoint directory at " + directory);
         }
@@ -63,11 +71,39 @@ public final class ShardedCheckpointReader implements AutoCloseable {
         ShardedCheckpointReader reader =
                 new ShardedCheckpointReader(directory, CheckpointMetadata.read(directory));
         try {
-            reader.check(parameters, reader.metadata.getOptimizerKinds());
+            reader.check(
+                    parameters,
+                    withOptimizer ? reader.metadata.getOptimizerKinds() : List.of(),
+                    withOptimizer);
             return reader;
         } catch (IOException | RuntimeException e) {
             reader.close();
             throw e;
+        }
+    }
+
+    /**
+     * Loads a sharded checkpoint's parameters into an ordinary, unsharded model in one process (for
+     * inference, say): each parameter is assembled from its chunks; the optimizer state is left
+     * alone.
+     *
+     * @param directory a complete checkpoint directory, written by any number of ranks
+     * @param root the model, initialized, with the same parameters
+     * @throws IOException if the checkpoint is incomplete or does not fit the model
+     */
+    public static void loadInto(Path directory, Block root) throws IOException {
+        Map<String, Parameter> parameters = StateDict.parameters(root);
+        try (ShardedCheckpointReader reader = open(directory, parameters, false)) {
+            for (Map.Entry<String, Parameter> entry : parameters.entrySet()) {
+                Parameter parameter = entry.getValue();
+                NDManager manager = parameter.getArray().getManager();
+                try (NDManager scope = manager.newSubManager()) {
+                    NDArray flat =
+                            reader.read(scope, entry.getKey(), 0, parameter.getShape().size());
+                    StateDict.copyInto(
+                            entry.getKey(), parameter, flat.reshape(parameter.getShape()));
+                }
+            }
         }
     }
 
@@ -76,7 +112,8 @@ public final class ShardedCheckpointReader implements AutoCloseable {
         return metadata;
     }
 
-    private void check(Map<String, Parameter> parameters, List<String> optimizerKinds)
+    private void check(
+            Map<String, Parameter> parameters, List<String> optimizerKinds, boolean withOptimizer)
             throws IOException {
         Path metadataFile = directory.resolve(CheckpointDirectory.METADATA);
         Set<String> expected = new TreeSet<>();
@@ -97,6 +134,9 @@ public final class ShardedCheckpointReader implements AutoCloseable {
         missing.removeAll(metadata.getTensors().keySet());
         Set<String> unexpected = new TreeSet<>(metadata.getTensors().keySet());
         unexpected.removeAll(expected);
+        if (!withOptimizer) {
+            unexpected.removeIf(name -> name.startsWith(CheckpointMetadata.OPTIMIZER_PREFIX));
+        }
         if (!missing.isEmpty() || !unexpected.isEmpty()) {
             throw new IOException(
                     metadataFile

@@ -2,7 +2,6 @@ package ai.djl.fsdp.safetensors;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
-import com.google.gson.GsonBuilder;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import java.io.IOException;
@@ -143,40 +142,14 @@ public final class SafetensorsWriter {
      * @throws IOException if writing fails
      */
     public void writeCheckpoint(Path directory, long maxShardBytes) throws IOException {
-        List<List<String>> shards = new ArrayList<>();
-        List<String> current = new ArrayList<>();
-        long currentBytes = 0;
-        long totalBytes = 0;
-        for (Map.Entry<String, Entry> e : tensors.entrySet()) {
-            long bytes = e.getValue().byteSize();
-            if (!current.isEmpty() && currentBytes + bytes > maxShardBytes) {
-                shards.add(current);
-                current = new ArrayList<>();
-                currentBytes = 0;
-            }
-            current.add(e.getKey());
-            currentBytes += bytes;
-            totalBytes += bytes;
-        }
-        shards.add(current);
-        if (shards.size() == 1) {
-            write(directory.resolve(SafetensorsCheckpoint.SINGLE_FILE), shards.get(0));
-            return;
-        }
-        JsonObject weightMap = new JsonObject();
-        for (int i = 0; i < shards.size(); i++) {
-            String file = String.format("model-%05d-of-%05d.safetensors", i + 1, shards.size());
-            write(directory.resolve(file), shards.get(i));
-            shards.get(i).forEach(name -> weightMap.addProperty(name, file));
-        }
-        JsonObject index = new JsonObject();
-        JsonObject indexMetadata = new JsonObject();
-        indexMetadata.addProperty("total_size", totalBytes);
-        index.add("metadata", indexMetadata);
-        index.add("weight_map", weightMap);
-        AtomicFiles.writeString(
-                directory.resolve(SafetensorsCheckpoint.INDEX_FILE),
-                new GsonBuilder().setPrettyPrinting().create().toJson(index));
+        CheckpointShards.write(this, directory, maxShardBytes);
+    }
+
+    /** Returns each tensor's name and byte size, in the order they were added. */
+    Map<String, Long> byteSizes() {
+        Map<String, Long> sizes = new LinkedHashMap<>();
+        tensors.forEach((name, entry) -> sizes.put(name, entry.byteSize()));
+        return sizes;
     }
 
     /**
@@ -208,7 +181,7 @@ public final class SafetensorsWriter {
         return stream;
     }
 
-    private void write(Path path, List<String> names) throws IOException {
+    void write(Path path, List<String> names) throws IOException {
         Header header = header(names);
         AtomicFiles.write(
                 path,

@@ -7,14 +7,8 @@ import ai.djl.fsdp.checkpoint.StateTransform;
 import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
-import ai.djl.fsdp.dist.RankDevice;
-import ai.djl.fsdp.optim.ShardedOptimizer;
-import ai.djl.fsdp.param.FlatParameter;
-import ai.djl.fsdp.runtime.FsdpParameterStore;
 import ai.djl.fsdp.runtime.ShardedModel;
-import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.tensor.Autograd;
-import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -22,8 +16,8 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.training.GradientCollector;
+import ai.djl.training.ParameterStore;
 import ai.djl.training.Trainer;
-import ai.djl.training.TrainingConfig;
 import ai.djl.training.dataset.Batch;
 import ai.djl.training.dataset.Dataset;
 import ai.djl.training.initializer.Initializer;
@@ -31,14 +25,10 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.List;
 import java.util.OptionalDouble;
+import java.util.function.Function;
 import java.util.function.Predicate;
-import java.util.function.Supplier;
-import java.util.stream.Collectors;
 
 /**
  * A DJL {@link Trainer} that trains its model with Fully Sharded Data Parallel across the ranks of
@@ -56,43 +46,15 @@ import java.util.stream.Collectors;
  */
 public class FsdpTrainer extends Trainer {
 
-    /** How long rank 0 waits for the other ranks' checkpoint files. */
-    private static final Duration CHECKPOINT_TIMEOUT = Duration.ofMinutes(30);
-
     private final MeteredProcessGroup group;
     private final FsdpConfig config;
     private final TrainerOptions options;
     private final RankScopedTrainingConfig rankConfig;
     private final Optimizer optimizer;
     private final NDManager deviceManager;
-    private ShardedModel sharded;
-    private FsdpParameterStore parameterStore;
-    private ShardedOptimizer shardedOptimizer;
-    private int microBatches;
-    private long sentBytesLastStep;
-    private OptionalDouble lastGradNorm = OptionalDouble.empty();
-    private final TrainingState trainingState = new TrainingState();
-    private Checkpointing checkpointing;
+    private ShardedTraining sharded;
 
     FsdpTrainer(
-            Model model,
-            TrainingConfig trainingConfig,
-            ProcessGroup group,
-            FsdpConfig config,
-            TrainerOptions options) {
-        this(
-                model,
-                new RankScopedTrainingConfig(
-                        trainingConfig,
-                        group.rank() == 0 || options.isLogAllRanks(),
-                        group.rank() == 0,
-                        RankDevice.forTraining(trainingConfig.getDevices(), group.device())),
-                group,
-                config,
-                options);
-    }
-
-    private FsdpTrainer(
             Model model,
             RankScopedTrainingConfig trainingConfig,
             ProcessGroup group,
@@ -129,25 +91,12 @@ public class FsdpTrainer extends Trainer {
     }
 
     private void shard() {
-        sharded = ModelSharding.shard(getModel().getBlock(), config, options, group, getManager());
-        parameterStore = new FsdpParameterStore(getManager(), sharded);
-        List<FlatParameter> trainable =
-                sharded.getFlatParameters().stream()
-                        .filter(FlatParameter::isTrainable)
-                        .collect(Collectors.toList());
-        shardedOptimizer =
-                new ShardedOptimizer(optimizer, trainable, group, options.getMaxGradNorm());
-        checkpointing =
-                new Checkpointing(
-                        group,
-                        sharded.getFlatParameters(),
-                        StateDict.parameters(getModel().getBlock()),
-                        optimizer,
-                        CHECKPOINT_TIMEOUT);
-        group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
+        sharded =
+                new ShardedTraining(
+                        getModel().getBlock(), config, options, group, optimizer, getManager());
     }
 
-    ShardedModel sharded() {
+    ShardedTraining sharded() {
         if (sharded == null) {
             throw new IllegalStateException(
                     "The model's parameters are not initialized: call trainer.initialize("
@@ -180,30 +129,27 @@ public class FsdpTrainer extends Trainer {
 
     @Override
     public NDList forward(NDList input) {
-        return run(input, true, () -> getModel().getBlock().forward(parameterStore, input, true));
+        return run(input, true, store -> getModel().getBlock().forward(store, input, true));
     }
 
     @Override
     public NDList forward(NDList data, NDList labels) {
-        return run(
-                data,
-                true,
-                () -> getModel().getBlock().forward(parameterStore, data, labels, null));
+        return run(data, true, store -> getModel().getBlock().forward(store, data, labels, null));
     }
 
     @Override
     public NDList evaluate(NDList input) {
-        return run(input, false, () -> getModel().getBlock().forward(parameterStore, input, false));
+        return run(input, false, store -> getModel().getBlock().forward(store, input, false));
     }
 
-    private NDList run(NDList data, boolean training, Supplier<NDList> pass) {
-        ShardedModel model = sharded();
+    private NDList run(NDList data, boolean training, Function<ParameterStore, NDList> pass) {
+        ShardedModel model = sharded().getModel();
         long begin = System.nanoTime();
         // Only a forward under an open gradient collector is followed by backward.
         boolean recording = training && Autograd.isGradMode();
         model.beginForward(recording, data.head().getManager());
         try {
-            NDList outputs = pass.get();
+            NDList outputs = pass.apply(sharded.getParameterStore());
             // Outputs outlive the pass (listeners read them): keep them with the batch's arrays.
             outputs.attach(data.head().getManager());
             return outputs;
@@ -218,11 +164,11 @@ public class FsdpTrainer extends Trainer {
     }
 
     void backward(NDArray loss) {
-        sharded().backward(loss, parameterStore, 1f / options.getGradientAccumulationSteps());
+        sharded().backward(loss);
     }
 
     void zeroGradients() {
-        sharded().getFlatParameters().forEach(FlatParameter::zeroGradient);
+        sharded().zeroGradients();
     }
 
     /**
@@ -231,16 +177,10 @@ public class FsdpTrainer extends Trainer {
      */
     @Override
     public void step() {
-        if (++microBatches < options.getGradientAccumulationSteps()) {
-            return;
-        }
-        microBatches = 0;
         long begin = System.nanoTime();
-        lastGradNorm = shardedOptimizer.step();
-        sharded().endStep();
-        trainingState.setStep(trainingState.getStep() + 1);
-        sentBytesLastStep = group.takeSentBytes();
-        addMetric("step", begin);
+        if (sharded().step()) {
+            addMetric("step", begin);
+        }
     }
 
     /**
@@ -248,13 +188,12 @@ public class FsdpTrainer extends Trainer {
      * first step, without clipping (where it is not measured) or when nothing trains.
      */
     public OptionalDouble getLastGradNorm() {
-        return lastGradNorm;
+        return sharded().getLastGradNorm();
     }
 
     /** Returns the bytes this rank holds and sent. */
     public ShardingStats getShardingStats() {
-        return ShardingStats.of(
-                sharded().getFlatParameters(), shardedOptimizer.getStateBytes(), sentBytesLastStep);
+        return sharded().getStats();
     }
 
     /**
@@ -262,8 +201,7 @@ public class FsdpTrainer extends Trainer {
      * (saved with every checkpoint and restored by {@link #loadCheckpoint}).
      */
     public TrainingState getTrainingState() {
-        trainingState.setUpdateCounts(OptimizerStates.updateCounts(optimizer));
-        return trainingState;
+        return sharded().getState();
     }
 
     /**
@@ -276,7 +214,7 @@ public class FsdpTrainer extends Trainer {
      * @throws IOException if writing fails
      */
     public void saveCheckpoint(Path directory) throws IOException {
-        saveCheckpoint(directory, false, 0);
+        sharded().saveCheckpoint(directory, false, 0);
     }
 
     /**
@@ -288,30 +226,12 @@ public class FsdpTrainer extends Trainer {
      * @throws IOException if copying fails, or the previous background save failed
      */
     public void saveCheckpointAsync(Path directory) throws IOException {
-        saveCheckpoint(directory, true, 0);
-    }
-
-    /** Returns whether the last micro-batch completed an optimizer step. */
-    boolean isAtStepBoundary() {
-        return microBatches == 0;
-    }
-
-    void saveCheckpoint(Path directory, boolean async, int keepNewest) throws IOException {
-        if (microBatches != 0) {
-            throw new IllegalStateException(
-                    "A checkpoint is saved between optimizer steps; "
-                            + microBatches
-                            + " micro-batches of the current step are accumulated");
-        }
-        sharded();
-        checkpointing.save(directory, getTrainingState(), async, keepNewest);
+        sharded().saveCheckpoint(directory, true, 0);
     }
 
     /** Waits for a checkpoint being written in the background; rethrows its failure. */
     public void awaitCheckpoint() throws IOException {
-        if (checkpointing != null) {
-            checkpointing.await();
-        }
+        sharded().awaitCheckpoint();
     }
 
     /**
@@ -320,17 +240,19 @@ public class FsdpTrainer extends Trainer {
      *
      * @param directory a complete checkpoint directory
      * @throws IOException if the checkpoint is incomplete or does not fit the model; nothing is
-     *     trained
+     *     changed then
      */
     public void loadCheckpoint(Path directory) throws IOException {
-        sharded();
-        TrainingState loaded = checkpointing.load(directory);
-        trainingState.setStep(loaded.getStep());
-        trainingState.setEpoch(loaded.getEpoch());
-        trainingState.getExtras().clear();
-        trainingState.getExtras().putAll(loaded.getExtras());
-        microBatches = 0;
-        sharded.setStep(loaded.getStep());
+        sharded().loadCheckpoint(directory);
+    }
+
+    /** Returns whether the last micro-batch completed an optimizer step. */
+    boolean isAtStepBoundary() {
+        return sharded().isAtStepBoundary();
+    }
+
+    void saveCheckpoint(Path directory, boolean async, int keepNewest) throws IOException {
+        sharded().saveCheckpoint(directory, async, keepNewest);
     }
 
     /**
@@ -345,11 +267,11 @@ public class FsdpTrainer extends Trainer {
             action.run();
             return;
         }
-        sharded.gatherParameterArrays();
+        sharded.getModel().gatherParameterArrays();
         try {
             action.run();
         } finally {
-            sharded.releaseParameterArrays();
+            sharded.getModel().releaseParameterArrays();
         }
     }
 
@@ -363,7 +285,7 @@ public class FsdpTrainer extends Trainer {
      * @throws IOException if the visitor throws it
      */
     public void forEachUnitGathered(UnitVisitor visitor) throws IOException {
-        sharded().forEachUnitGathered(visitor);
+        sharded().getModel().forEachUnitGathered(visitor);
     }
 
     /**
@@ -407,16 +329,8 @@ public class FsdpTrainer extends Trainer {
         if (sharded != null) {
             rankConfig.getShardedModelListeners().forEach(listener -> listener.endTraining(this));
             try {
-                checkpointing.close(); // a checkpoint still being written completes first
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
+                sharded.close(); // a checkpoint still being written completes first
             } finally {
-                if (options.isGatherOnClose()) {
-                    sharded.unshard();
-                } else {
-                    sharded.restoreBlockTree();
-                }
-                sharded.close();
                 sharded = null;
             }
         }

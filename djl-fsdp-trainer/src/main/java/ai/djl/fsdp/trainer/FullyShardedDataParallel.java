@@ -2,6 +2,7 @@ package ai.djl.fsdp.trainer;
 
 import ai.djl.Model;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.training.TrainingConfig;
 
 /**
@@ -43,6 +44,12 @@ public final class FullyShardedDataParallel {
             ProcessGroup group,
             FsdpConfig fsdpConfig,
             TrainerOptions options) {
-        return new FsdpTrainer(model, trainingConfig, group, fsdpConfig, options);
+        RankScopedTrainingConfig rankConfig =
+                new RankScopedTrainingConfig(
+                        trainingConfig,
+                        group.rank() == 0 || options.isLogAllRanks(),
+                        group.rank() == 0,
+                        RankDevice.forTraining(trainingConfig.getDevices(), group.device()));
+        return new FsdpTrainer(model, rankConfig, group, fsdpConfig, options);
     }
 }

@@ -1,11 +1,17 @@
 package ai.djl.fsdp.trainer;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.Device;
+import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
+import ai.djl.fsdp.checkpoint.ShardedCheckpointReader;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -52,6 +58,28 @@ class CheckpointFilesTest {
                 CheckpointDirectory.list(directory));
         assertTrue(Files.exists(usersFile), "nothing but complete checkpoints is deleted");
         assertTrue(Files.isDirectory(directory.resolve("checkpoint-9")));
+    }
+
+    @Test
+    void aShardedCheckpointLoadsIntoAPlainModel(@TempDir Path directory) throws Exception {
+        train(directory.resolve("run"), null, directory, List.of(4));
+        try (Model loaded = Model.newInstance("tiny-lm", Device.cpu())) {
+            loaded.setBlock(new TinyLm(0));
+            loaded.getBlock().initialize(loaded.getNDManager(), DataType.FLOAT32, new Shape(2, 3));
+            ShardedCheckpointReader.loadInto(
+                    CheckpointDirectory.of(directory, 4), loaded.getBlock());
+            for (String line : Files.readAllLines(directory.resolve(ResumeRankMain.FINAL))) {
+                String[] fields = line.split(" ");
+                float[] trained = new float[fields.length - 1];
+                for (int i = 1; i < fields.length; i++) {
+                    trained[i - 1] = Float.parseFloat(fields[i]);
+                }
+                assertArrayEquals(
+                        trained,
+                        loaded.getBlock().getParameters().get(fields[0]).getArray().toFloatArray(),
+                        fields[0]);
+            }
+        }
     }
 
     @Test

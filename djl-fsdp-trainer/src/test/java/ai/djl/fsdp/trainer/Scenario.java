@@ -259,7 +259,7 @@ record Scenario(
 
     private static String describeUnits(FsdpTrainer trainer) {
         StringJoiner units = new StringJoiner(";");
-        for (FsdpUnit unit : trainer.sharded().getUnits().subList(1, 4)) {
+        for (FsdpUnit unit : trainer.sharded().getModel().getUnits().subList(1, 4)) {
             units.add(unit.getState() + ":" + unit.getGatheredResidentBytes());
         }
         return units.toString();

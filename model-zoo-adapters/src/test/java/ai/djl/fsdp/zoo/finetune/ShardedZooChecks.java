@@ -211,6 +211,7 @@ final class ShardedZooChecks {
                 adapted = trainer.evaluate(new NDList(ids)).head();
                 gathersOneUnitAtATime(name, trainer, lm);
                 HfCheckpoint.saveMerged(trainer, lm, directory);
+                HfCheckpoint.saveAdapters(trainer, lora(), directory.resolve("adapters"));
             } // closing gathers the trained adapters into the model
             if (TestModels.maxDiff(base, adapted) < 1e-3f) {
                 throw new AssertionError(name + ": training did not change the adapted logits");
@@ -230,6 +231,15 @@ final class ShardedZooChecks {
                 NDArray mergedByUnit = TestModels.logits(loaded, ids, null);
                 check(name + " merged unit by unit", adapted, mergedByUnit, 1e-4f);
                 check(name + " merged unit by unit vs whole", mergedWhole, mergedByUnit, 0f);
+                // The adapter files hold every rank's part of every adapter: a fresh base model
+                // with them computes what the trained, adapted model computed.
+                CausalLM fresh = TestModels.seeded(name, manager, SEED);
+                Lora.load(fresh, directory.resolve("adapters"));
+                check(
+                        name + " adapters saved unit by unit",
+                        adapted,
+                        TestModels.logits(fresh, ids, null),
+                        TOLERANCE);
             } else if (Files.exists(directory.resolve(SafetensorsCheckpoint.SINGLE_FILE))) {
                 throw new AssertionError(name + ": a rank other than 0 wrote the merged model");
             }

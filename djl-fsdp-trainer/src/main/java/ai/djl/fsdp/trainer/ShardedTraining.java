@@ -1,0 +1,159 @@
+package ai.djl.fsdp.trainer;
+
+import ai.djl.fsdp.checkpoint.TrainingState;
+import ai.djl.fsdp.optim.ShardedOptimizer;
+import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.runtime.FsdpParameterStore;
+import ai.djl.fsdp.runtime.ShardedModel;
+import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.tensor.OptimizerStates;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Block;
+import ai.djl.training.optimizer.Optimizer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.OptionalDouble;
+
+/**
+ * The state of an {@link FsdpTrainer} once its model is sharded: the sharded model and the store
+ * blocks read it through, the optimizer step on the shards, the step counters and the checkpoints
+ * of all of it.
+ */
+final class ShardedTraining implements AutoCloseable {
+
+    /** How long rank 0 waits for the other ranks' checkpoint files. */
+    private static final Duration CHECKPOINT_TIMEOUT = Duration.ofMinutes(30);
+
+    private final MeteredProcessGroup group;
+    private final TrainerOptions options;
+    private final Optimizer optimizer;
+    private final ShardedModel model;
+    private final FsdpParameterStore parameterStore;
+    private final ShardedOptimizer shardedOptimizer;
+    private final Checkpointing checkpointing;
+    private final TrainingState state = new TrainingState();
+    private int microBatches;
+    private long sentBytesLastStep;
+    private OptionalDouble lastGradNorm = OptionalDouble.empty();
+
+    ShardedTraining(
+            Block block,
+            FsdpConfig config,
+            TrainerOptions options,
+            MeteredProcessGroup group,
+            Optimizer optimizer,
+            NDManager manager) {
+        this.group = group;
+        this.options = options;
+        this.optimizer = optimizer;
+        model = ModelSharding.shard(block, config, options, group, manager);
+        parameterStore = new FsdpParameterStore(manager, model);
+        shardedOptimizer =
+                new ShardedOptimizer(
+                        optimizer,
+                        model.getFlatParameters().stream()
+                                .filter(FlatParameter::isTrainable)
+                                .toList(),
+                        group,
+                        options.getMaxGradNorm());
+        checkpointing =
+                new Checkpointing(
+                        group,
+                        model.getFlatParameters(),
+                        StateDict.parameters(block),
+                        optimizer,
+                        CHECKPOINT_TIMEOUT);
+        group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
+    }
+
+    ShardedModel getModel() {
+        return model;
+    }
+
+    FsdpParameterStore getParameterStore() {
+        return parameterStore;
+    }
+
+    void backward(NDArray loss) {
+        model.backward(loss, parameterStore, 1f / options.getGradientAccumulationSteps());
+    }
+
+    void zeroGradients() {
+        model.getFlatParameters().forEach(FlatParameter::zeroGradient);
+    }
+
+    /** Counts a micro-batch; returns true when it completed an optimizer step, now taken. */
+    boolean step() {
+        if (++microBatches < options.getGradientAccumulationSteps()) {
+            return false;
+        }
+        microBatches = 0;
+        lastGradNorm = shardedOptimizer.step();
+        model.endStep();
+        state.setStep(state.getStep() + 1);
+        sentBytesLastStep = group.takeSentBytes();
+        return true;
+    }
+
+    boolean isAtStepBoundary() {
+        return microBatches == 0;
+    }
+
+    OptionalDouble getLastGradNorm() {
+        return lastGradNorm;
+    }
+
+    ShardingStats getStats() {
+        return ShardingStats.of(
+                model.getFlatParameters(), shardedOptimizer.getStateBytes(), sentBytesLastStep);
+    }
+
+    TrainingState getState() {
+        state.setUpdateCounts(OptimizerStates.updateCounts(optimizer));
+        return state;
+    }
+
+    void saveCheckpoint(Path directory, boolean async, int keepNewest) throws IOException {
+        if (microBatches != 0) {
+            throw new IllegalStateException(
+                    "A checkpoint is saved between optimizer steps; "
+                            + microBatches
+                            + " micro-batches of the current step are accumulated");
+        }
+        checkpointing.save(directory, getState(), async, keepNewest);
+    }
+
+    void awaitCheckpoint() throws IOException {
+        checkpointing.await();
+    }
+
+    void loadCheckpoint(Path directory) throws IOException {
+        TrainingState loaded = checkpointing.load(directory);
+        state.setStep(loaded.getStep());
+        state.setEpoch(loaded.getEpoch());
+        state.getExtras().clear();
+        state.getExtras().putAll(loaded.getExtras());
+        microBatches = 0;
+        model.setStep(loaded.getStep());
+    }
+
+    /** Waits for a checkpoint in flight, then gathers the model back (or not) and frees all. */
+    @Override
+    public void close() {
+        try {
+            checkpointing.close();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            if (options.isGatherOnClose()) {
+                model.unshard();
+            } else {
+                model.restoreBlockTree();
+            }
+            model.close();
+        }
+    }
+}
