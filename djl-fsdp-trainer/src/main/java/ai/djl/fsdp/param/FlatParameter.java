@@ -1,6 +1,7 @@
 package ai.djl.fsdp.param;
 
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.ReleasableMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
@@ -12,8 +13,10 @@ import java.util.List;
 /**
  * The storage of one flat buffer of parameters, all trainable or all frozen, laid out by a {@link
  * FlatLayout}: this rank's shard and its accumulated gradient, kept in a manager of their own, and
- * the gathered full buffer while there is one. It neither reads files nor talks to other ranks:
- * shards are made by the {@code checkpoint} package and gathered by the runtime's collectives.
+ * the gathered full buffer while there is one, in ordinary memory or in {@link ReleasableMemory}
+ * whose pages can be given back while graphs still refer to its addresses. It neither reads files
+ * nor talks to other ranks: shards are made by the {@code checkpoint} package and gathered by the
+ * runtime's collectives.
  */
 public final class FlatParameter implements AutoCloseable {
 
@@ -28,6 +31,7 @@ public final class FlatParameter implements AutoCloseable {
 
     private NDManager fullScope;
     private NDArray full;
+    private ReleasableMemory fullMemory;
 
     /**
      * Keeps {@code shard} as this rank's piece of the buffer of {@code parameters}.
@@ -106,21 +110,29 @@ public final class FlatParameter implements AutoCloseable {
     }
 
     /**
-     * Allocates the full buffer for a gather to fill, or returns the one already there.
+     * Allocates the full buffer for a gather to fill, or returns the one already there (also when
+     * its pages were {@link #releaseFull released}: the gather refills the same addresses).
      *
      * @param precision the element type of the full buffer; a buffer that is not split is its own
      *     full buffer and keeps the shard's type
+     * @param releasable whether a new buffer goes into {@link ReleasableMemory} (host memory only)
      * @return the full buffer, {@code layout.getPaddedNumel()} elements, contents undefined
      * @throws IllegalStateException if a full buffer of another type is there
      */
-    public NDArray allocateFull(Precision precision) {
+    public NDArray allocateFull(Precision precision, boolean releasable) {
         if (!isSharded()) {
             return shard;
         }
         if (full == null) {
             fullScope = stateManager.getParentManager().newSubManager(shard.getDevice());
             fullScope.setName("fsdp-gather-" + id);
-            full = precision.empty(fullScope, new Shape(layout.getPaddedNumel()));
+            Shape shape = new Shape(layout.getPaddedNumel());
+            if (releasable) {
+                fullMemory = ReleasableMemory.map(shape.size() * precision.getBytes());
+                full = fullMemory.wrap(fullScope, shape, precision, 0);
+            } else {
+                full = precision.empty(fullScope, shape);
+            }
         } else if (Precision.ofArray(full) != precision) {
             throw new IllegalStateException(
                     "Flat parameter " + id + " is gathered in " + Precision.ofArray(full));
@@ -138,7 +150,7 @@ public final class FlatParameter implements AutoCloseable {
     public NDArray shardIn(Precision precision) {
         NDArray cast = precision.cast(shard);
         if (cast != shard) {
-            cast.attach(allocateFull(precision).getManager());
+            cast.attach(allocateFull(precision, isFullReleasable()).getManager());
         }
         return cast;
     }
@@ -156,12 +168,50 @@ public final class FlatParameter implements AutoCloseable {
         return isSharded() ? full : shard;
     }
 
-    /** Frees the full buffer; with one shard there is nothing to free. */
+    /** Returns whether the full buffer lives in releasable memory. */
+    public boolean isFullReleasable() {
+        return fullMemory != null;
+    }
+
+    /**
+     * Gives the physical pages of a releasable full buffer back to the system, keeping its
+     * addresses (and the tensors and graphs over them): they read as zeros until a gather refills
+     * them.
+     *
+     * @throws IllegalStateException if the full buffer is not in releasable memory
+     */
+    public void releaseFull() {
+        if (fullMemory == null) {
+            throw new IllegalStateException(
+                    "Flat parameter " + id + " has no full buffer in releasable memory");
+        }
+        fullMemory.release();
+    }
+
+    /**
+     * Returns how many bytes of the full buffer occupy physical memory: all of an ordinary one, the
+     * resident pages of a releasable one, 0 without one.
+     */
+    public long getFullResidentBytes() {
+        if (fullMemory != null) {
+            return fullMemory.residentBytes();
+        }
+        return full == null ? 0 : full.size() * full.getDataType().getNumOfBytes();
+    }
+
+    /**
+     * Frees the full buffer; with one shard there is nothing to free. Releasable memory is
+     * unmapped: no tensor, view or graph over it may be used afterwards.
+     */
     public void freeFull() {
         if (full != null) {
             fullScope.close();
             fullScope = null;
             full = null;
+        }
+        if (fullMemory != null) {
+            fullMemory.close();
+            fullMemory = null;
         }
     }
 

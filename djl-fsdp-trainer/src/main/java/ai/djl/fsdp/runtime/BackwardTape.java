@@ -11,9 +11,10 @@ import java.util.function.Function;
 /**
  * The unit calls of a training forward, walked in reverse in backward. Reverse call order is a
  * topological order, so each call's output gradients are complete when it is reached: a
- * vector-Jacobian product through the call's graph (kept, or rebuilt by recompute) from its output
- * gradients fills its flat gradients, whose reduction over the ranks then runs while the input
- * gradients travel on through the parent's graph and the previous call is recomputed.
+ * vector-Jacobian product through the call's graph (kept, refilled by a gather if its parameters
+ * were released after forward, or rebuilt by recompute) from its output gradients fills its flat
+ * gradients, whose reduction over the ranks then runs while the input gradients travel on through
+ * the parent's graph and the previous call is recomputed.
  */
 final class BackwardTape {
 
@@ -43,8 +44,14 @@ final class BackwardTape {
                 collectives.startGather(calls.get(i - 1).unit());
             }
             UnitCall call = calls.remove(i);
-            backwardThrough(
-                    call, call.graph() != null ? call.graph() : recompute.apply(call), scale);
+            UnitGraph graph = call.graph();
+            if (graph == null) {
+                graph = recompute.apply(call);
+            } else if (call.unit().isHeldByGraph()) {
+                // Released after forward: refill the addresses the kept graph reads.
+                collectives.gather(call.unit());
+            }
+            backwardThrough(call, graph, scale);
         }
     }
 

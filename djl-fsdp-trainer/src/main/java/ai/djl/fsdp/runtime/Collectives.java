@@ -53,7 +53,9 @@ public final class Collectives {
     }
 
     /**
-     * Starts gathering {@code unit}'s full buffers unless they are gathered or on their way.
+     * Starts gathering {@code unit}'s full buffers unless they are gathered or on their way; a
+     * released unit is gathered into the same addresses (the collective writes the memory itself,
+     * so graphs that saved views of it read the values without autograd seeing a change).
      *
      * @param unit the unit
      */
@@ -63,12 +65,15 @@ public final class Collectives {
 
     /** Starts gathering {@code unit} in {@code type}: its shards are cast to it first. */
     private void startGather(FsdpUnit unit, Precision type) {
-        if (unit.getState() != UnitState.RESHARDED) {
+        UnitState state = unit.getState();
+        if (state != UnitState.RESHARDED && state != UnitState.RELEASED) {
             return;
         }
         List<Work> works = new ArrayList<>(unit.getFlatParameters().size());
         for (FlatParameter flat : unit.getFlatParameters()) {
-            works.add(group.allGatherAsync(flat.shardIn(type), flat.allocateFull(type)));
+            // The full buffer first: the cast shard is kept with it until the gather is done.
+            NDArray full = flat.allocateFull(type, unit.isReleasable());
+            works.add(group.allGatherAsync(flat.shardIn(type), full));
         }
         unit.gatherStarted(new PendingGather(works));
     }

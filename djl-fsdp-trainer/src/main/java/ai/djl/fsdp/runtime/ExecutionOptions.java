@@ -1,5 +1,7 @@
 package ai.djl.fsdp.runtime;
 
+import ai.djl.Device;
+
 /**
  * How the runtime schedules a step, as FSDP2's {@code fully_shard} arguments.
  *
@@ -13,17 +15,29 @@ public record ExecutionOptions(
         boolean reshardAfterForward, boolean activationCheckpointing, boolean prefetch) {
 
     /**
-     * Checks the options can run.
-     *
-     * @throws IllegalArgumentException for resharding after forward without activation
-     *     checkpointing: the graph would refer to freed parameters
+     * Returns whether units keep their graphs over parameters given back after forward (FULL_SHARD
+     * without recompute): their gathered buffers then live in releasable memory, whose pages are
+     * dropped after forward and refilled in place before backward.
      */
-    public ExecutionOptions {
-        if (reshardAfterForward && !activationCheckpointing) {
+    public boolean releasesKeptParameters() {
+        return reshardAfterForward && !activationCheckpointing;
+    }
+
+    /**
+     * Checks the options can run on {@code device}.
+     *
+     * @param device where the flat parameters live
+     * @throws IllegalArgumentException for resharding after forward without activation
+     *     checkpointing anywhere but the CPU
+     */
+    public void checkDevice(Device device) {
+        if (releasesKeptParameters() && !Device.Type.CPU.equals(device.getDeviceType())) {
             throw new IllegalArgumentException(
-                    "reshard_after_forward without activation checkpointing is not supported yet:"
-                            + " a unit's graph would refer to parameters freed after its forward."
-                            + " Turn activation checkpointing on (FULL_SHARD does), or keep the"
+                    "reshard_after_forward without activation checkpointing releases a unit's"
+                            + " gathered parameters after forward through host memory mappings,"
+                            + " which do not apply to "
+                            + device
+                            + ". Turn activation checkpointing on (FULL_SHARD does), or keep the"
                             + " parameters until backward (reshard_after_forward=false,"
                             + " SHARD_GRAD_OP).");
         }

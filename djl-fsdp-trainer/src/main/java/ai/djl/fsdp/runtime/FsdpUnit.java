@@ -26,6 +26,8 @@ public final class FsdpUnit implements AutoCloseable {
     private final Map<String, NDArray> views = new HashMap<>();
     private UnitState state = UnitState.RESHARDED;
     private PendingGather pendingGather;
+    private boolean releasable;
+    private boolean heldByGraph;
 
     /**
      * Creates a unit.
@@ -100,15 +102,60 @@ public final class FsdpUnit implements AutoCloseable {
         }
     }
 
-    /** Frees the full buffers (after any gather in flight); a replicated unit keeps its own. */
+    /**
+     * Makes the unit gather into releasable memory from now on (FULL_SHARD without recompute, on
+     * the CPU): a unit whose flat parameters are not split keeps its own buffers.
+     */
+    void useReleasableMemory() {
+        releasable = flatParameters.stream().anyMatch(FlatParameter::isSharded);
+    }
+
+    /** Returns whether gathers go into releasable memory. */
+    boolean isReleasable() {
+        return releasable;
+    }
+
+    /**
+     * Records that a graph kept for backward refers to the releasable full buffers: until {@link
+     * #free}, resharding releases their pages and keeps their addresses.
+     */
+    void holdForGraph() {
+        heldByGraph = releasable;
+    }
+
+    /** Returns whether a kept graph refers to the full buffers (they must be gathered for it). */
+    boolean isHeldByGraph() {
+        return heldByGraph;
+    }
+
+    /**
+     * Gives back the full buffers' memory (after any gather in flight): frees them, or, while a
+     * kept graph refers to them, releases their pages ({@link UnitState#RELEASED}). A unit whose
+     * buffers are not split keeps its own.
+     */
     void reshard() {
         views.clear();
         if (flatParameters.stream().noneMatch(FlatParameter::isSharded)) {
             return;
         }
         awaitGather();
-        flatParameters.forEach(FlatParameter::freeFull);
-        state = UnitState.RESHARDED;
+        if (heldByGraph) {
+            for (FlatParameter flat : flatParameters) {
+                if (flat.isFullReleasable()) {
+                    flat.releaseFull();
+                }
+            }
+            state = UnitState.RELEASED;
+        } else {
+            flatParameters.forEach(FlatParameter::freeFull);
+            state = UnitState.RESHARDED;
+        }
+    }
+
+    /** Frees the full buffers even if released: only once no graph over them is alive. */
+    void free() {
+        heldByGraph = false;
+        reshard();
     }
 
     /**
@@ -155,6 +202,17 @@ public final class FsdpUnit implements AutoCloseable {
         views.clear();
     }
 
+    /** Returns the bytes of the full buffers in physical memory (see FlatParameter). */
+    public long getGatheredResidentBytes() {
+        long bytes = 0;
+        for (FlatParameter flat : flatParameters) {
+            if (flat.isSharded()) {
+                bytes += flat.getFullResidentBytes();
+            }
+        }
+        return bytes;
+    }
+
     /** Returns the current view of {@code parameter}, or null when the unit is not materialized. */
     NDArray viewOf(Parameter parameter) {
         return views.get(parameter.getId());
@@ -162,7 +220,7 @@ public final class FsdpUnit implements AutoCloseable {
 
     @Override
     public void close() {
-        reshard();
+        free();
         flatParameters.forEach(FlatParameter::close);
     }
 }

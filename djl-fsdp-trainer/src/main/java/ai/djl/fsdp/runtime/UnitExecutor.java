@@ -14,6 +14,8 @@ import java.util.List;
 /**
  * Runs the passes over a sharded model: the root's gather for the whole pass, each unit call
  * (gather, prefetch of the next, compute, record, release), and backward through the tape.
+ * Resharding after forward without recompute keeps each call's graph over releasable memory: the
+ * unit's pages are released after its forward and refilled by the gather before its backward.
  *
  * <p>DJL exposes no autograd hooks, so a unit's call in a training forward runs on detached copies
  * of its inputs and hands its parent fresh leaves as outputs; the tape records each call. Backward
@@ -47,6 +49,9 @@ final class UnitExecutor {
         this.forwardOrder = units;
         seeds = new RecomputeSeeds(collectives.getGroup().rank());
         tape = new BackwardTape(collectives, options.prefetch());
+        if (options.releasesKeptParameters()) {
+            units.forEach(FsdpUnit::useReleasableMemory);
+        }
     }
 
     /**
@@ -119,6 +124,10 @@ final class UnitExecutor {
             if (!recording || options.reshardAfterForward()) {
                 unit.reshard();
             }
+        } else if (options.reshardAfterForward()) {
+            // The graph refers to the gathered buffers: their pages go, their addresses stay.
+            unit.holdForGraph();
+            unit.reshard();
         }
         if (recording) {
             tape.record(
@@ -240,6 +249,7 @@ final class UnitExecutor {
         }
         rootLeaves = List.of();
         root.reshard();
-        units.forEach(FsdpUnit::reshard);
+        // The graphs are closed: released buffers can be unmapped.
+        units.forEach(FsdpUnit::free);
     }
 }

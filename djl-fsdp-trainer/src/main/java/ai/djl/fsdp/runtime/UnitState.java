@@ -1,11 +1,20 @@
 package ai.djl.fsdp.runtime;
 
-/** Where a unit's parameters are: only as shards, on their way to being whole, or whole. */
+/**
+ * Where a unit's parameters are: only as shards, on their way to being whole, whole, or released
+ * (only the shards hold values, but the full buffers' addresses are kept for the graphs that refer
+ * to them).
+ */
 public enum UnitState {
     /** Only this rank's shards exist. */
     RESHARDED,
     /** An all-gather into the full buffers is in flight. */
     GATHERING,
     /** The full buffers hold every rank's shards. */
-    GATHERED
+    GATHERED,
+    /**
+     * The full buffers' pages were given back after a forward whose graph refers to them; a gather
+     * refills the same addresses before that graph's backward.
+     */
+    RELEASED
 }

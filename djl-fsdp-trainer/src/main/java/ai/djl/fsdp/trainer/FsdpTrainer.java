@@ -96,7 +96,7 @@ public class FsdpTrainer extends Trainer {
                         getModel().getBlock(), config, options, group, optimizer, getManager());
     }
 
-    private ShardedTraining sharded() {
+    ShardedTraining sharded() {
         if (sharded == null) {
             throw new IllegalStateException(
                     "The model's parameters are not initialized: call trainer.initialize("

@@ -2,14 +2,22 @@ package ai.djl.fsdp.param;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.initializer.Initializer;
+import java.nio.FloatBuffer;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -55,6 +63,39 @@ class FlatParameterTest {
             List<NDArray> views = flat.viewsOf(flat.getFull());
             assertEquals(new Shape(2, 2), views.get(0).getShape());
             assertArrayEquals(new float[] {10, 11, 12, 13}, views.get(0).toFloatArray());
+        }
+    }
+
+    @Test
+    void aReleasableFullBufferGivesItsPagesBackAndKeepsItsAddress() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            Parameter a = parameter(manager, "a", new Shape(64, 64), 0);
+            FlatParameter flat =
+                    new ShardLoader(2, 0, manager, null, null).load("u", true, List.of(a));
+            NDArray full = flat.allocateFull(Precision.FLOAT32, true);
+            assertTrue(flat.isFullReleasable());
+            long address = TensorMemory.dataPointer(full);
+            // What an all-gather does: write the memory itself.
+            FloatBuffer memory = TensorMemory.hostBuffer(full, "test").asFloatBuffer();
+            while (memory.hasRemaining()) {
+                memory.put(7f);
+            }
+            assertEquals(64 * 64 * Float.BYTES, flat.getFullResidentBytes());
+
+            flat.releaseFull();
+
+            assertEquals(0, flat.getFullResidentBytes());
+            assertEquals(0f, full.getFloat(0), "released pages read as zeros");
+            assertSame(
+                    full,
+                    flat.allocateFull(Precision.FLOAT32, true),
+                    "a gather refills the same buffer");
+            assertEquals(address, TensorMemory.dataPointer(flat.getFull()));
+            flat.freeFull();
+            assertFalse(flat.hasFull());
+            assertFalse(flat.isFullReleasable());
+            assertThrows(IllegalStateException.class, flat::releaseFull);
+            flat.close();
         }
     }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.Device;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import org.junit.jupiter.api.Test;
 
@@ -35,17 +36,22 @@ class FsdpConfigTest {
                 IllegalArgumentException.class, () -> TrainerOptions.builder().optMaxGradNorm(0));
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byLayerClass());
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byMinParameters(0));
-        IllegalArgumentException reshardWithoutRecompute =
+        FsdpConfig reshardWithoutRecompute =
+                FsdpConfig.builder()
+                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                        .optActivationCheckpointing(false)
+                        .build();
+        assertTrue(reshardWithoutRecompute.getExecutionOptions().releasesKeptParameters());
+        reshardWithoutRecompute.getExecutionOptions().checkDevice(Device.cpu());
+        IllegalArgumentException onGpu =
                 assertThrows(
                         IllegalArgumentException.class,
                         () ->
-                                FsdpConfig.builder()
-                                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
-                                        .optActivationCheckpointing(false)
-                                        .build());
-        assertTrue(
-                reshardWithoutRecompute.getMessage().contains("reshard_after_forward"),
-                reshardWithoutRecompute.getMessage());
+                                reshardWithoutRecompute
+                                        .getExecutionOptions()
+                                        .checkDevice(Device.gpu()));
+        assertTrue(onGpu.getMessage().contains("reshard_after_forward"), onGpu.getMessage());
+        assertTrue(onGpu.getMessage().contains("gpu(0)"), onGpu.getMessage());
     }
 
     @Test

@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.runtime.FsdpUnit;
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDArray;
@@ -23,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.OptionalDouble;
 import java.util.Random;
+import java.util.StringJoiner;
 
 /**
  * One training run of {@link TinyLm}, either with DJL's ordinary trainer on the global batches or
@@ -36,6 +38,7 @@ import java.util.Random;
  * @param adam whether to use AdamW (else SGD with momentum)
  * @param steps optimizer steps
  * @param dropout the units' dropout rate, 0 for none
+ * @param recompute whether units are recomputed in backward (activation checkpointing)
  */
 record Scenario(
         ShardingStrategy strategy,
@@ -45,20 +48,46 @@ record Scenario(
         boolean freeze,
         boolean adam,
         int steps,
-        float dropout) {
+        float dropout,
+        boolean recompute) {
+
+    /** A scenario with the strategy's own activation checkpointing. */
+    Scenario(
+            ShardingStrategy strategy,
+            int worldSize,
+            int accumulation,
+            float maxGradNorm,
+            boolean freeze,
+            boolean adam,
+            int steps,
+            float dropout) {
+        this(
+                strategy,
+                worldSize,
+                accumulation,
+                maxGradNorm,
+                freeze,
+                adam,
+                steps,
+                dropout,
+                strategy.isActivationCheckpointing());
+    }
 
     static final int LOCAL_BATCH = 2;
     static final int SEQUENCE = 3;
 
     /**
      * What a run produced: each optimizer step's loss, the final parameters by name, and for FSDP
-     * runs the sharding figures and how many arrays the model's managers held after each step.
+     * runs the sharding figures, how many arrays the model's managers held after each step, and
+     * each step's units (root excluded) after its first forward, as {@code STATE:residentBytes}
+     * joined by {@code ;}.
      */
     record Result(
             double[] losses,
             Map<String, float[]> parameters,
             ShardingStats stats,
-            int[] liveArrays) {}
+            int[] liveArrays,
+            String[] unitsAfterForward) {}
 
     String describe() {
         return strategy
@@ -73,7 +102,9 @@ record Scenario(
                 + " adam="
                 + adam
                 + " dropout="
-                + dropout;
+                + dropout
+                + " recompute="
+                + recompute;
     }
 
     /** Runs FSDP as {@code group}'s rank; the losses are this rank's micro-batch means. */
@@ -82,20 +113,23 @@ record Scenario(
             double[] losses = new double[steps];
             ShardingStats stats = null;
             int[] liveArrays = new int[steps];
+            String[] unitsAfterForward = new String[steps];
             try (FsdpTrainer trainer = newFsdpTrainer(model, group)) {
                 initialize(trainer);
                 for (int step = 0; step < steps; step++) {
                     for (int micro = 0; micro < accumulation; micro++) {
                         int firstRow = (micro * worldSize + group.rank()) * LOCAL_BATCH;
+                        String[] units = micro == 0 ? unitsAfterForward : null;
                         losses[step] +=
-                                trainOn(trainer, step, firstRow, LOCAL_BATCH, null) / accumulation;
+                                trainOn(trainer, step, firstRow, LOCAL_BATCH, null, units)
+                                        / accumulation;
                     }
                     stats = trainer.getShardingStats();
                     liveArrays[step] = model.getNDManager().getManagedArrays().size();
                 }
             }
             // Closing the trainer gathered the trained parameters back into the model.
-            return new Result(losses, parametersOf(model), stats, liveArrays);
+            return new Result(losses, parametersOf(model), stats, liveArrays, unitsAfterForward);
         }
     }
 
@@ -107,9 +141,9 @@ record Scenario(
             double[] losses = new double[steps];
             int globalBatch = worldSize * accumulation * LOCAL_BATCH;
             for (int step = 0; step < steps; step++) {
-                losses[step] = trainOn(trainer, step, 0, globalBatch, model);
+                losses[step] = trainOn(trainer, step, 0, globalBatch, model, null);
             }
-            return new Result(losses, parametersOf(model), null, null);
+            return new Result(losses, parametersOf(model), null, null, null);
         }
     }
 
@@ -141,7 +175,7 @@ record Scenario(
             for (int step = 0; step < steps; step++) {
                 for (int micro = 0; micro < accumulation; micro++) {
                     int firstRow = (micro * worldSize + group.rank()) * LOCAL_BATCH;
-                    trainOn(trainer, step, firstRow, LOCAL_BATCH, null);
+                    trainOn(trainer, step, firstRow, LOCAL_BATCH, null, null);
                 }
             }
             return trainer.getLastGradNorm();
@@ -153,6 +187,7 @@ record Scenario(
                 FsdpConfig.builder()
                         .optShardingStrategy(strategy)
                         .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
+                        .optActivationCheckpointing(recompute)
                         .build();
         TrainerOptions.Builder options =
                 TrainerOptions.builder().optGradientAccumulationSteps(accumulation);
@@ -174,10 +209,16 @@ record Scenario(
     /**
      * Trains on rows {@code [firstRow, firstRow + rows)} of step {@code step}'s global batch and
      * returns the loss. With {@code referenceModel} it is the reference's whole step: clipping by
-     * hand, the optimizer, and zeroing the gradients DJL's collector leaves in place.
+     * hand, the optimizer, and zeroing the gradients DJL's collector leaves in place. With {@code
+     * unitsAfterForward}, the FSDP units' states after the forward go to its entry {@code step}.
      */
     private double trainOn(
-            Trainer trainer, int step, int firstRow, int rows, Model referenceModel) {
+            Trainer trainer,
+            int step,
+            int firstRow,
+            int rows,
+            Model referenceModel,
+            String[] unitsAfterForward) {
         NDManager manager = trainer.getManager();
         try (NDManager scope = manager.newSubManager()) {
             int[][] tokens = globalTokens(step);
@@ -194,6 +235,9 @@ record Scenario(
             double loss;
             try (GradientCollector collector = trainer.newGradientCollector()) {
                 NDList predictions = trainer.forward(x, y);
+                if (unitsAfterForward != null) {
+                    unitsAfterForward[step] = describeUnits((FsdpTrainer) trainer);
+                }
                 NDArray value = trainer.getLoss().evaluate(y, predictions);
                 loss = value.getFloat();
                 collector.backward(value);
@@ -211,6 +255,14 @@ record Scenario(
             }
             return loss;
         }
+    }
+
+    private static String describeUnits(FsdpTrainer trainer) {
+        StringJoiner units = new StringJoiner(";");
+        for (FsdpUnit unit : trainer.sharded().getModel().getUnits().subList(1, 4)) {
+            units.add(unit.getState() + ":" + unit.getGatheredResidentBytes());
+        }
+        return units.toString();
     }
 
     private void clipByHand(Model model) {

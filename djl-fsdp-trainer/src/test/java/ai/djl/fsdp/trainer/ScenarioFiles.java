@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,7 +27,9 @@ final class ScenarioFiles {
                 + ","
                 + s.steps()
                 + ","
-                + s.dropout();
+                + s.dropout()
+                + ","
+                + s.recompute();
     }
 
     static Scenario parse(String text, int worldSize) {
@@ -39,7 +42,8 @@ final class ScenarioFiles {
                 Boolean.parseBoolean(f[3]),
                 Boolean.parseBoolean(f[4]),
                 Integer.parseInt(f[5]),
-                Float.parseFloat(f[6]));
+                Float.parseFloat(f[6]),
+                Boolean.parseBoolean(f[7]));
     }
 
     static void write(Path file, Scenario.Result result) throws IOException {
@@ -66,6 +70,9 @@ final class ScenarioFiles {
             arrays.append(' ').append(count);
         }
         lines.add(arrays.toString());
+        if (result.unitsAfterForward() != null) {
+            lines.add("units " + String.join(" ", result.unitsAfterForward()));
+        }
         for (Map.Entry<String, float[]> entry : result.parameters().entrySet()) {
             StringBuilder line = new StringBuilder("param ").append(entry.getKey());
             for (float value : entry.getValue()) {
@@ -80,6 +87,7 @@ final class ScenarioFiles {
         double[] losses = null;
         ShardingStats stats = null;
         int[] liveArrays = null;
+        String[] unitsAfterForward = null;
         Map<String, float[]> parameters = new LinkedHashMap<>();
         for (String line : Files.readAllLines(file)) {
             String[] f = line.split(" ");
@@ -105,6 +113,9 @@ final class ScenarioFiles {
                         liveArrays[i - 1] = Integer.parseInt(f[i]);
                     }
                     break;
+                case "units":
+                    unitsAfterForward = Arrays.copyOfRange(f, 1, f.length);
+                    break;
                 case "param":
                     float[] values = new float[f.length - 2];
                     for (int i = 2; i < f.length; i++) {
@@ -116,6 +127,6 @@ final class ScenarioFiles {
                     throw new IOException("Unexpected line in " + file + ": " + line);
             }
         }
-        return new Scenario.Result(losses, parameters, stats, liveArrays);
+        return new Scenario.Result(losses, parameters, stats, liveArrays, unitsAfterForward);
     }
 }

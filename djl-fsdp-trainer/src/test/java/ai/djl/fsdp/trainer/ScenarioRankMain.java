@@ -11,8 +11,8 @@ import java.util.Arrays;
  * named on the command line with FSDP and writes what it produced to {@code <dir>/<i>-rank<r>}.
  *
  * <p>Arguments: the output directory, then scenarios as {@code STRATEGY,accumulation,maxGradNorm,
- * freeze,adam,steps}, or {@code fit}, {@code fit-shuffled} or {@code fit-not-gathered} for a {@link
- * FitScenario.Variant}.
+ * freeze,adam,steps,dropout,recompute}, or {@code fit}, {@code fit-shuffled} or {@code
+ * fit-not-gathered} for a {@link FitScenario.Variant}.
  */
 public final class ScenarioRankMain {
 
@@ -60,7 +60,8 @@ public final class ScenarioRankMain {
                                     new double[] {fit.trainingBatches(), fit.epochs()},
                                     group.rank() == 0 ? fit.checkpoint() : fit.parameters(),
                                     new ShardingStats(0, 0, 0, 0, 0),
-                                    new int[0]));
+                                    new int[0],
+                                    null));
                 } else {
                     Scenario scenario = ScenarioFiles.parse(args[i], group.size());
                     ScenarioFiles.write(file, scenario.runFsdp(group));

@@ -107,7 +107,9 @@ public final class CheckpointBenchCommand implements Callable<Integer> {
                         sequence,
                         batch,
                         CheckpointBenchCommand.ATTENTION,
-                        "fp32");
+                        "fp32",
+                        null,
+                        null);
         settings.check();
         if (sequence > POSITIONS || repeats < 1) {
             throw new IllegalArgumentException(

@@ -222,7 +222,9 @@ public final class CheckpointBenchRank implements Callable<Integer> {
                                 sequence,
                                 batch,
                                 CheckpointBenchCommand.ATTENTION,
-                                "fp32")
+                                "fp32",
+                                null,
+                                null)
                         .modelConfig()
                         .toJson();
         json.addProperty("n_positions", CheckpointBenchCommand.POSITIONS);

@@ -12,12 +12,13 @@ import picocli.CommandLine.Option;
  * {@code bin/fsdp bench train}: trains the model zoo's GPT-2 ({@code GPT2LMHeadModel} of {@code
  * --layers}, {@code --width}, {@code --heads}, {@code --vocab}, {@code n_positions = --seq},
  * dropout off) on random tokens on {@code --nproc} ranks of this machine and prints one line:
- * {@code sharding=S nproc=N attention=K tokens_per_s=.. step_ms=.. peak_rss_mb_per_rank=..
- * model_state_mb_per_rank=.. sent_mb_per_step=.. model_gflops_per_s=.. peak_gflops=..
- * peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..}. The slowest rank's step
- * time counts, and the largest rank's memory. Before the ranks start it measures this machine's
- * matrix-product rate per thread ({@link MatMulPeak}); the peak is that rate in the run's compute
- * precision times the threads all ranks use.
+ * {@code sharding=S nproc=N attention=K reshard_after_forward=B activation_checkpointing=B
+ * tokens_per_s=.. step_ms=.. peak_rss_mb_per_rank=.. model_state_mb_per_rank=.. sent_mb_per_step=..
+ * model_gflops_per_s=.. peak_gflops=.. peak_fraction=.. fp32_gflops_per_thread=..
+ * bf16_gflops_per_thread=..}. The slowest rank's step time counts, and the largest rank's memory.
+ * Before the ranks start it measures this machine's matrix-product rate per thread ({@link
+ * MatMulPeak}); the peak is that rate in the run's compute precision times the threads all ranks
+ * use.
  */
 @Command(
         name = "train",
@@ -104,6 +105,24 @@ public final class TrainBenchCommand implements Callable<Integer> {
                             + " ${DEFAULT-VALUE}).")
     private String precision;
 
+    @Option(
+            names = "--reshard-after-forward",
+            arity = "1",
+            paramLabel = "true|false",
+            description =
+                    "Free each unit's gathered parameters after its forward (default: what"
+                            + " --sharding does; FULL_SHARD true, SHARD_GRAD_OP false).")
+    private Boolean reshardAfterForward;
+
+    @Option(
+            names = "--activation-checkpointing",
+            arity = "1",
+            paramLabel = "true|false",
+            description =
+                    "Recompute each unit in backward instead of keeping its graph (default: what"
+                            + " --sharding does; FULL_SHARD true, SHARD_GRAD_OP false).")
+    private Boolean activationCheckpointing;
+
     @Override
     public Integer call() throws IOException, InterruptedException {
         TrainBenchSettings settings =
@@ -119,7 +138,9 @@ public final class TrainBenchCommand implements Callable<Integer> {
                         sequence,
                         batch,
                         attention,
-                        precision);
+                        precision,
+                        reshardAfterForward,
+                        activationCheckpointing);
         settings.check();
         // Measured before the ranks start, so that nothing else runs beside it.
         MatMulPeak peak = MatMulPeak.measure();

@@ -90,6 +90,12 @@ public final class TrainBenchRank implements Callable<Integer> {
     @Option(names = "--precision", required = true)
     private String precision;
 
+    @Option(names = "--reshard-after-forward", required = true, arity = "1")
+    private boolean reshardAfterForward;
+
+    @Option(names = "--activation-checkpointing", required = true, arity = "1")
+    private boolean activationCheckpointing;
+
     @Option(names = "--report", required = true)
     private Path report;
 
@@ -117,6 +123,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                 "--batch=" + settings.batch(),
                 "--attention=" + settings.attention(),
                 "--precision=" + settings.precision(),
+                "--reshard-after-forward=" + settings.reshardsAfterForward(),
+                "--activation-checkpointing=" + settings.recomputes(),
                 "--report=" + report);
     }
 
@@ -174,6 +182,8 @@ public final class TrainBenchRank implements Callable<Integer> {
         FsdpConfig fsdp =
                 FsdpConfig.builder()
                         .optShardingStrategy(ShardingStrategy.valueOf(sharding))
+                        .optReshardAfterForward(reshardAfterForward)
+                        .optActivationCheckpointing(activationCheckpointing)
                         .optWrapPolicy(WrapPolicy.byLayerClass(GPT2Block.class.getSimpleName()))
                         .optMixedPrecision(MixedPrecision.of(precision))
                         .build();
@@ -237,7 +247,9 @@ public final class TrainBenchRank implements Callable<Integer> {
                 sequence,
                 batch,
                 attention,
-                precision);
+                precision,
+                reshardAfterForward,
+                activationCheckpointing);
     }
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */

@@ -43,7 +43,8 @@ final class TrainBenchReport {
         double peakGflops = peak.perThread(compute) * threads;
         return String.format(
                 Locale.ROOT,
-                "sharding=%s nproc=%d attention=%s precision=%s tokens_per_s=%.1f step_ms=%.1f"
+                "sharding=%s nproc=%d attention=%s precision=%s reshard_after_forward=%s"
+                        + " activation_checkpointing=%s tokens_per_s=%.1f step_ms=%.1f"
                         + " peak_rss_mb_per_rank=%.1f model_state_mb_per_rank=%.1f"
                         + " sent_mb_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
                         + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f"
@@ -52,6 +53,8 @@ final class TrainBenchReport {
                 settings.nproc(),
                 settings.attention(),
                 compute.getName(),
+                settings.reshardsAfterForward(),
+                settings.recomputes(),
                 tokensPerSecond,
                 stepMillis,
                 worst.get("peak_rss_mb"),

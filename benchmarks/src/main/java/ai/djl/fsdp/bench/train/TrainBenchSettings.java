@@ -1,6 +1,7 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.runtime.MixedPrecision;
+import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import com.google.gson.JsonObject;
@@ -20,6 +21,11 @@ import java.util.Set;
  * @param sequence tokens per sequence, also the model's {@code n_positions}
  * @param batch sequences per rank per step
  * @param attention the zoo's attention kernel, {@code explicit} or {@code sdpa}
+ * @param precision the compute precision, {@code fp32} or {@code bf16}
+ * @param reshardAfterForward whether units free their gathered parameters after forward; null for
+ *     what the strategy does
+ * @param activationCheckpointing whether units are recomputed in backward; null for what the
+ *     strategy does
  */
 public record TrainBenchSettings(
         int nproc,
@@ -33,7 +39,9 @@ public record TrainBenchSettings(
         int sequence,
         int batch,
         String attention,
-        String precision) {
+        String precision,
+        Boolean reshardAfterForward,
+        Boolean activationCheckpointing) {
 
     /**
      * Rejects settings the benchmark cannot run with, before any rank starts.
@@ -50,6 +58,18 @@ public record TrainBenchSettings(
             throw new IllegalArgumentException(
                     "--sharding must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or NONE, got "
                             + sharding);
+        }
+        boolean overridden = reshardAfterForward != null || activationCheckpointing != null;
+        if (overridden && TrainBenchRank.BASELINE.equals(sharding)) {
+            throw new IllegalArgumentException(
+                    "--reshard-after-forward and --activation-checkpointing set how FSDP shards;"
+                            + " --sharding NONE runs DJL's plain trainer: drop them or pick an"
+                            + " FSDP strategy");
+        }
+        if (Boolean.TRUE.equals(reshardAfterForward) && "NO_SHARD".equals(sharding)) {
+            throw new IllegalArgumentException(
+                    "--reshard-after-forward true needs split parameters: NO_SHARD splits"
+                            + " nothing; use FULL_SHARD or SHARD_GRAD_OP");
         }
         if (nproc < 1 || steps < 1 || warmup < 0) {
             throw new IllegalArgumentException(
@@ -78,6 +98,26 @@ public record TrainBenchSettings(
             throw new IllegalArgumentException(
                     "--width " + width + " must be a multiple of --heads " + heads);
         }
+    }
+
+    /** Returns whether units free their gathered parameters after forward in this run. */
+    boolean reshardsAfterForward() {
+        if (TrainBenchRank.BASELINE.equals(sharding)) {
+            return false;
+        }
+        return reshardAfterForward != null
+                ? reshardAfterForward
+                : ShardingStrategy.valueOf(sharding).isReshardAfterForward();
+    }
+
+    /** Returns whether units are recomputed in backward in this run. */
+    boolean recomputes() {
+        if (TrainBenchRank.BASELINE.equals(sharding)) {
+            return false;
+        }
+        return activationCheckpointing != null
+                ? activationCheckpointing
+                : ShardingStrategy.valueOf(sharding).isActivationCheckpointing();
     }
 
     /**

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.fsdp.cli.Fsdp;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -17,44 +19,49 @@ class TrainBenchCommandTest {
 
     private static final Pattern LINE =
             Pattern.compile(
-                    "sharding=(\\w+) nproc=(\\d) attention=(\\w+) tokens_per_s=[\\d.]+"
+                    "sharding=(\\w+) nproc=(\\d) attention=(\\w+)"
+                            + " reshard_after_forward=(?:true|false)"
+                            + " activation_checkpointing=(?:true|false) tokens_per_s=[\\d.]+"
                             + " step_ms=[\\d.]+ peak_rss_mb_per_rank=[\\d.]+"
                             + " model_state_mb_per_rank=([\\d.]+) sent_mb_per_step=([\\d.]+)"
                             + " model_gflops_per_s=[\\d.]+ peak_gflops=([\\d.]+)"
                             + " peak_fraction=[\\d.]+ fp32_gflops_per_thread=[\\d.]+"
                             + " bf16_gflops_per_thread=[\\d.]+");
 
-    private static Matcher run(String nproc, String sharding, String attention) {
+    private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();
         CommandLine fsdp = Fsdp.commandLine();
         fsdp.setOut(new PrintWriter(out, true));
-        int code =
-                fsdp.execute(
-                        "bench",
-                        "train",
-                        "--nproc",
-                        nproc,
-                        "--sharding",
-                        sharding,
-                        "--steps",
-                        "2",
-                        "--warmup",
-                        "1",
-                        "--layers",
-                        "2",
-                        "--width",
-                        "64",
-                        "--heads",
-                        "2",
-                        "--vocab",
-                        "2000",
-                        "--seq",
-                        "8",
-                        "--batch",
-                        "2",
-                        "--attention",
-                        attention,
-                        "--jvm-opt=-Xmx256m");
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "bench",
+                                "train",
+                                "--nproc",
+                                nproc,
+                                "--sharding",
+                                sharding,
+                                "--steps",
+                                "2",
+                                "--warmup",
+                                "1",
+                                "--layers",
+                                "2",
+                                "--width",
+                                "64",
+                                "--heads",
+                                "2",
+                                "--vocab",
+                                "2000",
+                                "--seq",
+                                "8",
+                                "--batch",
+                                "2",
+                                "--attention",
+                                attention,
+                                "--jvm-opt=-Xmx256m"));
+        args.addAll(List.of(options));
+        int code = fsdp.execute(args.toArray(new String[0]));
         assertEquals(0, code, out.toString());
         Matcher matcher = LINE.matcher(out.toString().trim());
         assertTrue(matcher.matches(), out.toString());
@@ -75,6 +82,51 @@ class TrainBenchCommandTest {
         assertTrue(Double.parseDouble(sharded.group(6)) > 0, "the peak is measured");
         // Half, plus at most one padding element per flat parameter.
         assertEquals(baselineState / 2, shardedState, 0.1);
+    }
+
+    @Test
+    @Timeout(300)
+    void fullShardWithoutRecomputeSendsWhatFullShardSends() {
+        Matcher recompute = run("2", "FULL_SHARD", "explicit");
+        Matcher kept =
+                run(
+                        "2",
+                        "FULL_SHARD",
+                        "explicit",
+                        "--reshard-after-forward",
+                        "true",
+                        "--activation-checkpointing",
+                        "false");
+        assertTrue(
+                recompute
+                        .group()
+                        .contains("reshard_after_forward=true activation_checkpointing=true"),
+                recompute.group());
+        assertTrue(
+                kept.group().contains("reshard_after_forward=true activation_checkpointing=false"),
+                kept.group());
+        // Gathered twice either way: for forward, and for recompute or for the kept graph.
+        assertEquals(recompute.group(5), kept.group(5));
+        assertEquals(recompute.group(4), kept.group(4));
+    }
+
+    @Test
+    void shardingSettingsOnTheBaselineAreRejected() {
+        StringWriter err = new StringWriter();
+        CommandLine fsdp = Fsdp.commandLine();
+        fsdp.setErr(new PrintWriter(err, true));
+        int code =
+                fsdp.execute(
+                        "bench",
+                        "train",
+                        "--nproc",
+                        "1",
+                        "--sharding",
+                        "NONE",
+                        "--activation-checkpointing",
+                        "false");
+        assertEquals(Fsdp.EXIT_FAILURE, code);
+        assertTrue(err.toString().contains("--activation-checkpointing"), err.toString());
     }
 
     @Test

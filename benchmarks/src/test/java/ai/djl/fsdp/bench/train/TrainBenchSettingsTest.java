@@ -14,7 +14,20 @@ class TrainBenchSettingsTest {
     void optionsBecomeTheGpt2Configuration() {
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        2, "FULL_SHARD", 10, 2, 12, 768, 12, 8192, 64, 2, "explicit", "fp32");
+                        2,
+                        "FULL_SHARD",
+                        10,
+                        2,
+                        12,
+                        768,
+                        12,
+                        8192,
+                        64,
+                        2,
+                        "explicit",
+                        "fp32",
+                        null,
+                        null);
         GPT2Config config = settings.modelConfig();
         assertEquals(12, config.numLayers());
         assertEquals(768, config.hiddenSize());
@@ -29,7 +42,8 @@ class TrainBenchSettingsTest {
     @Test
     void widthNotAMultipleOfHeadsIsRejectedNamingTheOptions() {
         TrainBenchSettings settings =
-                new TrainBenchSettings(1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2, "explicit", "fp32");
+                new TrainBenchSettings(
+                        1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2, "explicit", "fp32", null, null);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--heads"), e.getMessage());
     }
@@ -38,7 +52,7 @@ class TrainBenchSettingsTest {
     void unknownAttentionIsRejectedNamingTheOption() {
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        2, "FULL_SHARD", 10, 2, 2, 64, 4, 1000, 8, 2, "flash", "fp32");
+                        2, "FULL_SHARD", 10, 2, 2, 64, 4, 1000, 8, 2, "flash", "fp32", null, null);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--attention"), e.getMessage());
         assertTrue(e.getMessage().contains("sdpa"), e.getMessage());
@@ -48,14 +62,42 @@ class TrainBenchSettingsTest {
     void precisionIsCheckedAndTheBaselineStaysFloat32() {
         TrainBenchSettings unknown =
                 new TrainBenchSettings(
-                        2, "FULL_SHARD", 10, 2, 2, 64, 4, 1000, 8, 2, "explicit", "fp8");
+                        2,
+                        "FULL_SHARD",
+                        10,
+                        2,
+                        2,
+                        64,
+                        4,
+                        1000,
+                        8,
+                        2,
+                        "explicit",
+                        "fp8",
+                        null,
+                        null);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, unknown::check);
         assertTrue(e.getMessage().contains("--precision"), e.getMessage());
         TrainBenchSettings baseline =
-                new TrainBenchSettings(1, "NONE", 10, 2, 2, 64, 4, 1000, 8, 2, "explicit", "bf16");
+                new TrainBenchSettings(
+                        1, "NONE", 10, 2, 2, 64, 4, 1000, 8, 2, "explicit", "bf16", null, null);
         e = assertThrows(IllegalArgumentException.class, baseline::check);
         assertTrue(e.getMessage().contains("--precision fp32"), e.getMessage());
-        new TrainBenchSettings(2, "SHARD_GRAD_OP", 10, 2, 2, 64, 4, 1000, 8, 2, "explicit", "bf16")
+        new TrainBenchSettings(
+                        2,
+                        "SHARD_GRAD_OP",
+                        10,
+                        2,
+                        2,
+                        64,
+                        4,
+                        1000,
+                        8,
+                        2,
+                        "explicit",
+                        "bf16",
+                        null,
+                        null)
                 .check();
     }
 
@@ -64,7 +106,20 @@ class TrainBenchSettingsTest {
         // The default shape: 6 layers, width 384, vocabulary 50257, sequence 128.
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        2, "FULL_SHARD", 10, 2, 6, 384, 6, 50257, 128, 8, "sdpa", "fp32");
+                        2,
+                        "FULL_SHARD",
+                        10,
+                        2,
+                        6,
+                        384,
+                        6,
+                        50257,
+                        128,
+                        8,
+                        "sdpa",
+                        "fp32",
+                        null,
+                        null);
         double forward = 6 * (24.0 * 384 * 384 + 4.0 * 128 * 384) + 2.0 * 384 * 50257;
         assertEquals(3 * forward, settings.modelFlopsPerToken(), 1e-6 * forward);
     }
