@@ -20,19 +20,19 @@ import ai.djl.ndarray.NDArray;
 public interface ProcessGroup extends AutoCloseable {
 
     /** Returns this process's rank, {@code 0 <= rank < size}. */
-    int rank();
+    int getRank();
 
     /** Returns the number of ranks in the group (the world size). */
-    int size();
+    int getSize();
 
     /** Returns this process's rank among the ranks of its node. */
-    int localRank();
+    int getLocalRank();
 
     /** Returns the backend's name, such as {@code socket} or {@code nccl}. */
-    String backend();
+    String getBackend();
 
     /** Returns the device whose arrays the group moves: this rank's GPU for NCCL, else the CPU. */
-    Device device();
+    Device getDevice();
 
     /**
      * Gathers every rank's {@code input} into {@code output}, rank {@code r}'s elements at offset

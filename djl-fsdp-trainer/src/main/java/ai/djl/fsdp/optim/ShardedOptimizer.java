@@ -92,7 +92,7 @@ public final class ShardedOptimizer {
                 sumOfSquares.addi(gradient.square().sum().toType(DataType.FLOAT32, false));
             }
             // Replicated gradients already hold the global norm; shards hold one piece each.
-            if (sharded && group.size() > 1) {
+            if (sharded && group.getSize() > 1) {
                 group.allReduce(sumOfSquares, ReduceOp.SUM);
             }
             return (float) Math.sqrt(sumOfSquares.getFloat(0));

@@ -117,7 +117,7 @@ public final class Collectives {
                         precision.reduce().empty(gradient.getManager(), flat.getShard().getShape());
                 Work work = group.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
                 parts.add(new PendingReduction.Part(flat, work, shardGradient));
-            } else if (group.size() > 1) {
+            } else if (group.getSize() > 1) {
                 parts.add(
                         new PendingReduction.Part(
                                 flat, group.allReduceAsync(gradient, ReduceOp.AVG), gradient));

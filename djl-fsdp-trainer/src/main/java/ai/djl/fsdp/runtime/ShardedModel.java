@@ -37,7 +37,7 @@ public final class ShardedModel implements AutoCloseable {
      * @param options how passes are scheduled
      */
     public ShardedModel(Collectives collectives, List<FsdpUnit> units, ExecutionOptions options) {
-        options.checkDevice(collectives.getGroup().device());
+        options.checkDevice(collectives.getGroup().getDevice());
         this.collectives = collectives;
         this.units = List.copyOf(units);
         List<FsdpUnit> children = this.units.subList(1, this.units.size());

@@ -47,7 +47,7 @@ final class UnitExecutor {
         this.root = root;
         this.units = units;
         this.forwardOrder = units;
-        seeds = new RecomputeSeeds(collectives.getGroup().rank());
+        seeds = new RecomputeSeeds(collectives.getGroup().getRank());
         tape = new BackwardTape(collectives, options.prefetch());
         if (options.releasesKeptParameters()) {
             units.forEach(FsdpUnit::useReleasableMemory);

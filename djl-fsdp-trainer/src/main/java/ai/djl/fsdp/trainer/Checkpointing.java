@@ -89,7 +89,7 @@ final class Checkpointing implements AutoCloseable {
         Path staging = target.resolveSibling("." + target.getFileName() + ".incomplete");
         boolean prepared = true;
         IOException failure = null;
-        if (group.rank() == 0) {
+        if (group.getRank() == 0) {
             try {
                 Files.createDirectories(target.getParent());
                 if (Files.exists(staging)) {
@@ -104,9 +104,10 @@ final class Checkpointing implements AutoCloseable {
         }
         agree(prepared, failure, target);
         List<String> kinds = optimizerKinds();
-        ShardSnapshot snapshot = ShardSnapshot.take(flats, names, optimizer, kinds, group.rank());
+        ShardSnapshot snapshot =
+                ShardSnapshot.take(flats, names, optimizer, kinds, group.getRank());
         CheckpointMetadata metadata =
-                group.rank() == 0 ? CheckpointMetadata.describe(flats, names, kinds) : null;
+                group.getRank() == 0 ? CheckpointMetadata.describe(flats, names, kinds) : null;
         String stateJson = state.toJson();
         int writers = flats.isEmpty() ? 1 : flats.get(0).getLayout().getShardCount();
         if (async) {
@@ -170,7 +171,7 @@ final class Checkpointing implements AutoCloseable {
      */
     private void agree(boolean succeeded, IOException failure, Path target) throws IOException {
         int failed;
-        try (NDManager scratch = NDManager.newBaseManager(group.device())) {
+        try (NDManager scratch = NDManager.newBaseManager(group.getDevice())) {
             NDArray flag = scratch.create(new int[] {succeeded ? 0 : 1});
             group.allReduce(flag, ReduceOp.SUM);
             failed = flag.getInt(0);

@@ -119,7 +119,9 @@ public class FsdpTrainer extends Trainer {
     @Override
     public Iterable<Batch> iterateDataset(Dataset dataset) throws IOException, TranslateException {
         Iterable<Batch> batches = super.iterateDataset(dataset);
-        return group.size() == 1 ? batches : new RankBatches(batches, group.rank(), group.size());
+        return group.getSize() == 1
+                ? batches
+                : new RankBatches(batches, group.getRank(), group.getSize());
     }
 
     @Override
@@ -304,7 +306,7 @@ public class FsdpTrainer extends Trainer {
 
     /** Returns this process's rank in the trainer's process group. */
     public int getRank() {
-        return group.rank();
+        return group.getRank();
     }
 
     /** Returns how the model is sharded. */

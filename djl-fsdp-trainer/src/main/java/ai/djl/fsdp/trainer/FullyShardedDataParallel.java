@@ -47,9 +47,9 @@ public final class FullyShardedDataParallel {
         RankScopedTrainingConfig rankConfig =
                 new RankScopedTrainingConfig(
                         trainingConfig,
-                        group.rank() == 0 || options.isLogAllRanks(),
-                        group.rank() == 0,
-                        RankDevice.forTraining(trainingConfig.getDevices(), group.device()));
+                        group.getRank() == 0 || options.isLogAllRanks(),
+                        group.getRank() == 0,
+                        RankDevice.forTraining(trainingConfig.getDevices(), group.getDevice()));
         return new FsdpTrainer(model, rankConfig, group, fsdpConfig, options);
     }
 }

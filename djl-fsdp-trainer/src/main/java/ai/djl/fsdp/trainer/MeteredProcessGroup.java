@@ -32,51 +32,51 @@ final class MeteredProcessGroup implements ProcessGroup {
     }
 
     @Override
-    public int rank() {
-        return group.rank();
+    public int getRank() {
+        return group.getRank();
     }
 
     @Override
-    public int size() {
-        return group.size();
+    public int getSize() {
+        return group.getSize();
     }
 
     @Override
-    public int localRank() {
-        return group.localRank();
+    public int getLocalRank() {
+        return group.getLocalRank();
     }
 
     @Override
-    public String backend() {
-        return group.backend();
+    public String getBackend() {
+        return group.getBackend();
     }
 
     @Override
-    public Device device() {
-        return group.device();
+    public Device getDevice() {
+        return group.getDevice();
     }
 
     @Override
     public Work allGatherAsync(NDArray input, NDArray output) {
-        sentBytes.addAndGet(bytes(input) * (size() - 1));
+        sentBytes.addAndGet(bytes(input) * (getSize() - 1));
         return group.allGatherAsync(input, output);
     }
 
     @Override
     public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-        sentBytes.addAndGet(bytes(output) * (size() - 1));
+        sentBytes.addAndGet(bytes(output) * (getSize() - 1));
         return group.reduceScatterAsync(input, output, op);
     }
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op) {
-        sentBytes.addAndGet(2 * bytes(array) * (size() - 1) / size());
+        sentBytes.addAndGet(2 * bytes(array) * (getSize() - 1) / getSize());
         return group.allReduceAsync(array, op);
     }
 
     @Override
     public Work broadcastAsync(NDArray array, int root) {
-        if (size() > 1 && rank() != Math.floorMod(root - 1, size())) {
+        if (getSize() > 1 && getRank() != Math.floorMod(root - 1, getSize())) {
             sentBytes.addAndGet(bytes(array));
         }
         return group.broadcastAsync(array, root);

@@ -35,13 +35,13 @@ final class ModelSharding {
                             + " with FSDP.");
         }
         UnitPlan plan = UnitPlan.of(block, config.getWrapPolicy());
-        int shardCount = config.isSharded() ? group.size() : 1;
+        int shardCount = config.isSharded() ? group.getSize() : 1;
         ShardLoader loader =
                 new ShardLoader(
                         shardCount,
-                        shardCount == 1 ? 0 : group.rank(),
+                        shardCount == 1 ? 0 : group.getRank(),
                         manager,
-                        config.isSyncModuleStates() && group.size() > 1 ? group : null,
+                        config.isSyncModuleStates() && group.getSize() > 1 ? group : null,
                         options.getInitialValues());
         List<FsdpUnit> units = new ArrayList<>();
         try {

@@ -112,7 +112,7 @@ public final class ResumeRankMain {
         Path file;
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment());
                 Model model = Model.newInstance("tiny-lm", Device.cpu())) {
-            file = Path.of(out + "-" + group.rank());
+            file = Path.of(out + "-" + group.getRank());
             model.setBlock(new TinyLm(dropout));
             DefaultTrainingConfig config =
                     new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
@@ -133,7 +133,7 @@ public final class ResumeRankMain {
                 if (freeze) {
                     ((TinyLm) model.getBlock()).freezeMiddleNorm();
                 }
-                int local = GLOBAL_ROWS / group.size();
+                int local = GLOBAL_ROWS / group.getSize();
                 trainer.initialize(new Shape(local, Scenario.SEQUENCE));
                 if (resumeFrom != null) {
                     trainer.loadCheckpoint(resumeFrom);
@@ -141,7 +141,7 @@ public final class ResumeRankMain {
                 for (long step = trainer.getTrainingState().getStep(); step < steps; step++) {
                     double loss = 0;
                     for (int micro = 0; micro < accumulation; micro++) {
-                        loss += trainOn(trainer, step, micro, group.rank() * local, local);
+                        loss += trainOn(trainer, step, micro, group.getRank() * local, local);
                         trainer.step(); // counts the micro-batch; every last one updates
                     }
                     lines.add(step + " " + loss / accumulation);
@@ -151,7 +151,7 @@ public final class ResumeRankMain {
                     }
                 }
             } // closing gathers the trained parameters into the model
-            if (saveDir != null && group.rank() == 0) {
+            if (saveDir != null && group.getRank() == 0) {
                 // The trained parameters, to compare checkpoints with: a name and values per line.
                 List<String> parameters = new ArrayList<>();
                 for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {

@@ -118,7 +118,7 @@ record Scenario(
                 initialize(trainer);
                 for (int step = 0; step < steps; step++) {
                     for (int micro = 0; micro < accumulation; micro++) {
-                        int firstRow = (micro * worldSize + group.rank()) * LOCAL_BATCH;
+                        int firstRow = (micro * worldSize + group.getRank()) * LOCAL_BATCH;
                         String[] units = micro == 0 ? unitsAfterForward : null;
                         losses[step] +=
                                 trainOn(trainer, step, firstRow, LOCAL_BATCH, null, units)
@@ -174,7 +174,7 @@ record Scenario(
             initialize(trainer);
             for (int step = 0; step < steps; step++) {
                 for (int micro = 0; micro < accumulation; micro++) {
-                    int firstRow = (micro * worldSize + group.rank()) * LOCAL_BATCH;
+                    int firstRow = (micro * worldSize + group.getRank()) * LOCAL_BATCH;
                     trainOn(trainer, step, firstRow, LOCAL_BATCH, null, null);
                 }
             }

@@ -37,7 +37,7 @@ public final class ScenarioRankMain {
         DistributedEnv env = DistributedEnv.fromEnvironment();
         try (ProcessGroup group = ProcessGroups.init(env)) {
             for (int i = 1; i < args.length; i++) {
-                Path file = directory.resolve(i + "-rank" + group.rank());
+                Path file = directory.resolve(i + "-rank" + group.getRank());
                 FitScenario.Variant variant =
                         switch (args[i]) {
                             case FIT -> FitScenario.Variant.PLAIN;
@@ -58,12 +58,12 @@ public final class ScenarioRankMain {
                             file,
                             new Scenario.Result(
                                     new double[] {fit.trainingBatches(), fit.epochs()},
-                                    group.rank() == 0 ? fit.checkpoint() : fit.parameters(),
+                                    group.getRank() == 0 ? fit.checkpoint() : fit.parameters(),
                                     new ShardingStats(0, 0, 0, 0, 0),
                                     new int[0],
                                     null));
                 } else {
-                    Scenario scenario = ScenarioFiles.parse(args[i], group.size());
+                    Scenario scenario = ScenarioFiles.parse(args[i], group.getSize());
                     ScenarioFiles.write(file, scenario.runFsdp(group));
                 }
             }

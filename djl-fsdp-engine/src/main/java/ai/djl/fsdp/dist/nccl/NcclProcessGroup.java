@@ -146,27 +146,27 @@ public final class NcclProcessGroup implements ProcessGroup {
     }
 
     @Override
-    public int rank() {
+    public int getRank() {
         return rank;
     }
 
     @Override
-    public int size() {
+    public int getSize() {
         return size;
     }
 
     @Override
-    public int localRank() {
+    public int getLocalRank() {
         return localRank;
     }
 
     @Override
-    public String backend() {
+    public String getBackend() {
         return "nccl";
     }
 
     @Override
-    public Device device() {
+    public Device getDevice() {
         return device;
     }
 

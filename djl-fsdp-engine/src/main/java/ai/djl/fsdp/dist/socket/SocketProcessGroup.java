@@ -137,27 +137,27 @@ public final class SocketProcessGroup implements ProcessGroup {
     }
 
     @Override
-    public int rank() {
+    public int getRank() {
         return rank;
     }
 
     @Override
-    public int size() {
+    public int getSize() {
         return size;
     }
 
     @Override
-    public int localRank() {
+    public int getLocalRank() {
         return localRank;
     }
 
     @Override
-    public String backend() {
+    public String getBackend() {
         return "socket";
     }
 
     @Override
-    public Device device() {
+    public Device getDevice() {
         return Device.cpu();
     }
 

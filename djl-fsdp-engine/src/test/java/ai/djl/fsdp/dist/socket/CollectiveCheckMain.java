@@ -45,8 +45,8 @@ public final class CollectiveCheckMain {
     private CollectiveCheckMain(ProcessGroup group, NDManager manager) {
         this.group = group;
         this.manager = manager;
-        rank = group.rank();
-        size = group.size();
+        rank = group.getRank();
+        size = group.getSize();
     }
 
     public static void main(String[] args) {
@@ -58,7 +58,7 @@ public final class CollectiveCheckMain {
                         .build();
         CollectiveCheckMain check;
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
-                NDManager manager = NDManager.newBaseManager(group.device())) {
+                NDManager manager = NDManager.newBaseManager(group.getDevice())) {
             check = new CollectiveCheckMain(group, manager);
             check.run();
             group.barrier();

@@ -41,11 +41,11 @@ public final class FailureMain {
         }
         ProcessGroupOptions options = builder.build();
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
-                NDManager manager = NDManager.newBaseManager(group.device())) {
+                NDManager manager = NDManager.newBaseManager(group.getDevice())) {
             if ("steady".equals(mode)) {
                 double total = 0;
                 for (int i = 1; i <= 40; i++) {
-                    NDArray array = manager.ones(new Shape(10)).muli((group.rank() + 1) * i);
+                    NDArray array = manager.ones(new Shape(10)).muli((group.getRank() + 1) * i);
                     group.allReduce(array, ReduceOp.SUM);
                     total += array.sum().getFloat();
                     System.out.println("RUNNING");
@@ -55,14 +55,14 @@ public final class FailureMain {
                 System.out.println("RESULT " + total);
             } else if ("busy".equals(mode)) {
                 // Alive and busy for three timeouts: the others must wait, not fail.
-                if (group.rank() == 1) {
+                if (group.getRank() == 1) {
                     Thread.sleep(options.timeout().multipliedBy(3).toMillis());
                 }
                 NDArray array = manager.ones(new Shape(10));
                 group.allReduce(array, ReduceOp.SUM);
                 System.out.println("SUM " + array.getFloat(0));
             } else if ("silent".equals(mode)) {
-                if (group.rank() == 1) {
+                if (group.getRank() == 1) {
                     // Alive but absent: the others must give up after the timeout and name it.
                     Thread.sleep(timeout.multipliedBy(3).toMillis());
                 } else {
@@ -70,10 +70,10 @@ public final class FailureMain {
                 }
             } else if ("mismatch".equals(mode)) {
                 NDArray array = manager.ones(new Shape(10));
-                if (group.rank() == 0) {
+                if (group.getRank() == 0) {
                     group.allReduce(array, ReduceOp.SUM);
                 } else {
-                    group.allGather(array, manager.zeros(new Shape(10L * group.size())));
+                    group.allGather(array, manager.zeros(new Shape(10L * group.getSize())));
                 }
             } else {
                 NDArray array = manager.ones(new Shape(4 << 20));

@@ -112,7 +112,7 @@ class SocketProcessGroupTest {
             group.broadcast(input, 0);
             group.barrier();
             assertArrayEquals(values, input.toFloatArray());
-            assertEquals("socket", group.backend());
+            assertEquals("socket", group.getBackend());
         }
     }
 
