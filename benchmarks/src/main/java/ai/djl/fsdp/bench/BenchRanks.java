@@ -91,7 +91,7 @@ public final class BenchRanks {
             spec.commandLine()
                     .getErr()
                     .println("fsdp bench " + spec.name() + ": " + e.getMessage());
-            return e.exitCode();
+            return e.getExitCode();
         } finally {
             for (int rank = 0; rank < nproc; rank++) {
                 Files.deleteIfExists(Path.of(report + ".rank" + rank));

@@ -27,11 +27,12 @@ public enum Collective {
     ALL_GATHER {
         @Override
         public Run prepare(ProcessGroup group, NDManager manager, long elements) {
-            int worldSize = group.size();
+            int worldSize = group.getSize();
             long shard = shardOf(elements, worldSize);
             NDArray output = manager.zeros(new Shape(elements));
-            NDIndex own = new NDIndex("{}:{}", group.rank() * shard, (group.rank() + 1) * shard);
-            output.set(own, manager.create(rankValues(group.rank(), 0, shard)));
+            NDIndex own =
+                    new NDIndex("{}:{}", group.getRank() * shard, (group.getRank() + 1) * shard);
+            output.set(own, manager.create(rankValues(group.getRank(), 0, shard)));
             NDArray input = output.get(own);
             return new Run(() -> group.allGather(input, output), output) {
                 @Override
@@ -51,11 +52,11 @@ public enum Collective {
     REDUCE_SCATTER {
         @Override
         public Run prepare(ProcessGroup group, NDManager manager, long elements) {
-            int worldSize = group.size();
+            int worldSize = group.getSize();
             long shard = shardOf(elements, worldSize);
-            NDArray input = manager.create(rankValues(group.rank(), 0, elements));
+            NDArray input = manager.create(rankValues(group.getRank(), 0, elements));
             NDArray output = manager.zeros(new Shape(shard));
-            long offset = group.rank() * shard;
+            long offset = group.getRank() * shard;
             return new Run(() -> group.reduceScatter(input, output, ReduceOp.SUM), output) {
                 @Override
                 float expected(long index) {
@@ -77,8 +78,8 @@ public enum Collective {
     ALL_REDUCE {
         @Override
         public Run prepare(ProcessGroup group, NDManager manager, long elements) {
-            int worldSize = group.size();
-            NDArray array = manager.create(rankValues(group.rank(), 0, elements));
+            int worldSize = group.getSize();
+            NDArray array = manager.create(rankValues(group.getRank(), 0, elements));
             return new Run(() -> group.allReduce(array, ReduceOp.SUM), array) {
                 @Override
                 float expected(long index) {

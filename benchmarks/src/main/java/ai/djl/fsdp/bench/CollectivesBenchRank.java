@@ -92,7 +92,7 @@ public final class CollectivesBenchRank implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         DistributedEnv env = DistributedEnv.fromEnvironment();
-        int worldSize = env.worldSize();
+        int worldSize = env.getWorldSize();
         checkSettings(bytes, iterations, warmup, worldSize);
         Device device = RankDevice.of(env);
         List<String> lines = new ArrayList<>();
@@ -124,7 +124,7 @@ public final class CollectivesBenchRank implements Callable<Integer> {
                 }
             }
         }
-        if (env.rank() == 0) {
+        if (env.getRank() == 0) {
             if (report != null) {
                 Files.write(report, lines, StandardCharsets.UTF_8);
             } else {

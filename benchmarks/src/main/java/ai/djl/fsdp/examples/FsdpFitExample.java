@@ -78,7 +78,7 @@ public final class FsdpFitExample {
                 trainer.initialize(new Shape(64, 32));
                 EasyTrain.fit(trainer, 3, train, validate);
                 TrainingResult result = trainer.getTrainingResult();
-                if (group.rank() == 0) {
+                if (group.getRank() == 0) {
                     System.out.println(
                             "validation accuracy " + result.getValidateEvaluation("Accuracy"));
                 }

@@ -4,8 +4,8 @@ import java.util.OptionalInt;
 
 /**
  * A collective failed: a peer died or stopped answering, or the arguments do not fit. When one rank
- * is to blame, {@link #failedRank()} names it, so a launcher can report that rank rather than the
- * bystander that noticed.
+ * is to blame, {@link #getFailedRank()} names it, so a launcher can report that rank rather than
+ * the bystander that noticed.
  */
 public class CollectiveException extends RuntimeException {
 
@@ -34,11 +34,11 @@ public class CollectiveException extends RuntimeException {
     }
 
     private static int rankOf(Throwable cause) {
-        return ((CollectiveException) cause).failedRank().orElse(-1);
+        return ((CollectiveException) cause).getFailedRank().orElse(-1);
     }
 
     /** Returns the rank that failed (died, stopped or hung), when a single rank is to blame. */
-    public OptionalInt failedRank() {
+    public OptionalInt getFailedRank() {
         return failedRank < 0 ? OptionalInt.empty() : OptionalInt.of(failedRank);
     }
 }

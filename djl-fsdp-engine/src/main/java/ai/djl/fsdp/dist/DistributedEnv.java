@@ -94,7 +94,7 @@ public final class DistributedEnv {
      */
     public static DistributedEnv fromEnvironment() {
         DistributedEnv env = fromVariables(System.getenv());
-        LauncherWatch.armFromEnvironment(env.rank());
+        LauncherWatch.armFromEnvironment(env.getRank());
         return env;
     }
 
@@ -151,7 +151,7 @@ public final class DistributedEnv {
     }
 
     /**
-     * Returns this environment with another run id (see {@link #runId()}).
+     * Returns this environment with another run id (see {@link #getRunId()}).
      *
      * @throws IllegalArgumentException if it is longer than 64 bytes
      */
@@ -354,37 +354,37 @@ public final class DistributedEnv {
     }
 
     /** Returns this process's rank, {@code 0 <= rank < worldSize}. */
-    public int rank() {
+    public int getRank() {
         return rank;
     }
 
     /** Returns the number of processes in the job. */
-    public int worldSize() {
+    public int getWorldSize() {
         return worldSize;
     }
 
     /** Returns this process's rank among the processes on its node. */
-    public int localRank() {
+    public int getLocalRank() {
         return localRank;
     }
 
     /** Returns the number of processes on this node. */
-    public int localWorldSize() {
+    public int getLocalWorldSize() {
         return localWorldSize;
     }
 
     /** Returns the host of rank 0, where the rendezvous store listens. */
-    public String masterAddr() {
+    public String getMasterAddr() {
         return masterAddr;
     }
 
     /** Returns the store's port; 0 (a single process only) means any free port. */
-    public int masterPort() {
+    public int getMasterPort() {
         return masterPort;
     }
 
     /** Returns the job's shared secret, empty when none was given. */
-    public String jobToken() {
+    public String getJobToken() {
         return jobToken;
     }
 
@@ -395,12 +395,12 @@ public final class DistributedEnv {
      * ranks keep their keys under the run id, which defaults to the agent's run id and restart
      * count.
      */
-    public boolean agentStore() {
+    public boolean isAgentStore() {
         return agentStore;
     }
 
     /** Returns the id of this run of the job, empty when none was given. */
-    public String runId() {
+    public String getRunId() {
         return runId;
     }
 

@@ -8,9 +8,9 @@ import ai.djl.ndarray.NDArray;
  *
  * <p>The semantics are NCCL's: every rank calls the same collectives in the same order; outputs are
  * caller-provided arrays written in place; {@code allGather} and {@code reduceScatter} move
- * equal-sized pieces, so the larger array holds exactly {@link #size()} times the elements of the
- * smaller one (callers pad, as FSDP does). Supported element types are float32, float16, bfloat16,
- * int32 and int64 (NCCL also float64, int8 and uint8). Arrays must be contiguous.
+ * equal-sized pieces, so the larger array holds exactly {@link #getSize()} times the elements of
+ * the smaller one (callers pad, as FSDP does). Supported element types are float32, float16,
+ * bfloat16, int32 and int64 (NCCL also float64, int8 and uint8). Arrays must be contiguous.
  *
  * <p>The asynchronous forms run in call order on the group's own stream of work and return a {@link
  * Work} to wait on; the synchronous forms wait before returning. An error on any rank (a rank that

@@ -13,8 +13,8 @@ import java.util.Optional;
 public final class ProcessGroupOptions {
 
     /**
-     * The environment variable that sets the default {@link #timeout()} in seconds; {@code bin/fsdp
-     * launch --timeout} sets it for its ranks.
+     * The environment variable that sets the default {@link #getTimeout()} in seconds; {@code
+     * bin/fsdp launch --timeout} sets it for its ranks.
      */
     public static final String TIMEOUT_VARIABLE = "DJL_FSDP_TIMEOUT";
 
@@ -50,7 +50,7 @@ public final class ProcessGroupOptions {
      * Returns the device whose arrays the group moves, which chooses the backend; empty means the
      * rank's own device ({@link RankDevice#of}).
      */
-    public Optional<Device> device() {
+    public Optional<Device> getDevice() {
         return Optional.ofNullable(device);
     }
 
@@ -60,9 +60,9 @@ public final class ProcessGroupOptions {
      * limit for a peer that sends no heartbeat or a store host that does not answer, and (NCCL) the
      * watchdog's limit for a queued collective, after which it aborts the communicator. A peer that
      * is alive but busy (a long forward) keeps sending heartbeats and is waited for up to {@link
-     * #collectiveTimeout()}.
+     * #getCollectiveTimeout()}.
      */
-    public Duration timeout() {
+    public Duration getTimeout() {
         return timeout;
     }
 
@@ -71,17 +71,17 @@ public final class ProcessGroupOptions {
      * does not take part: a rank that is busy for longer, or calls other collectives, fails the job
      * after this time.
      */
-    public Duration collectiveTimeout() {
+    public Duration getCollectiveTimeout() {
         return collectiveTimeout;
     }
 
     /** Returns how many incoming bytes the socket backend reduces at a time. */
-    public int socketChunkBytes() {
+    public int getSocketChunkBytes() {
         return socketChunkBytes;
     }
 
     /** Returns the socket buffer size the socket backend asks for; 0 leaves it to the system. */
-    public int socketBufferBytes() {
+    public int getSocketBufferBytes() {
         return socketBufferBytes;
     }
 
@@ -89,7 +89,7 @@ public final class ProcessGroupOptions {
      * Returns whether the socket backend's ranks on one machine copy each other's arrays straight
      * from memory where the system allows it, rather than streaming them through sockets.
      */
-    public boolean peerMemoryCopy() {
+    public boolean isPeerMemoryCopy() {
         return peerMemoryCopy;
     }
 
@@ -115,8 +115,8 @@ public final class ProcessGroupOptions {
 
         /**
          * Sets how long a rank may show no sign of life (see {@link
-         * ProcessGroupOptions#timeout()}); the default is {@value #TIMEOUT_VARIABLE} seconds from
-         * the environment, else 60 seconds.
+         * ProcessGroupOptions#getTimeout()}); the default is {@value #TIMEOUT_VARIABLE} seconds
+         * from the environment, else 60 seconds.
          */
         public Builder optTimeout(Duration timeout) {
             this.timeout = positive(timeout, "the timeout");
@@ -125,7 +125,7 @@ public final class ProcessGroupOptions {
 
         /**
          * Sets the longest a collective waits for a live peer that does not take part (see {@link
-         * ProcessGroupOptions#collectiveTimeout()}); the default is 30 minutes.
+         * ProcessGroupOptions#getCollectiveTimeout()}); the default is 30 minutes.
          */
         public Builder optCollectiveTimeout(Duration collectiveTimeout) {
             this.collectiveTimeout = positive(collectiveTimeout, "the collective timeout");

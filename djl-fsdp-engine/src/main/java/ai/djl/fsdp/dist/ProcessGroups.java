@@ -31,36 +31,36 @@ public final class ProcessGroups {
     /**
      * Joins the job described by {@code env}: connects to the store at {@code MASTER_ADDR:
      * MASTER_PORT} (hosting it on rank 0, unless the launcher's agent hosts a PyTorch TCPStore
-     * there: {@link DistributedEnv#agentStore()}) and builds the backend for the options' device.
+     * there: {@link DistributedEnv#isAgentStore()}) and builds the backend for the options' device.
      * Every rank must call it; it returns once all ranks are connected.
      *
      * @throws CollectiveException if the ranks cannot be connected within the options' timeout
      * @throws UnsupportedOperationException if the device is a GPU and NCCL cannot run here
      */
     public static ProcessGroup init(DistributedEnv env, ProcessGroupOptions options) {
-        if (env.worldSize() > 1 && env.jobToken().isEmpty()) {
+        if (env.getWorldSize() > 1 && env.getJobToken().isEmpty()) {
             logger.warn(
                     "{} is not set: any process that reaches {}:{} can join this job's store",
                     DistributedEnv.JOB_TOKEN_VARIABLE,
-                    env.masterAddr(),
-                    env.masterPort());
+                    env.getMasterAddr(),
+                    env.getMasterPort());
         }
-        if (env.agentStore()) {
+        if (env.isAgentStore()) {
             TorchStore store =
-                    TorchStore.builder(env.masterAddr(), env.masterPort())
-                            .optKeyPrefix("djl-fsdp/" + env.runId() + '/')
-                            .optTimeout(options.timeout())
+                    TorchStore.builder(env.getMasterAddr(), env.getMasterPort())
+                            .optKeyPrefix("djl-fsdp/" + env.getRunId() + '/')
+                            .optTimeout(options.getTimeout())
                             .build();
-            return createBackend(env, store, store.localAddress(), options);
+            return createBackend(env, store, store.getLocalAddress(), options);
         }
         TcpStore store =
-                TcpStore.builder(env.masterAddr(), env.masterPort())
-                        .optHostServer(env.rank() == 0)
-                        .optToken(env.jobToken())
-                        .optRunId(env.runId())
-                        .optTimeout(options.timeout())
+                TcpStore.builder(env.getMasterAddr(), env.getMasterPort())
+                        .optHostServer(env.getRank() == 0)
+                        .optToken(env.getJobToken())
+                        .optRunId(env.getRunId())
+                        .optTimeout(options.getTimeout())
                         .build();
-        return createBackend(env, store, store.localAddress(), options);
+        return createBackend(env, store, store.getLocalAddress(), options);
     }
 
     /** The one place where the device chooses the backend; closes the store if that fails. */
@@ -70,11 +70,11 @@ public final class ProcessGroups {
             InetAddress localAddress,
             ProcessGroupOptions options) {
         try {
-            Device device = options.device().orElseGet(() -> RankDevice.of(env));
+            Device device = options.getDevice().orElseGet(() -> RankDevice.of(env));
             if (Device.Type.CPU.equals(device.getDeviceType())) {
                 return SocketProcessGroup.connect(env, store, localAddress, options);
             }
-            return NcclProcessGroup.create(env, store, device, options.timeout());
+            return NcclProcessGroup.create(env, store, device, options.getTimeout());
         } catch (RuntimeException e) {
             store.close();
             throw e;

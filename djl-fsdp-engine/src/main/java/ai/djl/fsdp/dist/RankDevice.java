@@ -32,8 +32,8 @@ public final class RankDevice {
      */
     public static Device of(DistributedEnv env) {
         return select(
-                env.localRank(),
-                env.localWorldSize(),
+                env.getLocalRank(),
+                env.getLocalWorldSize(),
                 Engine.getEngine("PyTorch").getGpuCount(),
                 System.getenv(DEVICE_VARIABLE));
     }

@@ -15,7 +15,7 @@ import java.util.Properties;
 /**
  * Why a rank failed, as it tells its launcher: {@code bin/fsdp launch} names a file per rank in
  * {@value #FILE_VARIABLE}, and a rank that fails writes its message there, with the rank it blames
- * when another rank is at fault (a {@link CollectiveException#failedRank()}). The launcher then
+ * when another rank is at fault (a {@link CollectiveException#getFailedRank()}). The launcher then
  * reports the rank that failed first with its own message, not a bystander that only noticed.
  */
 public final class FailureReport {
@@ -47,7 +47,7 @@ public final class FailureReport {
         int failedRank = -1;
         for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
             if (cause instanceof CollectiveException) {
-                OptionalInt rank = ((CollectiveException) cause).failedRank();
+                OptionalInt rank = ((CollectiveException) cause).getFailedRank();
                 if (rank.isPresent()) {
                     failedRank = rank.getAsInt();
                     break;

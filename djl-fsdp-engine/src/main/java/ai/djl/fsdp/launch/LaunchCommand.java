@@ -197,7 +197,7 @@ public final class LaunchCommand implements Subcommand {
             return 0;
         } catch (RankFailedException e) {
             spec.commandLine().getErr().println("fsdp launch: " + e.getMessage());
-            return e.exitCode();
+            return e.getExitCode();
         }
     }
 

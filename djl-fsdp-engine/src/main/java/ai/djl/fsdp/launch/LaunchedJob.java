@@ -54,7 +54,7 @@ public final class LaunchedJob implements AutoCloseable {
      *
      * @return the ranks
      */
-    public synchronized List<Integer> ranks() {
+    public synchronized List<Integer> getRanks() {
         return List.copyOf(ranks.keySet());
     }
 

@@ -127,7 +127,7 @@ public final class Launcher {
      *
      * @return {@code nnodes * nprocPerNode}
      */
-    public int worldSize() {
+    public int getWorldSize() {
         return nnodes * nprocPerNode;
     }
 
@@ -136,7 +136,7 @@ public final class Launcher {
      *
      * @return the thread count per rank
      */
-    public int threadsPerRank() {
+    public int getThreadsPerRank() {
         return threadsPerRank;
     }
 
@@ -196,7 +196,7 @@ public final class Launcher {
         }
         Map<String, String> env = new LinkedHashMap<>(environment);
         env.put("RANK", Integer.toString(nodeRank * nprocPerNode + localRank));
-        env.put("WORLD_SIZE", Integer.toString(worldSize()));
+        env.put("WORLD_SIZE", Integer.toString(getWorldSize()));
         env.put("LOCAL_RANK", Integer.toString(localRank));
         env.put("LOCAL_WORLD_SIZE", Integer.toString(nprocPerNode));
         env.put("GROUP_RANK", Integer.toString(nodeRank));
@@ -413,7 +413,7 @@ public final class Launcher {
         }
 
         /**
-         * Sets the ranks' timeout (see {@link ProcessGroupOptions#timeout()}), passed to them in
+         * Sets the ranks' timeout (see {@link ProcessGroupOptions#getTimeout()}), passed to them in
          * {@value ProcessGroupOptions#TIMEOUT_VARIABLE}; by default they read their own.
          *
          * @param timeout a positive duration

@@ -99,7 +99,7 @@ public class RankFailedException extends RuntimeException {
      *
      * @return the rank
      */
-    public int rank() {
+    public int getRank() {
         return rank;
     }
 
@@ -108,7 +108,7 @@ public class RankFailedException extends RuntimeException {
      *
      * @return the exit code, never 0
      */
-    public int exitCode() {
+    public int getExitCode() {
         return exitCode;
     }
 
@@ -117,7 +117,7 @@ public class RankFailedException extends RuntimeException {
      *
      * @return true when no rank failed of its own accord
      */
-    public boolean launcherStopped() {
+    public boolean isLauncherStopped() {
         return launcherStopped;
     }
 }

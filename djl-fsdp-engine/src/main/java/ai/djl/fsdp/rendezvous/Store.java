@@ -16,11 +16,11 @@ public interface Store extends AutoCloseable {
     void set(String key, byte[] value);
 
     /**
-     * Returns the value under {@code key}, waiting up to {@link #timeout()} until some rank has set
-     * it.
+     * Returns the value under {@code key}, waiting up to {@link #getTimeout()} until some rank has
+     * set it.
      */
     default byte[] get(String key) {
-        return get(key, timeout());
+        return get(key, getTimeout());
     }
 
     /**
@@ -47,12 +47,12 @@ public interface Store extends AutoCloseable {
      * Opens another client of the same store, with its own connection, for a thread whose calls
      * must not queue behind this client's (a watchdog); the caller closes it.
      *
-     * @param timeout the new client's {@link #timeout()}
+     * @param timeout the new client's {@link #getTimeout()}
      */
     Store newClient(Duration timeout);
 
     /** Returns the longest any call waits. */
-    Duration timeout();
+    Duration getTimeout();
 
     @Override
     void close();

@@ -67,7 +67,7 @@ public final class TcpStore implements Store {
     }
 
     /** Returns the port the store listens on (the chosen one when built with port 0). */
-    public int port() {
+    public int getPort() {
         return socket.getPort();
     }
 
@@ -75,18 +75,18 @@ public final class TcpStore implements Store {
      * Returns this machine's address on the route to the store host: the address other ranks can
      * reach this process at.
      */
-    public InetAddress localAddress() {
+    public InetAddress getLocalAddress() {
         return socket.getLocalAddress();
     }
 
     @Override
-    public Duration timeout() {
+    public Duration getTimeout() {
         return timeout;
     }
 
     @Override
     public TcpStore newClient(Duration timeout) {
-        return new Builder(settings.host, port())
+        return new Builder(settings.host, getPort())
                 .optToken(settings.token)
                 .optRunId(settings.runId)
                 .optTimeout(timeout)

@@ -69,12 +69,12 @@ public final class TorchStore implements Store {
      * Returns this machine's address on the route to the store: the address other ranks can reach
      * this process at.
      */
-    public synchronized InetAddress localAddress() {
+    public synchronized InetAddress getLocalAddress() {
         return socket.getLocalAddress();
     }
 
     @Override
-    public Duration timeout() {
+    public Duration getTimeout() {
         return settings.timeout;
     }
 

@@ -150,7 +150,7 @@ public final class ReleasableMemory implements AutoCloseable {
      *
      * @return resident bytes, at most the mapped size
      */
-    public long residentBytes() {
+    public long getResidentBytes() {
         checkOpen();
         byte[] pages = new byte[(int) (mapped / PAGE)];
         if (LibC.INSTANCE.mincore(base, mapped, pages) != 0) {
@@ -168,7 +168,7 @@ public final class ReleasableMemory implements AutoCloseable {
      *
      * @return the address
      */
-    public long address() {
+    public long getAddress() {
         checkOpen();
         return Pointer.nativeValue(base);
     }
@@ -178,7 +178,7 @@ public final class ReleasableMemory implements AutoCloseable {
      *
      * @return bytes
      */
-    public long bytes() {
+    public long getBytes() {
         return bytes;
     }
 
@@ -187,7 +187,7 @@ public final class ReleasableMemory implements AutoCloseable {
      *
      * @return the buffer, valid until {@link #close}
      */
-    public ByteBuffer buffer() {
+    public ByteBuffer getBuffer() {
         checkOpen();
         return base.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
     }

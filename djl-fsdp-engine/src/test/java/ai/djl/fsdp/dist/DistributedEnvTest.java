@@ -22,10 +22,11 @@ class DistributedEnvTest {
                         "TORCHELASTIC_RUN_ID", "none",
                         "TORCHELASTIC_RESTART_COUNT", "2");
         DistributedEnv env = DistributedEnv.fromVariables(torchrun);
-        assertTrue(env.agentStore());
-        assertEquals("torchelastic-2-none", env.runId());
+        assertTrue(env.isAgentStore());
+        assertEquals("torchelastic-2-none", env.getRunId());
         assertFalse(
-                DistributedEnv.fromVariables(Map.of("RANK", "0", "WORLD_SIZE", "1")).agentStore());
+                DistributedEnv.fromVariables(Map.of("RANK", "0", "WORLD_SIZE", "1"))
+                        .isAgentStore());
     }
 
     @Test
@@ -47,13 +48,13 @@ class DistributedEnvTest {
                                 "1234",
                                 "DJL_FSDP_JOB_TOKEN",
                                 "secret"));
-        assertEquals(3, env.rank());
-        assertEquals(8, env.worldSize());
-        assertEquals(1, env.localRank());
-        assertEquals(2, env.localWorldSize());
-        assertEquals("node0", env.masterAddr());
-        assertEquals(1234, env.masterPort());
-        assertEquals("secret", env.jobToken());
+        assertEquals(3, env.getRank());
+        assertEquals(8, env.getWorldSize());
+        assertEquals(1, env.getLocalRank());
+        assertEquals(2, env.getLocalWorldSize());
+        assertEquals("node0", env.getMasterAddr());
+        assertEquals(1234, env.getMasterPort());
+        assertEquals("secret", env.getJobToken());
         assertFalse(env.toString().contains("secret"), "toString must not show the token");
     }
 
@@ -62,10 +63,10 @@ class DistributedEnvTest {
         DistributedEnv env =
                 DistributedEnv.fromVariables(
                         Map.of("RANK", "1", "WORLD_SIZE", "2", "MASTER_ADDR", "job-master-0"));
-        assertEquals(0, env.localRank());
-        assertEquals(1, env.localWorldSize());
-        assertEquals(DistributedEnv.DEFAULT_MASTER_PORT, env.masterPort());
-        assertEquals("", env.jobToken());
+        assertEquals(0, env.getLocalRank());
+        assertEquals(1, env.getLocalWorldSize());
+        assertEquals(DistributedEnv.DEFAULT_MASTER_PORT, env.getMasterPort());
+        assertEquals("", env.getJobToken());
     }
 
     @Test
@@ -87,11 +88,11 @@ class DistributedEnvTest {
                                 "n1",
                                 "MASTER_PORT",
                                 "4000"));
-        assertEquals(5, env.rank());
-        assertEquals(7, env.worldSize());
-        assertEquals(0, env.localRank());
-        assertEquals(1, env.localWorldSize());
-        assertEquals("n1", env.masterAddr());
+        assertEquals(5, env.getRank());
+        assertEquals(7, env.getWorldSize());
+        assertEquals(0, env.getLocalRank());
+        assertEquals(1, env.getLocalWorldSize());
+        assertEquals("n1", env.getMasterAddr());
         DistributedEnv perNode =
                 DistributedEnv.fromVariables(
                         Map.of(
@@ -105,7 +106,7 @@ class DistributedEnvTest {
                                 "2",
                                 "MASTER_ADDR",
                                 "n1"));
-        assertEquals(2, perNode.localWorldSize());
+        assertEquals(2, perNode.getLocalWorldSize());
     }
 
     @Test
@@ -132,9 +133,9 @@ class DistributedEnvTest {
     @Test
     void noVariablesMeansOneProcess() {
         DistributedEnv env = DistributedEnv.fromVariables(Map.of());
-        assertEquals(0, env.rank());
-        assertEquals(1, env.worldSize());
-        assertEquals(0, env.masterPort());
+        assertEquals(0, env.getRank());
+        assertEquals(1, env.getWorldSize());
+        assertEquals(0, env.getMasterPort());
     }
 
     @Test
@@ -183,8 +184,8 @@ class DistributedEnvTest {
                                 "SLURM_JOB_ID", "123456",
                                 "SLURM_STEP_ID", "0",
                                 "MASTER_ADDR", "node1"));
-        assertEquals(DistributedEnv.SLURM_PORT_BASE + 3456, env.masterPort());
-        assertEquals("slurm-123456.0", env.runId());
+        assertEquals(DistributedEnv.SLURM_PORT_BASE + 3456, env.getMasterPort());
+        assertEquals("slurm-123456.0", env.getRunId());
     }
 
     @Test
@@ -200,7 +201,7 @@ class DistributedEnvTest {
                                 "127.0.0.1",
                                 DistributedEnv.RUN_ID_VARIABLE,
                                 "abc"));
-        assertEquals("abc", env.runId());
+        assertEquals("abc", env.getRunId());
         assertEquals(
                 java.time.Duration.ofMillis(2500),
                 ProcessGroupOptions.Builder.defaultTimeout("2.5"));

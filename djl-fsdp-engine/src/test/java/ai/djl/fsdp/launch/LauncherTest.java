@@ -77,7 +77,7 @@ class LauncherTest {
             assertEquals("1", report.get("num_interop_threads"));
             assertEquals(Launcher.MALLOC_TUNABLES, report.get(Launcher.MALLOC_TUNABLES_VARIABLE));
         }
-        assertEquals(expectedThreads, launcher.threadsPerRank());
+        assertEquals(expectedThreads, launcher.getThreadsPerRank());
         assertEquals(rank0.get("MASTER_PORT"), rank1.get("MASTER_PORT"));
         String token = rank0.get(DistributedEnv.JOB_TOKEN_VARIABLE);
         assertEquals(token, rank1.get(DistributedEnv.JOB_TOKEN_VARIABLE));
@@ -105,8 +105,8 @@ class LauncherTest {
 
         RankFailedException failure = assertThrows(RankFailedException.class, launcher::run);
 
-        assertEquals(1, failure.rank());
-        assertEquals(3, failure.exitCode());
+        assertEquals(1, failure.getRank());
+        assertEquals(3, failure.getExitCode());
         assertTrue(
                 failure.getMessage().contains("rank 1 exited with code 3"), failure.getMessage());
         for (int rank = 0; rank < 3; rank++) {
@@ -134,11 +134,11 @@ class LauncherTest {
             RankFailedException stopped =
                     assertThrows(RankFailedException.class, job::awaitSuccess);
 
-            assertTrue(stopped.launcherStopped());
+            assertTrue(stopped.isLauncherStopped());
             assertTrue(
                     stopped.getMessage().startsWith("the launcher was stopped"),
                     stopped.getMessage());
-            for (int rank : job.ranks()) {
+            for (int rank : job.getRanks()) {
                 assertFalse(job.process(rank).isAlive(), "rank " + rank);
             }
         }

@@ -44,7 +44,7 @@ class TcpStoreTest {
     }
 
     private TcpStore client() {
-        return TcpStore.builder("127.0.0.1", host.port())
+        return TcpStore.builder("127.0.0.1", host.getPort())
                 .optToken(TOKEN)
                 .optTimeout(TIMEOUT)
                 .build();
@@ -126,7 +126,7 @@ class TcpStoreTest {
                 assertThrows(
                         StoreException.class,
                         () ->
-                                TcpStore.builder("127.0.0.1", host.port())
+                                TcpStore.builder("127.0.0.1", host.getPort())
                                         .optToken("guess")
                                         .optTimeout(TIMEOUT)
                                         .build());
@@ -147,7 +147,7 @@ class TcpStoreTest {
                     assertThrows(
                             StoreException.class,
                             () ->
-                                    TcpStore.builder("127.0.0.1", other.port())
+                                    TcpStore.builder("127.0.0.1", other.getPort())
                                             .optToken(TOKEN)
                                             .optRunId("second")
                                             .optTimeout(TIMEOUT)
@@ -207,7 +207,7 @@ class TcpStoreTest {
 
     /** Sends {@code bytes} on a raw connection and requires the server to hang up. */
     private void assertDisconnected(RawWrite bytes) throws IOException {
-        try (Socket socket = new Socket("127.0.0.1", host.port())) {
+        try (Socket socket = new Socket("127.0.0.1", host.getPort())) {
             socket.setSoTimeout(5000);
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
             bytes.to(out);

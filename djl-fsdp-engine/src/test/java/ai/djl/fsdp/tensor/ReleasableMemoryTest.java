@@ -64,16 +64,16 @@ class ReleasableMemoryTest {
                 NDManager scope = manager.newSubManager()) {
             NDArray flat = memory.wrap(scope, new Shape(bytes / 4), Precision.FLOAT32, 0);
             TensorMemory.copy(scope.ones(new Shape()), flat);
-            assertEquals(bytes, memory.residentBytes());
+            assertEquals(bytes, memory.getResidentBytes());
             long before = rssAnon();
 
             memory.release();
 
-            assertEquals(0, memory.residentBytes());
+            assertEquals(0, memory.getResidentBytes());
             long dropped = before - rssAnon();
             assertTrue(dropped > bytes * 9 / 10, "the resident set fell by " + dropped + " bytes");
             assertEquals(0f, flat.sum().getFloat(), "released pages read as zeros");
-            memory.buffer().asFloatBuffer().put(0, 3f);
+            memory.getBuffer().asFloatBuffer().put(0, 3f);
             assertEquals(3f, flat.getFloat(0));
         }
     }
@@ -111,7 +111,7 @@ class ReleasableMemoryTest {
                             () -> memory.wrap(manager, new Shape(10, 30), Precision.FLOAT32, 0));
             assertTrue(error.getMessage().contains("does not fit"), error.getMessage());
             NDArray tail = memory.wrap(manager, new Shape(100), Precision.BFLOAT16, 800);
-            assertEquals(memory.address() + 800, TensorMemory.dataPointer(tail));
+            assertEquals(memory.getAddress() + 800, TensorMemory.dataPointer(tail));
         }
     }
 
@@ -122,7 +122,7 @@ class ReleasableMemoryTest {
     private float[][] gradients(
             ReleasableMemory memory, NDArray x, float[] weights, boolean release, boolean refill) {
         try (NDManager scope = manager.newSubManager()) {
-            memory.buffer().asFloatBuffer().put(weights);
+            memory.getBuffer().asFloatBuffer().put(weights);
             // Like a FlatParameter: the leaf is the flat buffer, the weight a view of it.
             NDArray flat = memory.wrap(scope, new Shape((long) IN * OUT), Precision.FLOAT32, 0);
             flat.setRequiresGradient(true);
@@ -133,11 +133,11 @@ class ReleasableMemoryTest {
                 NDArray y = input.matMul(flat.reshape(IN, OUT)).tanh().sum();
                 if (release) {
                     memory.release();
-                    assertEquals(0, memory.residentBytes());
+                    assertEquals(0, memory.getResidentBytes());
                 }
                 if (refill) {
                     // What an all-gather into the same addresses does.
-                    memory.buffer().asFloatBuffer().put(weights);
+                    memory.getBuffer().asFloatBuffer().put(weights);
                 }
                 collector.backward(y);
             }

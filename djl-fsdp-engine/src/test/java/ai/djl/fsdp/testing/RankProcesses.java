@@ -70,7 +70,7 @@ public final class RankProcesses implements AutoCloseable {
 
     /** Returns the number of ranks. */
     public int worldSize() {
-        return job.ranks().size();
+        return job.getRanks().size();
     }
 
     /**
@@ -172,7 +172,7 @@ public final class RankProcesses implements AutoCloseable {
             job.stop();
         }
         List<RankResult> results = new ArrayList<>();
-        for (int rank : job.ranks()) {
+        for (int rank : job.getRanks()) {
             Process process = job.process(rank);
             results.add(
                     new RankResult(

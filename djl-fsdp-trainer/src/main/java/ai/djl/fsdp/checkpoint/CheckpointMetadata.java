@@ -184,7 +184,7 @@ public final class CheckpointMetadata {
             ByteBuffer length = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
             channel.read(length, 0);
             long dataStart = 8 + length.flip().getLong();
-            for (String name : tensors.names()) {
+            for (String name : tensors.getNames()) {
                 var info = tensors.info(name);
                 offsets.put(name, new long[] {dataStart + info.begin(), dataStart + info.end()});
             }

@@ -294,8 +294,8 @@ public final class Lora {
                         });
         try (SafetensorsFile file = SafetensorsFile.open(directory.resolve(WEIGHTS_FILE))) {
             Set<String> missing = new TreeSet<>(expected.keySet());
-            missing.removeAll(file.names());
-            Set<String> unexpected = new TreeSet<>(file.names());
+            missing.removeAll(file.getNames());
+            Set<String> unexpected = new TreeSet<>(file.getNames());
             unexpected.removeAll(expected.keySet());
             if (!missing.isEmpty() || !unexpected.isEmpty()) {
                 throw new IllegalArgumentException(

@@ -94,7 +94,7 @@ public final class LoraLinear extends AbstractBlock {
      *
      * @return the weight delta
      */
-    public NDArray deltaWeight() {
+    public NDArray getDeltaWeight() {
         NDArray a = getLoraA().getArray().stopGradient();
         NDArray b = getLoraB().getArray().stopGradient();
         return b.matMul(a).mul(scaling);
@@ -106,7 +106,7 @@ public final class LoraLinear extends AbstractBlock {
      * at a time.
      */
     public void mergeIntoBase() {
-        try (NDArray delta = deltaWeight()) {
+        try (NDArray delta = getDeltaWeight()) {
             base.addToWeight(delta);
         }
     }

@@ -194,7 +194,7 @@ public final class FlatParameter implements AutoCloseable {
      */
     public long getFullResidentBytes() {
         if (fullMemory != null) {
-            return fullMemory.residentBytes();
+            return fullMemory.getResidentBytes();
         }
         return full == null ? 0 : full.size() * full.getDataType().getNumOfBytes();
     }

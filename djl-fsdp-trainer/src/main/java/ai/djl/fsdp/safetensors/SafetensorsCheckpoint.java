@@ -56,7 +56,7 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
         if (!Files.isDirectory(path)) {
             SafetensorsFile file = SafetensorsFile.open(path);
             Map<String, SafetensorsFile> byName = new LinkedHashMap<>();
-            file.names().forEach(name -> byName.put(name, file));
+            file.getNames().forEach(name -> byName.put(name, file));
             return new SafetensorsCheckpoint(List.of(file), byName);
         }
         Path index = path.resolve(INDEX_FILE);

@@ -104,7 +104,7 @@ public final class SafetensorsFile implements AutoCloseable {
      *
      * @return the path
      */
-    public Path path() {
+    public Path getPath() {
         return path;
     }
 
@@ -113,7 +113,7 @@ public final class SafetensorsFile implements AutoCloseable {
      *
      * @return the tensor names
      */
-    public Set<String> names() {
+    public Set<String> getNames() {
         return tensors.keySet();
     }
 
@@ -122,7 +122,7 @@ public final class SafetensorsFile implements AutoCloseable {
      *
      * @return the metadata
      */
-    public Map<String, String> metadata() {
+    public Map<String, String> getMetadata() {
         return metadata;
     }
 

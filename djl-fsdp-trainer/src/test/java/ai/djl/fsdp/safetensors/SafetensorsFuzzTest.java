@@ -61,7 +61,7 @@ class SafetensorsFuzzTest {
         Path file = dir.resolve("fuzz.safetensors");
         Files.write(file, asFile(input));
         try (SafetensorsFile st = SafetensorsFile.open(file)) {
-            for (String name : st.names()) {
+            for (String name : st.getNames()) {
                 TensorInfo info = st.info(name);
                 assertTrue(info.begin() <= info.end());
                 long elements = info.elements();

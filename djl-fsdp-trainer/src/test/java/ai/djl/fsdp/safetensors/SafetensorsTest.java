@@ -62,8 +62,8 @@ class SafetensorsTest {
                 .putMetadata("format", "pt")
                 .write(file);
         try (SafetensorsFile st = SafetensorsFile.open(file)) {
-            assertEquals(List.of("a.f32", "b.f16", "c.i64"), List.copyOf(st.names()));
-            assertEquals(Map.of("format", "pt"), st.metadata());
+            assertEquals(List.of("a.f32", "b.f16", "c.i64"), List.copyOf(st.getNames()));
+            assertEquals(Map.of("format", "pt"), st.getMetadata());
             assertEquals(
                     new TensorInfo("a.f32", Dtype.F32, new Shape(2, 3, 4), 0, 96),
                     st.info("a.f32"));
@@ -75,7 +75,7 @@ class SafetensorsTest {
         Path again = dir.resolve("again.safetensors");
         try (SafetensorsFile st = SafetensorsFile.open(file)) {
             SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
-            for (String name : st.names()) {
+            for (String name : st.getNames()) {
                 writer.add(name, st.read(manager, name));
             }
             writer.write(again);

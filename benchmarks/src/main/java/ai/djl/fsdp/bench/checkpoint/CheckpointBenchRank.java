@@ -133,7 +133,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
                 for (int step = 0; step < warmup; step++) {
                     step(trainer);
                 }
-                if (group.rank() == 0) {
+                if (group.getRank() == 0) {
                     Files.createDirectories(directory);
                 }
                 try {
@@ -142,7 +142,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
                     }
                 } finally {
                     group.barrier();
-                    if (group.rank() == 0) {
+                    if (group.getRank() == 0) {
                         CheckpointDirectory.deleteTree(directory);
                     }
                 }
@@ -151,13 +151,13 @@ public final class CheckpointBenchRank implements Callable<Integer> {
         record("peak_rss_reset", peakResets ? 1 : 0);
         List<String> lines = new ArrayList<>();
         samples.forEach((name, values) -> lines.add(name + " " + median(values)));
-        Files.write(Path.of(report + ".rank" + env.rank()), lines, StandardCharsets.UTF_8);
+        Files.write(Path.of(report + ".rank" + env.getRank()), lines, StandardCharsets.UTF_8);
         return 0;
     }
 
     private void repetition(FsdpTrainer trainer, GPT2LMHeadModel lm, ProcessGroup group, int r)
             throws IOException {
-        boolean writer = group.rank() == 0;
+        boolean writer = group.getRank() == 0;
         long start = resetPeak();
         step(trainer);
         record("step_s", seconds(start));
@@ -211,7 +211,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
     private GPT2Config modelConfig(DistributedEnv env) {
         JsonObject json =
                 new TrainBenchSettings(
-                                env.worldSize(),
+                                env.getWorldSize(),
                                 "FULL_SHARD",
                                 repeats,
                                 warmup,

@@ -92,7 +92,7 @@ public final class LoadMemoryMain {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), ON_CPU);
                 NDManager manager = Engine.getEngine("PyTorch").newBaseManager()) {
             manager.ones(new Shape(1)).sum().getFloat(); // the engine is loaded and has run
-            report("baseline", group.rank(), 0);
+            report("baseline", group.getRank(), 0);
         }
     }
 
@@ -120,7 +120,7 @@ public final class LoadMemoryMain {
             }
             // Measured before closing: closing gathers the whole model onto every rank.
             try (trainer) {
-                report("sharded", group.rank(), trainer.getShardingStats().parameterBytes());
+                report("sharded", group.getRank(), trainer.getShardingStats().parameterBytes());
             }
         }
     }

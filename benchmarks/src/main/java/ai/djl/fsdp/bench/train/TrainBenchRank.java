@@ -168,7 +168,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                                 peakRssBytes() / 1e6,
                                 modelState / 1e6,
                                 sent / 1e6);
-                Path file = Path.of(report + ".rank" + env.rank());
+                Path file = Path.of(report + ".rank" + env.getRank());
                 Files.writeString(file, line + System.lineSeparator(), StandardCharsets.UTF_8);
             }
         }
@@ -236,7 +236,7 @@ public final class TrainBenchRank implements Callable<Integer> {
 
     private TrainBenchSettings settings(DistributedEnv env) {
         return new TrainBenchSettings(
-                env.worldSize(),
+                env.getWorldSize(),
                 sharding,
                 steps,
                 warmup,

@@ -61,9 +61,9 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     private NcclProcessGroup(
             DistributedEnv env, Device device, ncclComm comm, Store store, Duration timeout) {
-        this.rank = env.rank();
-        this.size = env.worldSize();
-        this.localRank = env.localRank();
+        this.rank = env.getRank();
+        this.size = env.getWorldSize();
+        this.localRank = env.getLocalRank();
         this.device = device;
         this.comm = comm;
         this.store = store;
@@ -99,7 +99,7 @@ public final class NcclProcessGroup implements ProcessGroup {
      */
     public static NcclProcessGroup create(
             DistributedEnv env, Store store, Device device, Duration timeout) {
-        int rank = env.rank();
+        int rank = env.getRank();
         if (!device.isGpu()) {
             throw new IllegalArgumentException("NCCL needs a GPU, got " + device);
         }
@@ -109,7 +109,7 @@ public final class NcclProcessGroup implements ProcessGroup {
                             throw new UnsupportedOperationException(problem);
                         });
         NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
-        String idKey = uniqueIdKey(store, env.worldSize());
+        String idKey = uniqueIdKey(store, env.getWorldSize());
         ncclUniqueId id = new ncclUniqueId();
         byte[] idBytes = new byte[nccl.NCCL_UNIQUE_ID_BYTES];
         if (rank == 0) {
@@ -130,7 +130,9 @@ public final class NcclProcessGroup implements ProcessGroup {
         }
         ncclComm comm = new ncclComm();
         NcclStatus.checkNccl(
-                nccl.ncclCommInitRank(comm, env.worldSize(), id, rank), "ncclCommInitRank", rank);
+                nccl.ncclCommInitRank(comm, env.getWorldSize(), id, rank),
+                "ncclCommInitRank",
+                rank);
         return new NcclProcessGroup(env, device, comm, store, timeout);
     }
 

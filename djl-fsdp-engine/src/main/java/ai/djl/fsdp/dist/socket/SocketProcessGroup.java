@@ -75,13 +75,13 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     private SocketProcessGroup(
             DistributedEnv env, Store store, Ring ring, ProcessGroupOptions options) {
-        rank = env.rank();
-        size = env.worldSize();
-        localRank = env.localRank();
+        rank = env.getRank();
+        size = env.getWorldSize();
+        localRank = env.getLocalRank();
         this.store = store;
         this.ring = ring;
-        timeout = options.timeout();
-        collectives = new RingCollectives(ring, rank, size, options.socketChunkBytes());
+        timeout = options.getTimeout();
+        collectives = new RingCollectives(ring, rank, size, options.getSocketChunkBytes());
         communication =
                 Executors.newSingleThreadExecutor(
                         task -> {
@@ -108,26 +108,26 @@ public final class SocketProcessGroup implements ProcessGroup {
             InetAddress localAddress,
             ProcessGroupOptions options) {
         Ring ring = null;
-        if (env.worldSize() > 1) {
+        if (env.getWorldSize() > 1) {
             try {
                 ring =
                         RingConnector.connect(
                                 store,
-                                env.rank(),
-                                env.worldSize(),
-                                env.jobToken().getBytes(StandardCharsets.UTF_8),
+                                env.getRank(),
+                                env.getWorldSize(),
+                                env.getJobToken().getBytes(StandardCharsets.UTF_8),
                                 localAddress,
-                                options.timeout(),
-                                options.collectiveTimeout(),
-                                options.socketBufferBytes(),
-                                options.peerMemoryCopy());
+                                options.getTimeout(),
+                                options.getCollectiveTimeout(),
+                                options.getSocketBufferBytes(),
+                                options.isPeerMemoryCopy());
             } catch (IOException | RuntimeException e) {
                 throw new CollectiveException(
                         "Rank "
-                                + env.rank()
+                                + env.getRank()
                                 + " could not join the socket"
                                 + " ring of "
-                                + env.worldSize()
+                                + env.getWorldSize()
                                 + " ranks: "
                                 + e.getMessage(),
                         e);

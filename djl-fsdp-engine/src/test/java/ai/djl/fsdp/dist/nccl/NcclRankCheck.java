@@ -25,13 +25,13 @@ public final class NcclRankCheck {
 
     public static void main(String[] args) {
         DistributedEnv env = DistributedEnv.fromEnvironment();
-        int rank = env.rank();
-        int size = env.worldSize();
-        Device gpu = Device.gpu(env.localRank());
+        int rank = env.getRank();
+        int size = env.getWorldSize();
+        Device gpu = Device.gpu(env.getLocalRank());
         try (TcpStore store =
-                        TcpStore.builder(env.masterAddr(), env.masterPort())
+                        TcpStore.builder(env.getMasterAddr(), env.getMasterPort())
                                 .optHostServer(rank == 0)
-                                .optToken(env.jobToken())
+                                .optToken(env.getJobToken())
                                 .build();
                 NcclProcessGroup group =
                         NcclProcessGroup.create(env, store, gpu, Duration.ofSeconds(60));

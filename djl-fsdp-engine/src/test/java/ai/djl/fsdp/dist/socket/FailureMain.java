@@ -56,7 +56,7 @@ public final class FailureMain {
             } else if ("busy".equals(mode)) {
                 // Alive and busy for three timeouts: the others must wait, not fail.
                 if (group.getRank() == 1) {
-                    Thread.sleep(options.timeout().multipliedBy(3).toMillis());
+                    Thread.sleep(options.getTimeout().multipliedBy(3).toMillis());
                 }
                 NDArray array = manager.ones(new Shape(10));
                 group.allReduce(array, ReduceOp.SUM);

@@ -55,7 +55,7 @@ class WatchdogProcessTest {
                     "MEASURED SIG%s of rank %d of 3, timeout %s: rank %d exited after %.1f s,"
                             + " the launcher reported after %.1f s: %s%n",
                     signal, faulty, TIMEOUT, survivor, exited, seconds, launcher.getMessage());
-            assertEquals(faulty, launcher.rank(), launcher.getMessage());
+            assertEquals(faulty, launcher.getRank(), launcher.getMessage());
             assertTrue(
                     launcher.getMessage().startsWith("rank " + faulty + " "),
                     launcher.getMessage());
@@ -86,7 +86,7 @@ class WatchdogProcessTest {
         try (RankProcesses job = endlessJob(2)) {
             job.kill(1);
             RankFailedException launcher = job.awaitLauncherFailure();
-            assertEquals(1, launcher.rank());
+            assertEquals(1, launcher.getRank());
             assertTrue(
                     launcher.getMessage().contains("rank 1 was killed by SIGKILL"),
                     launcher.getMessage());

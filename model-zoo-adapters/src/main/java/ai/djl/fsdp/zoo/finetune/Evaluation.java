@@ -58,8 +58,8 @@ final class Evaluation {
         DistributedSampler sampler =
                 new DistributedSampler(
                         eval.getSequences().size(),
-                        group.rank(),
-                        group.size(),
+                        group.getRank(),
+                        group.getSize(),
                         batchSize,
                         false,
                         0);
@@ -122,18 +122,19 @@ final class Evaluation {
             return new ExactMatch(0, 0, null, null);
         }
         // Every rank runs the same number of forwards: its share, padded with repeats not counted.
-        int perRank = (prompts.size() + group.size() - 1) / group.size();
+        int perRank = (prompts.size() + group.getSize() - 1) / group.getSize();
         long correct = 0;
         String firstReply = null;
         for (int start = 0; start < perRank; start += chunk) {
             int rows = Math.min(chunk, perRank - start);
             int[] which = new int[rows];
             for (int row = 0; row < rows; row++) {
-                which[row] = ((start + row) * group.size() + group.rank()) % prompts.size();
+                which[row] = ((start + row) * group.getSize() + group.getRank()) % prompts.size();
             }
             long[][] replies = generate(prompts, which, maxAnswer + 1, endOfTurn, padId);
             for (int row = 0; row < rows; row++) {
-                boolean counted = (start + row) * group.size() + group.rank() < prompts.size();
+                boolean counted =
+                        (start + row) * group.getSize() + group.getRank() < prompts.size();
                 String reply = tokenizer.decode(replies[row]).trim();
                 if (counted && reply.equals(answers.get(which[row]).trim())) {
                     correct++;

@@ -69,19 +69,19 @@ public final class FinetuneCommand implements Subcommand {
     public Integer call() throws Exception {
         DistributedEnv env = DistributedEnv.fromEnvironment();
         if (fsdp.configFile != null) {
-            return withConfigFile(env.worldSize());
+            return withConfigFile(env.getWorldSize());
         }
         RunReport.quietStartup(args.logLevel);
         Path checkpoint = Path.of(args.modelNameOrPath);
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
         validate(checkpoint, fromCheckpoint);
         this.checkpoints.check();
-        if (env.rank() == 0) {
+        if (env.getRank() == 0) {
             OutputDirectory.check(args.outputDir, args.overwriteOutputDir); // before training
         }
         Engine.getInstance().setRandomSeed(args.seed);
         try (ProcessGroup group = ProcessGroups.init(env)) {
-            rankZero = group.rank() == 0;
+            rankZero = group.getRank() == 0;
             List<String> pending = new ArrayList<>(notes);
             notes.clear();
             ready = true;
@@ -93,7 +93,7 @@ public final class FinetuneCommand implements Subcommand {
             FinetuneRecipe.ModelSource source = modelSource(checkpoint, fromCheckpoint);
             try (FinetuneRecipe recipe =
                             FinetuneRecipe.prepare(args, fsdp, group, source, this::note);
-                    Model model = Model.newInstance("finetune", group.device())) {
+                    Model model = Model.newInstance("finetune", group.getDevice())) {
                 train(recipe, model, fromCheckpoint && hasWeights(checkpoint), checkpoint);
             }
             group.barrier();

@@ -168,8 +168,8 @@ final class FinetuneRecipe implements AutoCloseable {
     DistributedSampler trainSampler() {
         return new DistributedSampler(
                 train.getSequences().size(),
-                group.rank(),
-                group.size(),
+                group.getRank(),
+                group.getSize(),
                 args.perDeviceTrainBatchSize,
                 true,
                 args.seed);
@@ -192,7 +192,7 @@ final class FinetuneRecipe implements AutoCloseable {
         DefaultTrainingConfig training =
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(adamW)
-                        .optDevices(new Device[] {group.device()});
+                        .optDevices(new Device[] {group.getDevice()});
         List<String> layers =
                 fsdp.layerClassesToWrap != null
                         ? fsdp.layerClassesToWrap

@@ -80,7 +80,7 @@ final class RunReport implements AutoCloseable {
                 recipe.eval == null
                         ? "no eval split"
                         : recipe.eval.getSequences().size() + " eval sequences",
-                recipe.group.size(),
+                recipe.group.getSize(),
                 recipe.totalSteps,
                 recipe.stepsPerEpoch,
                 outputDir);
@@ -101,8 +101,8 @@ final class RunReport implements AutoCloseable {
     /** Returns each rank's peak resident memory in bytes (a collective: every rank calls it). */
     static long[] peakMemoryPerRank(FsdpTrainer trainer, ProcessGroup group) {
         try (NDManager manager = trainer.getManager().newSubManager()) {
-            float[] mine = new float[group.size()];
-            mine[group.rank()] = PeakMemory.residentBytes() / 1e6f;
+            float[] mine = new float[group.getSize()];
+            mine[group.getRank()] = PeakMemory.residentBytes() / 1e6f;
             NDArray all = manager.create(mine);
             group.allReduce(all, ReduceOp.SUM);
             float[] megabytes = all.toFloatArray();

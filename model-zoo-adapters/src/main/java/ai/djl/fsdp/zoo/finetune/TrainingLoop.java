@@ -76,7 +76,7 @@ final class TrainingLoop {
      */
     Outcome run() throws IOException {
         FinetuneArguments args = recipe.args;
-        boolean rankZero = group.rank() == 0;
+        boolean rankZero = group.getRank() == 0;
         long tokens = 0;
         double seconds = 0;
         double lossSum = 0;
@@ -104,7 +104,7 @@ final class TrainingLoop {
                             collector.backward(value);
                             loss += meanOverRanks(value) / args.gradientAccumulationSteps;
                         }
-                        stepTokens += batch.get(0).size() * group.size();
+                        stepTokens += batch.get(0).size() * group.getSize();
                     }
                     trainer.step();
                 }
@@ -208,7 +208,7 @@ final class TrainingLoop {
         Path outputDir = recipe.args.outputDir;
         Path directory = CheckpointDirectory.of(outputDir, step);
         trainer.saveCheckpoint(directory);
-        if (group.rank() == 0 && checkpoints.saveTotalLimit != null) {
+        if (group.getRank() == 0 && checkpoints.saveTotalLimit != null) {
             CheckpointDirectory.keepNewest(outputDir, checkpoints.saveTotalLimit, directory);
         }
     }
@@ -230,7 +230,7 @@ final class TrainingLoop {
     private void log(int step, double epoch, double loss, float rate, double tokensPerSecond) {
         // The norm of the last optimizer step; left out when the trainer did not measure it.
         double norm = trainer.getLastGradNorm().orElse(Double.NaN);
-        if (group.rank() != 0) {
+        if (group.getRank() != 0) {
             return;
         }
         JsonObject row = MetricsLog.row(step, epoch);
@@ -266,7 +266,7 @@ final class TrainingLoop {
         if (Double.isNaN(outcome.bestEvalLoss) || loss < outcome.bestEvalLoss) {
             outcome.bestEvalLoss = loss;
         }
-        if (group.rank() == 0) {
+        if (group.getRank() == 0) {
             JsonObject row = MetricsLog.row(step, epoch);
             MetricsLog.put(row, "eval_loss", loss);
             MetricsLog.put(row, "eval_perplexity", Math.exp(loss));

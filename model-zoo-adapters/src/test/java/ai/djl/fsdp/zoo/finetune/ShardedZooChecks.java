@@ -176,7 +176,7 @@ final class ShardedZooChecks {
                         0f);
                 train(trainer, manager, 1);
                 ShardingStats stats = trainer.getShardingStats();
-                long shards = strategy.isSharded() ? group.size() : 1;
+                long shards = strategy.isSharded() ? group.getSize() : 1;
                 // Gradients and AdamW's two moments cover this rank's share of the adapters only:
                 // each of the units' trainable buffers (at most 3) pads by under one element.
                 long adapterBytes = (Lora.count(lm).trainable() / shards + 3) * Float.BYTES;
@@ -225,7 +225,7 @@ final class ShardedZooChecks {
             Lora.merge(lm);
             NDArray mergedWhole = TestModels.logits(lm, ids, null);
             check(name + " merged", adapted, mergedWhole, 1e-4f);
-            if (group.rank() == 0) {
+            if (group.getRank() == 0) {
                 // Loading is strict: the file holds exactly the plain model's names and shapes.
                 CausalLM loaded = Models.load(directory, manager);
                 NDArray mergedByUnit = TestModels.logits(loaded, ids, null);

@@ -126,7 +126,7 @@ class LoraTest {
                                 "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight"));
                 assertTrue(
                         file.contains("base_model.model.transformer.h.1.mlp.c_proj.lora_B.weight"));
-                assertEquals(2 * 4 * 2, file.names().size(), "2 layers, 4 projections, A and B");
+                assertEquals(2 * 4 * 2, file.getNames().size(), "2 layers, 4 projections, A and B");
             }
 
             CausalLM reloaded = TestModels.seeded("gpt2-tiny", manager, 8);

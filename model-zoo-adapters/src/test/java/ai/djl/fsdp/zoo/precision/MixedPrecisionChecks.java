@@ -93,7 +93,7 @@ final class MixedPrecisionChecks {
             double loss;
             try (FsdpTrainer trainer = newTrainer(model, strategy, precision, group);
                     NDManager scope = manager.newSubManager()) {
-                NDArray tokens = TestModels.tokens(scope, 2, 13, SEED + 2 + group.rank());
+                NDArray tokens = TestModels.tokens(scope, 2, 13, SEED + 2 + group.getRank());
                 NDList inputs = new NDList(tokens.get(":, 0:12"));
                 NDList labels = new NDList(tokens.get(":, 1:13"));
                 try (GradientCollector collector = trainer.newGradientCollector()) {
