@@ -196,6 +196,7 @@ public final class FinetuneCommand implements Subcommand {
         requirePositive(args.perDeviceTrainBatchSize, "--per_device_train_batch_size");
         requirePositive(args.perDeviceEvalBatchSize, "--per_device_eval_batch_size");
         requirePositive(args.gradientAccumulationSteps, "--gradient_accumulation_steps");
+        requirePositive(args.maxNonFiniteSteps, "--max_non_finite_steps");
         if (args.maxSteps <= 0 && !(args.numTrainEpochs > 0)) {
             throw new IllegalArgumentException(
                     "give --max_steps or a positive --num_train_epochs, got "

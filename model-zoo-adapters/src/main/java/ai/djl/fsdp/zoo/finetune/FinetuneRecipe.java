@@ -207,6 +207,7 @@ final class FinetuneRecipe implements AutoCloseable {
         TrainerOptions.Builder options =
                 TrainerOptions.builder()
                         .optGradientAccumulationSteps(args.gradientAccumulationSteps)
+                        .optMaxNonFiniteSteps(args.maxNonFiniteSteps)
                         .optInitialValues(source)
                         // The model is saved one unit at a time before the trainer closes.
                         .optGatherOnClose(false);
