@@ -193,10 +193,7 @@ final class FinetuneRecipe implements AutoCloseable {
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(adamW)
                         .optDevices(new Device[] {group.device()});
-        List<String> layers =
-                fsdp.layerClassesToWrap != null
-                        ? fsdp.layerClassesToWrap
-                        : List.of(lm.decoderLayerClass().getSimpleName());
+        List<String> layers = fsdp.layerClasses(lm);
         FsdpConfig config =
                 FsdpConfig.builder()
                         .optShardingStrategy(fsdp.strategy())
