@@ -12,8 +12,6 @@ import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.checkpoint.ShardedCheckpointReader;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.nn.Parameter;
-import ai.djl.util.Pair;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -65,23 +63,21 @@ class CheckpointFilesTest {
     @Test
     void aShardedCheckpointLoadsIntoAPlainModel(@TempDir Path directory) throws Exception {
         train(directory.resolve("run"), null, directory, List.of(4));
-        try (Model loaded = Model.newInstance("tiny-lm", Device.cpu());
-                Model trained = Model.newInstance("tiny-lm", Device.cpu())) {
+        try (Model loaded = Model.newInstance("tiny-lm", Device.cpu())) {
             loaded.setBlock(new TinyLm(0));
             loaded.getBlock().initialize(loaded.getNDManager(), DataType.FLOAT32, new Shape(2, 3));
             ShardedCheckpointReader.loadInto(
                     CheckpointDirectory.of(directory, 4), loaded.getBlock());
-            trained.setBlock(new TinyLm(0));
-            trained.load(directory, ResumeRankMain.FINAL);
-            for (Pair<String, Parameter> pair : trained.getBlock().getParameters()) {
+            for (String line : Files.readAllLines(directory.resolve(ResumeRankMain.FINAL))) {
+                String[] fields = line.split(" ");
+                float[] trained = new float[fields.length - 1];
+                for (int i = 1; i < fields.length; i++) {
+                    trained[i - 1] = Float.parseFloat(fields[i]);
+                }
                 assertArrayEquals(
-                        pair.getValue().getArray().toFloatArray(),
-                        loaded.getBlock()
-                                .getParameters()
-                                .get(pair.getKey())
-                                .getArray()
-                                .toFloatArray(),
-                        pair.getKey());
+                        trained,
+                        loaded.getBlock().getParameters().get(fields[0]).getArray().toFloatArray(),
+                        fields[0]);
             }
         }
     }

@@ -12,11 +12,13 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
+import ai.djl.util.Pair;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -39,7 +41,7 @@ public final class ResumeRankMain {
 
     static final int GLOBAL_ROWS = 8;
 
-    /** The name under which rank 0 saves the trained model, DJL's way, into the save directory. */
+    /** The file rank 0 writes the trained parameters to, in the save directory. */
     static final String FINAL = "final";
 
     private ResumeRankMain() {}
@@ -127,7 +129,16 @@ public final class ResumeRankMain {
                 }
             } // closing gathers the trained parameters into the model
             if (saveDir != null && group.rank() == 0) {
-                model.save(saveDir, FINAL); // as DJL saves a model, to compare checkpoints with
+                // The trained parameters, to compare checkpoints with: a name and values per line.
+                List<String> parameters = new ArrayList<>();
+                for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+                    StringBuilder line = new StringBuilder(pair.getKey());
+                    for (float value : pair.getValue().getArray().toFloatArray()) {
+                        line.append(' ').append(value);
+                    }
+                    parameters.add(line.toString());
+                }
+                Files.write(saveDir.resolve(FINAL), parameters);
             }
         }
         Files.write(file, lines);

@@ -21,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code bin/fsdp finetune} with Hugging Face's checkpoint flags on two ranks: a run of 8 steps
  * saves {@code checkpoint-4} and {@code checkpoint-8} (keeping one, so only the newest stays), and
  * a new job resumed from a copy of {@code checkpoint-4} prints the same losses for steps 5-8 to the
- * last digit: the model, AdamW's moments, the schedule and the data position all resume.
+ * last digit: the model, AdamW's moments, the schedule and the data position all resume; with LoRA
+ * adapters (only they train, so only they carry optimizer state) too.
  */
 class FinetuneResumeTest {
 
@@ -49,6 +50,20 @@ class FinetuneResumeTest {
                 CheckpointDirectory.list(directory.resolve("second")),
                 "checkpoints live in output_dir beside the final model; the limit kept one");
         assertTrue(Files.exists(directory.resolve("second").resolve("model.safetensors")));
+    }
+
+    @Test
+    void aResumedLoraJobContinuesExactly(@TempDir Path directory) throws Exception {
+        Path first = directory.resolve("first");
+        String full = finetune(first, "--save_steps", "4", "--use_peft_lora", "True");
+        String resumed =
+                finetune(
+                        directory.resolve("second"),
+                        "--use_peft_lora",
+                        "True",
+                        "--resume_from_checkpoint",
+                        CheckpointDirectory.of(first, 4).toString());
+        assertEquals(losses(full).subList(4, 8), losses(resumed), resumed);
     }
 
     private static String finetune(Path output, String... extra) {
