@@ -1,5 +1,6 @@
 package ai.djl.fsdp.cli;
 
+import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.launch.FailureReport;
 import java.io.PrintWriter;
 import java.util.ServiceLoader;
@@ -11,6 +12,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
  * The {@code bin/fsdp} command line. Its subcommands are whatever {@link Subcommand}s the modules
@@ -61,6 +63,7 @@ public final class Fsdp implements Runnable {
             commandLine.addSubcommand(subcommand);
         }
         commandLine.setExecutionExceptionHandler(fsdp::reportFailure);
+        commandLine.setParameterExceptionHandler(Fsdp::reportBadCommandLine);
         return commandLine;
     }
 
@@ -89,6 +92,35 @@ public final class Fsdp implements Runnable {
         }
         err.flush();
         return EXIT_FAILURE;
+    }
+
+    /**
+     * A command line that does not parse is the same on every rank of a job: rank 0 (or a process
+     * outside a job) prints the error and the usage, the other ranks print nothing, and each tells
+     * the launcher the one-line error, which the launcher reports once.
+     */
+    private static int reportBadCommandLine(ParameterException failure, String[] args) {
+        CommandLine command = failure.getCommandLine();
+        PrintWriter err = command.getErr();
+        FailureReport.writeIfRequested(
+                command.getCommandSpec().qualifiedName() + ": " + failure.getMessage(), failure);
+        if (rank() == 0) {
+            err.println(command.getColorScheme().errorText(failure.getMessage()));
+            if (!UnmatchedArgumentException.printSuggestions(failure, err)) {
+                command.usage(err, command.getColorScheme());
+            }
+            err.flush();
+        }
+        return command.getCommandSpec().exitCodeOnInvalidInput();
+    }
+
+    /** Returns this process's rank in its job; 0 outside a job or where the job is ill-defined. */
+    private static int rank() {
+        try {
+            return DistributedEnv.fromVariables(System.getenv()).getRank();
+        } catch (RuntimeException notAJob) {
+            return 0;
+        }
     }
 
     /** Reads the version from the engine jar's manifest. */

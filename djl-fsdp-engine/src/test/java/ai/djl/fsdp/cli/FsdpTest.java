@@ -1,11 +1,14 @@
 package ai.djl.fsdp.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.testing.RankProcesses;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -62,6 +65,29 @@ class FsdpTest {
     void launchRejectsAnUnknownCommandBeforeStartingRanks() {
         assertEquals(2, execute("launch", "--nproc-per-node", "2", "--", "no-such-command"));
         assertTrue(err.toString().contains("Unknown command 'no-such-command'"), err.toString());
+    }
+
+    @Test
+    @Timeout(180)
+    void aBadCommandLinePrintsTheUsageOncePerJob() {
+        try (RankProcesses job =
+                RankProcesses.builder(Fsdp.class)
+                        .worldSize(2)
+                        .args("launch", "--no-such-flag")
+                        .jvmOptions("-Xmx64m")
+                        .timeout(Duration.ofMinutes(2))
+                        .start()) {
+            RankProcesses.Results results = job.await();
+            for (RankProcesses.RankResult rank : results.all()) {
+                assertEquals(2, rank.exitCode(), results.describe());
+            }
+            String first = results.rank(0).output();
+            assertTrue(first.contains("Missing required options"), first);
+            assertEquals(1, first.split("Usage:", -1).length - 1, "one usage: " + first);
+            String second = results.rank(1).output();
+            assertFalse(second.contains("Usage:"), "rank 1 prints no usage: " + second);
+            assertFalse(second.contains("Missing"), "nor the error: " + second);
+        }
     }
 
     @Test

@@ -50,27 +50,29 @@ public final class ShardedOptimizer {
     }
 
     /**
-     * Clips the gradients to the global norm (if asked), updates every shard and zeroes the
-     * gradients.
+     * Measures the global gradient norm, clips the gradients to {@code maxGradNorm} (if asked),
+     * updates every shard and zeroes the gradients. When the norm is not finite (a NaN or infinite
+     * gradient on any rank), no shard is updated: the gradients are only zeroed, on every rank
+     * alike since the norm is the same everywhere.
      *
-     * @return the global gradient norm before clipping; empty when not clipping (measuring it costs
-     *     an all-reduce) or when nothing trains
+     * @return the global gradient norm before clipping; empty when nothing trains
      */
     public OptionalDouble step() {
         if (trainable.isEmpty()) {
             return OptionalDouble.empty();
         }
-        OptionalDouble norm = OptionalDouble.empty();
-        if (maxGradNorm > 0) {
-            float measured = globalNorm();
-            clip(measured);
-            norm = OptionalDouble.of(measured);
+        float norm = globalNorm();
+        boolean finite = Float.isFinite(norm);
+        if (finite && maxGradNorm > 0) {
+            clip(norm);
         }
         for (FlatParameter flat : trainable) {
-            optimizer.update(flat.getId(), flat.getShard(), flat.getGradient());
+            if (finite) {
+                optimizer.update(flat.getId(), flat.getShard(), flat.getGradient());
+            }
             flat.zeroGradient();
         }
-        return norm;
+        return OptionalDouble.of(norm);
     }
 
     /** Returns the bytes of the state the optimizer keeps for this rank's shards. */

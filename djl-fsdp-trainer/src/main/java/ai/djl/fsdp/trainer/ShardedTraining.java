@@ -38,6 +38,7 @@ final class ShardedTraining implements AutoCloseable {
     private int microBatches;
     private long sentBytesLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
+    private int nonFiniteSteps;
 
     ShardedTraining(
             Block block,
@@ -95,6 +96,11 @@ final class ShardedTraining implements AutoCloseable {
         model.endStep();
         state.setStep(state.getStep() + 1);
         sentBytesLastStep = group.takeSentBytes();
+        double norm = lastGradNorm.orElse(0);
+        nonFiniteSteps = Double.isFinite(norm) ? 0 : nonFiniteSteps + 1;
+        if (nonFiniteSteps >= options.getMaxNonFiniteSteps()) {
+            throw new NonFiniteGradientException(state.getStep(), norm, nonFiniteSteps);
+        }
         return true;
     }
 

@@ -21,6 +21,7 @@ public final class TrainerOptions {
     private final boolean logAllRanks;
     private final ParameterSource initialValues;
     private final boolean gatherOnClose;
+    private final int maxNonFiniteSteps;
 
     private TrainerOptions(Builder builder) {
         gradientAccumulationSteps = builder.gradientAccumulationSteps;
@@ -28,9 +29,13 @@ public final class TrainerOptions {
         logAllRanks = builder.logAllRanks;
         initialValues = builder.initialValues;
         gatherOnClose = builder.gatherOnClose;
+        maxNonFiniteSteps = builder.maxNonFiniteSteps;
     }
 
-    /** Returns the defaults: no accumulation, no clipping, rank 0 logs, gather on close. */
+    /**
+     * Returns the defaults: no accumulation, no clipping, rank 0 logs, gather on close, stop at the
+     * first non-finite gradient.
+     */
     public static TrainerOptions defaults() {
         return builder().build();
     }
@@ -65,6 +70,14 @@ public final class TrainerOptions {
         return gatherOnClose;
     }
 
+    /**
+     * Returns after how many consecutive optimizer steps with a non-finite global gradient norm the
+     * trainer throws {@link NonFiniteGradientException}.
+     */
+    public int getMaxNonFiniteSteps() {
+        return maxNonFiniteSteps;
+    }
+
     /** Builds {@link TrainerOptions}. */
     public static final class Builder {
 
@@ -73,6 +86,7 @@ public final class TrainerOptions {
         private boolean logAllRanks;
         private ParameterSource initialValues;
         private boolean gatherOnClose = true;
+        private int maxNonFiniteSteps = 1;
 
         Builder() {}
 
@@ -146,6 +160,25 @@ public final class TrainerOptions {
          */
         public Builder optGatherOnClose(boolean gatherOnClose) {
             this.gatherOnClose = gatherOnClose;
+            return this;
+        }
+
+        /**
+         * Sets after how many consecutive optimizer steps with a non-finite (NaN or infinite)
+         * global gradient norm {@code trainer.step()} throws {@link NonFiniteGradientException}
+         * (default 1: the first such step). Such a step never updates the parameters: its gradients
+         * are dropped, so a larger value skips up to {@code steps - 1} bad batches in a row and
+         * goes on. The norm is the same on every rank, so all ranks stop at the same step.
+         *
+         * @param steps the number of consecutive non-finite steps that stop training, at least 1
+         * @return this builder
+         */
+        public Builder optMaxNonFiniteSteps(int steps) {
+            if (steps < 1) {
+                throw new IllegalArgumentException(
+                        "maxNonFiniteSteps must be at least 1, got " + steps);
+            }
+            this.maxNonFiniteSteps = steps;
             return this;
         }
 

@@ -52,8 +52,14 @@ public final class WrapPlanner {
         }
     }
 
-    /** The simple class names of the blocks below {@code root} that hold parameters. */
-    private static Set<String> blockClasses(Block root) {
+    /**
+     * Returns the simple class names of the blocks below {@code root} that hold parameters: the
+     * names a {@link WrapPolicy#byLayerClass} policy can match.
+     *
+     * @param root the model's top block
+     * @return the names, sorted
+     */
+    public static Set<String> blockClasses(Block root) {
         Set<String> names = new TreeSet<>();
         List<Block> pending = new ArrayList<>(root.getChildren().values());
         while (!pending.isEmpty()) {

@@ -20,6 +20,7 @@ class FsdpConfigTest {
         TrainerOptions options = TrainerOptions.defaults();
         assertEquals(1, options.getGradientAccumulationSteps());
         assertEquals(0f, options.getMaxGradNorm());
+        assertEquals(1, options.getMaxNonFiniteSteps());
     }
 
     @Test
@@ -34,6 +35,11 @@ class FsdpConfigTest {
         assertTrue(accumulation.getMessage().contains("at least 1"), accumulation.getMessage());
         assertThrows(
                 IllegalArgumentException.class, () -> TrainerOptions.builder().optMaxGradNorm(0));
+        IllegalArgumentException nonFinite =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> TrainerOptions.builder().optMaxNonFiniteSteps(0));
+        assertTrue(nonFinite.getMessage().contains("at least 1"), nonFinite.getMessage());
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byLayerClass());
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byMinParameters(0));
         FsdpConfig reshardWithoutRecompute =

@@ -8,11 +8,11 @@ import ai.djl.fsdp.dist.ProcessGroups;
 import java.util.OptionalDouble;
 import org.junit.jupiter.api.Test;
 
-/** The gradient norm is reported when it was measured (clipping), and never as NaN otherwise. */
+/** The gradient norm is measured at every step, with and without clipping (a finite value). */
 class GradientNormTest {
 
     @Test
-    void theNormIsAValueWhenClippingAndAbsentWithout() throws Exception {
+    void theNormIsMeasuredWithAndWithoutClipping() throws Exception {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
             OptionalDouble clipped =
                     new Scenario(ShardingStrategy.FULL_SHARD, 1, 1, 0.5f, false, false, 2, 0f)
@@ -24,7 +24,11 @@ class GradientNormTest {
             OptionalDouble unclipped =
                     new Scenario(ShardingStrategy.FULL_SHARD, 1, 1, 0f, false, false, 2, 0f)
                             .lastGradNorm(group);
-            assertTrue(unclipped.isEmpty(), "not measured without clipping: " + unclipped);
+            assertTrue(
+                    unclipped.isPresent()
+                            && Double.isFinite(unclipped.getAsDouble())
+                            && unclipped.getAsDouble() > 0,
+                    "measured without clipping too: " + unclipped);
         }
     }
 }

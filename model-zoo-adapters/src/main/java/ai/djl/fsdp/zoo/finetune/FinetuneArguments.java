@@ -177,6 +177,14 @@ final class FinetuneArguments {
     float maxGradNorm;
 
     @Option(
+            names = "--max_non_finite_steps",
+            defaultValue = "1",
+            description =
+                    "Stop after this many optimizer steps in a row whose loss or gradient norm is"
+                            + " NaN or infinite; such steps update nothing (default 1).")
+    int maxNonFiniteSteps;
+
+    @Option(
             names = "--seed",
             defaultValue = "42",
             description = "Seed of weights, dropout, shuffling and data (default 42).")

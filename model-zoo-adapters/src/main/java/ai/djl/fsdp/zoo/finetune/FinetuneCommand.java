@@ -25,6 +25,7 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -159,10 +160,20 @@ public final class FinetuneCommand implements Subcommand {
     /** Reads Accelerate's file into flags, puts the command line's own after them, and runs. */
     private int withConfigFile(int worldSize) throws Exception {
         AccelerateConfig config = AccelerateConfig.load(fsdp.configFile, worldSize);
-        List<String> arguments = new ArrayList<>(config.getArguments());
         List<String> given = spec.commandLine().getParseResult().originalArgs();
         // Under bin/fsdp the original arguments start with the parent's: keep this command's.
         given = given.subList(given.indexOf(spec.name()) + 1, given.size());
+        // The file's flags come in pairs; one the command line gives is left out, so that a list
+        // flag (the layer classes) is replaced, not added to.
+        Set<String> givenFlags = new HashSet<>();
+        given.forEach(arg -> givenFlags.add(arg.split("=", 2)[0]));
+        List<String> fromFile = config.getArguments();
+        List<String> arguments = new ArrayList<>();
+        for (int i = 0; i + 1 < fromFile.size(); i += 2) {
+            if (!givenFlags.contains(fromFile.get(i))) {
+                arguments.addAll(fromFile.subList(i, i + 2));
+            }
+        }
         for (int i = 0; i < given.size(); i++) {
             String arg = given.get(i);
             if (arg.equals("--config_file")) {
@@ -197,6 +208,7 @@ public final class FinetuneCommand implements Subcommand {
         requirePositive(args.perDeviceTrainBatchSize, "--per_device_train_batch_size");
         requirePositive(args.perDeviceEvalBatchSize, "--per_device_eval_batch_size");
         requirePositive(args.gradientAccumulationSteps, "--gradient_accumulation_steps");
+        requirePositive(args.maxNonFiniteSteps, "--max_non_finite_steps");
         if (args.maxSteps <= 0 && !(args.numTrainEpochs > 0)) {
             throw new IllegalArgumentException(
                     "give --max_steps or a positive --num_train_epochs, got "

@@ -193,10 +193,7 @@ final class FinetuneRecipe implements AutoCloseable {
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(adamW)
                         .optDevices(new Device[] {group.getDevice()});
-        List<String> layers =
-                fsdp.layerClassesToWrap != null
-                        ? fsdp.layerClassesToWrap
-                        : List.of(lm.decoderLayerClass().getSimpleName());
+        List<String> layers = fsdp.layerClasses(lm);
         FsdpConfig config =
                 FsdpConfig.builder()
                         .optShardingStrategy(fsdp.strategy())
@@ -208,6 +205,7 @@ final class FinetuneRecipe implements AutoCloseable {
         TrainerOptions.Builder options =
                 TrainerOptions.builder()
                         .optGradientAccumulationSteps(args.gradientAccumulationSteps)
+                        .optMaxNonFiniteSteps(args.maxNonFiniteSteps)
                         .optInitialValues(source)
                         // The model is saved one unit at a time before the trainer closes.
                         .optGatherOnClose(false);

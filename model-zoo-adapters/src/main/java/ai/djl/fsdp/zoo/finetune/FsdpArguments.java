@@ -2,9 +2,12 @@ package ai.djl.fsdp.zoo.finetune;
 
 import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.wrap.WrapPlanner;
+import ai.djl.fsdp.zoo.CausalLM;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.function.Consumer;
 import picocli.CommandLine.Option;
 
@@ -94,6 +97,43 @@ final class FsdpArguments {
                                     + " node-local group, which is not supported");
                 }
         }
+    }
+
+    /**
+     * Returns the block classes that become units: the flag's, each checked to be in the model, or
+     * the model's decoder layer.
+     *
+     * @param lm the model
+     * @return the class names
+     * @throws IllegalArgumentException if a named class is not a layer of the model; the message
+     *     lists the model's
+     */
+    List<String> layerClasses(CausalLM lm) {
+        String decoder = lm.decoderLayerClass().getSimpleName();
+        if (layerClassesToWrap == null) {
+            return List.of(decoder);
+        }
+        Set<String> present = WrapPlanner.blockClasses(lm);
+        List<String> missing =
+                layerClassesToWrap.stream()
+                        .filter(
+                                name ->
+                                        !present.contains(name)
+                                                && !present.contains(
+                                                        name.substring(name.lastIndexOf('.') + 1)))
+                        .toList();
+        if (!missing.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "--fsdp_transformer_layer_cls_to_wrap "
+                            + String.join(",", missing)
+                            + ": the model has no layer of that class. Its layer classes: "
+                            + String.join(", ", present)
+                            + ". Name the repeated decoder layer, "
+                            + decoder
+                            + ", or leave the flag (fsdp_transformer_layer_cls_to_wrap in"
+                            + " --config_file) out to get it");
+        }
+        return layerClassesToWrap;
     }
 
     /**

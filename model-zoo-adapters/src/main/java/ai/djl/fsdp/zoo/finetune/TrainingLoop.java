@@ -5,6 +5,7 @@ import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.NonFiniteGradientException;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
@@ -106,7 +107,7 @@ final class TrainingLoop {
                         }
                         stepTokens += batch.get(0).size() * group.getSize();
                     }
-                    trainer.step();
+                    step(step, loss);
                 }
                 double elapsed = (System.nanoTime() - begin) / 1e9;
                 tokens += stepTokens;
@@ -210,6 +211,38 @@ final class TrainingLoop {
         trainer.saveCheckpoint(directory);
         if (group.getRank() == 0 && checkpoints.saveTotalLimit != null) {
             CheckpointDirectory.keepNewest(outputDir, checkpoints.saveTotalLimit, directory);
+        }
+    }
+
+    /**
+     * Takes a micro-batch's trainer step; a run of non-finite steps ends the job in the flags'
+     * terms. The trainer's decision rests on the global gradient norm, the same on every rank.
+     */
+    private void step(int step, float loss) {
+        try {
+            trainer.step();
+        } catch (NonFiniteGradientException e) {
+            FinetuneArguments args = recipe.args;
+            IllegalStateException stop =
+                    new IllegalStateException(
+                            String.format(
+                                    Locale.ROOT,
+                                    "step %d: the loss is %s and the gradient norm %s (%d step(s)"
+                                            + " in a row, none applied); training stops and no"
+                                            + " model is saved to --output_dir %s. Lower"
+                                            + " --learning_rate (now %s) or clip gradients with"
+                                            + " --max_grad_norm (now %s); --max_non_finite_steps"
+                                            + " %d skips that many bad steps in a row",
+                                    step,
+                                    loss,
+                                    e.getNorm(),
+                                    e.getConsecutiveSteps(),
+                                    args.outputDir,
+                                    args.learningRate,
+                                    args.maxGradNorm > 0 ? args.maxGradNorm : "0, off",
+                                    e.getConsecutiveSteps() + 1));
+            stop.addSuppressed(e);
+            throw stop;
         }
     }
 

@@ -243,6 +243,29 @@ class FinetuneCommandTest {
         assertFalse(Files.exists(output), "nothing is written when the run fails");
     }
 
+    @Test
+    void aWrongLayerClassNamesTheFlagAndTheModelsLayers(@TempDir Path directory) {
+        FinetuneCommand command = new FinetuneCommand();
+        new CommandLine(command)
+                .parseArgs(
+                        "--output_dir", directory.resolve("out").toString(),
+                        "--max_steps", "1",
+                        "--model_name_or_path", "llama-tiny",
+                        "--fsdp_transformer_layer_cls_to_wrap", "LlamaDecoderLayer,GPT2Block");
+        IllegalArgumentException error =
+                assertThrows(IllegalArgumentException.class, command::call);
+        String message = error.getMessage();
+        for (String part :
+                List.of(
+                        "--fsdp_transformer_layer_cls_to_wrap GPT2Block:",
+                        "LlamaDecoderLayer, ",
+                        "LlamaAttention",
+                        "leave the flag")) {
+            assertTrue(message.contains(part), part + " in " + message);
+        }
+        assertFalse(message.contains("WrapPolicy"), message);
+    }
+
     private static void assertFails(String expected, String... extra) throws Exception {
         List<String> args = new ArrayList<>(List.of("--output_dir", "never", "--max_steps", "1"));
         args.addAll(List.of(extra));
