@@ -79,7 +79,7 @@ public final class LaunchCommand implements Subcommand {
             paramLabel = "PORT",
             description =
                     "Rendezvous port on node 0 (default: MASTER_PORT from the environment; under"
-                            + " Slurm 15000 + SLURM_JOB_ID % 10000; else a free port on one node,"
+                            + " Slurm 15000 + SLURM_JOB_ID %% 10000; else a free port on one node,"
                             + " 29500 on several).")
     private Integer masterPort;
 

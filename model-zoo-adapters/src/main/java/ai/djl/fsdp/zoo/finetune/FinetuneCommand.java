@@ -77,12 +77,14 @@ public final class FinetuneCommand implements Subcommand {
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
         validate(checkpoint, fromCheckpoint);
         this.checkpoints.check();
-        if (env.getRank() == 0) {
-            OutputDirectory.check(args.outputDir, args.overwriteOutputDir); // before training
-        }
         Engine.getInstance().setRandomSeed(args.seed);
         try (ProcessGroup group = ProcessGroups.init(env)) {
             rankZero = group.getRank() == 0;
+            if (rankZero) {
+                // Before training, once the ranks are linked: if it refuses, rank 0's exit ends
+                // the others at once (launched by any scheduler), not after the rendezvous timeout.
+                OutputDirectory.check(args.outputDir, args.overwriteOutputDir);
+            }
             List<String> pending = new ArrayList<>(notes);
             notes.clear();
             ready = true;
