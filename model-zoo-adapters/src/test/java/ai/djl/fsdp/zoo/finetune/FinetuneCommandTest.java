@@ -126,7 +126,7 @@ class FinetuneCommandTest {
         RankProcesses.Results results = launch(Arrays.asList(recipe.split(" ")));
         String out = results.rank(0).output();
         losses(out, 4);
-        for (String note : List.of("--push_to_hub", "--bf16", "--use_flash_attn", "config keys")) {
+        for (String note : List.of("--push_to_hub", "--use_flash_attn", "config keys")) {
             assertTrue(out.contains("note: " + note), note + " is noted: " + out);
         }
         assertFalse(results.rank(1).output().contains("note:"), "only rank 0 prints");
