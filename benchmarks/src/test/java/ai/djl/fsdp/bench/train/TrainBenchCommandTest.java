@@ -19,7 +19,7 @@ class TrainBenchCommandTest {
 
     private static final Pattern LINE =
             Pattern.compile(
-                    "sharding=(\\w+) nproc=(\\d) attention=(\\w+)"
+                    "sharding=(\\w+) nproc=(\\d) attention=(\\w+) precision=\\w+"
                             + " reshard_after_forward=(?:true|false)"
                             + " activation_checkpointing=(?:true|false) tokens_per_s=[\\d.]+"
                             + " step_ms=[\\d.]+ peak_rss_mb_per_rank=[\\d.]+"
