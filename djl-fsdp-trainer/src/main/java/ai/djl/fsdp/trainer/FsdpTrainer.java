@@ -193,6 +193,14 @@ public class FsdpTrainer extends Trainer {
         return sharded().getLastGradNorm();
     }
 
+    /**
+     * Returns the loss scale of a float16 run (the factor the loss is multiplied by before
+     * backward; see {@link ai.djl.fsdp.optim.LossScaler}), empty in other precisions.
+     */
+    public OptionalDouble getLossScale() {
+        return sharded().getLossScale();
+    }
+
     /** Returns the bytes this rank holds and sent. */
     public ShardingStats getShardingStats() {
         return sharded().getStats();
