@@ -106,7 +106,13 @@ final class MixedPrecisionChecks {
             model.setBlock(lm);
             Map<String, float[]> before = trainable(lm);
             double loss;
-            try (FsdpTrainer trainer = newTrainer(model, strategy, precision, group);
+            try (FsdpTrainer trainer =
+                            newTrainer(
+                                    model,
+                                    strategy,
+                                    precision,
+                                    group,
+                                    TrainerOptions.builder().build());
                     NDManager scope = manager.newSubManager()) {
                 NDArray tokens = TestModels.tokens(scope, 2, 13, SEED + 2 + group.getRank());
                 NDList inputs = new NDList(tokens.get(":, 0:12"));
@@ -162,7 +168,7 @@ final class MixedPrecisionChecks {
                 what, fp32.loss(), type, mixed.loss(), lossError, worst);
     }
 
-    private static Map<String, float[]> trainable(CausalLM lm) {
+    static Map<String, float[]> trainable(CausalLM lm) {
         Map<String, float[]> values = new LinkedHashMap<>();
         for (Pair<String, Parameter> pair : lm.getParameters()) {
             if (pair.getValue().requiresGradient()) {
@@ -180,8 +186,16 @@ final class MixedPrecisionChecks {
                 .build();
     }
 
-    private static FsdpTrainer newTrainer(
-            Model model, ShardingStrategy strategy, MixedPrecision precision, ProcessGroup group) {
+    /**
+     * A trainer of {@code model} with SGD at a learning rate of 0.5 and the model's layers as
+     * units.
+     */
+    static FsdpTrainer newTrainer(
+            Model model,
+            ShardingStrategy strategy,
+            MixedPrecision precision,
+            ProcessGroup group,
+            TrainerOptions options) {
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(
@@ -197,7 +211,6 @@ final class MixedPrecisionChecks {
                                                 .decoderLayerClass()
                                                 .getSimpleName()))
                         .build();
-        return FullyShardedDataParallel.newTrainer(
-                model, config, group, fsdp, TrainerOptions.builder().build());
+        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp, options);
     }
 }
