@@ -35,7 +35,7 @@ public final class TrainingState {
     private Float lossScale;
 
     @SerializedName("loss_scale_good_steps")
-    private int lossScaleGoodSteps;
+    private Integer lossScaleGoodSteps;
 
     /**
      * Returns the state as the JSON of a checkpoint's {@code trainer_state.json}.
@@ -119,7 +119,7 @@ public final class TrainingState {
 
     /** Returns the optimizer steps in a row with finite gradients since the scale last changed. */
     public int getLossScaleGoodSteps() {
-        return lossScaleGoodSteps;
+        return lossScaleGoodSteps == null ? 0 : lossScaleGoodSteps;
     }
 
     /**
@@ -130,7 +130,7 @@ public final class TrainingState {
      */
     public void setLossScale(Float scale, int goodSteps) {
         this.lossScale = scale;
-        this.lossScaleGoodSteps = goodSteps;
+        this.lossScaleGoodSteps = scale == null ? null : goodSteps;
     }
 
     /** Returns the caller's own state by key; changes are saved with the next checkpoint. */

@@ -26,9 +26,11 @@ import ai.djl.training.GradientCollector;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * One training step of GPT-2 and Llama in bfloat16 and in float16 mixed precision (the latter
@@ -79,17 +81,24 @@ final class MixedPrecisionChecks {
                 for (boolean withLora : new boolean[] {false, true}) {
                     String what = name + " " + strategy + (withLora ? " LoRA" : "");
                     Step fp32 = step(name, strategy, withLora, MixedPrecision.FP32, group);
+                    Set<Long> halfSent = new HashSet<>();
+                    // float16's loss scaler all-reduces one float per step to agree on overflow.
+                    long agreement = 2L * Float.BYTES * (group.getSize() - 1) / group.getSize();
                     for (Tolerance tolerance : TOLERANCES) {
                         Step mixed = step(name, strategy, withLora, tolerance.precision(), group);
                         compare(what, tolerance, fp32, mixed);
+                        boolean scaled = tolerance.precision().needsLossScaling();
+                        halfSent.add(mixed.sent() - (scaled ? agreement : 0));
                     }
+                    checkSent(what, strategy, group, fp32.sent(), halfSent);
                 }
             }
         }
     }
 
-    /** The loss of a step, the parameters before it and after it. */
-    private record Step(double loss, Map<String, float[]> before, Map<String, float[]> after) {}
+    /** The loss of a step, the parameters before it and after it, the bytes this rank sent. */
+    private record Step(
+            double loss, Map<String, float[]> before, Map<String, float[]> after, long sent) {}
 
     private static Step step(
             String name,
@@ -106,6 +115,7 @@ final class MixedPrecisionChecks {
             model.setBlock(lm);
             Map<String, float[]> before = trainable(lm);
             double loss;
+            long sent;
             try (FsdpTrainer trainer =
                             newTrainer(
                                     model,
@@ -124,8 +134,23 @@ final class MixedPrecisionChecks {
                     collector.backward(value);
                 }
                 trainer.step();
+                sent = trainer.getShardingStats().sentBytesLastStep();
             } // closing gathers the trained parameters into the model
-            return new Step(loss, before, trainable(lm));
+            return new Step(loss, before, trainable(lm), sent);
+        }
+    }
+
+    /**
+     * Both 16-bit types gather the same bytes (beside the loss scaler's float), fewer than float32
+     * when parameters are gathered across ranks; gradients are reduced in float32 in every
+     * precision.
+     */
+    private static void checkSent(
+            String what, ShardingStrategy strategy, ProcessGroup group, long fp32, Set<Long> half) {
+        boolean gathers = group.getSize() > 1 && strategy != ShardingStrategy.NO_SHARD;
+        long sent = half.iterator().next();
+        if (half.size() != 1 || (gathers ? sent >= fp32 : sent != fp32)) {
+            throw new AssertionError(what + ": sent " + half + " bytes in 16 bits, " + fp32);
         }
     }
 
