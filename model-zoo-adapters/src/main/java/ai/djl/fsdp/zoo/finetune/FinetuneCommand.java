@@ -156,6 +156,7 @@ public final class FinetuneCommand implements Subcommand {
                                 recipe.evalDocuments,
                                 args.exactMatchSamples,
                                 recipe.tokenizer,
+                                recipe.chatFormat,
                                 recipe.endOfTurn,
                                 recipe.padId,
                                 Math.max(1, args.perDeviceEvalBatchSize * 4));

@@ -4,7 +4,6 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
@@ -223,7 +222,7 @@ final class RunReport implements AutoCloseable {
                 directory.equals(model) ? new Path[] {directory} : new Path[] {directory, model}) {
             Files.copy(recipe.tokenizerFile, target.resolve(Tokenizers.FILE));
             if (recipe.chat) {
-                ChatTemplate.writeConfig(target);
+                recipe.chatFormat.writeConfig(target);
             }
         }
     }
