@@ -29,7 +29,7 @@ final class MeteredProcessGroup implements ProcessGroup {
     }
 
     private static long bytes(NDArray array) {
-        // DJL reads a bfloat16 array's type as UNKNOWN, of 0 bytes: ask libtorch.
+        // libtorch's type: DJL reads bfloat16 as UNKNOWN, of 0 bytes.
         return array.size() * TensorMemory.dataType(array).getNumOfBytes();
     }
 

@@ -42,7 +42,8 @@ final class ModelSharding {
                         shardCount == 1 ? 0 : group.getRank(),
                         manager,
                         config.isSyncModuleStates() && group.getSize() > 1 ? group : null,
-                        options.getInitialValues());
+                        options.getInitialValues(),
+                        config.getFrozenStoragePrecision());
         List<FsdpUnit> units = new ArrayList<>();
         try {
             for (PlannedUnit planned : plan.getUnits()) {

@@ -7,6 +7,8 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.fsdp.trainer.FsdpConfig;
@@ -96,6 +98,9 @@ public final class TrainBenchRank implements Callable<Integer> {
     @Option(names = "--activation-checkpointing", required = true, arity = "1")
     private boolean activationCheckpointing;
 
+    @Option(names = "--lora-rank", required = true)
+    private int loraRank;
+
     @Option(names = "--report", required = true)
     private Path report;
 
@@ -125,6 +130,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                 "--precision=" + settings.precision(),
                 "--reshard-after-forward=" + settings.reshardsAfterForward(),
                 "--activation-checkpointing=" + settings.recomputes(),
+                "--lora-rank=" + settings.loraRank(),
                 "--report=" + report);
     }
 
@@ -146,9 +152,23 @@ public final class TrainBenchRank implements Callable<Integer> {
                 ProcessGroup group = baseline ? null : ProcessGroups.init(env)) {
             GPT2LMHeadModel network = settings(env).modelConfig().newModel();
             AttentionKernel.of(attention).applyTo(network);
+            if (loraRank > 0) {
+                // Adapters need the base's weights: initialize first, the trainer then shards.
+                network.initialize(
+                        model.getNDManager(), DataType.FLOAT32, new Shape(batch, sequence));
+                Lora.apply(
+                        network,
+                        LoraConfig.builder()
+                                .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
+                                .optRank(loraRank)
+                                .optAlpha(2 * loraRank)
+                                .build());
+            }
             model.setBlock(network);
             try (Trainer trainer = newTrainer(model, config, group)) {
-                trainer.initialize(new Shape(batch, sequence));
+                if (!network.isInitialized()) {
+                    trainer.initialize(new Shape(batch, sequence));
+                }
                 double stepMillis = timeSteps(trainer);
                 long modelState;
                 long sent;
@@ -249,7 +269,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                 attention,
                 precision,
                 reshardAfterForward,
-                activationCheckpointing);
+                activationCheckpointing,
+                loraRank);
     }
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */

@@ -43,16 +43,16 @@ final class TrainBenchReport {
         double peakGflops = peak.perThread(compute) * threads;
         return String.format(
                 Locale.ROOT,
-                "sharding=%s nproc=%d attention=%s precision=%s reshard_after_forward=%s"
-                        + " activation_checkpointing=%s tokens_per_s=%.1f step_ms=%.1f"
-                        + " peak_rss_mb_per_rank=%.1f model_state_mb_per_rank=%.1f"
-                        + " sent_mb_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
-                        + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f"
-                        + " bf16_gflops_per_thread=%.1f",
+                "sharding=%s nproc=%d attention=%s precision=%s lora_rank=%d"
+                    + " reshard_after_forward=%s activation_checkpointing=%s tokens_per_s=%.1f"
+                    + " step_ms=%.1f peak_rss_mb_per_rank=%.1f model_state_mb_per_rank=%.1f"
+                    + " sent_mb_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
+                    + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f bf16_gflops_per_thread=%.1f",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
                 compute.getName(),
+                settings.loraRank(),
                 settings.reshardsAfterForward(),
                 settings.recomputes(),
                 tokensPerSecond,

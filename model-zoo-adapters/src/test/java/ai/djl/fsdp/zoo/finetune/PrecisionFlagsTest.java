@@ -5,18 +5,17 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.runtime.MixedPrecision;
-import ai.djl.fsdp.zoo.finetune.config.AccelerateConfig;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
- * The precision flags: {@code --fp16} and Accelerate's {@code mixed_precision: fp16} train in
- * float16 with loss scaling, {@code --bf16} in bfloat16, neither in float32, both is refused.
+ * The precision flags: {@code --fp16} and Accelerate's {@code mixed_precision: fp16} (the
+ * launcher's {@code ACCELERATE_MIXED_PRECISION}) train in float16 with loss scaling, {@code --bf16}
+ * in bfloat16, neither in float32, both is refused.
  */
 class PrecisionFlagsTest {
 
@@ -48,12 +47,15 @@ class PrecisionFlagsTest {
     }
 
     @Test
-    void accelerateFp16BecomesTheFlag(@TempDir Path directory) throws Exception {
-        Path file =
-                Files.writeString(
-                        directory.resolve("fsdp_config.yaml"),
-                        "distributed_type: FSDP\nmixed_precision: fp16\nnum_processes: 2\n");
-        String flags = String.join(" ", AccelerateConfig.load(file, 2).getArguments());
-        assertTrue(flags.contains("--fp16 true"), flags);
+    void accelerateFp16BecomesTheFlag() {
+        HubCompatibility flags = new HubCompatibility();
+        new CommandLine(flags)
+                .setDefaultValueProvider(
+                        new AccelerateDefaults(
+                                Map.of(
+                                        "ACCELERATE_MIXED_PRECISION", "fp16",
+                                        "ACCELERATE_USE_FSDP", "true")))
+                .parseArgs();
+        assertEquals(MixedPrecision.FP16, flags.mixedPrecision());
     }
 }
