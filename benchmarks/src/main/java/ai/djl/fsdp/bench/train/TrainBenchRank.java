@@ -169,7 +169,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                 if (!network.isInitialized()) {
                     trainer.initialize(new Shape(batch, sequence));
                 }
-                double stepMillis = timeSteps(trainer);
+                StepTimes times = timeSteps(trainer);
                 long modelState;
                 long sent;
                 if (trainer instanceof FsdpTrainer) {
@@ -183,8 +183,10 @@ public final class TrainBenchRank implements Callable<Integer> {
                 String line =
                         String.format(
                                 Locale.ROOT,
-                                "step_ms=%.1f peak_rss_mb=%.1f model_state_mb=%.1f sent_mb=%.1f",
-                                stepMillis,
+                                "step_ms=%.1f loss=%.6f peak_rss_mb=%.1f model_state_mb=%.1f"
+                                        + " sent_mb=%.1f",
+                                times.meanMillis(),
+                                times.lastLoss(),
                                 peakRssBytes() / 1e6,
                                 modelState / 1e6,
                                 sent / 1e6);
@@ -210,10 +212,14 @@ public final class TrainBenchRank implements Callable<Integer> {
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
     }
 
-    /** Trains {@code warmup} then {@code steps} steps on random tokens; the timed steps' mean. */
-    private double timeSteps(Trainer trainer) {
+    /** The timed steps' mean duration and the loss of the last step. */
+    private record StepTimes(double meanMillis, float lastLoss) {}
+
+    /** Trains {@code warmup} then {@code steps} steps on random tokens. */
+    private StepTimes timeSteps(Trainer trainer) {
         NDManager manager = trainer.getManager();
         long start = 0;
+        float loss = Float.NaN;
         for (int step = 0; step < warmup + steps; step++) {
             if (step == warmup) {
                 start = System.nanoTime();
@@ -227,12 +233,16 @@ public final class TrainBenchRank implements Callable<Integer> {
                 NDList labels = new NDList(all.get(":, 1:").reshape(batch, sequence, 1));
                 try (GradientCollector collector = trainer.newGradientCollector()) {
                     NDList predictions = trainer.forward(data, labels);
-                    collector.backward(trainer.getLoss().evaluate(labels, predictions));
+                    NDArray value = trainer.getLoss().evaluate(labels, predictions);
+                    collector.backward(value);
+                    if (step == warmup + steps - 1) {
+                        loss = value.toType(DataType.FLOAT32, false).getFloat();
+                    }
                 }
                 trainer.step();
             }
         }
-        return (System.nanoTime() - start) / 1e6 / steps;
+        return new StepTimes((System.nanoTime() - start) / 1e6 / steps, loss);
     }
 
     /**
