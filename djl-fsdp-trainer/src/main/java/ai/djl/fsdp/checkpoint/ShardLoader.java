@@ -1,5 +1,6 @@
 package ai.djl.fsdp.checkpoint;
 
+import ai.djl.Device;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.param.FlatParameter;
@@ -28,9 +29,10 @@ public final class ShardLoader {
     private final NDManager manager;
     private final ProcessGroup syncFrom;
     private final ParameterSource source;
+    private final Device storage;
 
     /**
-     * Creates a loader.
+     * Creates a loader that keeps each shard on its parameters' device.
      *
      * @param shardCount how many pieces each buffer is split in (1 for no sharding)
      * @param shardIndex the piece this rank keeps
@@ -46,11 +48,35 @@ public final class ShardLoader {
             NDManager manager,
             ProcessGroup syncFrom,
             ParameterSource source) {
+        this(shardCount, shardIndex, manager, syncFrom, source, null);
+    }
+
+    /**
+     * Creates a loader.
+     *
+     * @param shardCount how many pieces each buffer is split in (1 for no sharding)
+     * @param shardIndex the piece this rank keeps
+     * @param manager the manager the flat parameters' own managers are made under
+     * @param syncFrom when not null (and there is no source), rank 0's values are broadcast over
+     *     this group first
+     * @param source when not null, where the values are read from (every rank reads the same
+     *     values, so nothing is broadcast)
+     * @param storage where the shards are kept (the CPU for offload), or null for the parameters'
+     *     device
+     */
+    public ShardLoader(
+            int shardCount,
+            int shardIndex,
+            NDManager manager,
+            ProcessGroup syncFrom,
+            ParameterSource source,
+            Device storage) {
         this.shardCount = shardCount;
         this.shardIndex = shardIndex;
         this.manager = manager;
         this.syncFrom = source == null ? syncFrom : null;
         this.source = source;
+        this.storage = storage;
     }
 
     /**
@@ -87,6 +113,11 @@ public final class ShardLoader {
                     source != null
                             ? readShard(layout, parameters, shardIndex, dataType, source, scratch)
                             : cut(layout, parameters, dataType, scratch);
+            if (storage != null) {
+                // The shard's owner takes it from the scratch manager.
+                shard = shard.toDevice(storage, false);
+                shard.attach(scratch);
+            }
             return new FlatParameter(id, trainable, parameters, layout, shardIndex, shard, manager);
         } finally {
             scratch.close();

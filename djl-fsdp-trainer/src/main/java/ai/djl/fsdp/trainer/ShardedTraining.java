@@ -39,9 +39,12 @@ final class ShardedTraining implements AutoCloseable {
     private long sentBytesLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
     private int nonFiniteSteps;
+    private final boolean cpuOffload;
+    private final long initPeakBytes;
 
     ShardedTraining(
             Block block,
+            ModelSharding.Sharded sharding,
             FsdpConfig config,
             TrainerOptions options,
             MeteredProcessGroup group,
@@ -50,7 +53,9 @@ final class ShardedTraining implements AutoCloseable {
         this.group = group;
         this.options = options;
         this.optimizer = optimizer;
-        model = ModelSharding.shard(block, config, options, group, manager);
+        model = sharding.model();
+        initPeakBytes = sharding.initPeakBytes();
+        cpuOffload = config.isCpuOffload();
         parameterStore = new FsdpParameterStore(manager, model);
         shardedOptimizer =
                 new ShardedOptimizer(
@@ -115,6 +120,17 @@ final class ShardedTraining implements AutoCloseable {
     ShardingStats getStats() {
         return ShardingStats.of(
                 model.getFlatParameters(), shardedOptimizer.getStateBytes(), sentBytesLastStep);
+    }
+
+    MemoryStats getMemoryStats() {
+        ShardingStats stats = getStats();
+        return new MemoryStats(
+                cpuOffload,
+                stats.parameterBytes(),
+                stats.gradientBytes(),
+                stats.optimizerStateBytes(),
+                model.getPeakGatheredBytes(),
+                initPeakBytes);
     }
 
     TrainingState getState() {
