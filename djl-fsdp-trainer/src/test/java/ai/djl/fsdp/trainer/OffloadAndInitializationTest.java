@@ -13,6 +13,7 @@ import ai.djl.fsdp.testing.RankProcesses;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -52,7 +53,8 @@ class OffloadAndInitializationTest {
                         new OffloadRun(false, false, true, 3),
                         new OffloadRun(true, false, true, 3),
                         new OffloadRun(false, true, true, 3),
-                        new OffloadRun(true, true, true, 3));
+                        new OffloadRun(true, true, true, 3),
+                        new OffloadRun(true, false, true, 0, true));
         List<String> args = new ArrayList<>();
         args.add(directory.toString());
         runs.forEach(run -> args.add(OffloadRankMain.format(run)));
@@ -113,6 +115,28 @@ class OffloadAndInitializationTest {
                         offloaded.figures().get("total"));
             }
         }
+        // From a source (a checkpoint), each rank reads its shard's elements alone.
+        long elements = 0;
+        for (int rank = 0; rank < WORLD; rank++) {
+            OffloadRun.Result loaded = results.get(6).get(rank);
+            Map<String, float[]> negated = new LinkedHashMap<>();
+            reference.forEach(
+                    (name, values) -> {
+                        float[] minus = new float[values.length];
+                        for (int i = 0; i < values.length; i++) {
+                            minus[i] = -values[i];
+                        }
+                        negated.put(name, minus);
+                    });
+            assertSameValues("from the source, rank " + rank, negated, loaded.parameters());
+            long read = loaded.figures().get("elementsRead");
+            assertTrue(read < loaded.figures().get("total") / 4, "rank " + rank + " read " + read);
+            elements += read;
+        }
+        assertEquals(
+                results.get(6).get(0).figures().get("total") / 4,
+                elements,
+                "the ranks read every element once between them");
         // Frozen parameters cost no gradient and no optimizer state, offloaded or not.
         for (int rank = 0; rank < WORLD; rank++) {
             MemoryStats trainable = results.get(2).get(rank).memory();

@@ -7,8 +7,8 @@ import java.nio.file.Path;
 
 /**
  * One rank of {@link OffloadAndInitializationTest}'s job: runs each {@link OffloadRun} named on the
- * command line (as {@code offload,mostlyFrozen,deferredInit,steps}) and writes its result to {@code
- * <dir>/<i>-rank<r>}.
+ * command line (as {@code offload,mostlyFrozen,deferredInit,steps,fromSource}) and writes its
+ * result to {@code <dir>/<i>-rank<r>}.
  */
 public final class OffloadRankMain {
 
@@ -24,19 +24,20 @@ public final class OffloadRankMain {
                                 Boolean.parseBoolean(f[0]),
                                 Boolean.parseBoolean(f[1]),
                                 Boolean.parseBoolean(f[2]),
-                                Integer.parseInt(f[3]));
+                                Integer.parseInt(f[3]),
+                                Boolean.parseBoolean(f[4]));
                 OffloadRun.write(directory.resolve(i + "-rank" + group.getRank()), run.run(group));
             }
         }
     }
 
     static String format(OffloadRun run) {
-        return run.offload()
-                + ","
-                + run.mostlyFrozen()
-                + ","
-                + run.deferredInit()
-                + ","
-                + run.steps();
+        return String.join(
+                ",",
+                String.valueOf(run.offload()),
+                String.valueOf(run.mostlyFrozen()),
+                String.valueOf(run.deferredInit()),
+                String.valueOf(run.steps()),
+                String.valueOf(run.fromSource()));
     }
 }

@@ -3,6 +3,7 @@ package ai.djl.fsdp.trainer;
 import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.runtime.FsdpUnit;
@@ -27,6 +28,7 @@ import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
@@ -40,8 +42,19 @@ import java.util.Random;
  * @param mostlyFrozen whether every parameter but the head's bias and the last unit's is frozen
  * @param deferredInit whether the trainer initializes the model (else it comes initialized)
  * @param steps optimizer steps (0: only initialize, shard and gather back)
+ * @param fromSource whether the shards are read from a {@link ParameterSource} holding the negated
+ *     reference values (as from a checkpoint), counting the elements read
  */
-record OffloadRun(boolean offload, boolean mostlyFrozen, boolean deferredInit, int steps) {
+record OffloadRun(
+        boolean offload,
+        boolean mostlyFrozen,
+        boolean deferredInit,
+        int steps,
+        boolean fromSource) {
+
+    OffloadRun(boolean offload, boolean mostlyFrozen, boolean deferredInit, int steps) {
+        this(offload, mostlyFrozen, deferredInit, steps, false);
+    }
 
     static final int LOCAL_BATCH = 2;
     static final int SEQUENCE = 3;
@@ -55,7 +68,8 @@ record OffloadRun(boolean offload, boolean mostlyFrozen, boolean deferredInit, i
      * @param memory the trainer's memory figures after the last step
      * @param figures bytes from the units' layouts: root, largest other unit, whole model (all
      *     unpadded), trainable shards of this rank, this rank's largest full buffers gathered at
-     *     once in FULL_SHARD with prefetch (root, and two units: the current and the prefetched)
+     *     once in FULL_SHARD with prefetch (root, and two units: the current and the prefetched),
+     *     and the elements read from the source
      */
     record Result(
             double[] losses,
@@ -76,13 +90,22 @@ record OffloadRun(boolean offload, boolean mostlyFrozen, boolean deferredInit, i
             double[] losses = new double[steps];
             MemoryStats memory;
             Map<String, Long> figures;
+            long[] elementsRead = {0};
+            TrainerOptions.Builder options = TrainerOptions.builder();
+            if (fromSource) {
+                options.optInitialValues(negatedReference(model, elementsRead));
+            }
             Engine.getInstance().setRandomSeed(SEED);
             if (!deferredInit) {
                 initializeWhole(model);
             }
             try (FsdpTrainer trainer =
                     FullyShardedDataParallel.newTrainer(
-                            model, trainingConfig(group.getDevice()), group, fsdpConfig())) {
+                            model,
+                            trainingConfig(group.getDevice()),
+                            group,
+                            fsdpConfig(),
+                            options.build())) {
                 if (deferredInit) {
                     trainer.initialize(new Shape(LOCAL_BATCH, SEQUENCE));
                 }
@@ -91,6 +114,7 @@ record OffloadRun(boolean offload, boolean mostlyFrozen, boolean deferredInit, i
                 }
                 memory = trainer.getMemoryStats();
                 figures = figures(trainer);
+                figures.put("elementsRead", elementsRead[0]);
             }
             return new Result(losses, parametersOf(model), memory, figures);
         }
@@ -109,6 +133,24 @@ record OffloadRun(boolean offload, boolean mostlyFrozen, boolean deferredInit, i
             }
             return parametersOf(model);
         }
+    }
+
+    /** A source of the reference values negated, keyed as DJL names the model's parameters. */
+    private ParameterSource negatedReference(Model model, long[] elementsRead) {
+        Map<String, float[]> reference = referenceInitialization(mostlyFrozen);
+        Map<String, String> nameById = new HashMap<>();
+        for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+            nameById.put(pair.getValue().getId(), pair.getKey());
+        }
+        return (manager, parameter, from, to) -> {
+            float[] values = reference.get(nameById.get(parameter.getId()));
+            float[] piece = new float[(int) (to - from)];
+            for (int i = 0; i < piece.length; i++) {
+                piece[i] = -values[(int) from + i];
+            }
+            elementsRead[0] += piece.length;
+            return manager.create(piece);
+        };
     }
 
     private void initializeWhole(Model model) {
