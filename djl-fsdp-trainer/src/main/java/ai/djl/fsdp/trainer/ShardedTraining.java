@@ -35,12 +35,12 @@ final class ShardedTraining implements AutoCloseable {
     private final ShardedOptimizer shardedOptimizer;
     private final Checkpointing checkpointing;
     private final TrainingState state = new TrainingState();
+    private final boolean cpuOffload;
+    private final long initPeakBytes;
     private int microBatches;
     private long sentBytesLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
     private int nonFiniteSteps;
-    private final boolean cpuOffload;
-    private final long initPeakBytes;
 
     ShardedTraining(
             Block block,
