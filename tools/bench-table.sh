@@ -56,7 +56,8 @@ function median(values, count,   sorted, i, j, t) {
     split($2, c, "="); config = c[2]
     for (f = 3; f <= NF; f++) { split($f, kv, "="); field[config, kv[1]] = kv[2] }
     name[config] = "sharding=" field[config, "sharding"] " nproc=" field[config, "nproc"] \
-        " precision=" field[config, "precision"] " attention=" field[config, "attention"] \
+        " precision=" field[config, "precision"] \
+        (field[config, "lora_rank"] + 0 == 0 ? "" : " lora_rank=" field[config, "lora_rank"]) " attention=" field[config, "attention"] \
         " reshard=" field[config, "reshard_after_forward"] " recompute=" field[config, "activation_checkpointing"]
     if ($3 == "failed") next
     runs[config]++

@@ -6,19 +6,25 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
 import org.yaml.snakeyaml.error.YAMLException;
 
 /**
- * The job's shape from Accelerate's config file (as {@code accelerate config} writes it), read the
- * way {@code accelerate launch} reads it: {@code num_processes} (the ranks over all machines),
- * {@code num_machines}, {@code machine_rank}, {@code main_process_ip} and {@code
- * main_process_port}. Only these keys are read here; the file's other keys belong to the command
- * the launcher starts, which gets the file as its {@code --config_file}. Absent or null keys are
- * null.
+ * Accelerate's config file (as {@code accelerate config} writes it, old and new key spellings),
+ * read the way {@code accelerate launch} reads it: the job's shape ({@code num_processes}, the
+ * ranks over all machines, {@code num_machines}, {@code machine_rank}, {@code main_process_ip},
+ * {@code main_process_port}; absent or null keys are null) and the training settings as the
+ * variables {@code accelerate launch} gives its ranks ({@link AccelerateEnvironment}). Every key is
+ * checked: an unknown one is an error naming the nearest known key; those with no meaning here are
+ * named in one note.
  */
 public final class AccelerateLaunchConfig {
 
@@ -28,9 +34,34 @@ public final class AccelerateLaunchConfig {
     private final Integer machineRank;
     private final String mainProcessIp;
     private final Integer mainProcessPort;
+    private final Map<String, String> environment;
+    private final List<String> notes = new ArrayList<>();
 
     private AccelerateLaunchConfig(Path file, Map<?, ?> yaml) {
         this.file = file;
+        Set<String> withoutMeaning = new TreeSet<>();
+        for (Object key : yaml.keySet()) {
+            String name = String.valueOf(key);
+            AccelerateKeys.requireKnown(file, name, AccelerateKeys.TOP, "");
+            if (AccelerateKeys.WITHOUT_MEANING.contains(name)) {
+                withoutMeaning.add(name);
+            }
+        }
+        if (!withoutMeaning.isEmpty()) {
+            notes.add(
+                    "config keys for Accelerate's other backends and machines, with no meaning"
+                            + " here: "
+                            + String.join(", ", withoutMeaning));
+        }
+        Object type = yaml.get("distributed_type");
+        if (type != null && !"FSDP".equals(type)) {
+            notes.add(
+                    "distributed_type "
+                            + type
+                            + ": ACCELERATE_USE_FSDP is not set; bin/fsdp finetune trains with"
+                            + " FSDP regardless");
+        }
+        environment = AccelerateEnvironment.of(file, yaml, fsdpConfig(yaml.get("fsdp_config")));
         numProcesses = integer(yaml, "num_processes", 1);
         numMachines = integer(yaml, "num_machines", 1);
         machineRank = integer(yaml, "machine_rank", 0);
@@ -69,6 +100,24 @@ public final class AccelerateLaunchConfig {
                             + " ...)");
         }
         return new AccelerateLaunchConfig(file, (Map<?, ?>) yaml);
+    }
+
+    /**
+     * Returns the variables {@code accelerate launch} would give the ranks for this file.
+     *
+     * @return the variables ({@link AccelerateEnvironment})
+     */
+    public Map<String, String> getEnvironment() {
+        return environment;
+    }
+
+    /**
+     * Returns one line for each thing the file asks that has no meaning here.
+     *
+     * @return the notes
+     */
+    public List<String> getNotes() {
+        return notes;
     }
 
     /** Returns {@code num_processes}: the ranks over all machines, or null. */
@@ -115,6 +164,27 @@ public final class AccelerateLaunchConfig {
                             + " machines, a multiple of it; or give --nproc-per-node");
         }
         return numProcesses / nodes;
+    }
+
+    /** {@code fsdp_config}'s keys, checked and spelt {@code fsdp_*} as Accelerate reads them. */
+    private Map<String, Object> fsdpConfig(Object value) {
+        Map<String, Object> fsdp = new LinkedHashMap<>();
+        if (value == null) {
+            return fsdp;
+        }
+        if (!(value instanceof Map<?, ?> map)) {
+            throw new IllegalArgumentException(
+                    "--config_file " + file + ": fsdp_config must be a mapping of fsdp_* keys");
+        }
+        for (Map.Entry<?, ?> entry : map.entrySet()) {
+            String key = String.valueOf(entry.getKey());
+            key = key.startsWith("fsdp") ? key : "fsdp_" + key;
+            AccelerateKeys.requireKnown(file, key, AccelerateKeys.FSDP, "fsdp_config.");
+            if (entry.getValue() != null) {
+                fsdp.put(key, entry.getValue());
+            }
+        }
+        return fsdp;
     }
 
     private Integer integer(Map<?, ?> yaml, String key, int least) {

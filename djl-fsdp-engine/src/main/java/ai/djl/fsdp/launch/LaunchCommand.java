@@ -47,8 +47,9 @@ public final class LaunchCommand implements Subcommand {
             description =
                     "Accelerate's config file: num_processes (over all machines),"
                             + " num_machines, machine_rank, main_process_ip and main_process_port"
-                            + " set the job (the flags win), and a bin/fsdp COMMAND that takes"
-                            + " --config_file gets the file too.")
+                            + " set the job (the flags win); mixed_precision and fsdp_config reach"
+                            + " the ranks as accelerate launch passes them: ACCELERATE_USE_FSDP,"
+                            + " ACCELERATE_MIXED_PRECISION, FSDP_SHARDING_STRATEGY, ... .")
     private Path configFile;
 
     @Option(
@@ -151,7 +152,7 @@ public final class LaunchCommand implements Subcommand {
         Launcher.Builder builder =
                 Launcher.builder()
                         .setNprocPerNode(nprocPerNode(file, nodes))
-                        .setCommand(configFile == null ? command : forwardConfigFile())
+                        .setCommand(command)
                         .optNnodes(nodes)
                         .optNodeRank(
                                 first(
@@ -160,6 +161,13 @@ public final class LaunchCommand implements Subcommand {
                                         slurm != null ? slurm.nodeId() : 0))
                         .optJavaOptions(jvmOptions)
                         .optStopTimeout(Duration.ofSeconds(stopTimeoutSeconds));
+        if (file != null) {
+            file.getEnvironment().forEach(builder::optEnvironment);
+            for (String note : file.getNotes()) {
+                spec.commandLine().getOut().println("fsdp launch: note: " + note);
+            }
+            spec.commandLine().getOut().flush();
+        }
         String addr =
                 first(
                         masterAddr,
@@ -224,29 +232,6 @@ public final class LaunchCommand implements Subcommand {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }
-    }
-
-    /**
-     * Puts {@code --config_file FILE} right after a bin/fsdp command that takes it (unless its
-     * arguments already name one); a main class or another command gets its arguments as given.
-     */
-    private List<String> forwardConfigFile() {
-        CommandLine fsdp = spec.commandLine().getParent();
-        CommandLine target = fsdp == null ? null : fsdp.getSubcommands().get(command.get(0));
-        boolean takesFile =
-                target != null && target.getCommandSpec().findOption("--config_file") != null;
-        boolean named =
-                command.stream()
-                        .anyMatch(a -> a.equals("--config_file") || a.startsWith("--config_file="));
-        if (!takesFile || named) {
-            return command;
-        }
-        List<String> forwarded = new ArrayList<>(command.size() + 2);
-        forwarded.add(command.get(0));
-        forwarded.add("--config_file");
-        forwarded.add(configFile.toAbsolutePath().toString());
-        forwarded.addAll(command.subList(1, command.size()));
-        return forwarded;
     }
 
     @SafeVarargs

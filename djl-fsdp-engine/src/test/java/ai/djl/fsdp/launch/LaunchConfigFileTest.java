@@ -20,8 +20,9 @@ import picocli.CommandLine;
 
 /**
  * {@code bin/fsdp launch --config_file}: Accelerate's file sets the job's shape (a real launch of
- * two rank JVMs from {@code num_processes: 2}) and is passed on to a command that takes it; bad
- * files and values are one usage error naming the file and key.
+ * two rank JVMs from {@code num_processes: 2}) and reaches the ranks as {@code accelerate launch}
+ * passes it, as Accelerate's variables; bad files, keys and values are one usage error naming the
+ * file and key.
  */
 class LaunchConfigFileTest {
 
@@ -35,10 +36,15 @@ class LaunchConfigFileTest {
                     "downcast_bf16: 'no'",
                     "fsdp_config:",
                     "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP",
-                    "  fsdp_sharding_strategy: FULL_SHARD",
+                    "  fsdp_backward_prefetch_policy: BACKWARD_POST",
+                    "  fsdp_cpu_ram_efficient_loading: true",
+                    "  fsdp_sharding_strategy: 2",
+                    "  fsdp_sync_module_states: true",
+                    "  fsdp_transformer_layer_cls_to_wrap: [GPT2Block, LlamaDecoderLayer]",
+                    "  fsdp_use_orig_params: false",
                     "machine_rank: 0",
                     "main_training_function: main",
-                    "mixed_precision: 'no'",
+                    "mixed_precision: bf16",
                     "num_machines: 1",
                     "num_processes: 2",
                     "rdzv_backend: static",
@@ -50,10 +56,11 @@ class LaunchConfigFileTest {
                     "");
 
     private final StringWriter err = new StringWriter();
+    private final StringWriter out = new StringWriter();
 
     @Test
     @Timeout(180)
-    void numProcessesStartsTheRanksAndTheCommandGetsTheFile(@TempDir Path directory)
+    void numProcessesStartsTheRanksWithAcceleratesVariables(@TempDir Path directory)
             throws IOException {
         Path file = directory.resolve("fsdp_config.yaml");
         Files.writeString(file, ACCELERATE_FILE);
@@ -77,9 +84,34 @@ class LaunchConfigFileTest {
             assertEquals(String.valueOf(rank), report.get("RANK"));
             assertEquals("2", report.get("WORLD_SIZE"));
             assertEquals("2", report.get("LOCAL_WORLD_SIZE"));
-            assertEquals(file.toAbsolutePath().toString(), report.get("config_file"));
+            assertEquals("null", report.get("config_file"), "the settings come as variables");
             assertEquals("--seed 100", report.get("args"));
+            Map<String, String> expected = new HashMap<>();
+            expected.put("ACCELERATE_USE_FSDP", "true");
+            expected.put("ACCELERATE_MIXED_PRECISION", "bf16");
+            expected.put("FSDP_VERSION", "1");
+            expected.put("FSDP_SHARDING_STRATEGY", "2");
+            expected.put("FSDP_RESHARD_AFTER_FORWARD", "true");
+            expected.put("FSDP_AUTO_WRAP_POLICY", "TRANSFORMER_BASED_WRAP");
+            expected.put("FSDP_TRANSFORMER_CLS_TO_WRAP", "GPT2Block,LlamaDecoderLayer");
+            expected.put("FSDP_BACKWARD_PREFETCH", "BACKWARD_POST");
+            expected.put("FSDP_MIN_NUM_PARAMS", "100000000");
+            expected.put("FSDP_OFFLOAD_PARAMS", "false");
+            expected.put("FSDP_FORWARD_PREFETCH", "false");
+            expected.put("FSDP_USE_ORIG_PARAMS", "false");
+            expected.put("FSDP_CPU_RAM_EFFICIENT_LOADING", "true");
+            expected.put("FSDP_SYNC_MODULE_STATES", "true");
+            expected.put("FSDP_ACTIVATION_CHECKPOINTING", "false");
+            Map<String, String> accelerate = new HashMap<>(report);
+            accelerate
+                    .keySet()
+                    .removeIf(k -> !k.startsWith("ACCELERATE_") && !k.startsWith("FSDP_"));
+            assertEquals(expected, accelerate, "rank " + rank);
         }
+        assertTrue(
+                out.toString().contains("note: config keys for Accelerate's other"),
+                out.toString());
+        assertTrue(out.toString().contains("compute_environment, debug, downcast_bf16"));
     }
 
     @Test
@@ -135,6 +167,33 @@ class LaunchConfigFileTest {
 
         assertEquals(2, run("launch", "--", "x.Y"));
         assertTrue(err.toString().contains("Missing --nproc-per-node"), err.toString());
+
+        Path typo = directory.resolve("typo.yaml");
+        Files.writeString(typo, "num_processes: 2\nfsdp_config:\n  fsdp_sharding_stratgy: 1\n");
+        assertEquals(2, run("launch", "--config_file", typo.toString(), "--", "x.Y"));
+        assertTrue(
+                err.toString()
+                        .contains(
+                                "unknown key fsdp_config.fsdp_sharding_stratgy; did you mean"
+                                        + " fsdp_config.fsdp_sharding_strategy?"),
+                err.toString());
+
+        Path precision = directory.resolve("precision.yaml");
+        Files.writeString(precision, "num_processes: 2\nmixed_precision: fp32\n");
+        assertEquals(2, run("launch", "--config_file", precision.toString(), "--", "x.Y"));
+        assertTrue(
+                err.toString().contains("mixed_precision 'fp32' is not one of no, fp16"),
+                err.toString());
+
+        Path loading = directory.resolve("loading.yaml");
+        Files.writeString(
+                loading,
+                "num_processes: 2\ndistributed_type: FSDP\nfsdp_config:\n"
+                        + "  fsdp_sync_module_states: false\n");
+        assertEquals(2, run("launch", "--config_file", loading.toString(), "--", "x.Y"));
+        assertTrue(
+                err.toString().contains("fsdp_cpu_ram_efficient_loading true needs"),
+                err.toString());
     }
 
     private static int freePort() throws IOException {
@@ -146,6 +205,7 @@ class LaunchConfigFileTest {
     private int run(String... args) {
         CommandLine fsdp = Fsdp.commandLine();
         fsdp.setErr(new PrintWriter(err, true));
+        fsdp.setOut(new PrintWriter(out, true));
         return fsdp.execute(args);
     }
 

@@ -137,7 +137,7 @@ public final class CheckpointMetadata {
                 String name = names.get(flat.getParameters().get(i));
                 for (String prefix : prefixes) {
                     Tensor tensor = new Tensor();
-                    tensor.dtype = Dtype.of(flat.getShard().getDataType()).name();
+                    tensor.dtype = Dtype.of(flat.getDataType()).name();
                     tensor.shape = layout.getShape(i).getShape();
                     for (int shard = 0; shard < layout.getShardCount(); shard++) {
                         FlatLayout.Overlap overlap = layout.overlap(i, shard);

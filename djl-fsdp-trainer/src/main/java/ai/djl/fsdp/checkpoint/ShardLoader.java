@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
@@ -20,7 +21,9 @@ import java.util.List;
 /**
  * Makes a rank's flat parameter shards from the model's state: from the parameters' own arrays
  * (after rank 0's values are broadcast, when asked) or from a {@link ParameterSource}, of which
- * only the shard's elements are read.
+ * only the shard's elements are read. Frozen shards can be stored in a narrower floating type
+ * (bfloat16): each rank's elements are cast into it piece by piece, so no whole float32 copy of
+ * them is ever held.
  */
 public final class ShardLoader {
 
@@ -29,10 +32,11 @@ public final class ShardLoader {
     private final NDManager manager;
     private final ProcessGroup syncFrom;
     private final ParameterSource source;
-    private final Device storage;
+    private final Precision frozenStorage;
+    private final Device storageDevice;
 
     /**
-     * Creates a loader that keeps each shard on its parameters' device.
+     * Creates a loader that keeps every shard in its parameters' type.
      *
      * @param shardCount how many pieces each buffer is split in (1 for no sharding)
      * @param shardIndex the piece this rank keeps
@@ -61,8 +65,8 @@ public final class ShardLoader {
      *     this group first
      * @param source when not null, where the values are read from (every rank reads the same
      *     values, so nothing is broadcast)
-     * @param storage where the shards are kept (the CPU for offload), or null for the parameters'
-     *     device
+     * @param frozenStorage the type frozen floating-point shards are stored in, or null for their
+     *     parameters' own type; trainable shards always keep their parameters' type
      */
     public ShardLoader(
             int shardCount,
@@ -70,13 +74,40 @@ public final class ShardLoader {
             NDManager manager,
             ProcessGroup syncFrom,
             ParameterSource source,
-            Device storage) {
+            Precision frozenStorage) {
+        this(shardCount, shardIndex, manager, syncFrom, source, frozenStorage, null);
+    }
+
+    /**
+     * Creates a loader that keeps the shards on a device of its choice.
+     *
+     * @param shardCount how many pieces each buffer is split in (1 for no sharding)
+     * @param shardIndex the piece this rank keeps
+     * @param manager the manager the flat parameters' own managers are made under
+     * @param syncFrom when not null (and there is no source), rank 0's values are broadcast over
+     *     this group first
+     * @param source when not null, where the values are read from (every rank reads the same
+     *     values, so nothing is broadcast)
+     * @param frozenStorage the type frozen floating-point shards are stored in, or null for their
+     *     parameters' own type; trainable shards always keep their parameters' type
+     * @param storageDevice where the shards are kept (the CPU for offload), or null for the
+     *     parameters' device
+     */
+    public ShardLoader(
+            int shardCount,
+            int shardIndex,
+            NDManager manager,
+            ProcessGroup syncFrom,
+            ParameterSource source,
+            Precision frozenStorage,
+            Device storageDevice) {
+        this.frozenStorage = frozenStorage;
+        this.storageDevice = storageDevice;
         this.shardCount = shardCount;
         this.shardIndex = shardIndex;
         this.manager = manager;
         this.syncFrom = source == null ? syncFrom : null;
         this.source = source;
-        this.storage = storage;
     }
 
     /**
@@ -107,15 +138,19 @@ public final class ShardLoader {
             shapes.add(parameter.getShape());
         }
         FlatLayout layout = new FlatLayout(shapes, shardCount);
+        DataType storage =
+                !trainable && frozenStorage != null && dataType.isFloating()
+                        ? frozenStorage.getDataType()
+                        : dataType;
         NDManager scratch = manager.newSubManager(parameters.get(0).getArray().getDevice());
         try {
             NDArray shard =
                     source != null
-                            ? readShard(layout, parameters, shardIndex, dataType, source, scratch)
-                            : cut(layout, parameters, dataType, scratch);
-            if (storage != null) {
+                            ? readShard(layout, parameters, shardIndex, storage, source, scratch)
+                            : Precision.cast(cut(layout, parameters, dataType, scratch), storage);
+            if (storageDevice != null) {
                 // The shard's owner takes it from the scratch manager.
-                shard = shard.toDevice(storage, false);
+                shard = shard.toDevice(storageDevice, false);
                 shard.attach(scratch);
             }
             return new FlatParameter(id, trainable, parameters, layout, shardIndex, shard, manager);
@@ -155,7 +190,7 @@ public final class ShardLoader {
      * @param layout the flat buffer's layout
      * @param parameters its parameters, in buffer order
      * @param shardIndex the shard to build
-     * @param dataType the shard's element type
+     * @param dataType the shard's element type, bfloat16 included (each piece is cast into it)
      * @param source where the values are read from
      * @param scratch the manager of the result
      * @return the shard, {@code layout.getShardNumel()} elements
@@ -167,7 +202,7 @@ public final class ShardLoader {
             DataType dataType,
             ParameterSource source,
             NDManager scratch) {
-        NDArray built = scratch.zeros(new Shape(layout.getShardNumel()), dataType);
+        NDArray built = zeros(scratch, new Shape(layout.getShardNumel()), dataType);
         for (int i = 0; i < parameters.size(); i++) {
             Parameter parameter = parameters.get(i);
             FlatLayout.Overlap overlap = layout.overlap(i, shardIndex);
@@ -202,12 +237,19 @@ public final class ShardLoader {
                                 "{}:{}",
                                 overlap.shardOffset(),
                                 overlap.shardOffset() + overlap.size()),
-                        piece.toType(dataType, false));
+                        Precision.cast(piece, dataType));
             } catch (IOException e) {
                 throw new UncheckedIOException(
                         "Cannot read the shard of parameter " + parameter.getName(), e);
             }
         }
         return built;
+    }
+
+    /** Zeros of any floating type, bfloat16 included, or of a type DJL creates. */
+    private static NDArray zeros(NDManager manager, Shape shape, DataType dataType) {
+        return dataType == DataType.BFLOAT16
+                ? Precision.BFLOAT16.zeros(manager, shape)
+                : manager.zeros(shape, Precision.djlType(dataType, "shard"));
     }
 }

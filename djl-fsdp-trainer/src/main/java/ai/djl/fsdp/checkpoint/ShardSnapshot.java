@@ -4,6 +4,7 @@ import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.tensor.OptimizerStates;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.nn.Parameter;
@@ -49,7 +50,17 @@ public final class ShardSnapshot {
         SafetensorsWriter writer =
                 new SafetensorsWriter().putMetadata("format", CheckpointMetadata.FORMAT);
         for (FlatParameter flat : flats) {
-            add(writer, flat, flat.getShard(), "", names);
+            // Saved in the parameters' own type: the files do not depend on how shards are
+            // stored (a bfloat16 frozen shard widens exactly), so any precision resumes them.
+            NDArray shard = flat.getShard();
+            NDArray saved = Precision.cast(shard, flat.getDataType());
+            try {
+                add(writer, flat, saved, "", names);
+            } finally {
+                if (saved != shard) {
+                    saved.close();
+                }
+            }
             if (flat.isTrainable()) {
                 Map<String, NDArray> state = OptimizerStates.arrays(optimizer, flat.getId());
                 for (String kind : optimizerKinds) {

@@ -7,6 +7,7 @@ import ai.djl.fsdp.tensor.ReleasableMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.util.ArrayList;
@@ -20,6 +21,11 @@ import java.util.List;
  * nor talks to other ranks: shards are made by the {@code checkpoint} package and gathered by the
  * runtime's collectives.
  *
+ * <p>The shard is usually kept in the parameters' own type ({@link #getDataType}). A frozen buffer
+ * may be kept narrower (bfloat16 under bfloat16 mixed precision, see {@code
+ * FsdpConfig.Builder#optFrozenInComputePrecision}): it is then gathered in that type as it is, and
+ * cast back to the parameters' type only where whole parameters are handed out or saved.
+ *
  * <p>The shard and its gradient live on the shard's device; the full buffer on the compute device,
  * the device of the manager the flat parameter is made under. With CPU offload the two differ (the
  * shard on the host, pinned when the compute device is a GPU): the shard is {@link #isStaged()
@@ -32,6 +38,7 @@ public final class FlatParameter implements AutoCloseable {
     private final String id;
     private final boolean trainable;
     private final List<Parameter> parameters;
+    private final DataType dataType;
     private final FlatLayout layout;
     private final int shardIndex;
     private final NDManager stateManager;
@@ -53,8 +60,9 @@ public final class FlatParameter implements AutoCloseable {
      * @param parameters the parameters, in buffer order
      * @param layout where each parameter lies
      * @param shardIndex the piece this rank keeps
-     * @param shard the piece's values, {@code layout.getShardNumel()} elements; moved into the flat
-     *     parameter's own manager
+     * @param shard the piece's values, {@code layout.getShardNumel()} elements, in the parameters'
+     *     type or (frozen buffers only) a narrower floating type; moved into the flat parameter's
+     *     own manager
      * @param parentManager the manager the flat parameter's own manager is made under, on the
      *     compute device (where the full buffer is gathered)
      */
@@ -74,6 +82,16 @@ public final class FlatParameter implements AutoCloseable {
                             + shard.size()
                             + " elements; its layout needs "
                             + layout.getShardNumel());
+        }
+        dataType = parameters.get(0).getArray().getDataType();
+        if (trainable
+                && Precision.ofArray(shard) != Precision.ofArray(parameters.get(0).getArray())) {
+            throw new IllegalArgumentException(
+                    "The shard of trainable "
+                            + id
+                            + " must keep its parameters' type "
+                            + dataType
+                            + " (the optimizer's master copy)");
         }
         this.id = id;
         this.trainable = trainable;
@@ -101,6 +119,23 @@ public final class FlatParameter implements AutoCloseable {
     /** Returns the parameters, in buffer order. */
     public List<Parameter> getParameters() {
         return parameters;
+    }
+
+    /**
+     * Returns the parameters' own element type: the type they are handed out, saved and loaded in,
+     * whatever the shard is stored in.
+     */
+    public DataType getDataType() {
+        return dataType;
+    }
+
+    /**
+     * Returns the type the shard is stored in: the parameters' own, or (frozen buffers) a narrower
+     * one; bfloat16 included, so hand it only to {@link Precision}, never to DJL.
+     */
+    public DataType getStorageType() {
+        Precision precision = Precision.ofArray(shard);
+        return precision == null ? shard.getDataType() : precision.getDataType();
     }
 
     /** Returns where each parameter lies in the buffer and in the shards. */
@@ -289,10 +324,17 @@ public final class FlatParameter implements AutoCloseable {
         getGradient().addi(local);
     }
 
-    /** Returns the shard's accumulated gradient, zeros if none has come yet. */
+    /**
+     * Returns the shard's accumulated gradient, zeros if none has come yet.
+     *
+     * @throws IllegalStateException for frozen parameters, which have none
+     */
     public NDArray getGradient() {
+        if (!trainable) {
+            throw new IllegalStateException("Flat parameter " + id + " is frozen: no gradient");
+        }
         if (gradient == null) {
-            gradient = stateManager.zeros(shard.getShape(), shard.getDataType());
+            gradient = stateManager.zeros(shard.getShape(), dataType);
             pinIfStaged(gradient);
         }
         return gradient;
@@ -316,9 +358,9 @@ public final class FlatParameter implements AutoCloseable {
         }
     }
 
-    /** Returns the bytes of this rank's shard. */
+    /** Returns the bytes of this rank's shard, as stored. */
     public long getShardBytes() {
-        return shard.size() * shard.getDataType().getNumOfBytes();
+        return shard.size() * getStorageType().getNumOfBytes();
     }
 
     /** Returns the bytes of this rank's accumulated gradient. */

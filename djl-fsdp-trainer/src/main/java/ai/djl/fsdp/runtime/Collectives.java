@@ -137,7 +137,7 @@ public final class Collectives {
      * @param unit the unit
      */
     void restoreParameterArrays(FsdpUnit unit) {
-        // The master copy's own type: a unit is written or restored as it is stored.
+        // The parameters' own type: a unit is written or restored as its master copy is typed.
         startGather(unit, Precision.FLOAT32);
         unit.awaitGather();
         try {
@@ -145,7 +145,12 @@ public final class Collectives {
                 List<NDArray> views = flat.viewsOf(flat.getFull());
                 for (int i = 0; i < views.size(); i++) {
                     Parameter parameter = flat.getParameters().get(i);
-                    NDArray array = views.get(i).duplicate();
+                    // A frozen shard stored narrower is handed out in the parameters' type.
+                    NDArray view = views.get(i);
+                    NDArray array = Precision.cast(view, flat.getDataType());
+                    if (array == view) {
+                        array = view.duplicate();
+                    }
                     array.attach(parameter.getArray().getManager());
                     if (flat.isTrainable()) {
                         array.setRequiresGradient(true);

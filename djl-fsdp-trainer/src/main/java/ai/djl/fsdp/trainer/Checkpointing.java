@@ -328,7 +328,8 @@ final class Checkpointing implements AutoCloseable {
                 flat.getLayout(),
                 flat.getParameters(),
                 flat.getShardIndex(),
-                flat.getShard().getDataType(),
+                // The shard's own storage type: a narrower frozen shard is cast piece by piece.
+                prefix.isEmpty() ? flat.getStorageType() : flat.getDataType(),
                 reader.source(prefix, names),
                 scratch);
     }

@@ -2,6 +2,7 @@ package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.runtime.ExecutionOptions;
 import ai.djl.fsdp.runtime.MixedPrecision;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import java.util.Objects;
 
@@ -27,6 +28,7 @@ public final class FsdpConfig {
     private final boolean syncModuleStates;
     private final MixedPrecision mixedPrecision;
     private final boolean cpuOffload;
+    private final boolean frozenInComputePrecision;
 
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
@@ -39,6 +41,7 @@ public final class FsdpConfig {
         syncModuleStates = builder.syncModuleStates;
         mixedPrecision = builder.mixedPrecision;
         cpuOffload = builder.cpuOffload;
+        frozenInComputePrecision = builder.frozenInComputePrecision;
     }
 
     /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
@@ -89,6 +92,14 @@ public final class FsdpConfig {
         return cpuOffload;
     }
 
+    /**
+     * Returns the type frozen parameters' shards are stored in: the compute type of the mixed
+     * precision when {@link Builder#optFrozenInComputePrecision} is on (the default), else float32.
+     */
+    public Precision getFrozenStoragePrecision() {
+        return frozenInComputePrecision ? mixedPrecision.param() : Precision.FLOAT32;
+    }
+
     /** Returns how the runtime schedules passes. */
     public ExecutionOptions getExecutionOptions() {
         return execution;
@@ -118,6 +129,7 @@ public final class FsdpConfig {
         private boolean syncModuleStates = true;
         private MixedPrecision mixedPrecision = MixedPrecision.FP32;
         private boolean cpuOffload;
+        private boolean frozenInComputePrecision = true;
 
         Builder() {}
 
@@ -221,6 +233,24 @@ public final class FsdpConfig {
          */
         public Builder optCpuOffload(boolean cpuOffload) {
             this.cpuOffload = cpuOffload;
+            return this;
+        }
+
+        /**
+         * Sets whether frozen parameters (a LoRA model's base weights, any unit frozen with {@code
+         * freezeParameters}) keep only a shard in the mixed precision's compute type, such as
+         * bfloat16, instead of a float32 master shard (default true). Frozen parameters never
+         * change and are gathered in the compute type anyway, so training computes exactly the
+         * same; their shards take half the memory, as when a PEFT model is loaded with {@code
+         * torch_dtype=bfloat16}. What is lost are the float32 digits of the base weights in the
+         * full and merged states written afterwards (written in float32 from the rounded values).
+         * Trainable parameters always keep float32 master shards.
+         *
+         * @param frozenInComputePrecision false to keep frozen shards in float32
+         * @return this builder
+         */
+        public Builder optFrozenInComputePrecision(boolean frozenInComputePrecision) {
+            this.frozenInComputePrecision = frozenInComputePrecision;
             return this;
         }
 

@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -28,7 +29,8 @@ final class MeteredProcessGroup implements ProcessGroup {
     }
 
     private static long bytes(NDArray array) {
-        return array.size() * array.getDataType().getNumOfBytes();
+        // libtorch's type: DJL reads bfloat16 as UNKNOWN, of 0 bytes.
+        return array.size() * TensorMemory.dataType(array).getNumOfBytes();
     }
 
     @Override

@@ -62,6 +62,7 @@ final class ModelSharding {
                         manager,
                         config.isSyncModuleStates() && group.getSize() > 1 ? group : null,
                         options.getInitialValues(),
+                        config.getFrozenStoragePrecision(),
                         config.isCpuOffload() ? Device.cpu() : null);
     }
 

@@ -6,7 +6,7 @@ import java.util.List;
 /**
  * What one rank holds and sends, in bytes.
  *
- * @param parameterBytes this rank's parameter shards (padding included)
+ * @param parameterBytes this rank's parameter shards as stored (padding included)
  * @param gradientBytes this rank's accumulated gradient shards
  * @param optimizerStateBytes the optimizer's state for this rank's shards
  * @param unshardedParameterBytes all of the model's parameters, unpadded: what one replica holds
@@ -36,8 +36,7 @@ public record ShardingStats(
         for (FlatParameter flat : flats) {
             parameters += flat.getShardBytes();
             gradients += flat.getGradientBytes();
-            unsharded +=
-                    flat.getLayout().getNumel() * flat.getShard().getDataType().getNumOfBytes();
+            unsharded += flat.getLayout().getNumel() * flat.getDataType().getNumOfBytes();
         }
         return new ShardingStats(
                 parameters, gradients, optimizerStateBytes, unsharded, sentBytesLastStep);

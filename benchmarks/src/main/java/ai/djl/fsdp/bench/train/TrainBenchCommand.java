@@ -12,13 +12,13 @@ import picocli.CommandLine.Option;
  * {@code bin/fsdp bench train}: trains the model zoo's GPT-2 ({@code GPT2LMHeadModel} of {@code
  * --layers}, {@code --width}, {@code --heads}, {@code --vocab}, {@code n_positions = --seq},
  * dropout off) on random tokens on {@code --nproc} ranks of this machine and prints one line:
- * {@code sharding=S nproc=N attention=K reshard_after_forward=B activation_checkpointing=B
- * tokens_per_s=.. step_ms=.. peak_rss_mb_per_rank=.. model_state_mb_per_rank=.. sent_mb_per_step=..
- * model_gflops_per_s=.. peak_gflops=.. peak_fraction=.. fp32_gflops_per_thread=..
- * bf16_gflops_per_thread=..}. The slowest rank's step time counts, and the largest rank's memory.
- * Before the ranks start it measures this machine's matrix-product rate per thread ({@link
- * MatMulPeak}); the peak is that rate in the run's compute precision times the threads all ranks
- * use.
+ * {@code sharding=S nproc=N attention=K precision=P lora_rank=R reshard_after_forward=B
+ * activation_checkpointing=B tokens_per_s=.. step_ms=.. peak_rss_mb_per_rank=..
+ * model_state_mb_per_rank=.. sent_mb_per_step=.. model_gflops_per_s=.. peak_gflops=..
+ * peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..}. The slowest rank's step
+ * time counts, and the largest rank's memory. Before the ranks start it measures this machine's
+ * matrix-product rate per thread ({@link MatMulPeak}); the peak is that rate in the run's compute
+ * precision times the threads all ranks use.
  */
 @Command(
         name = "train",
@@ -123,6 +123,17 @@ public final class TrainBenchCommand implements Callable<Integer> {
                             + " --sharding does; FULL_SHARD true, SHARD_GRAD_OP false).")
     private Boolean activationCheckpointing;
 
+    @Option(
+            names = "--lora-rank",
+            defaultValue = "0",
+            description =
+                    "0 trains every parameter; R > 0 trains LoRA adapters of rank R (alpha 2R) on"
+                            + " every linear projection but the head, as finetune --use_peft_lora"
+                            + " does with all-linear targets; the base is frozen and, with"
+                            + " --precision bf16, stored in bfloat16 only (default:"
+                            + " ${DEFAULT-VALUE}).")
+    private int loraRank;
+
     @Override
     public Integer call() throws IOException, InterruptedException {
         TrainBenchSettings settings =
@@ -140,7 +151,8 @@ public final class TrainBenchCommand implements Callable<Integer> {
                         attention,
                         precision,
                         reshardAfterForward,
-                        activationCheckpointing);
+                        activationCheckpointing,
+                        loraRank);
         settings.check();
         // Measured before the ranks start, so that nothing else runs beside it.
         MatMulPeak peak = MatMulPeak.measure();

@@ -7,6 +7,8 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.fsdp.trainer.FsdpConfig;
@@ -96,6 +98,9 @@ public final class TrainBenchRank implements Callable<Integer> {
     @Option(names = "--activation-checkpointing", required = true, arity = "1")
     private boolean activationCheckpointing;
 
+    @Option(names = "--lora-rank", required = true)
+    private int loraRank;
+
     @Option(names = "--report", required = true)
     private Path report;
 
@@ -125,6 +130,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                 "--precision=" + settings.precision(),
                 "--reshard-after-forward=" + settings.reshardsAfterForward(),
                 "--activation-checkpointing=" + settings.recomputes(),
+                "--lora-rank=" + settings.loraRank(),
                 "--report=" + report);
     }
 
@@ -146,10 +152,24 @@ public final class TrainBenchRank implements Callable<Integer> {
                 ProcessGroup group = baseline ? null : ProcessGroups.init(env)) {
             GPT2LMHeadModel network = settings(env).modelConfig().newModel();
             AttentionKernel.of(attention).applyTo(network);
+            if (loraRank > 0) {
+                // Adapters need the base's weights: initialize first, the trainer then shards.
+                network.initialize(
+                        model.getNDManager(), DataType.FLOAT32, new Shape(batch, sequence));
+                Lora.apply(
+                        network,
+                        LoraConfig.builder()
+                                .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
+                                .optRank(loraRank)
+                                .optAlpha(2 * loraRank)
+                                .build());
+            }
             model.setBlock(network);
             try (Trainer trainer = newTrainer(model, config, group)) {
-                trainer.initialize(new Shape(batch, sequence));
-                double stepMillis = timeSteps(trainer);
+                if (!network.isInitialized()) {
+                    trainer.initialize(new Shape(batch, sequence));
+                }
+                StepTimes times = timeSteps(trainer);
                 long modelState;
                 long sent;
                 if (trainer instanceof FsdpTrainer) {
@@ -163,8 +183,10 @@ public final class TrainBenchRank implements Callable<Integer> {
                 String line =
                         String.format(
                                 Locale.ROOT,
-                                "step_ms=%.1f peak_rss_mb=%.1f model_state_mb=%.1f sent_mb=%.1f",
-                                stepMillis,
+                                "step_ms=%.1f loss=%.6f peak_rss_mb=%.1f model_state_mb=%.1f"
+                                        + " sent_mb=%.1f",
+                                times.meanMillis(),
+                                times.lastLoss(),
                                 peakRssBytes() / 1e6,
                                 modelState / 1e6,
                                 sent / 1e6);
@@ -190,10 +212,14 @@ public final class TrainBenchRank implements Callable<Integer> {
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
     }
 
-    /** Trains {@code warmup} then {@code steps} steps on random tokens; the timed steps' mean. */
-    private double timeSteps(Trainer trainer) {
+    /** The timed steps' mean duration and the loss of the last step. */
+    private record StepTimes(double meanMillis, float lastLoss) {}
+
+    /** Trains {@code warmup} then {@code steps} steps on random tokens. */
+    private StepTimes timeSteps(Trainer trainer) {
         NDManager manager = trainer.getManager();
         long start = 0;
+        float loss = Float.NaN;
         for (int step = 0; step < warmup + steps; step++) {
             if (step == warmup) {
                 start = System.nanoTime();
@@ -207,12 +233,16 @@ public final class TrainBenchRank implements Callable<Integer> {
                 NDList labels = new NDList(all.get(":, 1:").reshape(batch, sequence, 1));
                 try (GradientCollector collector = trainer.newGradientCollector()) {
                     NDList predictions = trainer.forward(data, labels);
-                    collector.backward(trainer.getLoss().evaluate(labels, predictions));
+                    NDArray value = trainer.getLoss().evaluate(labels, predictions);
+                    collector.backward(value);
+                    if (step == warmup + steps - 1) {
+                        loss = value.toType(DataType.FLOAT32, false).getFloat();
+                    }
                 }
                 trainer.step();
             }
         }
-        return (System.nanoTime() - start) / 1e6 / steps;
+        return new StepTimes((System.nanoTime() - start) / 1e6 / steps, loss);
     }
 
     /**
@@ -249,7 +279,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                 attention,
                 precision,
                 reshardAfterForward,
-                activationCheckpointing);
+                activationCheckpointing,
+                loraRank);
     }
 
     /** The process's resident-set high-water mark ({@code VmHWM}), in bytes. */

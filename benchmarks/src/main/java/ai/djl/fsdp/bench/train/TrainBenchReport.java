@@ -17,11 +17,12 @@ final class TrainBenchReport {
 
     /**
      * Returns the summary line: the slowest rank's step time (the job moves at its pace), the
-     * largest rank's memory and traffic.
+     * largest rank's memory and traffic, and the ranks' mean loss in the last step.
      */
     static String summarize(TrainBenchSettings settings, MatMulPeak peak, Path report)
             throws IOException {
         Map<String, Double> worst = new HashMap<>();
+        double lossSum = 0;
         for (int rank = 0; rank < settings.nproc(); rank++) {
             String line =
                     Files.readString(Path.of(report + ".rank" + rank), StandardCharsets.UTF_8)
@@ -30,6 +31,7 @@ final class TrainBenchReport {
                 String[] pair = field.split("=");
                 worst.merge(pair[0], Double.parseDouble(pair[1]), Math::max);
             }
+            lossSum += Double.parseDouble(line.replaceAll(".*\\bloss=(\\S+).*", "$1"));
         }
         double stepMillis = worst.get("step_ms");
         double tokens = (double) settings.nproc() * settings.batch() * settings.sequence();
@@ -43,20 +45,22 @@ final class TrainBenchReport {
         double peakGflops = peak.perThread(compute) * threads;
         return String.format(
                 Locale.ROOT,
-                "sharding=%s nproc=%d attention=%s precision=%s reshard_after_forward=%s"
-                        + " activation_checkpointing=%s tokens_per_s=%.1f step_ms=%.1f"
-                        + " peak_rss_mb_per_rank=%.1f model_state_mb_per_rank=%.1f"
-                        + " sent_mb_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
-                        + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f"
-                        + " bf16_gflops_per_thread=%.1f",
+                "sharding=%s nproc=%d attention=%s precision=%s lora_rank=%d"
+                    + " reshard_after_forward=%s activation_checkpointing=%s tokens_per_s=%.1f"
+                    + " step_ms=%.1f loss=%.4f peak_rss_mb_per_rank=%.1f"
+                    + " model_state_mb_per_rank=%.1f sent_mb_per_step=%.1f model_gflops_per_s=%.1f"
+                    + " peak_gflops=%.1f peak_fraction=%.3f fp32_gflops_per_thread=%.1f"
+                    + " bf16_gflops_per_thread=%.1f",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
                 compute.getName(),
+                settings.loraRank(),
                 settings.reshardsAfterForward(),
                 settings.recomputes(),
                 tokensPerSecond,
                 stepMillis,
+                lossSum / settings.nproc(),
                 worst.get("peak_rss_mb"),
                 worst.get("model_state_mb"),
                 worst.get("sent_mb"),

@@ -26,6 +26,8 @@ import java.util.Set;
  *     what the strategy does
  * @param activationCheckpointing whether units are recomputed in backward; null for what the
  *     strategy does
+ * @param loraRank 0 to train every parameter; else the rank of LoRA adapters on every linear
+ *     projection but the head ({@code all-linear}, alpha twice the rank), the base frozen
  */
 public record TrainBenchSettings(
         int nproc,
@@ -41,7 +43,47 @@ public record TrainBenchSettings(
         String attention,
         String precision,
         Boolean reshardAfterForward,
-        Boolean activationCheckpointing) {
+        Boolean activationCheckpointing,
+        int loraRank) {
+
+    /**
+     * Settings without LoRA: every parameter trains.
+     *
+     * @see #TrainBenchSettings(int, String, int, int, int, int, int, int, int, int, String, String,
+     *     Boolean, Boolean, int)
+     */
+    public TrainBenchSettings(
+            int nproc,
+            String sharding,
+            int steps,
+            int warmup,
+            int layers,
+            int width,
+            int heads,
+            int vocab,
+            int sequence,
+            int batch,
+            String attention,
+            String precision,
+            Boolean reshardAfterForward,
+            Boolean activationCheckpointing) {
+        this(
+                nproc,
+                sharding,
+                steps,
+                warmup,
+                layers,
+                width,
+                heads,
+                vocab,
+                sequence,
+                batch,
+                attention,
+                precision,
+                reshardAfterForward,
+                activationCheckpointing,
+                0);
+    }
 
     /**
      * Rejects settings the benchmark cannot run with, before any rank starts.
@@ -93,6 +135,10 @@ public record TrainBenchSettings(
             throw new IllegalArgumentException(
                     "--sharding NONE (DJL's plain trainer) runs in float32 only: use --precision"
                             + " fp32");
+        }
+        if (loraRank < 0) {
+            throw new IllegalArgumentException(
+                    "--lora-rank must be 0 (no LoRA) or positive, got " + loraRank);
         }
         if (width % heads != 0) {
             throw new IllegalArgumentException(

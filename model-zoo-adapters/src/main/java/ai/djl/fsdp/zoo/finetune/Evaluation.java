@@ -3,7 +3,7 @@ package ai.djl.fsdp.zoo.finetune;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
-import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
+import ai.djl.fsdp.zoo.finetune.data.ChatFormat;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
@@ -87,6 +87,7 @@ final class Evaluation {
      * @param documents the eval conversations
      * @param samples the most questions to ask
      * @param tokenizer the tokenizer with the chat template's tokens
+     * @param format how the questions are put to the model
      * @param endOfTurn the end-of-turn token id
      * @param padId the padding input id
      * @param chunk questions per rank and forward
@@ -96,6 +97,7 @@ final class Evaluation {
             List<Document> documents,
             int samples,
             HuggingFaceTokenizer tokenizer,
+            ChatFormat format,
             long endOfTurn,
             long padId,
             int chunk) {
@@ -113,7 +115,7 @@ final class Evaluation {
                 continue;
             }
             List<Map<String, String>> asked = messages.subList(0, messages.size() - 1);
-            prompts.add(tokenizer.encode(ChatTemplate.generationPrompt(asked)).getIds());
+            prompts.add(tokenizer.encode(format.generationPrompt(asked)).getIds());
             answers.add(last.get("content"));
             questions.add(asked.get(asked.size() - 1).get("content"));
             maxAnswer = Math.max(maxAnswer, tokenizer.encode(last.get("content")).getIds().length);

@@ -59,8 +59,10 @@ final class FinetuneArguments {
 
     @Option(
             names = "--chat_template_format",
-            defaultValue = "chatml",
-            description = "chatml or none: how conversations are rendered (default chatml).")
+            description =
+                    "chatml: render conversations with ChatML (its markers added to the"
+                            + " tokenizer). Default: the tokenizer's own chat_template"
+                            + " (tokenizer_config.json beside tokenizer.json), else chatml.")
     String chatTemplateFormat;
 
     @Option(

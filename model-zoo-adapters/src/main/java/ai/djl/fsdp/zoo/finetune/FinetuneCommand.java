@@ -14,7 +14,7 @@ import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.Models;
-import ai.djl.fsdp.zoo.finetune.config.AccelerateConfig;
+import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
@@ -25,7 +25,6 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -48,6 +47,7 @@ import picocli.CommandLine.Spec;
         name = "finetune",
         mixinStandardHelpOptions = true,
         sortOptions = false,
+        defaultValueProvider = AccelerateDefaults.class,
         description =
                 "Fine-tune (or train from scratch) a causal language model, with FSDP across the"
                         + " ranks of the job.")
@@ -89,6 +89,10 @@ public final class FinetuneCommand implements Subcommand {
             notes.clear();
             ready = true;
             pending.forEach(this::note);
+            if (spec.defaultValueProvider() instanceof AccelerateDefaults defaults) {
+                defaults.notes().forEach(this::note);
+            }
+            hub.preferGiven(spec.commandLine().getParseResult());
             ShardingStrategy strategy = fsdp.strategy();
             hub.check(this::note, strategy == ShardingStrategy.FULL_SHARD);
             fsdp.check(this::note);
@@ -122,22 +126,22 @@ public final class FinetuneCommand implements Subcommand {
             trainer = recipe.newTrainer(model, lm, shards);
         }
         try (trainer;
-                RunReport report = new RunReport(recipe, args.outputDir);
-                MetricsLog metrics = new MetricsLog(report.metricsFile())) {
+                RunReport report = new RunReport(recipe, args.outputDir)) {
             print(report.describe(lm, lora != null));
-            TrainingLoop loop =
-                    new TrainingLoop(recipe, trainer, metrics, checkpoints, this::print);
-            loop.resume();
-            Evaluation.ExactMatch before = exactMatch(recipe, loop, "before training");
-            TrainingLoop.Outcome outcome = loop.run();
-            Evaluation.ExactMatch after = exactMatch(recipe, loop, "after training");
-            long[] peaks = RunReport.peakMemoryPerRank(trainer, recipe.group);
-            if (rankZero) {
-                CurvePlot.write(metrics.getRows(), report.plotFile());
+            TrainingLoop loop = new TrainingLoop(recipe, trainer, checkpoints, this::print);
+            Path resumed = loop.resume();
+            try (MetricsLog metrics = report.openMetrics(resumed, loop.getResumedSteps())) {
+                Evaluation.ExactMatch before = exactMatch(recipe, loop, "before training");
+                TrainingLoop.Outcome outcome = loop.run(metrics);
+                Evaluation.ExactMatch after = exactMatch(recipe, loop, "after training");
+                long[] peaks = RunReport.peakMemoryPerRank(trainer, recipe.group);
+                if (rankZero) {
+                    CurvePlot.write(metrics.getRows(), report.plotFile());
+                }
+                String summary = report.summary(outcome, before, after, peaks);
+                save(trainer, lm, lora, report);
+                print(summary);
             }
-            String summary = report.summary(outcome, before, after, peaks);
-            save(trainer, lm, lora, report);
-            print(summary);
         } // the model was saved one unit at a time: closing gathers nothing
     }
 
@@ -152,6 +156,7 @@ public final class FinetuneCommand implements Subcommand {
                                 recipe.evalDocuments,
                                 args.exactMatchSamples,
                                 recipe.tokenizer,
+                                recipe.chatFormat,
                                 recipe.endOfTurn,
                                 recipe.padId,
                                 Math.max(1, args.perDeviceEvalBatchSize * 4));
@@ -159,23 +164,17 @@ public final class FinetuneCommand implements Subcommand {
         return match;
     }
 
-    /** Reads Accelerate's file into flags, puts the command line's own after them, and runs. */
+    /**
+     * Runs with the defaults Accelerate's file stands for: the variables the launcher would set for
+     * it, read by the same {@link AccelerateDefaults} (the command line's flags still win).
+     */
     private int withConfigFile(int worldSize) throws Exception {
-        AccelerateConfig config = AccelerateConfig.load(fsdp.configFile, worldSize);
+        AccelerateDefaults defaults =
+                AccelerateDefaults.ofFile(fsdp.configFile, System.getenv(), worldSize);
         List<String> given = spec.commandLine().getParseResult().originalArgs();
         // Under bin/fsdp the original arguments start with the parent's: keep this command's.
         given = given.subList(given.indexOf(spec.name()) + 1, given.size());
-        // The file's flags come in pairs; one the command line gives is left out, so that a list
-        // flag (the layer classes) is replaced, not added to.
-        Set<String> givenFlags = new HashSet<>();
-        given.forEach(arg -> givenFlags.add(arg.split("=", 2)[0]));
-        List<String> fromFile = config.getArguments();
         List<String> arguments = new ArrayList<>();
-        for (int i = 0; i + 1 < fromFile.size(); i += 2) {
-            if (!givenFlags.contains(fromFile.get(i))) {
-                arguments.addAll(fromFile.subList(i, i + 2));
-            }
-        }
         for (int i = 0; i < given.size(); i++) {
             String arg = given.get(i);
             if (arg.equals("--config_file")) {
@@ -186,10 +185,9 @@ public final class FinetuneCommand implements Subcommand {
         }
         FinetuneCommand command = new FinetuneCommand();
         CommandLine line = new CommandLine(command);
-        line.setOverwrittenOptionsAllowed(true);
+        line.setDefaultValueProvider(defaults);
         line.setOut(spec.commandLine().getOut());
         line.parseArgs(arguments.toArray(new String[0]));
-        config.getNotes().forEach(command::note);
         return command.call();
     }
 

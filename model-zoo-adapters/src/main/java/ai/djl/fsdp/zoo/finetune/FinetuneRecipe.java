@@ -13,9 +13,11 @@ import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
+import ai.djl.fsdp.zoo.finetune.data.ChatFormat;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Document;
+import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.data.TextDatasets;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
@@ -44,6 +46,7 @@ final class FinetuneRecipe implements AutoCloseable {
     final Path tokenizerFile;
     final HuggingFaceTokenizer tokenizer;
     final boolean chat;
+    final ChatFormat chatFormat;
     final ModelConfig architecture;
     final Sequences train;
     final Sequences eval;
@@ -75,12 +78,9 @@ final class FinetuneRecipe implements AutoCloseable {
                         args.seed);
         List<Document> trainDocuments = splits.get(args.trainSplit());
         chat = trainDocuments.get(0).isChat();
-        if (chat && !"chatml".equals(args.chatTemplateFormat)) {
-            throw new IllegalArgumentException(
-                    "--chat_template_format "
-                            + args.chatTemplateFormat
-                            + ": the dataset holds conversations ('messages'); render them with"
-                            + " --chat_template_format chatml");
+        chatFormat = chatFormat(args.chatTemplateFormat, source.tokenizer());
+        if (chat && args.chatTemplateFormat == null && chatFormat != ChatTemplate.CHATML) {
+            note.accept("conversations are rendered with the tokenizer's own chat_template");
         }
         if (args.addSpecialTokens) {
             note.accept(
@@ -93,7 +93,7 @@ final class FinetuneRecipe implements AutoCloseable {
         tokenizer = Tokenizers.load(tokenizerFile, "--tokenizer_name");
         long endOfText = singleToken(ByteLevelTokenizer.END_OF_TEXT);
         padId = Math.max(0, endOfText);
-        endOfTurn = chat ? singleToken(ChatTemplate.END) : endOfText;
+        endOfTurn = chat ? singleToken(chatFormat.endOfTurn()) : endOfText;
         architecture = source.architecture(vocab, endOfText);
         if (vocab > architecture.vocabSize()) {
             throw new IllegalArgumentException(
@@ -216,13 +216,39 @@ final class FinetuneRecipe implements AutoCloseable {
         return FullyShardedDataParallel.newTrainer(model, training, group, config, options.build());
     }
 
+    /**
+     * The rendering of conversations: {@code --chat_template_format chatml}, or without the flag
+     * the tokenizer's own {@code chat_template} (its {@code tokenizer_config.json}) if it has one,
+     * else ChatML.
+     */
+    private static ChatFormat chatFormat(String flag, Path tokenizer) throws IOException {
+        if ("chatml".equals(flag)) {
+            return ChatTemplate.CHATML;
+        }
+        if (flag != null) {
+            throw new IllegalArgumentException(
+                    "--chat_template_format "
+                            + flag
+                            + " is not supported: give chatml, or leave the flag out to render"
+                            + " conversations with the tokenizer's own chat_template");
+        }
+        JinjaChatTemplate own =
+                tokenizer == null
+                        ? null
+                        : JinjaChatTemplate.read(
+                                tokenizer
+                                        .toAbsolutePath()
+                                        .resolveSibling(ChatTemplate.CONFIG_FILE));
+        return own != null ? own : ChatTemplate.CHATML;
+    }
+
     private int prepareTokenizer(Path source, Path target) throws IOException {
         Path original = source;
         if (source == null) {
             original = workDirectory.resolve("byte-level.json");
             ByteLevelTokenizer.write(original);
         }
-        return ChatTemplate.writeTokenizer(original, target, chat);
+        return ChatTemplate.writeTokenizer(original, target, chat && chatFormat.addsMarkers());
     }
 
     /** Returns the id of a token the tokenizer has as one token, or -1. */
@@ -248,6 +274,7 @@ final class FinetuneRecipe implements AutoCloseable {
                         tokenizer,
                         args.maxSeqLen,
                         packing,
+                        chatFormat,
                         chat && args.completionOnlyLoss,
                         args.appendConcatToken ? padId : -1,
                         architecture.vocabSize());

@@ -13,8 +13,9 @@ import picocli.CommandLine.Option;
 
 /**
  * How the ranks shard the model: the {@code fsdp_config} settings of Accelerate's config file as
- * flags (a file given with {@code --config_file} is read into these; flags on the command line
- * win).
+ * flags. Their defaults come from Accelerate's variables ({@code FSDP_*}, see {@link
+ * ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults}) that {@code bin/fsdp launch --config_file}
+ * sets, or that a {@code --config_file} given here stands for; flags on the command line win.
  */
 final class FsdpArguments {
 
@@ -38,6 +39,17 @@ final class FsdpArguments {
                     "Block classes that become FSDP units, comma-separated (default: the model's"
                             + " decoder layer, GPT2Block or LlamaDecoderLayer).")
     List<String> layerClassesToWrap;
+
+    @Option(
+            names = "--fsdp_auto_wrap_policy",
+            defaultValue = "TRANSFORMER_BASED_WRAP",
+            description =
+                    "TRANSFORMER_BASED_WRAP (the default): the layer classes become units; others"
+                            + " are noted and units stay the layers.")
+    String autoWrapPolicy;
+
+    @Option(names = "--fsdp_min_num_params", description = "For SIZE_BASED_WRAP (noted).")
+    Long minNumParams;
 
     @Option(
             names = {"--fsdp_backward_prefetch", "--fsdp_backward_prefetch_policy"},
@@ -68,7 +80,11 @@ final class FsdpArguments {
     @Option(names = "--fsdp_use_orig_params", arity = "0..1", fallbackValue = "true")
     boolean useOrigParams;
 
-    @Option(names = "--fsdp_cpu_ram_efficient_loading", arity = "0..1", fallbackValue = "true")
+    @Option(
+            names = "--fsdp_cpu_ram_efficient_loading",
+            arity = "0..1",
+            fallbackValue = "true",
+            defaultValue = "true")
     boolean cpuRamEfficientLoading;
 
     @Option(names = "--fsdp_forward_prefetch", arity = "0..1", fallbackValue = "true")
@@ -177,10 +193,20 @@ final class FsdpArguments {
         if (useOrigParams) {
             note.accept("fsdp_use_orig_params: parameters are flattened per unit regardless");
         }
-        if (cpuRamEfficientLoading) {
+        if (!cpuRamEfficientLoading) {
             note.accept(
-                    "fsdp_cpu_ram_efficient_loading: every rank reads only its shard of a"
-                            + " checkpoint anyway");
+                    "fsdp_cpu_ram_efficient_loading false: every rank reads only its shard of a"
+                            + " checkpoint regardless");
+        }
+        if (!"TRANSFORMER_BASED_WRAP".equalsIgnoreCase(autoWrapPolicy.trim())) {
+            note.accept(
+                    "fsdp_auto_wrap_policy "
+                            + autoWrapPolicy
+                            + (minNumParams != null
+                                    ? " (fsdp_min_num_params " + minNumParams + ")"
+                                    : "")
+                            + ": units are the decoder layers"
+                            + " (fsdp_transformer_layer_cls_to_wrap)");
         }
         if (forwardPrefetch) {
             note.accept("fsdp_forward_prefetch: prefetch follows fsdp_backward_prefetch");

@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.finetune;
 import ai.djl.fsdp.runtime.MixedPrecision;
 import java.util.function.Consumer;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParseResult;
 
 /**
  * Flags of Hugging Face's and TRL's recipes that this trainer cannot honour as asked. Each is
@@ -77,6 +78,23 @@ final class HubCompatibility {
      */
     MixedPrecision mixedPrecision() {
         return bf16 ? MixedPrecision.BF16 : MixedPrecision.FP32;
+    }
+
+    /**
+     * Lets the precision flag given on the command line win over the other one's default from
+     * {@code ACCELERATE_MIXED_PRECISION}: {@code --bf16 True} under {@code mixed_precision: fp16}
+     * trains in bfloat16.
+     *
+     * @param parsed the command line
+     */
+    void preferGiven(ParseResult parsed) {
+        if (parsed.hasMatchedOption("--bf16") && !parsed.hasMatchedOption("--fp16") && bf16) {
+            fp16 = false;
+        } else if (parsed.hasMatchedOption("--fp16")
+                && !parsed.hasMatchedOption("--bf16")
+                && fp16) {
+            bf16 = false;
+        }
     }
 
     /**

@@ -148,6 +148,32 @@ final class OutputDirectory {
     }
 
     /**
+     * Returns where a file the run writes as it goes (its metrics log) lives meanwhile, so it can
+     * be followed: inside the target (created and marked as the tool's when new or the tool's
+     * output), or, when the target holds files of the user's, there only if no entry of that name
+     * is theirs; else null (the file then comes with the output at the end).
+     *
+     * @param name the file's name
+     * @return the path, or null
+     * @throws IOException if the target cannot be created or marked
+     */
+    Path liveEntry(String name) throws IOException {
+        Path entry = target.resolve(name);
+        if (mergesIntoExisting()) {
+            return Files.exists(entry, LinkOption.NOFOLLOW_LINKS) ? null : entry;
+        }
+        if (Files.exists(target, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(target)) {
+            return null; // a file that --overwrite_output_dir lets the output replace at the end
+        }
+        Files.createDirectories(target);
+        if (!Files.exists(entry, LinkOption.NOFOLLOW_LINKS)) {
+            Files.createFile(entry);
+        }
+        OutputMarker.write(target); // everything in it is the tool's, the new entry too
+        return entry;
+    }
+
+    /**
      * Classifies the target: false if it is absent or replaceable as a whole, true if the new files
      * go into it (allowed only with {@code --overwrite_output_dir}).
      */

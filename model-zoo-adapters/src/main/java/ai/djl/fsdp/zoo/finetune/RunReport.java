@@ -4,7 +4,6 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
@@ -18,7 +17,9 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.stream.Stream;
 
 /**
@@ -36,11 +37,19 @@ final class RunReport implements AutoCloseable {
     private final FinetuneRecipe recipe;
     private final Path outputDir;
     private final Path scratch;
+    private final Path metricsFile;
 
     RunReport(FinetuneRecipe recipe, Path outputDir) throws IOException {
         this.recipe = recipe;
         this.outputDir = outputDir;
         this.scratch = Files.createTempDirectory("finetune-run");
+        Path live = null;
+        if (recipe.group.getRank() == 0) {
+            live =
+                    OutputDirectory.check(outputDir, recipe.args.overwriteOutputDir)
+                            .liveEntry(MetricsLog.FILE);
+        }
+        this.metricsFile = live != null ? live : scratch.resolve(MetricsLog.FILE);
     }
 
     /**
@@ -55,8 +64,23 @@ final class RunReport implements AutoCloseable {
         }
     }
 
-    Path metricsFile() {
-        return scratch.resolve(MetricsLog.FILE);
+    /**
+     * Opens the run's metrics log on rank 0: in the output directory as the run goes where that
+     * keeps the user's files (see {@link OutputDirectory#liveEntry}), else in the scratch
+     * directory. A resumed run keeps the rows of the run that saved its checkpoint up to its step.
+     *
+     * @param resumedFrom the checkpoint the run resumed from, or null
+     * @param resumedStep the step it resumed after
+     */
+    MetricsLog openMetrics(Path resumedFrom, long resumedStep) throws IOException {
+        if (recipe.group.getRank() != 0) {
+            return MetricsLog.none();
+        }
+        Path earlier = resumedFrom == null ? null : resumedFrom.toAbsolutePath().getParent();
+        return MetricsLog.open(
+                metricsFile,
+                earlier == null ? null : earlier.resolve(MetricsLog.FILE),
+                resumedStep);
     }
 
     Path plotFile() {
@@ -64,10 +88,7 @@ final class RunReport implements AutoCloseable {
     }
 
     String describe(CausalLM lm, boolean lora) {
-        long parameters = 0;
-        for (Parameter parameter : lm.getParameters().values()) {
-            parameters += parameter.getArray().getShape().size();
-        }
+        long parameters = countParameters(lm);
         return String.format(
                 Locale.ROOT,
                 "training %s (%,d parameters%s) on %s: %d train sequences, %s; %d ranks,"
@@ -84,6 +105,18 @@ final class RunReport implements AutoCloseable {
                 recipe.totalSteps,
                 recipe.stepsPerEpoch,
                 outputDir);
+    }
+
+    /**
+     * Counts the model's parameter elements from their shapes, each shared parameter once: once the
+     * model is sharded, a parameter's own array is an empty placeholder.
+     */
+    static long countParameters(CausalLM lm) {
+        Map<String, Long> sizes = new HashMap<>();
+        for (Parameter parameter : lm.getParameters().values()) {
+            sizes.put(parameter.getId(), parameter.getShape().size());
+        }
+        return sizes.values().stream().mapToLong(Long::longValue).sum();
     }
 
     static String describe(Evaluation.ExactMatch match, String when) {
@@ -189,14 +222,15 @@ final class RunReport implements AutoCloseable {
                 directory.equals(model) ? new Path[] {directory} : new Path[] {directory, model}) {
             Files.copy(recipe.tokenizerFile, target.resolve(Tokenizers.FILE));
             if (recipe.chat) {
-                ChatTemplate.writeConfig(target);
+                recipe.chatFormat.writeConfig(target);
             }
         }
     }
 
     /** Copies the run's files into the staging output directory. */
     void copyRunFiles(Path directory) throws IOException {
-        for (String name : new String[] {MetricsLog.FILE, CurvePlot.FILE, SUMMARY}) {
+        Files.copy(metricsFile, directory.resolve(MetricsLog.FILE));
+        for (String name : new String[] {CurvePlot.FILE, SUMMARY}) {
             Path file = scratch.resolve(name);
             if (Files.exists(file)) {
                 Files.copy(file, directory.resolve(name));

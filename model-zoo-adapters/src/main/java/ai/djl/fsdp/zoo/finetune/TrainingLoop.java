@@ -41,7 +41,7 @@ final class TrainingLoop {
     private final FinetuneRecipe recipe;
     private final FsdpTrainer trainer;
     private final ProcessGroup group;
-    private final MetricsLog metrics;
+    private MetricsLog metrics;
     private final CheckpointArguments checkpoints;
     private final Consumer<String> print;
     private final Evaluation evaluation;
@@ -52,13 +52,11 @@ final class TrainingLoop {
     TrainingLoop(
             FinetuneRecipe recipe,
             FsdpTrainer trainer,
-            MetricsLog metrics,
             CheckpointArguments checkpoints,
             Consumer<String> print) {
         this.recipe = recipe;
         this.trainer = trainer;
         this.group = recipe.group;
-        this.metrics = metrics;
         this.checkpoints = checkpoints;
         this.print = print;
         this.evaluation = new Evaluation(trainer, group);
@@ -73,9 +71,11 @@ final class TrainingLoop {
     /**
      * Trains for the recipe's steps.
      *
+     * @param metrics where rank 0 logs the steps and evaluations
      * @return the run's figures
      */
-    Outcome run() throws IOException {
+    Outcome run(MetricsLog metrics) throws IOException {
+        this.metrics = metrics;
         FinetuneArguments args = recipe.args;
         boolean rankZero = group.getRank() == 0;
         long tokens = 0;
@@ -158,12 +158,13 @@ final class TrainingLoop {
      * Loads the checkpoint the run resumes from (--resume_from_checkpoint), if any: the model, the
      * optimizer, the schedule's and the sampler's positions; {@link #run} goes on from there.
      *
+     * @return the checkpoint's directory, or null for a new run
      * @throws IOException if the checkpoint cannot be read or does not fit
      */
-    void resume() throws IOException {
+    Path resume() throws IOException {
         Path directory = checkpoints.resumeDirectory(recipe.args.outputDir);
         if (directory == null) {
-            return;
+            return null;
         }
         trainer.loadCheckpoint(directory);
         TrainingState state = trainer.getTrainingState();
@@ -192,7 +193,20 @@ final class TrainingLoop {
                     e);
         }
         resumedSteps = (int) state.getStep();
-        print.accept("resumed from " + directory + " after step " + resumedSteps);
+        print.accept(
+                "resumed from "
+                        + directory
+                        + " after step "
+                        + resumedSteps
+                        + " (epoch "
+                        + state.getEpoch()
+                        + ")");
+        return directory;
+    }
+
+    /** Returns the step the run resumed after (0 for a new run). */
+    int getResumedSteps() {
+        return resumedSteps;
     }
 
     /**
@@ -200,6 +214,7 @@ final class TrainingLoop {
      */
     private void saveCheckpoint(int step) throws IOException {
         TrainingState state = trainer.getTrainingState();
+        state.setEpoch(sampler.getEpoch());
         state.getExtras()
                 .put(CheckpointArguments.SAMPLER_EPOCH, Integer.toString(sampler.getEpoch()));
         state.getExtras()

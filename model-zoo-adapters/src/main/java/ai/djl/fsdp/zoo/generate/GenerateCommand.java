@@ -7,6 +7,7 @@ import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
+import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDManager;
@@ -97,16 +98,21 @@ public final class GenerateCommand implements Subcommand {
                     checkpoint
                             ? Models.load(directory, manager)
                             : Models.create(Models.builtin(model), manager);
-            boolean chat = checkpoint && ChatTemplate.isChatModel(directory);
+            JinjaChatTemplate chat =
+                    checkpoint
+                            ? JinjaChatTemplate.read(directory.resolve(ChatTemplate.CONFIG_FILE))
+                            : null;
             List<Long> stops = new ArrayList<>(lm.getConfig().eosTokenIds());
             long[] promptIds;
-            if (chat) {
+            if (chat != null) {
                 // A chat model answers the prompt as a user's message, in its own template.
                 String text =
-                        ChatTemplate.generationPrompt(
-                                List.of(Map.of("role", "user", "content", prompt)));
+                        chat.generationPrompt(List.of(Map.of("role", "user", "content", prompt)));
                 promptIds = tok.encode(text).getIds();
-                long[] end = tok.encode(ChatTemplate.END).getIds();
+                long[] end =
+                        chat.endOfTurn() == null
+                                ? new long[0]
+                                : tok.encode(chat.endOfTurn()).getIds();
                 if (end.length == 1) {
                     stops.add(end[0]);
                 }
@@ -139,7 +145,7 @@ public final class GenerateCommand implements Subcommand {
                             .build();
             long[] generated = new Generator(lm).generate(manager, promptIds, config);
             PrintWriter out = spec.commandLine().getOut();
-            if (chat) {
+            if (chat != null) {
                 long[] reply = generated;
                 if (reply.length > 0 && stops.contains(reply[reply.length - 1])) {
                     reply = java.util.Arrays.copyOf(reply, reply.length - 1);

@@ -12,7 +12,7 @@ import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
-import ai.djl.fsdp.zoo.finetune.config.AccelerateConfigTest;
+import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaultsTest;
 import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.Document;
@@ -100,7 +100,8 @@ class FinetuneCommandTest {
     void theRecipesFlagsRunOnTwoRanks(@TempDir Path directory) throws Exception {
         Path data = chatSplits(Files.createDirectory(directory.resolve("data")));
         Path config =
-                Files.writeString(directory.resolve("fsdp_config.yaml"), AccelerateConfigTest.OLD);
+                Files.writeString(
+                        directory.resolve("fsdp_config.yaml"), AccelerateDefaultsTest.OLD);
         Path output = directory.resolve("llama-sft-lora-fsdp");
         String recipe =
                 "--config_file "
@@ -161,6 +162,11 @@ class FinetuneCommandTest {
         String out = results.rank(0).output();
         assertLossFell(losses(out, 6));
         assertFalse(out.contains("NaN"), "no value printed as NaN: " + out);
+        Matcher plan = Pattern.compile("training gpt2-tiny \\(([0-9,]+) parameters").matcher(out);
+        assertTrue(plan.find(), out);
+        assertTrue(
+                Long.parseLong(plan.group(1).replace(",", "")) > 10_000,
+                "the plan counts the sharded model's parameters: " + plan.group());
         assertTrue(out.contains("exact_match after training: "), out);
         List<JsonObject> rows = metrics(output);
         List<JsonObject> steps = rows.stream().filter(row -> row.has("loss")).toList();

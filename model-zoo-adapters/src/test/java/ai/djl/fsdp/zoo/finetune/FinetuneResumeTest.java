@@ -72,6 +72,105 @@ class FinetuneResumeTest {
         assertEquals(losses(full).subList(4, 8), losses(resumed), resumed);
     }
 
+    /**
+     * {@code metrics.jsonl} is in the output directory while the job trains (before the model is
+     * saved), one line per logged step; the checkpoint records its epoch; a job resumed into the
+     * same output keeps the earlier lines up to the checkpoint's step, as they were, and adds its
+     * own after them.
+     */
+    @Test
+    void metricsGrowAsTheJobRunsAndSurviveAResume(@TempDir Path directory) throws Exception {
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < 24; i++) {
+            text.append("line ").append(i).append(": a small text to learn.\n");
+        }
+        Path data = Files.writeString(directory.resolve("small.txt"), text);
+        Path output = directory.resolve("out");
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "finetune",
+                                "--output_dir",
+                                output.toString(),
+                                "--dataset_name",
+                                data.toString(),
+                                "--max_seq_len",
+                                "16",
+                                "--max_steps",
+                                "6",
+                                "--save_steps",
+                                "4",
+                                "--per_device_train_batch_size",
+                                "8",
+                                "--logging_steps",
+                                "1",
+                                "--eval_strategy",
+                                "no",
+                                "--exact_match_samples",
+                                "0"));
+        Path log = output.resolve("metrics.jsonl");
+        Path model = output.resolve("model.safetensors");
+        int seenWhileTraining = 0;
+        String first;
+        try (RankProcesses job =
+                RankProcesses.builder(Fsdp.class)
+                        .worldSize(2)
+                        .args(args.toArray(new String[0]))
+                        .timeout(Duration.ofMinutes(4))
+                        .start()) {
+            while (job.isAlive(0)) {
+                if (Files.exists(log) && !Files.exists(model)) {
+                    seenWhileTraining = Math.max(seenWhileTraining, stepRows(log).size());
+                }
+                Thread.sleep(20);
+            }
+            first = job.await().assertAllSucceeded().rank(0).output();
+        }
+        assertTrue(seenWhileTraining >= 1, "metrics.jsonl had rows before the model was saved");
+        List<String> rows = stepRows(log);
+        assertEquals(6, rows.size(), rows.toString());
+        Matcher perEpoch = Pattern.compile("\\((\\d+) per epoch\\)").matcher(first);
+        assertTrue(perEpoch.find(), first);
+        int stepsPerEpoch = Integer.parseInt(perEpoch.group(1));
+        assertTrue(stepsPerEpoch < 4, "checkpoint-4 is past the first epoch: " + first);
+        JsonObject state =
+                JsonParser.parseString(
+                                Files.readString(
+                                        CheckpointDirectory.of(output, 4)
+                                                .resolve("trainer_state.json")))
+                        .getAsJsonObject();
+        int epoch = (4 - 1) / stepsPerEpoch;
+        assertEquals(epoch, state.get("epoch").getAsInt(), state.toString());
+
+        args.addAll(
+                List.of("--resume_from_checkpoint", CheckpointDirectory.of(output, 4).toString()));
+        String resumed;
+        try (RankProcesses job =
+                RankProcesses.builder(Fsdp.class)
+                        .worldSize(2)
+                        .args(args.toArray(new String[0]))
+                        .timeout(Duration.ofMinutes(4))
+                        .start()) {
+            resumed = job.await().assertAllSucceeded().rank(0).output();
+        }
+        assertTrue(resumed.contains("after step 4 (epoch " + epoch + ")"), resumed);
+        List<String> after = stepRows(log);
+        assertEquals(rows.subList(0, 4), after.subList(0, 4), "the earlier lines, as they were");
+        assertEquals(6, after.size(), after.toString());
+        assertEquals(losses(first).subList(4, 6), losses(resumed), resumed);
+    }
+
+    /** The step rows of a metrics log, as written. */
+    private static List<String> stepRows(Path log) throws Exception {
+        List<String> rows = new ArrayList<>();
+        for (String line : Files.readAllLines(log)) {
+            if (line.contains("\"loss\"")) {
+                rows.add(line);
+            }
+        }
+        return rows;
+    }
+
     private static String finetune(Path output, String... extra) {
         List<String> command =
                 new ArrayList<>(

@@ -9,6 +9,7 @@ import ai.djl.fsdp.testing.RankProcesses;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -25,7 +26,7 @@ class NonFiniteLossTest {
             Pattern.compile("step (\\d+): the loss is \\S+ and the gradient norm (NaN|Infinity)");
 
     @Test
-    void aDivergingRunStopsOnEveryRankAndSavesNothing(@TempDir Path directory) {
+    void aDivergingRunStopsOnEveryRankAndSavesNothing(@TempDir Path directory) throws Exception {
         Path output = directory.resolve("diverged");
         try (RankProcesses job =
                 RankProcesses.builder(Fsdp.class)
@@ -64,7 +65,10 @@ class NonFiniteLossTest {
                     assertTrue(rank.output().contains(fix), fix + " in " + rank.output());
                 }
             }
-            assertFalse(Files.exists(output), "the output directory stays as it was (absent)");
+            assertFalse(Files.exists(output.resolve("model.safetensors")), "no model is saved");
+            // The metrics log, written as the run went, stays to show the divergence.
+            List<String> logged = Files.readAllLines(output.resolve("metrics.jsonl"));
+            assertTrue(logged.size() < Integer.parseInt(step), logged.toString());
         }
     }
 }

@@ -35,6 +35,36 @@ public final class ChatTemplate {
                     + " message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if"
                     + " add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
+    /** ChatML as a {@link ChatFormat}. */
+    public static final ChatFormat CHATML =
+            new ChatFormat() {
+                @Override
+                public List<Span> render(
+                        List<Map<String, String>> messages, boolean findAssistant) {
+                    return ChatTemplate.render(messages);
+                }
+
+                @Override
+                public String generationPrompt(List<Map<String, String>> messages) {
+                    return ChatTemplate.generationPrompt(messages);
+                }
+
+                @Override
+                public String endOfTurn() {
+                    return END;
+                }
+
+                @Override
+                public boolean addsMarkers() {
+                    return true;
+                }
+
+                @Override
+                public void writeConfig(Path directory) throws IOException {
+                    ChatTemplate.writeConfig(directory);
+                }
+            };
+
     private ChatTemplate() {}
 
     /** A rendered span of text and whether it is the assistant's (trained on). */

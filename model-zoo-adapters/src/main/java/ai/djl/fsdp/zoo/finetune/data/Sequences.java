@@ -63,6 +63,7 @@ public final class Sequences {
      * @param tokenizer the tokenizer (with the chat template's tokens for conversations)
      * @param maxSeqLen the most input tokens per sequence
      * @param packing whether and how to pack the documents into one stream
+     * @param format how conversations become text
      * @param completionOnly whether only the assistant's replies are trained on
      * @param concatToken the token appended after each text document, or -1 for none
      * @param vocabSize the model's vocabulary: every id must be below it
@@ -73,6 +74,7 @@ public final class Sequences {
             HuggingFaceTokenizer tokenizer,
             int maxSeqLen,
             Packing packing,
+            ChatFormat format,
             boolean completionOnly,
             long concatToken,
             int vocabSize) {
@@ -83,7 +85,7 @@ public final class Sequences {
             TokenStream tokens = packing != Packing.NONE ? stream : new TokenStream();
             tokens.documents++;
             if (document.isChat()) {
-                for (ChatTemplate.Span span : ChatTemplate.render(document.messages())) {
+                for (ChatTemplate.Span span : format.render(document.messages(), completionOnly)) {
                     tokens.add(tokenizer, span.text(), !completionOnly || span.assistant());
                 }
             } else {

@@ -1,20 +1,26 @@
 package ai.djl.fsdp.zoo.finetune.report;
 
+import ai.djl.fsdp.safetensors.AtomicFiles;
 import com.google.gson.Gson;
+import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonParser;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
  * {@code metrics.jsonl}: one JSON object per logged step ({@code step}, {@code epoch}, {@code
  * loss}, {@code learning_rate}, {@code grad_norm}, {@code tokens_per_s}) or evaluation ({@code
- * eval_loss}, {@code eval_perplexity}), flushed as written so a running job can be followed. A
+ * eval_loss}, {@code eval_perplexity}), flushed as written so a running job can be followed with
+ * {@code tail -f}. A resumed run starts from the rows of the run it resumes, up to its step. A
  * value that is not finite is left out rather than written as NaN.
  */
 public final class MetricsLog implements AutoCloseable {
@@ -26,15 +32,63 @@ public final class MetricsLog implements AutoCloseable {
     private final List<JsonObject> rows = new ArrayList<>();
     private final Gson gson = new Gson();
 
+    private MetricsLog(BufferedWriter writer) {
+        this.writer = writer;
+    }
+
     /**
-     * Opens the log.
+     * Opens the log at {@code file}, replacing what was there; a resumed run first gets the rows of
+     * {@code earlier} (the log of the run that saved the checkpoint) up to the step it resumes
+     * after, written to a temporary name first.
      *
      * @param file where the rows go
-     * @throws IOException if it cannot be created
+     * @param earlier the earlier run's log, or null (also when it does not exist)
+     * @param resumedStep the step the run resumes after (0 for a new run: no earlier rows)
+     * @return the log
+     * @throws IOException if the file cannot be written or the earlier log cannot be read
      */
-    public MetricsLog(Path file) throws IOException {
+    public static MetricsLog open(Path file, Path earlier, long resumedStep) throws IOException {
         Files.createDirectories(file.toAbsolutePath().getParent());
-        this.writer = Files.newBufferedWriter(file, StandardCharsets.UTF_8);
+        List<JsonObject> kept = new ArrayList<>();
+        StringBuilder text = new StringBuilder();
+        if (resumedStep > 0 && earlier != null && Files.isRegularFile(earlier)) {
+            for (String line : Files.readAllLines(earlier, StandardCharsets.UTF_8)) {
+                JsonObject row = parse(line);
+                if (row != null && row.get("step").getAsLong() <= resumedStep) {
+                    kept.add(row);
+                    text.append(line).append(System.lineSeparator());
+                }
+            }
+        }
+        AtomicFiles.writeString(file, text.toString());
+        MetricsLog log =
+                new MetricsLog(
+                        Files.newBufferedWriter(
+                                file, StandardCharsets.UTF_8, StandardOpenOption.APPEND));
+        log.rows.addAll(kept);
+        return log;
+    }
+
+    /**
+     * Returns a log that keeps no file (the ranks other than 0).
+     *
+     * @return the log
+     */
+    public static MetricsLog none() {
+        return new MetricsLog(null);
+    }
+
+    /** A row of an earlier log, or null for a line that is not one (a line cut by a crash). */
+    private static JsonObject parse(String line) {
+        try {
+            JsonElement element = JsonParser.parseString(line);
+            if (element.isJsonObject() && element.getAsJsonObject().has("step")) {
+                return element.getAsJsonObject();
+            }
+        } catch (JsonParseException e) {
+            // a partial last line: left out
+        }
+        return null;
     }
 
     /**
@@ -71,6 +125,9 @@ public final class MetricsLog implements AutoCloseable {
      */
     public void write(JsonObject row) {
         rows.add(row);
+        if (writer == null) {
+            return;
+        }
         try {
             writer.write(gson.toJson(row));
             writer.newLine();
@@ -87,6 +144,8 @@ public final class MetricsLog implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        writer.close();
+        if (writer != null) {
+            writer.close();
+        }
     }
 }

@@ -133,6 +133,7 @@ class PackedAttentionTest {
                             tokenizer,
                             maxSeqLen,
                             Sequences.Packing.PER_DOCUMENT,
+                            ChatTemplate.CHATML,
                             false,
                             -1,
                             259);
@@ -175,6 +176,7 @@ class PackedAttentionTest {
 
     private static Sequences pack(
             List<Document> documents, HuggingFaceTokenizer tokenizer, Sequences.Packing packing) {
-        return Sequences.tokenize(documents, tokenizer, MAX_SEQ_LEN, packing, false, 0, 259);
+        return Sequences.tokenize(
+                documents, tokenizer, MAX_SEQ_LEN, packing, ChatTemplate.CHATML, false, 0, 259);
     }
 }

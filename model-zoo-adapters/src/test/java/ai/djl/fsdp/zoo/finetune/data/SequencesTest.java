@@ -54,7 +54,14 @@ class SequencesTest {
             }
             Sequences packed =
                     Sequences.tokenize(
-                            chats(), tokenizer, 16, Sequences.Packing.CROSSING, false, -1, 259);
+                            chats(),
+                            tokenizer,
+                            16,
+                            Sequences.Packing.CROSSING,
+                            ChatTemplate.CHATML,
+                            false,
+                            -1,
+                            259);
             List<Long> inputs = new ArrayList<>();
             List<Long> labels = new ArrayList<>();
             for (Sequences.Sequence sequence : packed.getSequences()) {
@@ -83,7 +90,14 @@ class SequencesTest {
         try (HuggingFaceTokenizer tokenizer = Tokenizers.load(file, "--tokenizer_name")) {
             Sequences sequences =
                     Sequences.tokenize(
-                            List.of(chat), tokenizer, 64, Sequences.Packing.NONE, true, -1, 259);
+                            List.of(chat),
+                            tokenizer,
+                            64,
+                            Sequences.Packing.NONE,
+                            ChatTemplate.CHATML,
+                            true,
+                            -1,
+                            259);
             Sequences.Sequence only = sequences.getSequences().get(0);
             List<Long> trained = new ArrayList<>();
             for (long label : only.labels()) {
