@@ -13,8 +13,9 @@ import java.util.Map;
 
 /**
  * Where training stands, as a checkpoint records it: the optimizer steps taken, the epoch, the
- * optimizer's update counts (which drive bias correction and the learning-rate schedule), and the
- * caller's own state by key (a data sampler's position, say), saved and restored as given.
+ * optimizer's update counts (which drive bias correction and the learning-rate schedule), a float16
+ * run's loss scale, and the caller's own state by key (a data sampler's position, say), saved and
+ * restored as given.
  */
 public final class TrainingState {
 
@@ -29,6 +30,12 @@ public final class TrainingState {
     private Map<String, Integer> updateCounts = new LinkedHashMap<>();
 
     private Map<String, String> extras = new LinkedHashMap<>();
+
+    @SerializedName("loss_scale")
+    private Float lossScale;
+
+    @SerializedName("loss_scale_good_steps")
+    private Integer lossScaleGoodSteps;
 
     /**
      * Returns the state as the JSON of a checkpoint's {@code trainer_state.json}.
@@ -100,6 +107,30 @@ public final class TrainingState {
      */
     public void setUpdateCounts(Map<String, Integer> updateCounts) {
         this.updateCounts = new LinkedHashMap<>(updateCounts);
+    }
+
+    /**
+     * Returns the loss scale of a float16 run, or null for a run without loss scaling (and
+     * checkpoints written before it was saved).
+     */
+    public Float getLossScale() {
+        return lossScale;
+    }
+
+    /** Returns the optimizer steps in a row with finite gradients since the scale last changed. */
+    public int getLossScaleGoodSteps() {
+        return lossScaleGoodSteps == null ? 0 : lossScaleGoodSteps;
+    }
+
+    /**
+     * Sets the loss scaler's state.
+     *
+     * @param scale the scale, null for a run without loss scaling
+     * @param goodSteps the good steps in a row since the scale last changed
+     */
+    public void setLossScale(Float scale, int goodSteps) {
+        this.lossScale = scale;
+        this.lossScaleGoodSteps = scale == null ? null : goodSteps;
     }
 
     /** Returns the caller's own state by key; changes are saved with the next checkpoint. */

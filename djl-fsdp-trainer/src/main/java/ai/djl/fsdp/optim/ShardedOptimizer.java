@@ -52,27 +52,33 @@ public final class ShardedOptimizer {
     /**
      * Measures the global gradient norm, clips the gradients to {@code maxGradNorm} (if asked),
      * updates every shard and zeroes the gradients. When the norm is not finite (a NaN or infinite
-     * gradient on any rank), no shard is updated: the gradients are only zeroed, on every rank
-     * alike since the norm is the same everywhere.
+     * gradient on any rank), or {@code update} is false, no shard is updated: the gradients are
+     * only zeroed, on every rank alike since the norm is the same everywhere.
      *
+     * @param update false to skip the update (a loss scaler's overflow), the same on every rank
      * @return the global gradient norm before clipping; empty when nothing trains
      */
-    public OptionalDouble step() {
+    public OptionalDouble step(boolean update) {
         if (trainable.isEmpty()) {
             return OptionalDouble.empty();
         }
         float norm = globalNorm();
-        boolean finite = Float.isFinite(norm);
-        if (finite && maxGradNorm > 0) {
+        boolean apply = update && Float.isFinite(norm);
+        if (apply && maxGradNorm > 0) {
             clip(norm);
         }
         for (FlatParameter flat : trainable) {
-            if (finite) {
+            if (apply) {
                 optimizer.update(flat.getId(), flat.getShard(), flat.getGradient());
             }
             flat.zeroGradient();
         }
         return OptionalDouble.of(norm);
+    }
+
+    /** Returns this rank's shard gradients, in the order the step visits them. */
+    public List<NDArray> getGradients() {
+        return trainable.stream().map(FlatParameter::getGradient).toList();
     }
 
     /** Returns the bytes of the state the optimizer keeps for this rank's shards. */

@@ -22,6 +22,13 @@ public record MixedPrecision(Precision param, Precision reduce) {
     public static final MixedPrecision BF16 = new MixedPrecision(Precision.BFLOAT16);
 
     /**
+     * Gather and compute in float16, reduce in float32: Accelerate's {@code fp16}. The trainer
+     * scales the loss dynamically (see {@code ai.djl.fsdp.optim.LossScaler}), since float16's range
+     * ends at 65504 and its smallest normal is 6.1e-5.
+     */
+    public static final MixedPrecision FP16 = new MixedPrecision(Precision.FLOAT16);
+
+    /**
      * Checks the types.
      *
      * @throws NullPointerException for a missing type
@@ -43,23 +50,22 @@ public record MixedPrecision(Precision param, Precision reduce) {
 
     /**
      * Returns the policy of a setting: Accelerate's {@code mixed_precision} ({@code no}, {@code
-     * bf16}) or the command line's {@code fp32}, {@code bf16}.
+     * bf16}, {@code fp16}) or the command line's {@code fp32}, {@code bf16}, {@code fp16}.
      *
      * @param name the value, in any case
      * @return the policy, reducing in float32
-     * @throws IllegalArgumentException naming the accepted values; {@code fp16} is refused until
-     *     loss scaling exists
+     * @throws IllegalArgumentException naming the accepted values
      */
     public static MixedPrecision of(String name) {
-        Precision precision = Precision.of(name);
-        if (precision == Precision.FLOAT16) {
-            throw new IllegalArgumentException(
-                    "mixed precision '"
-                            + name
-                            + "' is not supported yet: float16 needs dynamic loss scaling, which"
-                            + " the trainer does not have. Use bf16 (or no / fp32).");
-        }
-        return new MixedPrecision(precision);
+        return new MixedPrecision(Precision.of(name));
+    }
+
+    /**
+     * Returns whether gradients pass through float16, whose range needs the loss scaled: the
+     * trainer then scales the loss and skips steps whose gradients overflow.
+     */
+    public boolean needsLossScaling() {
+        return param == Precision.FLOAT16 || reduce == Precision.FLOAT16;
     }
 
     /** Returns whether anything differs from float32. */

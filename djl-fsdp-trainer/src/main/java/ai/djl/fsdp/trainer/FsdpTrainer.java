@@ -68,6 +68,7 @@ public class FsdpTrainer extends Trainer {
         this.config = config;
         this.options = options;
         this.optimizer = trainingConfig.getOptimizer();
+        ShardedTraining.checkOptions(config, options);
         // What Model.newTrainer does before constructing DJL's trainer.
         for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
             if (pair.getKey() != null && pair.getValue() != null) {
@@ -209,6 +210,14 @@ public class FsdpTrainer extends Trainer {
      */
     public OptionalDouble getLastGradNorm() {
         return sharded().getLastGradNorm();
+    }
+
+    /**
+     * Returns the loss scale of a float16 run (the factor the loss is multiplied by before
+     * backward; see {@link ai.djl.fsdp.optim.LossScaler}), empty in other precisions.
+     */
+    public OptionalDouble getLossScale() {
+        return sharded().getLossScale();
     }
 
     /** Returns the bytes this rank holds and sent. */

@@ -4,8 +4,10 @@ import java.util.Locale;
 
 /**
  * Thrown by {@code trainer.step()} when the global gradient norm has not been finite for {@link
- * TrainerOptions#getMaxNonFiniteSteps()} optimizer steps in a row. Those steps updated nothing, so
- * the parameters are still those of the last finite step. Every rank throws it at the same step.
+ * TrainerOptions#getMaxNonFiniteSteps()} optimizer steps in a row, or, in float16 mixed precision,
+ * when the loss scale backs off below its floor ({@link #lossScaleCollapsed}). Those steps updated
+ * nothing, so the parameters are still those of the last finite step. Every rank throws it at the
+ * same step.
  */
 public class NonFiniteGradientException extends IllegalStateException {
 
@@ -36,6 +38,46 @@ public class NonFiniteGradientException extends IllegalStateException {
         this.step = step;
         this.norm = norm;
         this.consecutiveSteps = consecutiveSteps;
+    }
+
+    private NonFiniteGradientException(
+            String message, long step, double norm, int consecutiveSteps) {
+        super(message);
+        this.step = step;
+        this.norm = norm;
+        this.consecutiveSteps = consecutiveSteps;
+    }
+
+    /**
+     * Creates the exception of a float16 run whose loss scale was backed off below its floor: the
+     * gradients overflow however small the scale, so skipping more steps cannot help.
+     *
+     * @param step the optimizer step (counted from 1) that overflowed
+     * @param norm the global gradient norm of that step
+     * @param skippedSteps how many steps in a row the loss scaler skipped
+     * @param scale the scale after backing off
+     * @param minScale the floor it fell below
+     * @return the exception
+     */
+    public static NonFiniteGradientException lossScaleCollapsed(
+            long step, double norm, int skippedSteps, float scale, float minScale) {
+        return new NonFiniteGradientException(
+                String.format(
+                        Locale.ROOT,
+                        "optimizer step %d: the float16 gradients were not finite for %d step(s)"
+                                + " in a row (norm %s), and the loss scale backed off to %s, below"
+                                + " its floor %s; training stops. The loss or the activations"
+                                + " themselves are not finite or exceed float16's range (65504):"
+                                + " check the data and the learning rate, or train in bf16."
+                                + " LossScaler.Settings.withMinScale lowers the floor",
+                        step,
+                        skippedSteps,
+                        norm,
+                        scale,
+                        minScale),
+                step,
+                norm,
+                skippedSteps);
     }
 
     /** Returns the optimizer step (counted from 1) whose gradient norm was not finite. */

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.checkpoint.TrainingState;
+import ai.djl.fsdp.optim.LossScaler;
 import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.runtime.FsdpParameterStore;
@@ -19,8 +20,8 @@ import java.util.OptionalDouble;
 
 /**
  * The state of an {@link FsdpTrainer} once its model is sharded: the sharded model and the store
- * blocks read it through, the optimizer step on the shards, the step counters and the checkpoints
- * of all of it.
+ * blocks read it through, the optimizer step on the shards (behind a loss scaler in float16), the
+ * step counters and the checkpoints of all of it.
  */
 final class ShardedTraining implements AutoCloseable {
 
@@ -34,6 +35,7 @@ final class ShardedTraining implements AutoCloseable {
     private final FsdpParameterStore parameterStore;
     private final ShardedOptimizer shardedOptimizer;
     private final Checkpointing checkpointing;
+    private final LossScaler scaler;
     private final TrainingState state = new TrainingState();
     private final boolean cpuOffload;
     private final long initPeakBytes;
@@ -53,6 +55,11 @@ final class ShardedTraining implements AutoCloseable {
         this.group = group;
         this.options = options;
         this.optimizer = optimizer;
+        checkOptions(config, options);
+        scaler =
+                config.getMixedPrecision().needsLossScaling()
+                        ? new LossScaler(options.getLossScaling(), group)
+                        : null;
         model = sharding.model();
         initPeakBytes = sharding.initPeakBytes();
         cpuOffload = config.isCpuOffload();
@@ -75,6 +82,23 @@ final class ShardedTraining implements AutoCloseable {
         group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
     }
 
+    /**
+     * Checks that the options fit the configuration; the trainer calls it before the model is
+     * sharded, so a refused combination leaves the model as it was.
+     *
+     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision
+     */
+    static void checkOptions(FsdpConfig config, TrainerOptions options) {
+        if (options.isLossScalingSet() && !config.getMixedPrecision().needsLossScaling()) {
+            throw new IllegalArgumentException(
+                    "TrainerOptions.optLossScaling is for float16 mixed precision, but the"
+                            + " FsdpConfig's mixed precision is "
+                            + config.getMixedPrecision()
+                            + ": use FsdpConfig.optMixedPrecision(MixedPrecision.FP16), or drop"
+                            + " the loss scaling settings");
+        }
+    }
+
     ShardedModel getModel() {
         return model;
     }
@@ -84,7 +108,14 @@ final class ShardedTraining implements AutoCloseable {
     }
 
     void backward(NDArray loss) {
-        model.backward(loss, parameterStore, 1f / options.getGradientAccumulationSteps());
+        float scale = 1f / options.getGradientAccumulationSteps();
+        if (scaler == null) {
+            model.backward(loss, parameterStore, scale);
+            return;
+        }
+        try (NDArray scaled = scaler.scale(loss)) {
+            model.backward(scaled, parameterStore, scale);
+        }
     }
 
     void zeroGradients() {
@@ -96,13 +127,23 @@ final class ShardedTraining implements AutoCloseable {
         if (++microBatches < options.getGradientAccumulationSteps()) {
             return false;
         }
-        lastGradNorm = shardedOptimizer.step();
+        boolean overflow = scaler != null && scaler.unscale(shardedOptimizer.getGradients());
+        lastGradNorm = shardedOptimizer.step(!overflow);
         microBatches = 0; // only after a step that completed: a failed one is no step boundary
         model.endStep();
         state.setStep(state.getStep() + 1);
         sentBytesLastStep = group.takeSentBytes();
         double norm = lastGradNorm.orElse(0);
-        nonFiniteSteps = Double.isFinite(norm) ? 0 : nonFiniteSteps + 1;
+        if (scaler != null && !scaler.update(overflow)) {
+            throw NonFiniteGradientException.lossScaleCollapsed(
+                    state.getStep(),
+                    norm,
+                    scaler.getSkippedSteps(),
+                    scaler.getScale(),
+                    scaler.getSettings().minScale());
+        }
+        // A scaler's overflow is how float16 finds its scale, not a failure of the step.
+        nonFiniteSteps = Double.isFinite(norm) || overflow ? 0 : nonFiniteSteps + 1;
         if (nonFiniteSteps >= options.getMaxNonFiniteSteps()) {
             throw new NonFiniteGradientException(state.getStep(), norm, nonFiniteSteps);
         }
@@ -115,6 +156,10 @@ final class ShardedTraining implements AutoCloseable {
 
     OptionalDouble getLastGradNorm() {
         return lastGradNorm;
+    }
+
+    OptionalDouble getLossScale() {
+        return scaler == null ? OptionalDouble.empty() : OptionalDouble.of(scaler.getScale());
     }
 
     ShardingStats getStats() {
@@ -135,6 +180,9 @@ final class ShardedTraining implements AutoCloseable {
 
     TrainingState getState() {
         state.setUpdateCounts(OptimizerStates.updateCounts(optimizer));
+        if (scaler != null) {
+            state.setLossScale(scaler.getScale(), scaler.getGoodSteps());
+        }
         return state;
     }
 
@@ -158,6 +206,10 @@ final class ShardedTraining implements AutoCloseable {
         state.setEpoch(loaded.getEpoch());
         state.getExtras().clear();
         state.getExtras().putAll(loaded.getExtras());
+        if (scaler != null && loaded.getLossScale() != null) {
+            // A run saved without loss scaling (bf16, fp32) resumes at the initial scale.
+            scaler.restore(loaded.getLossScale(), loaded.getLossScaleGoodSteps());
+        }
         microBatches = 0;
         model.setStep(loaded.getStep());
     }

@@ -1,6 +1,8 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.checkpoint.ParameterSource;
+import ai.djl.fsdp.optim.LossScaler;
+import java.util.Objects;
 
 /**
  * How an {@link FsdpTrainer} steps and starts, beside how it shards ({@link FsdpConfig}): gradient
@@ -22,6 +24,7 @@ public final class TrainerOptions {
     private final ParameterSource initialValues;
     private final boolean gatherOnClose;
     private final int maxNonFiniteSteps;
+    private final LossScaler.Settings lossScaling;
 
     private TrainerOptions(Builder builder) {
         gradientAccumulationSteps = builder.gradientAccumulationSteps;
@@ -30,6 +33,7 @@ public final class TrainerOptions {
         initialValues = builder.initialValues;
         gatherOnClose = builder.gatherOnClose;
         maxNonFiniteSteps = builder.maxNonFiniteSteps;
+        lossScaling = builder.lossScaling;
     }
 
     /**
@@ -78,6 +82,19 @@ public final class TrainerOptions {
         return maxNonFiniteSteps;
     }
 
+    /**
+     * Returns how a float16 run scales its loss: the settings given to the builder, else {@link
+     * LossScaler.Settings#DEFAULTS}.
+     */
+    public LossScaler.Settings getLossScaling() {
+        return lossScaling != null ? lossScaling : LossScaler.Settings.DEFAULTS;
+    }
+
+    /** Returns whether loss scaling settings were given (they apply to float16 only). */
+    public boolean isLossScalingSet() {
+        return lossScaling != null;
+    }
+
     /** Builds {@link TrainerOptions}. */
     public static final class Builder {
 
@@ -87,6 +104,7 @@ public final class TrainerOptions {
         private ParameterSource initialValues;
         private boolean gatherOnClose = true;
         private int maxNonFiniteSteps = 1;
+        private LossScaler.Settings lossScaling;
 
         Builder() {}
 
@@ -179,6 +197,20 @@ public final class TrainerOptions {
                         "maxNonFiniteSteps must be at least 1, got " + steps);
             }
             this.maxNonFiniteSteps = steps;
+            return this;
+        }
+
+        /**
+         * Sets how a run in float16 mixed precision ({@code MixedPrecision.FP16}) scales its loss
+         * (default {@link LossScaler.Settings#DEFAULTS}). Such a run always scales its loss; the
+         * steps its scaler skips for an overflow do not count toward {@link #optMaxNonFiniteSteps}.
+         * Other precisions refuse these settings.
+         *
+         * @param settings the scale's start, growth, backoff and floor
+         * @return this builder
+         */
+        public Builder optLossScaling(LossScaler.Settings settings) {
+            this.lossScaling = Objects.requireNonNull(settings, "settings");
             return this;
         }
 

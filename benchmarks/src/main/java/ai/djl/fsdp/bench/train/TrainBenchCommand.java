@@ -100,7 +100,8 @@ public final class TrainBenchCommand implements Callable<Integer> {
             names = "--precision",
             defaultValue = "fp32",
             description =
-                    "fp32, or bf16: bfloat16 all-gathers and compute, float32 master weights,"
+                    "fp32; bf16: bfloat16 all-gathers and compute; fp16: float16 all-gathers and"
+                            + " compute with dynamic loss scaling; float32 master weights,"
                             + " optimizer state, gradient reduction and loss (default:"
                             + " ${DEFAULT-VALUE}).")
     private String precision;

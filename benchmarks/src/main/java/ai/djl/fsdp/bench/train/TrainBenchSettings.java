@@ -21,7 +21,7 @@ import java.util.Set;
  * @param sequence tokens per sequence, also the model's {@code n_positions}
  * @param batch sequences per rank per step
  * @param attention the zoo's attention kernel, {@code explicit} or {@code sdpa}
- * @param precision the compute precision, {@code fp32} or {@code bf16}
+ * @param precision the compute precision, {@code fp32}, {@code bf16} or {@code fp16}
  * @param reshardAfterForward whether units free their gathered parameters after forward; null for
  *     what the strategy does
  * @param activationCheckpointing whether units are recomputed in backward; null for what the

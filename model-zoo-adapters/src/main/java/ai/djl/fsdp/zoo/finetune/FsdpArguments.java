@@ -90,7 +90,10 @@ final class FsdpArguments {
     @Option(names = "--fsdp_forward_prefetch", arity = "0..1", fallbackValue = "true")
     boolean forwardPrefetch;
 
-    /** The mixed precision of the run, from {@code --bf16} (set by the command, not a flag). */
+    /**
+     * The mixed precision of the run, from {@code --bf16} or {@code --fp16} (set by the command,
+     * not a flag).
+     */
     MixedPrecision mixedPrecision = MixedPrecision.FP32;
 
     /**

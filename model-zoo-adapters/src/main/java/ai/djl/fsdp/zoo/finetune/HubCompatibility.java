@@ -40,7 +40,13 @@ final class HubCompatibility {
                             + " stay float32.")
     boolean bf16;
 
-    @Option(names = "--fp16", arity = "0..1", fallbackValue = "true")
+    @Option(
+            names = "--fp16",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "Gather and compute in float16 with dynamic loss scaling; master weights,"
+                            + " optimizer state and the loss stay float32.")
     boolean fp16;
 
     @Option(
@@ -72,12 +78,13 @@ final class HubCompatibility {
     String bnb4bitQuantType;
 
     /**
-     * Returns the mixed precision the flags ask for: bfloat16 with {@code --bf16}, else float32.
+     * Returns the mixed precision the flags ask for: bfloat16 with {@code --bf16}, float16 (with
+     * dynamic loss scaling) with {@code --fp16}, else float32.
      *
      * @return the policy
      */
     MixedPrecision mixedPrecision() {
-        return bf16 ? MixedPrecision.BF16 : MixedPrecision.FP32;
+        return bf16 ? MixedPrecision.BF16 : fp16 ? MixedPrecision.FP16 : MixedPrecision.FP32;
     }
 
     /**
@@ -115,13 +122,7 @@ final class HubCompatibility {
             note.accept("--push_to_hub: there is no hub here; the model stays in --output_dir");
         }
         if (bf16 && fp16) {
-            throw new IllegalArgumentException(
-                    "--bf16 and --fp16 are both set: pick one (bf16 is supported)");
-        }
-        if (fp16) {
-            note.accept(
-                    "--fp16: float16 needs dynamic loss scaling, which is not implemented;"
-                            + " training runs in float32 (use --bf16 for mixed precision)");
+            throw new IllegalArgumentException("--bf16 and --fp16 are both set: pick one");
         }
         if (gradientCheckpointing && !sharded) {
             note.accept(

@@ -238,6 +238,9 @@ final class TrainingLoop {
             trainer.step();
         } catch (NonFiniteGradientException e) {
             FinetuneArguments args = recipe.args;
+            if (trainer.getLossScale().isPresent()) {
+                throw lossScaleCollapsed(step, e);
+            }
             IllegalStateException stop =
                     new IllegalStateException(
                             String.format(
@@ -259,6 +262,26 @@ final class TrainingLoop {
             stop.addSuppressed(e);
             throw stop;
         }
+    }
+
+    /** The end of a float16 run whose loss scaler backed off below its floor, in flag terms. */
+    private IllegalStateException lossScaleCollapsed(int step, NonFiniteGradientException e) {
+        IllegalStateException stop =
+                new IllegalStateException(
+                        String.format(
+                                Locale.ROOT,
+                                "step %d: the float16 gradients overflowed %d step(s) in a row and"
+                                        + " the loss scale fell below its floor (%s); training"
+                                        + " stops and no model is saved to --output_dir %s. Train"
+                                        + " with --bf16 instead of --fp16, or lower"
+                                        + " --learning_rate (now %s)",
+                                step,
+                                e.getConsecutiveSteps(),
+                                trainer.getLossScale().getAsDouble(),
+                                recipe.args.outputDir,
+                                recipe.args.learningRate));
+        stop.addSuppressed(e);
+        return stop;
     }
 
     private boolean logs(int step, boolean epochEnd) {

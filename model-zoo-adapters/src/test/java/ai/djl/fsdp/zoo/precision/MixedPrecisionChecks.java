@@ -26,23 +26,38 @@ import ai.djl.training.GradientCollector;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
- * One training step of GPT-2 and Llama in bfloat16 mixed precision against the same step in
- * float32, in every strategy, with and without LoRA: the loss within {@link #LOSS_TOLERANCE}
- * (relative) and each parameter's update within {@link #UPDATE_TOLERANCE} (relative L2 of the
- * difference of the updates to the float32 update). SGD makes the update proportional to the
- * gradient, so the second bound is the gradient's error.
+ * One training step of GPT-2 and Llama in bfloat16 and in float16 mixed precision (the latter
+ * through the trainer's loss scaler) against the same step in float32, in every strategy, with and
+ * without LoRA: the loss within a relative tolerance and each parameter's update within another
+ * (relative L2 of the difference of the updates to the float32 update). SGD makes the update
+ * proportional to the gradient, so the second bound is the gradient's error.
  */
 final class MixedPrecisionChecks {
 
-    /** bfloat16 keeps 8 significant bits (relative rounding 2^-9, about 2e-3 per operation). */
-    static final double LOSS_TOLERANCE = 1e-2;
+    /**
+     * The bounds of a precision.
+     *
+     * @param precision the mixed precision checked against float32
+     * @param loss the relative error of the loss
+     * @param update the relative L2 error of each parameter's update
+     */
+    record Tolerance(MixedPrecision precision, double loss, double update) {}
 
-    static final double UPDATE_TOLERANCE = 5e-2;
+    /**
+     * bfloat16 keeps 8 significant bits (relative rounding 2^-9, about 2e-3 per operation); float16
+     * keeps 11 (2^-12, about 2.4e-4), so its bounds are 5x tighter.
+     */
+    static final List<Tolerance> TOLERANCES =
+            List.of(
+                    new Tolerance(MixedPrecision.BF16, 1e-2, 5e-2),
+                    new Tolerance(MixedPrecision.FP16, 2e-3, 1e-2));
 
     private static final int SEED = 11;
 
@@ -66,15 +81,24 @@ final class MixedPrecisionChecks {
                 for (boolean withLora : new boolean[] {false, true}) {
                     String what = name + " " + strategy + (withLora ? " LoRA" : "");
                     Step fp32 = step(name, strategy, withLora, MixedPrecision.FP32, group);
-                    Step bf16 = step(name, strategy, withLora, MixedPrecision.BF16, group);
-                    compare(what, fp32, bf16);
+                    Set<Long> halfSent = new HashSet<>();
+                    // float16's loss scaler all-reduces one float per step to agree on overflow.
+                    long agreement = 2L * Float.BYTES * (group.getSize() - 1) / group.getSize();
+                    for (Tolerance tolerance : TOLERANCES) {
+                        Step mixed = step(name, strategy, withLora, tolerance.precision(), group);
+                        compare(what, tolerance, fp32, mixed);
+                        boolean scaled = tolerance.precision().needsLossScaling();
+                        halfSent.add(mixed.sent() - (scaled ? agreement : 0));
+                    }
+                    checkSent(what, strategy, group, fp32.sent(), halfSent);
                 }
             }
         }
     }
 
-    /** The loss of a step, the parameters before it and after it. */
-    private record Step(double loss, Map<String, float[]> before, Map<String, float[]> after) {}
+    /** The loss of a step, the parameters before it and after it, the bytes this rank sent. */
+    private record Step(
+            double loss, Map<String, float[]> before, Map<String, float[]> after, long sent) {}
 
     private static Step step(
             String name,
@@ -91,7 +115,14 @@ final class MixedPrecisionChecks {
             model.setBlock(lm);
             Map<String, float[]> before = trainable(lm);
             double loss;
-            try (FsdpTrainer trainer = newTrainer(model, strategy, precision, group);
+            long sent;
+            try (FsdpTrainer trainer =
+                            newTrainer(
+                                    model,
+                                    strategy,
+                                    precision,
+                                    group,
+                                    TrainerOptions.builder().build());
                     NDManager scope = manager.newSubManager()) {
                 NDArray tokens = TestModels.tokens(scope, 2, 13, SEED + 2 + group.getRank());
                 NDList inputs = new NDList(tokens.get(":, 0:12"));
@@ -103,22 +134,38 @@ final class MixedPrecisionChecks {
                     collector.backward(value);
                 }
                 trainer.step();
+                sent = trainer.getShardingStats().sentBytesLastStep();
             } // closing gathers the trained parameters into the model
-            return new Step(loss, before, trainable(lm));
+            return new Step(loss, before, trainable(lm), sent);
         }
     }
 
-    private static void compare(String what, Step fp32, Step bf16) {
-        double lossError = Math.abs(bf16.loss() - fp32.loss()) / Math.abs(fp32.loss());
-        if (!(lossError <= LOSS_TOLERANCE)) {
+    /**
+     * Both 16-bit types gather the same bytes (beside the loss scaler's float), fewer than float32
+     * when parameters are gathered across ranks; gradients are reduced in float32 in every
+     * precision.
+     */
+    private static void checkSent(
+            String what, ShardingStrategy strategy, ProcessGroup group, long fp32, Set<Long> half) {
+        boolean gathers = group.getSize() > 1 && strategy != ShardingStrategy.NO_SHARD;
+        long sent = half.iterator().next();
+        if (half.size() != 1 || (gathers ? sent >= fp32 : sent != fp32)) {
+            throw new AssertionError(what + ": sent " + half + " bytes in 16 bits, " + fp32);
+        }
+    }
+
+    private static void compare(String what, Tolerance tolerance, Step fp32, Step mixed) {
+        String type = tolerance.precision().param().getName();
+        double lossError = Math.abs(mixed.loss() - fp32.loss()) / Math.abs(fp32.loss());
+        if (!(lossError <= tolerance.loss())) {
             throw new AssertionError(
-                    what + ": bf16 loss " + bf16.loss() + " vs fp32 " + fp32.loss());
+                    what + ": " + type + " loss " + mixed.loss() + " vs fp32 " + fp32.loss());
         }
         double worst = 0;
         for (Map.Entry<String, float[]> entry : fp32.after().entrySet()) {
             float[] start = fp32.before().get(entry.getKey());
             float[] expected = entry.getValue();
-            float[] actual = bf16.after().get(entry.getKey());
+            float[] actual = mixed.after().get(entry.getKey());
             double difference = 0;
             double update = 0;
             for (int i = 0; i < start.length; i++) {
@@ -130,17 +177,23 @@ final class MixedPrecisionChecks {
             }
             double error = Math.sqrt(difference / update);
             worst = Math.max(worst, error);
-            if (!(error <= UPDATE_TOLERANCE)) {
+            if (!(error <= tolerance.update())) {
                 throw new AssertionError(
-                        what + ": update of " + entry.getKey() + " relative error " + error);
+                        what
+                                + ": "
+                                + type
+                                + " update of "
+                                + entry.getKey()
+                                + " relative error "
+                                + error);
             }
         }
         System.out.printf(
-                "%s: loss fp32 %.6f bf16 %.6f (rel %.1e), worst update error %.1e%n",
-                what, fp32.loss(), bf16.loss(), lossError, worst);
+                "%s: loss fp32 %.6f %s %.6f (rel %.1e), worst update error %.1e%n",
+                what, fp32.loss(), type, mixed.loss(), lossError, worst);
     }
 
-    private static Map<String, float[]> trainable(CausalLM lm) {
+    static Map<String, float[]> trainable(CausalLM lm) {
         Map<String, float[]> values = new LinkedHashMap<>();
         for (Pair<String, Parameter> pair : lm.getParameters()) {
             if (pair.getValue().requiresGradient()) {
@@ -158,8 +211,16 @@ final class MixedPrecisionChecks {
                 .build();
     }
 
-    private static FsdpTrainer newTrainer(
-            Model model, ShardingStrategy strategy, MixedPrecision precision, ProcessGroup group) {
+    /**
+     * A trainer of {@code model} with SGD at a learning rate of 0.5 and the model's layers as
+     * units.
+     */
+    static FsdpTrainer newTrainer(
+            Model model,
+            ShardingStrategy strategy,
+            MixedPrecision precision,
+            ProcessGroup group,
+            TrainerOptions options) {
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(
@@ -175,7 +236,6 @@ final class MixedPrecisionChecks {
                                                 .decoderLayerClass()
                                                 .getSimpleName()))
                         .build();
-        return FullyShardedDataParallel.newTrainer(
-                model, config, group, fsdp, TrainerOptions.builder().build());
+        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp, options);
     }
 }

@@ -9,7 +9,7 @@ import ai.djl.fsdp.testing.RankProcesses;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
-/** bfloat16 mixed precision on one and two ranks (see {@link MixedPrecisionChecks}). */
+/** bfloat16 and float16 mixed precision on one and two ranks (see {@link MixedPrecisionChecks}). */
 class MixedPrecisionTrainingTest {
 
     @Test
