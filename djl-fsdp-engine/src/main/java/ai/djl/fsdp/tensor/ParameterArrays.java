@@ -1,6 +1,7 @@
 package ai.djl.fsdp.tensor;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.lang.reflect.Field;
 
@@ -34,6 +35,17 @@ public final class ParameterArrays {
         if (previous != null && previous != array) {
             previous.close();
         }
+    }
+
+    /**
+     * Frees {@code parameter}'s array, leaving an empty placeholder of its type: the parameter
+     * stays initialized in DJL's sense, and its values live elsewhere (in FSDP shards).
+     *
+     * @param parameter an initialized parameter
+     */
+    public static void release(Parameter parameter) {
+        NDArray array = parameter.getArray();
+        replace(parameter, array.getManager().create(new Shape(0), array.getDataType()));
     }
 
     private static Field arrayField() {

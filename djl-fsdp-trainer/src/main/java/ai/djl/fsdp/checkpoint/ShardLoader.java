@@ -1,5 +1,6 @@
 package ai.djl.fsdp.checkpoint;
 
+import ai.djl.Device;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.param.FlatParameter;
@@ -32,6 +33,7 @@ public final class ShardLoader {
     private final ProcessGroup syncFrom;
     private final ParameterSource source;
     private final Precision frozenStorage;
+    private final Device storageDevice;
 
     /**
      * Creates a loader that keeps every shard in its parameters' type.
@@ -73,7 +75,34 @@ public final class ShardLoader {
             ProcessGroup syncFrom,
             ParameterSource source,
             Precision frozenStorage) {
+        this(shardCount, shardIndex, manager, syncFrom, source, frozenStorage, null);
+    }
+
+    /**
+     * Creates a loader that keeps the shards on a device of its choice.
+     *
+     * @param shardCount how many pieces each buffer is split in (1 for no sharding)
+     * @param shardIndex the piece this rank keeps
+     * @param manager the manager the flat parameters' own managers are made under
+     * @param syncFrom when not null (and there is no source), rank 0's values are broadcast over
+     *     this group first
+     * @param source when not null, where the values are read from (every rank reads the same
+     *     values, so nothing is broadcast)
+     * @param frozenStorage the type frozen floating-point shards are stored in, or null for their
+     *     parameters' own type; trainable shards always keep their parameters' type
+     * @param storageDevice where the shards are kept (the CPU for offload), or null for the
+     *     parameters' device
+     */
+    public ShardLoader(
+            int shardCount,
+            int shardIndex,
+            NDManager manager,
+            ProcessGroup syncFrom,
+            ParameterSource source,
+            Precision frozenStorage,
+            Device storageDevice) {
         this.frozenStorage = frozenStorage;
+        this.storageDevice = storageDevice;
         this.shardCount = shardCount;
         this.shardIndex = shardIndex;
         this.manager = manager;
@@ -119,6 +148,11 @@ public final class ShardLoader {
                     source != null
                             ? readShard(layout, parameters, shardIndex, storage, source, scratch)
                             : Precision.cast(cut(layout, parameters, dataType, scratch), storage);
+            if (storageDevice != null) {
+                // The shard's owner takes it from the scratch manager.
+                shard = shard.toDevice(storageDevice, false);
+                shard.attach(scratch);
+            }
             return new FlatParameter(id, trainable, parameters, layout, shardIndex, shard, manager);
         } finally {
             scratch.close();

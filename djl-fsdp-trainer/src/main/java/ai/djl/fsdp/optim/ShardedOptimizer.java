@@ -97,7 +97,9 @@ public final class ShardedOptimizer {
                 // An alias in the scope keeps the temporaries out of the shard's state manager.
                 NDArray gradient = flat.getGradient().stopGradient();
                 gradient.attach(scope);
-                sumOfSquares.addi(gradient.square().sum().toType(DataType.FLOAT32, false));
+                // An offloaded gradient is summed on the host; the sum joins the device's.
+                NDArray square = gradient.square().sum().toType(DataType.FLOAT32, false);
+                sumOfSquares.addi(square.toDevice(sumOfSquares.getDevice(), false));
             }
             // Replicated gradients already hold the global norm; shards hold one piece each.
             if (sharded && group.getSize() > 1) {

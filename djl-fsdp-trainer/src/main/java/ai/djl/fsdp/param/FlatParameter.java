@@ -1,5 +1,7 @@
 package ai.djl.fsdp.param;
 
+import ai.djl.Device;
+import ai.djl.fsdp.tensor.PinnedMemory;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.ReleasableMemory;
 import ai.djl.ndarray.NDArray;
@@ -23,6 +25,13 @@ import java.util.List;
  * may be kept narrower (bfloat16 under bfloat16 mixed precision, see {@code
  * FsdpConfig.Builder#optFrozenInComputePrecision}): it is then gathered in that type as it is, and
  * cast back to the parameters' type only where whole parameters are handed out or saved.
+ *
+ * <p>The shard and its gradient live on the shard's device; the full buffer on the compute device,
+ * the device of the manager the flat parameter is made under. With CPU offload the two differ (the
+ * shard on the host, pinned when the compute device is a GPU): the shard is {@link #isStaged()
+ * staged}, copied to the compute device for each gather ({@link #shardIn}) and gradients are copied
+ * back to the host as they are accumulated. On a CPU-only rank both are the CPU and nothing is
+ * copied.
  */
 public final class FlatParameter implements AutoCloseable {
 
@@ -34,6 +43,8 @@ public final class FlatParameter implements AutoCloseable {
     private final int shardIndex;
     private final NDManager stateManager;
     private final NDArray shard;
+    private final Device computeDevice;
+    private final List<PinnedMemory> pinned = new ArrayList<>(2);
     private NDArray gradient;
 
     private NDManager fullScope;
@@ -52,7 +63,8 @@ public final class FlatParameter implements AutoCloseable {
      * @param shard the piece's values, {@code layout.getShardNumel()} elements, in the parameters'
      *     type or (frozen buffers only) a narrower floating type; moved into the flat parameter's
      *     own manager
-     * @param parentManager the manager the flat parameter's own manager is made under
+     * @param parentManager the manager the flat parameter's own manager is made under, on the
+     *     compute device (where the full buffer is gathered)
      */
     public FlatParameter(
             String id,
@@ -90,6 +102,8 @@ public final class FlatParameter implements AutoCloseable {
         stateManager.setName("fsdp-state-" + id);
         shard.attach(stateManager);
         this.shard = shard;
+        computeDevice = parentManager.getDevice();
+        pinIfStaged(shard);
     }
 
     /** Returns the name the optimizer keys this shard's state by. */
@@ -139,6 +153,22 @@ public final class FlatParameter implements AutoCloseable {
         return layout.getShardCount() > 1;
     }
 
+    /**
+     * Returns whether the shard lives on another device than the one the full buffer is computed on
+     * (CPU offload to a GPU rank): it is copied there for each gather.
+     */
+    public boolean isStaged() {
+        return !shard.getDevice().equals(computeDevice);
+    }
+
+    /**
+     * Returns whether computing needs a full buffer apart from the shard: when the buffer is split,
+     * or when the shard is staged (a buffer that is neither is its own full buffer).
+     */
+    public boolean needsGather() {
+        return isSharded() || isStaged();
+    }
+
     /** Returns this rank's shard; the optimizer updates it in place. */
     public NDArray getShard() {
         return shard;
@@ -148,27 +178,31 @@ public final class FlatParameter implements AutoCloseable {
      * Allocates the full buffer for a gather to fill, or returns the one already there (also when
      * its pages were {@link #releaseFull released}: the gather refills the same addresses).
      *
-     * @param precision the element type of the full buffer; a buffer that is not split is its own
-     *     full buffer and keeps the shard's type
+     * @param precision the element type of the full buffer; a buffer that is not split keeps the
+     *     shard's type (it is its own full buffer, or its copy on the compute device when staged)
      * @param releasable whether a new buffer goes into {@link ReleasableMemory} (host memory only)
-     * @return the full buffer, {@code layout.getPaddedNumel()} elements, contents undefined
+     * @return the full buffer, {@code layout.getPaddedNumel()} elements, contents undefined (the
+     *     shard's values for a staged buffer that is not split: that copy is its gather)
      * @throws IllegalStateException if a full buffer of another type is there
      */
     public NDArray allocateFull(Precision precision, boolean releasable) {
-        if (!isSharded()) {
+        if (!needsGather()) {
             return shard;
         }
         if (full == null) {
-            fullScope = stateManager.getParentManager().newSubManager(shard.getDevice());
+            fullScope = stateManager.getParentManager().newSubManager(computeDevice);
             fullScope.setName("fsdp-gather-" + id);
             Shape shape = new Shape(layout.getPaddedNumel());
-            if (releasable) {
+            if (!isSharded()) {
+                full = shard.toDevice(computeDevice, true);
+                full.attach(fullScope);
+            } else if (releasable) {
                 fullMemory = ReleasableMemory.map(shape.size() * precision.getBytes());
                 full = fullMemory.wrap(fullScope, shape, precision, 0);
             } else {
                 full = precision.empty(fullScope, shape);
             }
-        } else if (Precision.ofArray(full) != precision) {
+        } else if (isSharded() && Precision.ofArray(full) != precision) {
             throw new IllegalStateException(
                     "Flat parameter " + id + " is gathered in " + Precision.ofArray(full));
         }
@@ -176,23 +210,28 @@ public final class FlatParameter implements AutoCloseable {
     }
 
     /**
-     * Returns this rank's shard in {@code precision}: the shard itself, or a copy that lives as
-     * long as the full buffer (the send buffer of a gather in that type).
+     * Returns this rank's shard in {@code precision} on the compute device: the shard itself, or a
+     * copy that lives as long as the full buffer (the send buffer of a gather in that type).
      *
      * @param precision the element type
      * @return the shard's values in that type
      */
     public NDArray shardIn(Precision precision) {
-        NDArray cast = precision.cast(shard);
+        NDArray staged = shard.toDevice(computeDevice, false);
+        NDArray cast = precision.cast(staged);
         if (cast != shard) {
-            cast.attach(allocateFull(precision, isFullReleasable()).getManager());
+            NDManager scope = allocateFull(precision, isFullReleasable()).getManager();
+            if (staged != shard) {
+                staged.attach(scope);
+            }
+            cast.attach(scope);
         }
         return cast;
     }
 
-    /** Returns whether a full buffer exists (always, when the buffer is not split). */
+    /** Returns whether a full buffer exists (always, when the buffer needs no gather). */
     public boolean hasFull() {
-        return !isSharded() || full != null;
+        return !needsGather() || full != null;
     }
 
     /** Returns the full buffer; its contents are whole once the gather into it has completed. */
@@ -200,7 +239,7 @@ public final class FlatParameter implements AutoCloseable {
         if (!hasFull()) {
             throw new IllegalStateException("Flat parameter " + id + " is not gathered");
         }
-        return isSharded() ? full : shard;
+        return needsGather() ? full : shard;
     }
 
     /** Returns whether the full buffer lives in releasable memory. */
@@ -267,16 +306,22 @@ public final class FlatParameter implements AutoCloseable {
     }
 
     /**
-     * Adds {@code shardGradient} times {@code scale} to the shard's accumulated gradient.
+     * Adds {@code shardGradient} times {@code scale} to the shard's accumulated gradient, copying
+     * it to the shard's device first when it is staged.
      *
-     * @param shardGradient a gradient for this rank's shard; scaled in place unless scale is 1
+     * @param shardGradient a gradient for this rank's shard; scaled in place unless scale is 1; a
+     *     copy to the shard's device is made in its manager
      * @param scale the factor
      */
     public void accumulateGradient(NDArray shardGradient, float scale) {
         if (scale != 1f) {
             shardGradient.muli(scale);
         }
-        getGradient().addi(shardGradient);
+        NDArray local = shardGradient.toDevice(shard.getDevice(), false);
+        if (local != shardGradient) {
+            local.attach(shardGradient.getManager());
+        }
+        getGradient().addi(local);
     }
 
     /**
@@ -290,8 +335,16 @@ public final class FlatParameter implements AutoCloseable {
         }
         if (gradient == null) {
             gradient = stateManager.zeros(shard.getShape(), dataType);
+            pinIfStaged(gradient);
         }
         return gradient;
+    }
+
+    /** Pins a host array that is copied to or from a GPU at every step. */
+    private void pinIfStaged(NDArray hostArray) {
+        if (isStaged() && computeDevice.isGpu()) {
+            pinned.add(PinnedMemory.pin(hostArray));
+        }
     }
 
     /** Sets the accumulated gradient to zero, keeping its memory; Inf and NaN become zero too. */
@@ -318,6 +371,9 @@ public final class FlatParameter implements AutoCloseable {
     @Override
     public void close() {
         freeFull();
+        // Registered memory is unregistered before it is freed.
+        pinned.forEach(PinnedMemory::close);
+        pinned.clear();
         stateManager.close();
     }
 }

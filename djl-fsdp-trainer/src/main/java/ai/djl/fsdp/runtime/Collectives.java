@@ -8,7 +8,6 @@ import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.util.ArrayList;
 import java.util.List;
@@ -72,8 +71,11 @@ public final class Collectives {
         List<Work> works = new ArrayList<>(unit.getFlatParameters().size());
         for (FlatParameter flat : unit.getFlatParameters()) {
             // The full buffer first: the cast shard is kept with it until the gather is done.
+            // A staged buffer that is not split gets a copy of the shard as its full buffer.
             NDArray full = flat.allocateFull(type, unit.isReleasable());
-            works.add(group.allGatherAsync(flat.shardIn(type), full));
+            if (flat.isSharded()) {
+                works.add(group.allGatherAsync(flat.shardIn(type), full));
+            }
         }
         unit.gatherStarted(new PendingGather(works));
     }
@@ -168,10 +170,6 @@ public final class Collectives {
      * @param unit the unit
      */
     static void releaseParameterArrays(FsdpUnit unit) {
-        for (Parameter parameter : unit.getParameters()) {
-            NDArray array = parameter.getArray();
-            ParameterArrays.replace(
-                    parameter, array.getManager().create(new Shape(0), array.getDataType()));
-        }
+        unit.getParameters().forEach(ParameterArrays::release);
     }
 }

@@ -45,7 +45,7 @@ public final class FsdpUnit implements AutoCloseable {
         this.block = block;
         this.parent = parent;
         this.flatParameters = List.copyOf(flatParameters);
-        if (flatParameters.stream().noneMatch(FlatParameter::isSharded)) {
+        if (flatParameters.stream().noneMatch(FlatParameter::needsGather)) {
             state = UnitState.GATHERED;
         }
     }
@@ -107,7 +107,7 @@ public final class FsdpUnit implements AutoCloseable {
      * the CPU): a unit whose flat parameters are not split keeps its own buffers.
      */
     void useReleasableMemory() {
-        releasable = flatParameters.stream().anyMatch(FlatParameter::isSharded);
+        releasable = flatParameters.stream().anyMatch(FlatParameter::needsGather);
     }
 
     /** Returns whether gathers go into releasable memory. */
@@ -135,7 +135,7 @@ public final class FsdpUnit implements AutoCloseable {
      */
     void reshard() {
         views.clear();
-        if (flatParameters.stream().noneMatch(FlatParameter::isSharded)) {
+        if (flatParameters.stream().noneMatch(FlatParameter::needsGather)) {
             return;
         }
         awaitGather();
@@ -206,7 +206,7 @@ public final class FsdpUnit implements AutoCloseable {
     public long getGatheredResidentBytes() {
         long bytes = 0;
         for (FlatParameter flat : flatParameters) {
-            if (flat.isSharded()) {
+            if (flat.needsGather()) {
                 bytes += flat.getFullResidentBytes();
             }
         }

@@ -97,6 +97,14 @@ public final class ShardedModel implements AutoCloseable {
         executor.backward(loss, parameterStore, scale);
     }
 
+    /**
+     * Returns the largest bytes of gathered (full) parameter buffers this rank has held at once
+     * during its passes so far, prefetched ones included; 0 when no buffer needs a gather.
+     */
+    public long getPeakGatheredBytes() {
+        return executor.getPeakGatheredBytes();
+    }
+
     /** Counts an optimizer step, for the recompute seeds. */
     public void endStep() {
         executor.endStep();

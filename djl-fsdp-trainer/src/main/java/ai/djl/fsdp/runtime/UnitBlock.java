@@ -1,33 +1,21 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.MalformedModelException;
 import ai.djl.ndarray.NDList;
-import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
-import ai.djl.nn.Block;
-import ai.djl.nn.BlockList;
-import ai.djl.nn.Parameter;
-import ai.djl.nn.ParameterList;
 import ai.djl.training.ParameterStore;
-import ai.djl.training.initializer.Initializer;
 import ai.djl.util.PairList;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
-import java.io.IOException;
-import java.util.function.Predicate;
 
 /**
  * Stands in a parent block for a unit's block: its forward runs the unit through the {@link
  * UnitExecutor} (gather, compute, record, reshard); everything else is the wrapped block's, so
  * parameter names, children and serialization are unchanged.
  */
-final class UnitBlock implements Block {
+final class UnitBlock extends DelegatingBlock {
 
     private final FsdpUnit unit;
     private final UnitExecutor executor;
 
     UnitBlock(FsdpUnit unit, UnitExecutor executor) {
+        super(unit.getBlock());
         this.unit = unit;
         this.executor = executor;
     }
@@ -39,96 +27,6 @@ final class UnitBlock implements Block {
             boolean training,
             PairList<String, Object> params) {
         return executor.call(unit, parameterStore, inputs, training, params);
-    }
-
-    private Block inner() {
-        return unit.getBlock();
-    }
-
-    @Override
-    public void setInitializer(Initializer initializer, Parameter.Type type) {
-        inner().setInitializer(initializer, type);
-    }
-
-    @Override
-    public void setInitializer(Initializer initializer, String paramName) {
-        inner().setInitializer(initializer, paramName);
-    }
-
-    @Override
-    public void setInitializer(Initializer initializer, Predicate<Parameter> predicate) {
-        inner().setInitializer(initializer, predicate);
-    }
-
-    @Override
-    public void initialize(NDManager manager, DataType dataType, Shape... inputShapes) {
-        inner().initialize(manager, dataType, inputShapes);
-    }
-
-    @Override
-    public boolean isInitialized() {
-        return inner().isInitialized();
-    }
-
-    @Override
-    public void cast(DataType dataType) {
-        inner().cast(dataType);
-    }
-
-    @Override
-    public void clear() {
-        inner().clear();
-    }
-
-    @Override
-    public PairList<String, Shape> describeInput() {
-        return inner().describeInput();
-    }
-
-    @Override
-    public BlockList getChildren() {
-        return inner().getChildren();
-    }
-
-    @Override
-    public ParameterList getDirectParameters() {
-        return inner().getDirectParameters();
-    }
-
-    @Override
-    public ParameterList getParameters() {
-        return inner().getParameters();
-    }
-
-    @Override
-    public Shape[] getOutputShapes(Shape[] inputShapes) {
-        return inner().getOutputShapes(inputShapes);
-    }
-
-    @Override
-    public Shape[] getOutputShapes(Shape[] inputShapes, DataType[] dataTypes) {
-        return inner().getOutputShapes(inputShapes, dataTypes);
-    }
-
-    @Override
-    public Shape[] getInputShapes() {
-        return inner().getInputShapes();
-    }
-
-    @Override
-    public DataType[] getOutputDataTypes() {
-        return inner().getOutputDataTypes();
-    }
-
-    @Override
-    public void saveParameters(DataOutputStream os) throws IOException {
-        inner().saveParameters(os);
-    }
-
-    @Override
-    public void loadParameters(NDManager manager, DataInputStream is)
-            throws IOException, MalformedModelException {
-        inner().loadParameters(manager, is);
     }
 
     @Override

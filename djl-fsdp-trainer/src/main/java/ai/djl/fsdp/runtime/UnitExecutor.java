@@ -36,6 +36,7 @@ final class UnitExecutor {
     private List<FsdpUnit> observedOrder = new ArrayList<>();
     private NDManager rootScope;
     private List<NDArray> rootLeaves = List.of();
+    private long peakGatheredBytes;
 
     UnitExecutor(
             Collectives collectives,
@@ -69,6 +70,7 @@ final class UnitExecutor {
             collectives.startGather(forwardOrder.get(0));
         }
         root.awaitGather();
+        notePeak();
         if (training) {
             // The root's randomness (embedding dropout) is a function of the step too, so a
             // resumed run draws what the uninterrupted one drew.
@@ -94,6 +96,7 @@ final class UnitExecutor {
             collectives.startGather(forwardOrder.get(callIndex + 1));
         }
         unit.awaitGather();
+        notePeak();
         NDManager callerManager = inputs.head().getManager();
         NDManager scope = callerManager.newSubManager();
         scope.setName("fsdp-unit-" + unit.getName());
@@ -166,6 +169,20 @@ final class UnitExecutor {
         seeds.endMicroBatch();
     }
 
+    /** Returns the largest bytes of gathered buffers the units have held at once. */
+    long getPeakGatheredBytes() {
+        return peakGatheredBytes;
+    }
+
+    /** Measures the gathered buffers held now (including prefetched ones) against the peak. */
+    private void notePeak() {
+        long bytes = root.getGatheredResidentBytes();
+        for (FsdpUnit unit : units) {
+            bytes += unit.getGatheredResidentBytes();
+        }
+        peakGatheredBytes = Math.max(peakGatheredBytes, bytes);
+    }
+
     /** Counts an optimizer step, for the recompute seeds. */
     void endStep() {
         seeds.endStep();
@@ -179,6 +196,7 @@ final class UnitExecutor {
     /** Rebuilds the graph of a call whose forward kept none, with the call's seed. */
     private UnitGraph recompute(UnitCall call, ParameterStore parameterStore) {
         collectives.gather(call.unit());
+        notePeak();
         NDManager scope = call.inputs().head().getManager().newSubManager();
         return run(
                 call.unit(),

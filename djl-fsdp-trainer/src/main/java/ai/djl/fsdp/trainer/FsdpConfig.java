@@ -27,6 +27,7 @@ public final class FsdpConfig {
     private final ExecutionOptions execution;
     private final boolean syncModuleStates;
     private final MixedPrecision mixedPrecision;
+    private final boolean cpuOffload;
     private final boolean frozenInComputePrecision;
 
     private FsdpConfig(Builder builder) {
@@ -39,6 +40,7 @@ public final class FsdpConfig {
                         builder.prefetch);
         syncModuleStates = builder.syncModuleStates;
         mixedPrecision = builder.mixedPrecision;
+        cpuOffload = builder.cpuOffload;
         frozenInComputePrecision = builder.frozenInComputePrecision;
     }
 
@@ -83,6 +85,14 @@ public final class FsdpConfig {
     }
 
     /**
+     * Returns whether parameter shards, their gradients and the optimizer state live in host
+     * memory, the optimizer step running on the host.
+     */
+    public boolean isCpuOffload() {
+        return cpuOffload;
+    }
+
+    /**
      * Returns the type frozen parameters' shards are stored in: the compute type of the mixed
      * precision when {@link Builder#optFrozenInComputePrecision} is on (the default), else float32.
      */
@@ -118,6 +128,7 @@ public final class FsdpConfig {
         private boolean prefetch = true;
         private boolean syncModuleStates = true;
         private MixedPrecision mixedPrecision = MixedPrecision.FP32;
+        private boolean cpuOffload;
         private boolean frozenInComputePrecision = true;
 
         Builder() {}
@@ -206,6 +217,22 @@ public final class FsdpConfig {
          */
         public Builder optMixedPrecision(MixedPrecision mixedPrecision) {
             this.mixedPrecision = Objects.requireNonNull(mixedPrecision, "mixedPrecision");
+            return this;
+        }
+
+        /**
+         * Sets whether parameter shards, their gradients and the optimizer state live in host
+         * memory (default false), FSDP2's {@code CPUOffloadPolicy} and Accelerate's {@code
+         * fsdp_offload_params}: each unit's shard is copied to the rank's device for its gather,
+         * reduced gradient shards come back to the host, and the optimizer steps there. Host arrays
+         * are pinned when the device is a GPU. On a CPU rank host and device are the same memory
+         * and nothing is copied.
+         *
+         * @param cpuOffload whether to keep the model state on the host
+         * @return this builder
+         */
+        public Builder optCpuOffload(boolean cpuOffload) {
+            this.cpuOffload = cpuOffload;
             return this;
         }
 

@@ -68,6 +68,7 @@ public class FsdpTrainer extends Trainer {
         this.config = config;
         this.options = options;
         this.optimizer = trainingConfig.getOptimizer();
+        ShardedTraining.checkOptions(config, options);
         // What Model.newTrainer does before constructing DJL's trainer.
         for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
             if (pair.getKey() != null && pair.getValue() != null) {
@@ -75,25 +76,43 @@ public class FsdpTrainer extends Trainer {
             }
         }
         if (model.getBlock().isInitialized()) {
-            shard();
+            shard(ModelSharding.shard(model.getBlock(), config, options, this.group, getManager()));
         }
     }
 
-    /** Initializes the model's parameters for inputs of these shapes, then shards them. */
+    /**
+     * Initializes the model's parameters for inputs of these shapes one FSDP unit at a time,
+     * keeping this rank's shards of each unit before the next is initialized (see {@link
+     * ai.djl.fsdp.runtime.UnitInitialization}).
+     */
     @Override
     public void initialize(Shape... shapes) {
         if (sharded != null) {
             throw new IllegalStateException("The model is already initialized and sharded");
         }
         Block block = getModel().getBlock();
-        block.initialize(onRankDevice(getModel().getNDManager()), getModel().getDataType(), shapes);
-        shard();
+        shard(
+                ModelSharding.initialize(
+                        block,
+                        onRankDevice(getModel().getNDManager()),
+                        getModel().getDataType(),
+                        shapes,
+                        config,
+                        options,
+                        group,
+                        getManager()));
     }
 
-    private void shard() {
+    private void shard(ModelSharding.Sharded sharding) {
         sharded =
                 new ShardedTraining(
-                        getModel().getBlock(), config, options, group, optimizer, getManager());
+                        getModel().getBlock(),
+                        sharding,
+                        config,
+                        options,
+                        group,
+                        optimizer,
+                        getManager());
     }
 
     ShardedTraining sharded() {
@@ -204,6 +223,11 @@ public class FsdpTrainer extends Trainer {
     /** Returns the bytes this rank holds and sent. */
     public ShardingStats getShardingStats() {
         return sharded().getStats();
+    }
+
+    /** Returns where this rank's model memory is: device or host, and the peaks. */
+    public MemoryStats getMemoryStats() {
+        return sharded().getMemoryStats();
     }
 
     /**

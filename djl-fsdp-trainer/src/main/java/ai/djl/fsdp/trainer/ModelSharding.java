@@ -1,28 +1,77 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.runtime.Collectives;
 import ai.djl.fsdp.runtime.FsdpUnit;
 import ai.djl.fsdp.runtime.ShardedModel;
+import ai.djl.fsdp.runtime.UnitInitialization;
 import ai.djl.fsdp.wrap.UnitPlan;
 import ai.djl.fsdp.wrap.UnitPlan.PlannedUnit;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
- * Turns an initialized model into a {@link ShardedModel}: plans the units, loads each unit's flat
- * shards (trainable and frozen apart), and hands them to the runtime.
+ * Turns a model into a {@link ShardedModel}: plans the units, loads each unit's flat shards
+ * (trainable and frozen apart; on the host with CPU offload), and hands them to the runtime. A
+ * model given fresh is initialized one unit at a time ({@link UnitInitialization}), so its full
+ * parameters are never all held at once.
  */
 final class ModelSharding {
 
-    private ModelSharding() {}
+    /**
+     * A sharded model and what its making cost.
+     *
+     * @param model the sharded model
+     * @param initPeakBytes the largest bytes of full parameter arrays held at once while the model
+     *     was initialized and sharded
+     */
+    record Sharded(ShardedModel model, long initPeakBytes) {}
 
-    static ShardedModel shard(
+    private final Block block;
+    private final FsdpConfig config;
+    private final ProcessGroup group;
+    private final NDManager manager;
+    private final ShardLoader loader;
+    private final Map<Integer, List<FlatParameter>> loaded = new HashMap<>();
+
+    private ModelSharding(
+            Block block,
+            FsdpConfig config,
+            TrainerOptions options,
+            ProcessGroup group,
+            NDManager manager) {
+        this.block = block;
+        this.config = config;
+        this.group = group;
+        this.manager = manager;
+        int shardCount = config.isSharded() ? group.getSize() : 1;
+        loader =
+                new ShardLoader(
+                        shardCount,
+                        shardCount == 1 ? 0 : group.getRank(),
+                        manager,
+                        config.isSyncModuleStates() && group.getSize() > 1 ? group : null,
+                        options.getInitialValues(),
+                        config.getFrozenStoragePrecision(),
+                        config.isCpuOffload() ? Device.cpu() : null);
+    }
+
+    /**
+     * Shards a model whose parameters are initialized.
+     *
+     * @return the sharded model
+     */
+    static Sharded shard(
             Block block,
             FsdpConfig config,
             TrainerOptions options,
@@ -34,42 +83,130 @@ final class ModelSharding {
                             + " trainer.initialize(inputShapes) (or load the model) before training"
                             + " with FSDP.");
         }
-        UnitPlan plan = UnitPlan.of(block, config.getWrapPolicy());
-        int shardCount = config.isSharded() ? group.getSize() : 1;
-        ShardLoader loader =
-                new ShardLoader(
-                        shardCount,
-                        shardCount == 1 ? 0 : group.getRank(),
-                        manager,
-                        config.isSyncModuleStates() && group.getSize() > 1 ? group : null,
-                        options.getInitialValues(),
-                        config.getFrozenStoragePrecision());
+        ModelSharding sharding = new ModelSharding(block, config, options, group, manager);
+        long peak = UnitInitialization.liveBytes(block);
+        return new Sharded(sharding.build(UnitPlan.of(block, config.getWrapPolicy())), peak);
+    }
+
+    /**
+     * Initializes a fresh model unit by unit and shards it. A wrap policy that chooses no unit
+     * before the parameters have shapes (such as {@code byMinParameters}) gets the whole model
+     * initialized first.
+     *
+     * @param parameterManager the manager the parameters are made in
+     * @param dataType the parameters' type
+     * @param shapes the model's input shapes
+     * @return the sharded model
+     */
+    static Sharded initialize(
+            Block block,
+            NDManager parameterManager,
+            DataType dataType,
+            Shape[] shapes,
+            FsdpConfig config,
+            TrainerOptions options,
+            ProcessGroup group,
+            NDManager manager) {
+        UnitPlan plan;
+        try {
+            plan = UnitPlan.of(block, config.getWrapPolicy());
+        } catch (IllegalArgumentException e) {
+            block.initialize(parameterManager, dataType, shapes);
+            return shard(block, config, options, group, manager);
+        }
+        ModelSharding sharding = new ModelSharding(block, config, options, group, manager);
+        List<PlannedUnit> units = plan.getUnits();
+        try {
+            long peak =
+                    UnitInitialization.initialize(
+                            block,
+                            units.subList(1, units.size()),
+                            parameterManager,
+                            dataType,
+                            shapes,
+                            sharding::load);
+            checkSamePlan(plan, UnitPlan.of(block, config.getWrapPolicy()));
+            return new Sharded(sharding.build(plan), peak);
+        } catch (RuntimeException e) {
+            sharding.closeLoaded();
+            throw e;
+        }
+    }
+
+    /** Loads {@code planned}'s shards unless they are loaded. */
+    private void load(PlannedUnit planned) {
+        if (loaded.containsKey(planned.index())) {
+            return;
+        }
+        List<FlatParameter> flats = new ArrayList<>(2);
+        loaded.put(planned.index(), flats);
+        for (boolean trainable : new boolean[] {true, false}) {
+            List<Parameter> members = planned.parameters(trainable);
+            if (!members.isEmpty()) {
+                String id = planned.name() + (trainable ? "/trainable" : "/frozen");
+                flats.add(loader.load(id, trainable, members));
+            }
+        }
+    }
+
+    /** Loads what is not loaded yet (in plan order) and makes the runtime's model. */
+    private ShardedModel build(UnitPlan plan) {
         List<FsdpUnit> units = new ArrayList<>();
         try {
             for (PlannedUnit planned : plan.getUnits()) {
-                List<FlatParameter> flats = new ArrayList<>(2);
-                for (boolean trainable : new boolean[] {true, false}) {
-                    List<Parameter> members = planned.parameters(trainable);
-                    if (!members.isEmpty()) {
-                        String id = planned.name() + (trainable ? "/trainable" : "/frozen");
-                        flats.add(loader.load(id, trainable, members));
-                    }
-                }
+                load(planned);
                 units.add(
                         new FsdpUnit(
                                 planned.index(),
                                 planned.name(),
                                 planned.block(),
                                 planned.parent(),
-                                flats));
+                                loaded.get(planned.index())));
             }
             return new ShardedModel(
                     new Collectives(group, config.getMixedPrecision()),
                     units,
                     config.getExecutionOptions());
         } catch (RuntimeException e) {
-            units.forEach(FsdpUnit::close);
+            closeLoaded();
             throw e;
         }
+    }
+
+    private void closeLoaded() {
+        loaded.values().forEach(flats -> flats.forEach(FlatParameter::close));
+        loaded.clear();
+    }
+
+    /**
+     * A policy must choose the same units, owning the same parameters, before and after the
+     * parameters have shapes.
+     */
+    private static void checkSamePlan(UnitPlan before, UnitPlan after) {
+        List<String> names = describe(before);
+        List<String> now = describe(after);
+        if (!names.equals(now)) {
+            throw new IllegalStateException(
+                    "The model's units and their parameters differ before the parameters were"
+                            + " initialized "
+                            + names
+                            + " and after "
+                            + now
+                            + ": FSDP initializes fresh parameters unit by unit, so neither the"
+                            + " wrap policy nor the blocks' parameters may depend on the"
+                            + " initialization. Initialize the model before creating the trainer,"
+                            + " or use WrapPolicy.byLayerClass.");
+        }
+    }
+
+    private static List<String> describe(UnitPlan plan) {
+        return plan.getUnits().stream()
+                .map(
+                        unit ->
+                                unit.name()
+                                        + unit.parameters().stream()
+                                                .map(Parameter::getName)
+                                                .toList())
+                .toList();
     }
 }

@@ -37,6 +37,8 @@ final class ShardedTraining implements AutoCloseable {
     private final Checkpointing checkpointing;
     private final LossScaler scaler;
     private final TrainingState state = new TrainingState();
+    private final boolean cpuOffload;
+    private final long initPeakBytes;
     private int microBatches;
     private long sentBytesLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
@@ -44,6 +46,7 @@ final class ShardedTraining implements AutoCloseable {
 
     ShardedTraining(
             Block block,
+            ModelSharding.Sharded sharding,
             FsdpConfig config,
             TrainerOptions options,
             MeteredProcessGroup group,
@@ -52,19 +55,14 @@ final class ShardedTraining implements AutoCloseable {
         this.group = group;
         this.options = options;
         this.optimizer = optimizer;
-        if (options.isLossScalingSet() && !config.getMixedPrecision().needsLossScaling()) {
-            throw new IllegalArgumentException(
-                    "TrainerOptions.optLossScaling is for float16 mixed precision, but the"
-                            + " FsdpConfig's mixed precision is "
-                            + config.getMixedPrecision()
-                            + ": use FsdpConfig.optMixedPrecision(MixedPrecision.FP16), or drop"
-                            + " the loss scaling settings");
-        }
+        checkOptions(config, options);
         scaler =
                 config.getMixedPrecision().needsLossScaling()
                         ? new LossScaler(options.getLossScaling(), group)
                         : null;
-        model = ModelSharding.shard(block, config, options, group, manager);
+        model = sharding.model();
+        initPeakBytes = sharding.initPeakBytes();
+        cpuOffload = config.isCpuOffload();
         parameterStore = new FsdpParameterStore(manager, model);
         shardedOptimizer =
                 new ShardedOptimizer(
@@ -82,6 +80,23 @@ final class ShardedTraining implements AutoCloseable {
                         optimizer,
                         CHECKPOINT_TIMEOUT);
         group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
+    }
+
+    /**
+     * Checks that the options fit the configuration; the trainer calls it before the model is
+     * sharded, so a refused combination leaves the model as it was.
+     *
+     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision
+     */
+    static void checkOptions(FsdpConfig config, TrainerOptions options) {
+        if (options.isLossScalingSet() && !config.getMixedPrecision().needsLossScaling()) {
+            throw new IllegalArgumentException(
+                    "TrainerOptions.optLossScaling is for float16 mixed precision, but the"
+                            + " FsdpConfig's mixed precision is "
+                            + config.getMixedPrecision()
+                            + ": use FsdpConfig.optMixedPrecision(MixedPrecision.FP16), or drop"
+                            + " the loss scaling settings");
+        }
     }
 
     ShardedModel getModel() {
@@ -150,6 +165,17 @@ final class ShardedTraining implements AutoCloseable {
     ShardingStats getStats() {
         return ShardingStats.of(
                 model.getFlatParameters(), shardedOptimizer.getStateBytes(), sentBytesLastStep);
+    }
+
+    MemoryStats getMemoryStats() {
+        ShardingStats stats = getStats();
+        return new MemoryStats(
+                cpuOffload,
+                stats.parameterBytes(),
+                stats.gradientBytes(),
+                stats.optimizerStateBytes(),
+                model.getPeakGatheredBytes(),
+                initPeakBytes);
     }
 
     TrainingState getState() {

@@ -201,6 +201,7 @@ final class FinetuneRecipe implements AutoCloseable {
                         .optPrefetch(fsdp.prefetch())
                         .optMixedPrecision(fsdp.mixedPrecision)
                         .optSyncModuleStates(fsdp.syncModuleStates)
+                        .optCpuOffload(fsdp.offloadParams)
                         .build();
         TrainerOptions.Builder options =
                 TrainerOptions.builder()

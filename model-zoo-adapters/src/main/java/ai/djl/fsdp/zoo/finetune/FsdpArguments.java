@@ -65,7 +65,13 @@ final class FsdpArguments {
             description = "Broadcast rank 0's fresh weights to every rank (default true).")
     boolean syncModuleStates;
 
-    @Option(names = "--fsdp_offload_params", arity = "0..1", fallbackValue = "true")
+    @Option(
+            names = "--fsdp_offload_params",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "Keep parameter shards, gradients and optimizer state in host memory and step"
+                            + " the optimizer there (default false).")
     boolean offloadParams;
 
     @Option(names = "--fsdp_state_dict_type")
@@ -179,11 +185,6 @@ final class FsdpArguments {
     void check(Consumer<String> note) {
         if ("BACKWARD_POST".equalsIgnoreCase(backwardPrefetch.trim())) {
             note.accept("fsdp_backward_prefetch BACKWARD_POST: the next unit is gathered ahead");
-        }
-        if (offloadParams) {
-            note.accept(
-                    "fsdp_offload_params: not supported; parameter shards stay on the rank's"
-                            + " device");
         }
         if (stateDictType != null && !stateDictType.startsWith("FULL")) {
             note.accept(
