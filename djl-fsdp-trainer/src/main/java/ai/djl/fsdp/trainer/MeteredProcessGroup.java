@@ -12,12 +12,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * A process group that counts the bytes this rank sends, as the ring algorithms (those of the
  * socket backend and NCCL) move them: an all-gather or reduce-scatter sends {@code (N-1)/N} of the
  * full buffer, an all-reduce twice that, a broadcast the whole array from every rank but the last
- * in the ring.
+ * in the ring; and the time the caller spends blocked waiting for collectives to finish (the
+ * communication that compute did not hide).
  */
 final class MeteredProcessGroup implements ProcessGroup {
 
     private final ProcessGroup group;
     private final AtomicLong sentBytes = new AtomicLong();
+    private final AtomicLong waitNanos = new AtomicLong();
 
     MeteredProcessGroup(ProcessGroup group) {
         this.group = group;
@@ -26,6 +28,31 @@ final class MeteredProcessGroup implements ProcessGroup {
     /** Returns the bytes sent since the last call, and starts counting again from zero. */
     long takeSentBytes() {
         return sentBytes.getAndSet(0);
+    }
+
+    /** Returns the nanoseconds spent waiting since the last call, and starts again from zero. */
+    long takeWaitNanos() {
+        return waitNanos.getAndSet(0);
+    }
+
+    /** The collective's completion, timing every wait for it. */
+    private Work timed(Work work) {
+        return new Work() {
+            @Override
+            public void await() {
+                long start = System.nanoTime();
+                try {
+                    work.await();
+                } finally {
+                    waitNanos.addAndGet(System.nanoTime() - start);
+                }
+            }
+
+            @Override
+            public boolean isDone() {
+                return work.isDone();
+            }
+        };
     }
 
     private static long bytes(NDArray array) {
@@ -61,19 +88,19 @@ final class MeteredProcessGroup implements ProcessGroup {
     @Override
     public Work allGatherAsync(NDArray input, NDArray output) {
         sentBytes.addAndGet(bytes(input) * (getSize() - 1));
-        return group.allGatherAsync(input, output);
+        return timed(group.allGatherAsync(input, output));
     }
 
     @Override
     public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
         sentBytes.addAndGet(bytes(output) * (getSize() - 1));
-        return group.reduceScatterAsync(input, output, op);
+        return timed(group.reduceScatterAsync(input, output, op));
     }
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op) {
         sentBytes.addAndGet(2 * bytes(array) * (getSize() - 1) / getSize());
-        return group.allReduceAsync(array, op);
+        return timed(group.allReduceAsync(array, op));
     }
 
     @Override
@@ -81,12 +108,17 @@ final class MeteredProcessGroup implements ProcessGroup {
         if (getSize() > 1 && getRank() != Math.floorMod(root - 1, getSize())) {
             sentBytes.addAndGet(bytes(array));
         }
-        return group.broadcastAsync(array, root);
+        return timed(group.broadcastAsync(array, root));
     }
 
     @Override
     public void barrier() {
-        group.barrier();
+        long start = System.nanoTime();
+        try {
+            group.barrier();
+        } finally {
+            waitNanos.addAndGet(System.nanoTime() - start);
+        }
     }
 
     @Override

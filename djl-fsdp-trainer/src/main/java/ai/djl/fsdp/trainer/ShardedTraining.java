@@ -41,6 +41,7 @@ final class ShardedTraining implements AutoCloseable {
     private final long initPeakBytes;
     private int microBatches;
     private long sentBytesLastStep;
+    private long waitNanosLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
     private int nonFiniteSteps;
 
@@ -79,7 +80,9 @@ final class ShardedTraining implements AutoCloseable {
                         StateDict.parameters(block),
                         optimizer,
                         CHECKPOINT_TIMEOUT);
-        group.takeSentBytes(); // the setup's broadcasts are not a step's traffic
+        // The setup's broadcasts are not a step's traffic.
+        group.takeSentBytes();
+        group.takeWaitNanos();
     }
 
     /**
@@ -133,6 +136,7 @@ final class ShardedTraining implements AutoCloseable {
         model.endStep();
         state.setStep(state.getStep() + 1);
         sentBytesLastStep = group.takeSentBytes();
+        waitNanosLastStep = group.takeWaitNanos();
         double norm = lastGradNorm.orElse(0);
         if (scaler != null && !scaler.update(overflow)) {
             throw NonFiniteGradientException.lossScaleCollapsed(
@@ -164,7 +168,10 @@ final class ShardedTraining implements AutoCloseable {
 
     ShardingStats getStats() {
         return ShardingStats.of(
-                model.getFlatParameters(), shardedOptimizer.getStateBytes(), sentBytesLastStep);
+                model.getFlatParameters(),
+                shardedOptimizer.getStateBytes(),
+                sentBytesLastStep,
+                waitNanosLastStep);
     }
 
     MemoryStats getMemoryStats() {

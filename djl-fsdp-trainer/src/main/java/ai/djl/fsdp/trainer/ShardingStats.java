@@ -12,13 +12,16 @@ import java.util.List;
  * @param unshardedParameterBytes all of the model's parameters, unpadded: what one replica holds
  * @param sentBytesLastStep the bytes this rank sent during the last optimizer step (all its
  *     micro-batches and the step itself)
+ * @param waitNanosLastStep the time this rank was blocked waiting for collectives during the last
+ *     optimizer step: the communication that compute did not hide
  */
 public record ShardingStats(
         long parameterBytes,
         long gradientBytes,
         long optimizerStateBytes,
         long unshardedParameterBytes,
-        long sentBytesLastStep) {
+        long sentBytesLastStep,
+        long waitNanosLastStep) {
 
     /**
      * Accounts for a rank's flat parameters.
@@ -26,10 +29,14 @@ public record ShardingStats(
      * @param flats the rank's flat parameters
      * @param optimizerStateBytes the optimizer's state for them
      * @param sentBytesLastStep the bytes sent during the last optimizer step
+     * @param waitNanosLastStep the time spent waiting for collectives during the last step
      * @return the figures
      */
     static ShardingStats of(
-            List<FlatParameter> flats, long optimizerStateBytes, long sentBytesLastStep) {
+            List<FlatParameter> flats,
+            long optimizerStateBytes,
+            long sentBytesLastStep,
+            long waitNanosLastStep) {
         long parameters = 0;
         long gradients = 0;
         long unsharded = 0;
@@ -39,7 +46,12 @@ public record ShardingStats(
             unsharded += flat.getLayout().getNumel() * flat.getDataType().getNumOfBytes();
         }
         return new ShardingStats(
-                parameters, gradients, optimizerStateBytes, unsharded, sentBytesLastStep);
+                parameters,
+                gradients,
+                optimizerStateBytes,
+                unsharded,
+                sentBytesLastStep,
+                waitNanosLastStep);
     }
 
     /** Returns the bytes of model state this rank holds: parameters, gradients, optimizer state. */

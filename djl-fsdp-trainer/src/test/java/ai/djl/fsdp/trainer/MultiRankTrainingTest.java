@@ -182,6 +182,10 @@ class MultiRankTrainingTest {
                 stats.optimizerStateBytes(),
                 what + ": optimizer state bytes");
         assertEquals(sent, stats.sentBytesLastStep(), what + ": bytes sent per step");
+        // Every step ends in at least one collective that the rank waits for.
+        assertTrue(
+                sent == 0 || stats.waitNanosLastStep() > 0,
+                what + ": waited " + stats.waitNanosLastStep() + " ns");
         if (sharded) {
             // 1/N of a replica, plus at most N-1 padding elements per flat parameter.
             assertTrue(parameters * n <= unsharded + flats * (n - 1) * 4, what + ": 1/N");

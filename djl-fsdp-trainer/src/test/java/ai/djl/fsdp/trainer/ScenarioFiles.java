@@ -64,7 +64,9 @@ final class ScenarioFiles {
                         + ' '
                         + s.unshardedParameterBytes()
                         + ' '
-                        + s.sentBytesLastStep());
+                        + s.sentBytesLastStep()
+                        + ' '
+                        + s.waitNanosLastStep());
         StringBuilder arrays = new StringBuilder("arrays");
         for (int count : result.liveArrays()) {
             arrays.append(' ').append(count);
@@ -105,7 +107,8 @@ final class ScenarioFiles {
                                     Long.parseLong(f[2]),
                                     Long.parseLong(f[3]),
                                     Long.parseLong(f[4]),
-                                    Long.parseLong(f[5]));
+                                    Long.parseLong(f[5]),
+                                    Long.parseLong(f[6]));
                     break;
                 case "arrays":
                     liveArrays = new int[f.length - 1];

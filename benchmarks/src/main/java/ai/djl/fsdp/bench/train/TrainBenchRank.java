@@ -172,24 +172,28 @@ public final class TrainBenchRank implements Callable<Integer> {
                 StepTimes times = timeSteps(trainer);
                 long modelState;
                 long sent;
+                long waitNanos;
                 if (trainer instanceof FsdpTrainer) {
                     ShardingStats stats = ((FsdpTrainer) trainer).getShardingStats();
                     modelState = stats.modelStateBytes();
                     sent = stats.sentBytesLastStep();
+                    waitNanos = stats.waitNanosLastStep();
                 } else {
                     modelState = replicaModelState(model, optimizer);
                     sent = 0;
+                    waitNanos = 0;
                 }
                 String line =
                         String.format(
                                 Locale.ROOT,
                                 "step_ms=%.1f loss=%.6f peak_rss_mb=%.1f model_state_mb=%.1f"
-                                        + " sent_mb=%.1f",
+                                        + " sent_mb=%.1f comm_wait_ms=%.1f",
                                 times.meanMillis(),
                                 times.lastLoss(),
                                 peakRssBytes() / 1e6,
                                 modelState / 1e6,
-                                sent / 1e6);
+                                sent / 1e6,
+                                waitNanos / 1e6);
                 Path file = Path.of(report + ".rank" + env.getRank());
                 Files.writeString(file, line + System.lineSeparator(), StandardCharsets.UTF_8);
             }

@@ -17,7 +17,8 @@ final class TrainBenchReport {
 
     /**
      * Returns the summary line: the slowest rank's step time (the job moves at its pace), the
-     * largest rank's memory and traffic, and the ranks' mean loss in the last step.
+     * largest rank's memory, traffic and wait for collectives in the last step, and the ranks' mean
+     * loss in the last step.
      */
     static String summarize(TrainBenchSettings settings, MatMulPeak peak, Path report)
             throws IOException {
@@ -48,9 +49,9 @@ final class TrainBenchReport {
                 "sharding=%s nproc=%d attention=%s precision=%s lora_rank=%d"
                     + " reshard_after_forward=%s activation_checkpointing=%s tokens_per_s=%.1f"
                     + " step_ms=%.1f loss=%.4f peak_rss_mb_per_rank=%.1f"
-                    + " model_state_mb_per_rank=%.1f sent_mb_per_step=%.1f model_gflops_per_s=%.1f"
-                    + " peak_gflops=%.1f peak_fraction=%.3f fp32_gflops_per_thread=%.1f"
-                    + " bf16_gflops_per_thread=%.1f",
+                    + " model_state_mb_per_rank=%.1f sent_mb_per_step=%.1f"
+                    + " comm_wait_ms_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
+                    + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f bf16_gflops_per_thread=%.1f",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -64,6 +65,7 @@ final class TrainBenchReport {
                 worst.get("peak_rss_mb"),
                 worst.get("model_state_mb"),
                 worst.get("sent_mb"),
+                worst.get("comm_wait_ms"),
                 modelGflops,
                 peakGflops,
                 modelGflops / peakGflops,

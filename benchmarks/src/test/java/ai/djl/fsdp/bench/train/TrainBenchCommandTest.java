@@ -24,6 +24,7 @@ class TrainBenchCommandTest {
                             + " activation_checkpointing=(?:true|false) tokens_per_s=[\\d.]+"
                             + " step_ms=[\\d.]+ loss=[\\d.]+ peak_rss_mb_per_rank=[\\d.]+"
                             + " model_state_mb_per_rank=([\\d.]+) sent_mb_per_step=([\\d.]+)"
+                            + " comm_wait_ms_per_step=[\\d.]+"
                             + " model_gflops_per_s=[\\d.]+ peak_gflops=([\\d.]+)"
                             + " peak_fraction=[\\d.]+ fp32_gflops_per_thread=[\\d.]+"
                             + " bf16_gflops_per_thread=[\\d.]+");
