@@ -66,20 +66,21 @@ function median(values, count,   sorted, i, j, t) {
     state[config] = field[config, "model_state_mb_per_rank"]
     sent[config] = field[config, "sent_mb_per_step"]
     frac[config, runs[config]] = field[config, "peak_fraction"]
+    wait[config, runs[config]] = field[config, "comm_wait_ms_per_step"]
 }
 END {
     print "Shape: `" shape "`, medians of the rounds (runs that finished in brackets)."
     print ""
-    print "| configuration | tokens/s (runs) | median | vs first | peak RSS MB/rank | vs first | model state MB/rank | sent MB/step | peak fraction |"
-    print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    print "| configuration | tokens/s (runs) | median | vs first | peak RSS MB/rank | vs first | model state MB/rank | sent MB/step | comm wait ms/step | peak fraction |"
+    print "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     for (k = 0; k < n; k++) {
         count = runs[k]
-        if (count == 0) { print "| " name[k] " | all runs failed | | | | | | | |"; continue }
+        if (count == 0) { print "| " name[k] " | all runs failed | | | | | | | | |"; continue }
         list = ""
-        for (r = 1; r <= count; r++) { t[r] = tps[k, r]; m[r] = rss[k, r]; p[r] = frac[k, r]; list = list (r > 1 ? ", " : "") tps[k, r] }
-        medT = median(t, count); medM = median(m, count); medP = median(p, count)
+        for (r = 1; r <= count; r++) { t[r] = tps[k, r]; m[r] = rss[k, r]; p[r] = frac[k, r]; w[r] = wait[k, r]; list = list (r > 1 ? ", " : "") tps[k, r] }
+        medT = median(t, count); medM = median(m, count); medP = median(p, count); medW = median(w, count)
         if (k == 0) { baseT = medT; baseM = medM }
-        printf "| %s | %s (%d) | %.1f | %.2fx | %.0f | %.2fx | %s | %s | %.3f |\n", \
-            name[k], list, count, medT, medT / baseT, medM, medM / baseM, state[k], sent[k], medP
+        printf "| %s | %s (%d) | %.1f | %.2fx | %.0f | %.2fx | %s | %s | %.0f | %.3f |\n", \
+            name[k], list, count, medT, medT / baseT, medM, medM / baseM, state[k], sent[k], medW, medP
     }
 }' "$log"
