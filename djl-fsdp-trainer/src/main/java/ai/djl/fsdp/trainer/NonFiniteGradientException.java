@@ -16,6 +16,8 @@ public class NonFiniteGradientException extends IllegalStateException {
     private final long step;
     private final double norm;
     private final int consecutiveSteps;
+    private final double lossScale;
+    private final double minLossScale;
 
     /**
      * Creates the exception.
@@ -25,7 +27,7 @@ public class NonFiniteGradientException extends IllegalStateException {
      * @param consecutiveSteps how many steps in a row ended so
      */
     public NonFiniteGradientException(long step, double norm, int consecutiveSteps) {
-        super(
+        this(
                 String.format(
                         Locale.ROOT,
                         "optimizer step %d: the global gradient norm is %s (%d step(s) in a row;"
@@ -34,18 +36,27 @@ public class NonFiniteGradientException extends IllegalStateException {
                                 + ".optMaxGradNorm); optMaxNonFiniteSteps skips more such steps",
                         step,
                         norm,
-                        consecutiveSteps));
-        this.step = step;
-        this.norm = norm;
-        this.consecutiveSteps = consecutiveSteps;
+                        consecutiveSteps),
+                step,
+                norm,
+                consecutiveSteps,
+                Double.NaN,
+                Double.NaN);
     }
 
     private NonFiniteGradientException(
-            String message, long step, double norm, int consecutiveSteps) {
+            String message,
+            long step,
+            double norm,
+            int consecutiveSteps,
+            double lossScale,
+            double minLossScale) {
         super(message);
         this.step = step;
         this.norm = norm;
         this.consecutiveSteps = consecutiveSteps;
+        this.lossScale = lossScale;
+        this.minLossScale = minLossScale;
     }
 
     /**
@@ -77,7 +88,9 @@ public class NonFiniteGradientException extends IllegalStateException {
                         minScale),
                 step,
                 norm,
-                skippedSteps);
+                skippedSteps,
+                scale,
+                minScale);
     }
 
     /** Returns the optimizer step (counted from 1) whose gradient norm was not finite. */
@@ -93,5 +106,17 @@ public class NonFiniteGradientException extends IllegalStateException {
     /** Returns how many optimizer steps in a row had a non-finite norm. */
     public int getConsecutiveSteps() {
         return consecutiveSteps;
+    }
+
+    /** Returns the loss scale after backing off, for {@link #lossScaleCollapsed}; NaN otherwise. */
+    public double getLossScale() {
+        return lossScale;
+    }
+
+    /**
+     * Returns the floor the loss scale fell below, for {@link #lossScaleCollapsed}; NaN otherwise.
+     */
+    public double getMinLossScale() {
+        return minLossScale;
     }
 }

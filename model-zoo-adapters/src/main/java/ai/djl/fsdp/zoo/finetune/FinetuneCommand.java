@@ -125,11 +125,12 @@ public final class FinetuneCommand implements Subcommand {
             lora = args.usePeftLora ? applyLora(lm) : null;
             trainer = recipe.newTrainer(model, lm, shards);
         }
+        Path resumeFrom = checkpoints.resumeDirectory(args.outputDir);
         try (trainer;
-                RunReport report = new RunReport(recipe, args.outputDir)) {
+                RunReport report = new RunReport(recipe, args.outputDir, resumeFrom)) {
             print(report.describe(lm, lora != null));
             TrainingLoop loop = new TrainingLoop(recipe, trainer, checkpoints, this::print);
-            Path resumed = loop.resume();
+            Path resumed = loop.resume(resumeFrom);
             try (MetricsLog metrics = report.openMetrics(resumed, loop.getResumedSteps())) {
                 Evaluation.ExactMatch before = exactMatch(recipe, loop, "before training");
                 TrainingLoop.Outcome outcome = loop.run(metrics);

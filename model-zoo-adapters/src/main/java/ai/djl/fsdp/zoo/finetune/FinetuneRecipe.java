@@ -79,6 +79,14 @@ final class FinetuneRecipe implements AutoCloseable {
         List<Document> trainDocuments = splits.get(args.trainSplit());
         chat = trainDocuments.get(0).isChat();
         chatFormat = chatFormat(args.chatTemplateFormat, source.tokenizer());
+        if (chat && chatFormat.endOfTurn() == null) {
+            throw new IllegalArgumentException(
+                    chatConfig(source.tokenizer())
+                            + " has a chat_template but no eos_token, the token that ends the"
+                            + " assistant's replies: add \"eos_token\" (the token the template"
+                            + " closes a reply with) to that file, or train with"
+                            + " --chat_template_format chatml");
+        }
         if (chat && args.chatTemplateFormat == null && chatFormat != ChatTemplate.CHATML) {
             note.accept("conversations are rendered with the tokenizer's own chat_template");
         }
@@ -233,13 +241,13 @@ final class FinetuneRecipe implements AutoCloseable {
                             + " conversations with the tokenizer's own chat_template");
         }
         JinjaChatTemplate own =
-                tokenizer == null
-                        ? null
-                        : JinjaChatTemplate.read(
-                                tokenizer
-                                        .toAbsolutePath()
-                                        .resolveSibling(ChatTemplate.CONFIG_FILE));
+                tokenizer == null ? null : JinjaChatTemplate.read(chatConfig(tokenizer));
         return own != null ? own : ChatTemplate.CHATML;
+    }
+
+    /** The {@code tokenizer_config.json} beside a tokenizer, which holds its chat template. */
+    private static Path chatConfig(Path tokenizer) {
+        return tokenizer.toAbsolutePath().resolveSibling(ChatTemplate.CONFIG_FILE);
     }
 
     private int prepareTokenizer(Path source, Path target) throws IOException {

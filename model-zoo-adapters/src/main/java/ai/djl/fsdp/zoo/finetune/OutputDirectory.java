@@ -1,6 +1,5 @@
 package ai.djl.fsdp.zoo.finetune;
 
-import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileSystemException;
@@ -8,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
@@ -134,9 +132,9 @@ final class OutputDirectory {
             contents.writeTo(staging);
             OutputMarker.write(staging);
             if (merge) {
-                mergeInto(staging);
+                OutputMoves.mergeInto(staging, target);
             } else {
-                swapIn(staging);
+                OutputMoves.swapIn(staging, target);
             }
         } catch (IOException e) {
             throw failure("the model was not saved", e);
@@ -149,21 +147,26 @@ final class OutputDirectory {
 
     /**
      * Returns where a file the run writes as it goes (its metrics log) lives meanwhile, so it can
-     * be followed: inside the target (created and marked as the tool's when new or the tool's
-     * output), or, when the target holds files of the user's, there only if no entry of that name
-     * is theirs; else null (the file then comes with the output at the end).
+     * be followed: inside the target only where that changes nothing the target holds now, that is
+     * when the target is absent or an empty directory (created and marked as the tool's), or when
+     * the run resumes from a checkpoint in it; and never over an entry of the user's. Else null:
+     * the file is written elsewhere and comes with the output at the end, so a previous output
+     * stays whole until the new one is complete.
      *
      * @param name the file's name
+     * @param resuming whether the run resumes from a checkpoint inside the target
      * @return the path, or null
      * @throws IOException if the target cannot be created or marked
      */
-    Path liveEntry(String name) throws IOException {
+    Path liveEntry(String name, boolean resuming) throws IOException {
         Path entry = target.resolve(name);
-        if (mergesIntoExisting()) {
-            return Files.exists(entry, LinkOption.NOFOLLOW_LINKS) ? null : entry;
+        boolean merge = mergesIntoExisting();
+        if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)
+                && !(Files.isDirectory(target) && (resuming || isEmpty(target)))) {
+            return null; // a previous output or a file, replaced only once the run is complete
         }
-        if (Files.exists(target, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(target)) {
-            return null; // a file that --overwrite_output_dir lets the output replace at the end
+        if (merge) {
+            return Files.exists(entry, LinkOption.NOFOLLOW_LINKS) ? null : entry;
         }
         Files.createDirectories(target);
         if (!Files.exists(entry, LinkOption.NOFOLLOW_LINKS)) {
@@ -198,70 +201,6 @@ final class OutputDirectory {
             throw refuse(refusal);
         }
         return true;
-    }
-
-    /**
-     * Puts the staging directory at the target, keeping the old one aside until that is done and
-     * its checkpoints have moved into the new one.
-     */
-    private void swapIn(Path staging) throws IOException {
-        Path parent = target.getParent();
-        Path previous = null;
-        if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
-            previous = StaleOutputs.newSibling(parent, name(), StaleOutputs.PREVIOUS);
-            Files.delete(previous);
-            Files.move(target, previous, StandardCopyOption.ATOMIC_MOVE);
-        }
-        try {
-            Files.move(staging, target, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            if (previous != null) {
-                Files.move(previous, target, StandardCopyOption.ATOMIC_MOVE);
-            }
-            throw e;
-        }
-        if (previous != null) {
-            // The run's checkpoints (or the resumed run's) stay: they move into the new output
-            // before the old one goes; if one cannot move, the old output is kept aside.
-            for (Path checkpoint : CheckpointDirectory.list(previous)) {
-                Files.move(
-                        checkpoint,
-                        target.resolve(checkpoint.getFileName()),
-                        StandardCopyOption.ATOMIC_MOVE);
-            }
-            OutputMarker.write(target);
-            StaleOutputs.deletePrevious(previous);
-        }
-    }
-
-    /**
-     * Moves each new entry into the existing target, replacing only entries of the same name; if a
-     * move fails, the replaced entries are put back.
-     */
-    private void mergeInto(Path staging) throws IOException {
-        Path replaced = StaleOutputs.newSibling(target.getParent(), name(), StaleOutputs.PREVIOUS);
-        List<String> entries = OutputMarker.entriesOf(staging);
-        try {
-            for (String entry : entries) {
-                Path into = target.resolve(entry);
-                if (Files.exists(into, LinkOption.NOFOLLOW_LINKS)) {
-                    Files.move(into, replaced.resolve(entry), StandardCopyOption.ATOMIC_MOVE);
-                }
-                Files.move(staging.resolve(entry), into, StandardCopyOption.ATOMIC_MOVE);
-            }
-            Files.move(
-                    staging.resolve(OutputMarker.FILE),
-                    target.resolve(OutputMarker.FILE),
-                    StandardCopyOption.REPLACE_EXISTING,
-                    StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            for (String entry : OutputMarker.entriesOf(replaced)) {
-                deleteTree(target.resolve(entry)); // ours, moved in before the failure
-                Files.move(replaced.resolve(entry), target.resolve(entry));
-            }
-            throw e;
-        }
-        deleteTree(replaced); // what --overwrite_output_dir allowed to replace
     }
 
     private String name() {

@@ -27,7 +27,8 @@ import java.util.stream.Stream;
  * (final and best eval loss, perplexity, accuracy, tokens per second, peak memory per rank, where
  * the model went) as text and as {@code summary.json}. The run's files ({@code metrics.jsonl},
  * {@code training_curves.png}, {@code summary.json}) are written in a scratch directory and land in
- * the output directory with the model, which replaces it as a whole.
+ * the output directory with the model, which replaces it as a whole; the metrics log is written in
+ * the output directory as the run goes only where that changes nothing the directory holds yet.
  */
 final class RunReport implements AutoCloseable {
 
@@ -39,15 +40,27 @@ final class RunReport implements AutoCloseable {
     private final Path scratch;
     private final Path metricsFile;
 
-    RunReport(FinetuneRecipe recipe, Path outputDir) throws IOException {
+    /**
+     * Prepares the run's report.
+     *
+     * @param recipe the run
+     * @param outputDir its {@code --output_dir}
+     * @param resumeFrom the checkpoint the run resumes from, or null
+     */
+    RunReport(FinetuneRecipe recipe, Path outputDir, Path resumeFrom) throws IOException {
         this.recipe = recipe;
         this.outputDir = outputDir;
         this.scratch = Files.createTempDirectory("finetune-run");
         Path live = null;
         if (recipe.group.getRank() == 0) {
-            live =
-                    OutputDirectory.check(outputDir, recipe.args.overwriteOutputDir)
-                            .liveEntry(MetricsLog.FILE);
+            OutputDirectory output =
+                    OutputDirectory.check(outputDir, recipe.args.overwriteOutputDir);
+            Path parent = resumeFrom == null ? null : resumeFrom.toAbsolutePath().getParent();
+            boolean resuming =
+                    parent != null
+                            && Files.exists(output.target())
+                            && Files.isSameFile(parent, output.target());
+            live = output.liveEntry(MetricsLog.FILE, resuming);
         }
         this.metricsFile = live != null ? live : scratch.resolve(MetricsLog.FILE);
     }
@@ -66,7 +79,7 @@ final class RunReport implements AutoCloseable {
 
     /**
      * Opens the run's metrics log on rank 0: in the output directory as the run goes where that
-     * keeps the user's files (see {@link OutputDirectory#liveEntry}), else in the scratch
+     * changes nothing there yet (see {@link OutputDirectory#liveEntry}), else in the scratch
      * directory. A resumed run keeps the rows of the run that saved its checkpoint up to its step.
      *
      * @param resumedFrom the checkpoint the run resumed from, or null
@@ -92,7 +105,7 @@ final class RunReport implements AutoCloseable {
         return String.format(
                 Locale.ROOT,
                 "training %s (%,d parameters%s) on %s: %d train sequences, %s; %d ranks,"
-                        + " %d steps (%d per epoch), output in %s",
+                        + " %d steps (%d per epoch), output in %s; follow with tail -f %s",
                 recipe.args.modelNameOrPath,
                 parameters,
                 lora ? ", LoRA adapters" : "",
@@ -104,7 +117,8 @@ final class RunReport implements AutoCloseable {
                 recipe.group.getSize(),
                 recipe.totalSteps,
                 recipe.stepsPerEpoch,
-                outputDir);
+                outputDir,
+                metricsFile);
     }
 
     /**

@@ -117,7 +117,7 @@ final class TrainingLoop {
                 double epoch =
                         sampler.getEpoch()
                                 + sampler.getBatchesRead() / (double) sampler.getBatchesPerEpoch();
-                float rate = recipe.schedule.getNewValue(step);
+                float rate = appliedRate();
                 progress.update(
                         step,
                         String.format(
@@ -158,11 +158,11 @@ final class TrainingLoop {
      * Loads the checkpoint the run resumes from (--resume_from_checkpoint), if any: the model, the
      * optimizer, the schedule's and the sampler's positions; {@link #run} goes on from there.
      *
+     * @param directory the checkpoint ({@link CheckpointArguments#resumeDirectory}), or null
      * @return the checkpoint's directory, or null for a new run
      * @throws IOException if the checkpoint cannot be read or does not fit
      */
-    Path resume() throws IOException {
-        Path directory = checkpoints.resumeDirectory(recipe.args.outputDir);
+    Path resume(Path directory) throws IOException {
         if (directory == null) {
             return null;
         }
@@ -237,51 +237,17 @@ final class TrainingLoop {
         try {
             trainer.step();
         } catch (NonFiniteGradientException e) {
-            FinetuneArguments args = recipe.args;
-            if (trainer.getLossScale().isPresent()) {
-                throw lossScaleCollapsed(step, e);
-            }
-            IllegalStateException stop =
-                    new IllegalStateException(
-                            String.format(
-                                    Locale.ROOT,
-                                    "step %d: the loss is %s and the gradient norm %s (%d step(s)"
-                                            + " in a row, none applied); training stops and no"
-                                            + " model is saved to --output_dir %s. Lower"
-                                            + " --learning_rate (now %s) or clip gradients with"
-                                            + " --max_grad_norm (now %s); --max_non_finite_steps"
-                                            + " %d skips that many bad steps in a row",
-                                    step,
-                                    loss,
-                                    e.getNorm(),
-                                    e.getConsecutiveSteps(),
-                                    args.outputDir,
-                                    args.learningRate,
-                                    args.maxGradNorm > 0 ? args.maxGradNorm : "0, off",
-                                    e.getConsecutiveSteps() + 1));
-            stop.addSuppressed(e);
-            throw stop;
+            throw NonFiniteStop.of(step, loss, e, recipe.args);
         }
     }
 
-    /** The end of a float16 run whose loss scaler backed off below its floor, in flag terms. */
-    private IllegalStateException lossScaleCollapsed(int step, NonFiniteGradientException e) {
-        IllegalStateException stop =
-                new IllegalStateException(
-                        String.format(
-                                Locale.ROOT,
-                                "step %d: the float16 gradients overflowed %d step(s) in a row and"
-                                        + " the loss scale fell below its floor (%s); training"
-                                        + " stops and no model is saved to --output_dir %s. Train"
-                                        + " with --bf16 instead of --fp16, or lower"
-                                        + " --learning_rate (now %s)",
-                                step,
-                                e.getConsecutiveSteps(),
-                                trainer.getLossScale().getAsDouble(),
-                                recipe.args.outputDir,
-                                recipe.args.learningRate));
-        stop.addSuppressed(e);
-        return stop;
+    /**
+     * Returns the learning rate of the last update the optimizer applied: a step it skipped (a
+     * float16 overflow) does not advance its update count, which the schedule follows.
+     */
+    private float appliedRate() {
+        int updates = trainer.getTrainingState().getUpdateCounts().getOrDefault("", 0);
+        return recipe.schedule.getNewValue(updates);
     }
 
     private boolean logs(int step, boolean epochEnd) {

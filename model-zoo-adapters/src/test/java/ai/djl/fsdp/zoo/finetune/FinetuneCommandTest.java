@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.finetune;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -14,8 +15,10 @@ import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaultsTest;
 import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
+import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.Document;
+import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
 import ai.djl.ndarray.NDManager;
 import com.google.gson.Gson;
 import com.google.gson.JsonObject;
@@ -139,7 +142,7 @@ class FinetuneCommandTest {
             assertTrue(Lora.adapters(merged).isEmpty());
         }
         assertTrue(Files.isRegularFile(output.resolve(Lora.WEIGHTS_FILE)));
-        assertTrue(ChatTemplate.isChatModel(output.resolve(FinetuneCommand.MERGED)));
+        assertChatModel(output.resolve(FinetuneCommand.MERGED));
         List<JsonObject> rows = metrics(output);
         assertTrue(rows.stream().anyMatch(row -> row.has("eval_loss")), rows.toString());
     }
@@ -197,7 +200,7 @@ class FinetuneCommandTest {
         assertEquals(8, summary.get("exact_match_samples").getAsInt());
         assertEquals(2, summary.getAsJsonArray("peak_rss_bytes_per_rank").size());
         assertTrue(out.contains("summary:"), out);
-        assertTrue(ChatTemplate.isChatModel(output));
+        assertChatModel(output);
     }
 
     @Test
@@ -246,6 +249,17 @@ class FinetuneCommandTest {
                 Files.writeString(
                         directory.resolve("bad.yaml"), "distributed_type: FSDP\nnum_proceses: 2\n");
         assertFails("did you mean num_processes", "--config_file", typo.toString());
+        Path tokenizer =
+                Files.createDirectories(directory.resolve("tok")).resolve("tokenizer.json");
+        ByteLevelTokenizer.write(tokenizer);
+        Path config =
+                Files.writeString(
+                        tokenizer.resolveSibling(ChatTemplate.CONFIG_FILE),
+                        "{\"chat_template\": " + new Gson().toJson(ChatTemplate.JINJA) + "}");
+        assertFails(
+                config + " has a chat_template but no eos_token",
+                "--tokenizer_name",
+                tokenizer.toString());
         assertFalse(Files.exists(output), "nothing is written when the run fails");
     }
 
@@ -270,6 +284,16 @@ class FinetuneCommandTest {
             assertTrue(message.contains(part), part + " in " + message);
         }
         assertFalse(message.contains("WrapPolicy"), message);
+    }
+
+    /** Asserts that a model directory's tokenizer carries the ChatML template. */
+    private static void assertChatModel(Path directory) throws Exception {
+        JinjaChatTemplate template =
+                JinjaChatTemplate.read(directory.resolve(ChatTemplate.CONFIG_FILE));
+        assertNotNull(template, directory + " has a chat_template");
+        assertEquals(ChatTemplate.END, template.endOfTurn());
+        assertTrue(
+                template.generationPrompt(List.of()).endsWith(ChatTemplate.START + "assistant\n"));
     }
 
     private static void assertFails(String expected, String... extra) throws Exception {

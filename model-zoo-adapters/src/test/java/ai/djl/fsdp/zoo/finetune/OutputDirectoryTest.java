@@ -61,6 +61,31 @@ class OutputDirectoryTest {
     }
 
     @Test
+    void aLiveLogGoesInTheTargetOnlyWhereItChangesNothingThere() throws IOException {
+        Path fresh = dir.resolve("fresh");
+        assertEquals(
+                fresh.resolve("metrics.jsonl"),
+                OutputDirectory.check(fresh, false).liveEntry("metrics.jsonl", false),
+                "a new output: followed there");
+        Path target = dir.resolve("out");
+        OutputDirectory.check(target, false)
+                .replace(
+                        d -> {
+                            model(d, "v1");
+                            Files.writeString(d.resolve("metrics.jsonl"), "{\"step\": 1}\n");
+                        });
+        assertEquals(
+                null,
+                OutputDirectory.check(target, false).liveEntry("metrics.jsonl", false),
+                "a new run over a previous output: elsewhere until it is complete");
+        assertEquals("{\"step\": 1}\n", Files.readString(target.resolve("metrics.jsonl")));
+        assertEquals(
+                target.resolve("metrics.jsonl"),
+                OutputDirectory.check(target, false).liveEntry("metrics.jsonl", true),
+                "a run resuming from a checkpoint in it goes on there");
+    }
+
+    @Test
     void refusesARegularFileUnlessOverwrite() throws IOException {
         Path file = dir.resolve("notes.txt");
         Files.writeString(file, "the user's notes");

@@ -152,25 +152,6 @@ public final class ChatTemplate {
         ByteLevelTokenizer.writeJson(config, directory.resolve(CONFIG_FILE));
     }
 
-    /**
-     * Tells whether a model directory's tokenizer carries the ChatML template.
-     *
-     * @param directory the model directory
-     * @return true for a chat model
-     * @throws IOException if the file cannot be read
-     */
-    public static boolean isChatModel(Path directory) throws IOException {
-        Path config = directory.resolve(CONFIG_FILE);
-        if (!Files.isRegularFile(config)) {
-            return false;
-        }
-        JsonElement template =
-                JsonParser.parseString(Files.readString(config, StandardCharsets.UTF_8))
-                        .getAsJsonObject()
-                        .get("chat_template");
-        return template != null && template.getAsString().contains(START);
-    }
-
     static JsonObject addedToken(int id, String content) {
         JsonObject token = new JsonObject();
         token.addProperty("id", id);

@@ -17,6 +17,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A tokenizer's own chat template: the Jinja {@code chat_template} of its {@code
@@ -30,6 +32,16 @@ public final class JinjaChatTemplate implements ChatFormat {
 
     private static final Jinjava JINJAVA = newJinjava();
 
+    /** The inside of an expression or a block tag. */
+    private static final Pattern TAG = Pattern.compile("\\{[{%]-?(.*?)-?[}%]\\}", Pattern.DOTALL);
+
+    /** A string literal, whose text may hold a {@code |}. */
+    private static final Pattern STRING =
+            Pattern.compile("'(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\"");
+
+    /** A filter applied with {@code |}. */
+    private static final Pattern FILTER = Pattern.compile("\\|\\s*([A-Za-z_]\\w*)");
+
     private final String template;
     private final String bosToken;
     private final String eosToken;
@@ -40,6 +52,16 @@ public final class JinjaChatTemplate implements ChatFormat {
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.source = source;
+        // Jinjava renders an unknown filter as nothing, reporting no error: look them up here.
+        Matcher tag = TAG.matcher(template);
+        while (tag.find()) {
+            Matcher filter = FILTER.matcher(STRING.matcher(tag.group(1)).replaceAll("''"));
+            while (filter.find()) {
+                if (JINJAVA.getGlobalContext().getFilter(filter.group(1)) == null) {
+                    throw invalid("unknown filter '" + filter.group(1) + "'");
+                }
+            }
+        }
     }
 
     /**
@@ -95,7 +117,8 @@ public final class JinjaChatTemplate implements ChatFormat {
      * @param messages the messages
      * @param addGenerationPrompt whether to open the assistant's next reply
      * @return the text
-     * @throws IllegalArgumentException if the template fails (its {@code raise_exception} too)
+     * @throws IllegalArgumentException if the template fails (its {@code raise_exception} too) or
+     *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
      */
     public String apply(List<Map<String, String>> messages, boolean addGenerationPrompt) {
         Map<String, Object> bindings = new HashMap<>();
@@ -105,21 +128,29 @@ public final class JinjaChatTemplate implements ChatFormat {
         bindings.put("eos_token", eosToken == null ? "" : eosToken);
         RenderResult result = JINJAVA.renderForResult(template, bindings);
         for (TemplateError error : result.getErrors()) {
-            if (error.getSeverity() == TemplateError.ErrorType.FATAL) {
-                StringBuilder reason = new StringBuilder(error.getMessage());
-                for (Throwable cause = error.getException();
-                        cause != null;
-                        cause = cause.getCause()) {
-                    if (cause instanceof IllegalArgumentException) {
-                        reason.append(": ").append(cause.getMessage()); // raise_exception's
-                        break;
-                    }
+            String raised = null; // raise_exception's reason
+            for (Throwable cause = error.getException(); cause != null; cause = cause.getCause()) {
+                if (cause instanceof IllegalArgumentException) {
+                    raised = cause.getMessage();
+                    break;
                 }
+            }
+            boolean syntax = error.getReason() == TemplateError.ErrorReason.SYNTAX_ERROR;
+            if (error.getSeverity() == TemplateError.ErrorType.FATAL
+                    && (raised != null || !syntax)) {
                 throw new IllegalArgumentException(
                         "the tokenizer's chat template"
                                 + (source == null ? "" : " (" + source + ")")
                                 + " failed on a conversation: "
-                                + reason);
+                                + error.getMessage()
+                                + (raised == null ? "" : ": " + raised));
+            }
+            // An undefined variable renders empty, as in Jinja; any other problem (an unknown
+            // function or tag, a syntax error) would render the text wrong silently.
+            if (syntax
+                    || error.getReason() != TemplateError.ErrorReason.UNKNOWN
+                    || error.getItem() != TemplateError.ErrorItem.PROPERTY) {
+                throw invalid(error.getMessage() + " (line " + error.getLineno() + ")");
             }
         }
         return result.getOutput();
@@ -188,6 +219,18 @@ public final class JinjaChatTemplate implements ChatFormat {
      */
     public static String raiseException(String message) {
         throw new IllegalArgumentException(message);
+    }
+
+    /** The error for a template that is not usable Jinja. */
+    private IllegalArgumentException invalid(String problem) {
+        return new IllegalArgumentException(
+                "the tokenizer's chat template"
+                        + (source == null ? "" : " (chat_template in " + source + ")")
+                        + " is not usable Jinja: "
+                        + problem
+                        + "; fix the template (Jinja's own filters, functions and tags and"
+                        + " raise_exception are defined), or train with --chat_template_format"
+                        + " chatml");
     }
 
     private void requirePrefix(String prefix, String text, int messages, String how) {

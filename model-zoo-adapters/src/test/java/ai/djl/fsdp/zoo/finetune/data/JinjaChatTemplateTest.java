@@ -145,6 +145,33 @@ class JinjaChatTemplateTest {
     }
 
     @Test
+    void anUnknownFilterFunctionOrTagOrASyntaxErrorIsNamedNotRenderedSilently() {
+        for (String[] bad :
+                new String[][] {
+                    {
+                        "{{ messages[0]['content'] | no_such_filter }}",
+                        "unknown filter 'no_such_filter'"
+                    },
+                    {"{{ no_such_function(1) }}", "no_such_function"},
+                    {"{% no_such_tag %}x", "no_such_tag"},
+                    {"{% for message in messages %}{{ message['content'] }}", "endfor"}
+                }) {
+            IllegalArgumentException error =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> JinjaChatTemplate.of(bad[0], null, "</s>").apply(CHAT, false),
+                            bad[0]);
+            assertTrue(error.getMessage().contains(bad[1]), error.getMessage());
+            assertTrue(error.getMessage().contains("is not usable Jinja"), error.getMessage());
+        }
+        // An undefined variable renders empty, as Jinja's does; a '|' in a string is no filter.
+        assertEquals(
+                "<|x|>5",
+                JinjaChatTemplate.of("{{ '<|x|>' | trim }}{{ tools }}5", null, "</s>")
+                        .apply(CHAT, false));
+    }
+
+    @Test
     void readsTokenizerConfigWithAddedTokenObjects(@TempDir Path directory) throws Exception {
         Path config = directory.resolve(ChatTemplate.CONFIG_FILE);
         Files.writeString(
