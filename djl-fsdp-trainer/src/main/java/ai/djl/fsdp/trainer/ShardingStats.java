@@ -13,9 +13,9 @@ import java.util.List;
  * @param sentBytesLastStep the bytes this rank sent during the last optimizer step (all its
  *     micro-batches and the step itself)
  * @param waitNanosLastStep the time this rank's host thread was blocked waiting for collectives
- *     during the last optimizer step: on the socket backend, the communication that compute did
- *     not hide; on NCCL a wait only orders the compute stream after the collective, so the host
- *     does not block and this stays near zero
+ *     during the last optimizer step: on the socket backend, the communication that compute did not
+ *     hide; on NCCL a wait only orders the compute stream after the collective, so the host does
+ *     not block and this stays near zero
  */
 public record ShardingStats(
         long parameterBytes,
