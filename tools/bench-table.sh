@@ -2,7 +2,7 @@
 # Runs `bin/fsdp bench train` for several configurations side by side, in interleaved rounds
 # (round 1 runs every configuration once, then round 2, ...), so that a busy spell of the machine
 # falls on all of them alike, and prints a Markdown table of the medians with ratios to the first
-# configuration (the baseline).
+# configuration (the baseline; the first that finished, if all of its runs failed).
 #
 #   tools/bench-table.sh [--rounds R] [--log FILE] -- SHAPE_ARGS... -- CONFIG [-- CONFIG ...]
 #
@@ -33,6 +33,7 @@ done
 [[ ${#configs[@]} -gt 0 ]] || { echo "bench-table: no CONFIG given" >&2; exit 2; }
 
 fsdp="$(cd "$(dirname "$0")/.." && pwd)/bin/fsdp"
+[[ -e $log ]] && { echo "bench-table: $log exists; give another --log (nothing is overwritten)" >&2; exit 2; }
 : > "$log"
 for ((round = 1; round <= rounds; round++)); do
     for index in "${!configs[@]}"; do
@@ -79,8 +80,8 @@ END {
         list = ""
         for (r = 1; r <= count; r++) { t[r] = tps[k, r]; m[r] = rss[k, r]; p[r] = frac[k, r]; w[r] = wait[k, r]; list = list (r > 1 ? ", " : "") tps[k, r] }
         medT = median(t, count); medM = median(m, count); medP = median(p, count); medW = median(w, count)
-        if (k == 0) { baseT = medT; baseM = medM }
-        printf "| %s | %s (%d) | %.1f | %.2fx | %.0f | %.2fx | %s | %s | %.0f | %.3f |\n", \
+        if (baseT == "") { baseT = medT; baseM = medM }  # the first configuration that finished
+        printf "| %s | %s (%d) | %.1f | %.2fx | %.0f | %.2fx | %s | %s | %.1f | %.3f |\n", \
             name[k], list, count, medT, medT / baseT, medM, medM / baseM, state[k], sent[k], medW, medP
     }
 }' "$log"

@@ -179,6 +179,36 @@ public enum Precision {
     }
 
     /**
+     * Moves an array to a device without ever handing DJL a type it aborts on: an array of a type
+     * DJL knows goes through DJL's {@code toDevice}, a bfloat16 one (which DJL reads as {@code
+     * UNKNOWN} and whose type code it would pass to its JNI) is copied through the shim into an
+     * array made on the target device.
+     *
+     * @param array a PyTorch-engine array of any type, bfloat16 included
+     * @param device the target device
+     * @param copy whether to copy even when the array is already on the device
+     * @return {@code array} itself when it is on the device and no copy is asked, else a new array
+     *     in its manager on the device
+     * @throws IllegalArgumentException for an array of a type neither DJL nor this class knows
+     */
+    public static NDArray toDevice(NDArray array, Device device, boolean copy) {
+        if (array.getDataType() != DataType.UNKNOWN) {
+            return array.toDevice(device, copy);
+        }
+        if (array.getDevice().equals(device) && !copy) {
+            return array;
+        }
+        Precision precision = ofArray(array);
+        if (precision == null) {
+            throw new IllegalArgumentException(
+                    "Cannot move an array of an element type DJL does not know to " + device);
+        }
+        NDArray target = precision.empty(array.getManager(), array.getShape(), device);
+        TensorMemory.copy(array, target);
+        return target;
+    }
+
+    /**
      * Returns DJL's element type of this precision; hand it only to {@link #cast(NDArray,
      * DataType)} and {@link #of(DataType)}, never to DJL itself (see {@link #djlType}).
      *

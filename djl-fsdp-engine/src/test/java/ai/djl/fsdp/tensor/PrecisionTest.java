@@ -2,6 +2,7 @@ package ai.djl.fsdp.tensor;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -15,6 +16,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.GradientCollector;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -114,6 +116,41 @@ class PrecisionTest {
         NDArray longs = Precision.cast(bf16, DataType.INT64);
         assertArrayEquals(new long[] {0, 1, 2, 3}, longs.toLongArray());
         assertNull(Precision.ofArray(longs));
+    }
+
+    @Test
+    void toDeviceKeepsBfloat16BitsAndLeavesDjlTypesToDjl() {
+        NDArray bf16 = Precision.BFLOAT16.cast(manager.randomNormal(new Shape(3, 7)));
+        assertSame(bf16, Precision.toDevice(bf16, Device.cpu(), false));
+        NDArray copy = Precision.toDevice(bf16, Device.cpu(), true);
+        assertNotSame(bf16, copy);
+        assertEquals(Precision.BFLOAT16, Precision.ofArray(copy));
+        assertEquals(new Shape(3, 7), copy.getShape());
+        // bfloat16 -> float32 is exact, so equal float32 bits are equal bfloat16 bits.
+        assertArrayEquals(
+                Precision.FLOAT32.cast(bf16).toFloatArray(),
+                Precision.FLOAT32.cast(copy).toFloatArray());
+        NDArray floats = manager.arange(0f, 4f, 1f);
+        assertSame(floats, Precision.toDevice(floats, Device.cpu(), false));
+        assertArrayEquals(
+                floats.toFloatArray(),
+                Precision.toDevice(floats, Device.cpu(), true).toFloatArray());
+    }
+
+    @Test
+    void toDeviceMovesBfloat16BetweenHostAndGpu() {
+        Assumptions.assumeTrue(
+                Engine.getEngine("PyTorch").getGpuCount() > 0,
+                "no CUDA device: the host <-> GPU move of a bfloat16 array needs one");
+        NDArray bf16 = Precision.BFLOAT16.cast(manager.randomNormal(new Shape(5, 3)));
+        NDArray onGpu = Precision.toDevice(bf16, Device.gpu(), false);
+        assertEquals(Device.gpu(), onGpu.getDevice());
+        assertEquals(Precision.BFLOAT16, Precision.ofArray(onGpu));
+        NDArray back = Precision.toDevice(onGpu, Device.cpu(), false);
+        assertEquals(Device.cpu(), back.getDevice());
+        assertArrayEquals(
+                Precision.FLOAT32.cast(bf16).toFloatArray(),
+                Precision.FLOAT32.cast(back).toFloatArray());
     }
 
     @Test

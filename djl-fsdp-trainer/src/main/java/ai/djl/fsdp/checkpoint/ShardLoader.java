@@ -52,34 +52,11 @@ public final class ShardLoader {
             NDManager manager,
             ProcessGroup syncFrom,
             ParameterSource source) {
-        this(shardCount, shardIndex, manager, syncFrom, source, null);
+        this(shardCount, shardIndex, manager, syncFrom, source, null, null);
     }
 
     /**
-     * Creates a loader.
-     *
-     * @param shardCount how many pieces each buffer is split in (1 for no sharding)
-     * @param shardIndex the piece this rank keeps
-     * @param manager the manager the flat parameters' own managers are made under
-     * @param syncFrom when not null (and there is no source), rank 0's values are broadcast over
-     *     this group first
-     * @param source when not null, where the values are read from (every rank reads the same
-     *     values, so nothing is broadcast)
-     * @param frozenStorage the type frozen floating-point shards are stored in, or null for their
-     *     parameters' own type; trainable shards always keep their parameters' type
-     */
-    public ShardLoader(
-            int shardCount,
-            int shardIndex,
-            NDManager manager,
-            ProcessGroup syncFrom,
-            ParameterSource source,
-            Precision frozenStorage) {
-        this(shardCount, shardIndex, manager, syncFrom, source, frozenStorage, null);
-    }
-
-    /**
-     * Creates a loader that keeps the shards on a device of its choice.
+     * Creates a loader that may keep frozen shards narrower and the shards on another device.
      *
      * @param shardCount how many pieces each buffer is split in (1 for no sharding)
      * @param shardIndex the piece this rank keeps
@@ -150,7 +127,7 @@ public final class ShardLoader {
                             : Precision.cast(cut(layout, parameters, dataType, scratch), storage);
             if (storageDevice != null) {
                 // The shard's owner takes it from the scratch manager.
-                shard = shard.toDevice(storageDevice, false);
+                shard = Precision.toDevice(shard, storageDevice, false);
                 shard.attach(scratch);
             }
             return new FlatParameter(id, trainable, parameters, layout, shardIndex, shard, manager);

@@ -89,7 +89,13 @@ public final class LossScaler {
      * @return the scaled loss, in the loss's manager
      */
     public NDArray scale(NDArray loss) {
-        return Precision.FLOAT32.cast(loss).mul(scale);
+        NDArray single = Precision.FLOAT32.cast(loss);
+        NDArray scaled = single.mul(scale);
+        if (single != loss) {
+            // The graph keeps what backward needs; the float32 copy itself is no longer used.
+            single.close();
+        }
+        return scaled;
     }
 
     /**

@@ -15,11 +15,10 @@ import java.util.List;
 
 /**
  * The storage of one flat buffer of parameters, all trainable or all frozen, laid out by a {@link
- * FlatLayout}: this rank's shard and its accumulated gradient, kept in a manager of their own, and
- * the gathered full buffer while there is one, in ordinary memory or in {@link ReleasableMemory}
- * whose pages can be given back while graphs still refer to its addresses. It neither reads files
- * nor talks to other ranks: shards are made by the {@code checkpoint} package and gathered by the
- * runtime's collectives.
+ * FlatLayout}: this rank's shard and its accumulated gradient ({@code ShardGradient}), kept in a
+ * manager of their own, and the gathered full buffer while there is one ({@code FullBuffer}). It
+ * neither reads files nor talks to other ranks: shards are made by the {@code checkpoint} package
+ * and gathered by the runtime's collectives.
  *
  * <p>The shard is usually kept in the parameters' own type ({@link #getDataType}). A frozen buffer
  * may be kept narrower (bfloat16 under bfloat16 mixed precision, see {@code
@@ -44,12 +43,10 @@ public final class FlatParameter implements AutoCloseable {
     private final NDManager stateManager;
     private final NDArray shard;
     private final Device computeDevice;
-    private final List<PinnedMemory> pinned = new ArrayList<>(2);
-    private NDArray gradient;
+    private final PinnedMemory pinnedShard;
+    private final ShardGradient gradient;
 
-    private NDManager fullScope;
-    private NDArray full;
-    private ReleasableMemory fullMemory;
+    private FullBuffer full;
 
     /**
      * Keeps {@code shard} as this rank's piece of the buffer of {@code parameters}.
@@ -103,7 +100,11 @@ public final class FlatParameter implements AutoCloseable {
         shard.attach(stateManager);
         this.shard = shard;
         computeDevice = parentManager.getDevice();
-        pinIfStaged(shard);
+        // A host shard and gradient copied to or from a GPU at every step are pinned.
+        boolean pin = isStaged() && computeDevice.isGpu();
+        pinnedShard = pin ? PinnedMemory.pin(shard) : null;
+        gradient =
+                trainable ? new ShardGradient(stateManager, shard.getShape(), dataType, pin) : null;
     }
 
     /** Returns the name the optimizer keys this shard's state by. */
@@ -190,23 +191,18 @@ public final class FlatParameter implements AutoCloseable {
             return shard;
         }
         if (full == null) {
-            fullScope = stateManager.getParentManager().newSubManager(computeDevice);
-            fullScope.setName("fsdp-gather-" + id);
-            Shape shape = new Shape(layout.getPaddedNumel());
-            if (!isSharded()) {
-                full = shard.toDevice(computeDevice, true);
-                full.attach(fullScope);
-            } else if (releasable) {
-                fullMemory = ReleasableMemory.map(shape.size() * precision.getBytes());
-                full = fullMemory.wrap(fullScope, shape, precision, 0);
-            } else {
-                full = precision.empty(fullScope, shape);
-            }
-        } else if (isSharded() && Precision.ofArray(full) != precision) {
+            NDManager scope = stateManager.getParentManager().newSubManager(computeDevice);
+            scope.setName("fsdp-gather-" + id);
+            full =
+                    isSharded()
+                            ? FullBuffer.allocate(
+                                    scope, layout.getPaddedNumel(), precision, releasable)
+                            : FullBuffer.copyOf(scope, shard, computeDevice);
+        } else if (isSharded() && Precision.ofArray(full.array()) != precision) {
             throw new IllegalStateException(
-                    "Flat parameter " + id + " is gathered in " + Precision.ofArray(full));
+                    "Flat parameter " + id + " is gathered in " + Precision.ofArray(full.array()));
         }
-        return full;
+        return full.array();
     }
 
     /**
@@ -217,7 +213,7 @@ public final class FlatParameter implements AutoCloseable {
      * @return the shard's values in that type
      */
     public NDArray shardIn(Precision precision) {
-        NDArray staged = shard.toDevice(computeDevice, false);
+        NDArray staged = Precision.toDevice(shard, computeDevice, false);
         NDArray cast = precision.cast(staged);
         if (cast != shard) {
             NDManager scope = allocateFull(precision, isFullReleasable()).getManager();
@@ -239,12 +235,12 @@ public final class FlatParameter implements AutoCloseable {
         if (!hasFull()) {
             throw new IllegalStateException("Flat parameter " + id + " is not gathered");
         }
-        return needsGather() ? full : shard;
+        return needsGather() ? full.array() : shard;
     }
 
     /** Returns whether the full buffer lives in releasable memory. */
     public boolean isFullReleasable() {
-        return fullMemory != null;
+        return full != null && full.isReleasable();
     }
 
     /**
@@ -255,11 +251,11 @@ public final class FlatParameter implements AutoCloseable {
      * @throws IllegalStateException if the full buffer is not in releasable memory
      */
     public void releaseFull() {
-        if (fullMemory == null) {
+        if (!isFullReleasable()) {
             throw new IllegalStateException(
                     "Flat parameter " + id + " has no full buffer in releasable memory");
         }
-        fullMemory.release();
+        full.release();
     }
 
     /**
@@ -267,10 +263,7 @@ public final class FlatParameter implements AutoCloseable {
      * resident pages of a releasable one, 0 without one.
      */
     public long getFullResidentBytes() {
-        if (fullMemory != null) {
-            return fullMemory.getResidentBytes();
-        }
-        return full == null ? 0 : full.size() * full.getDataType().getNumOfBytes();
+        return full == null ? 0 : full.getResidentBytes();
     }
 
     /**
@@ -279,13 +272,8 @@ public final class FlatParameter implements AutoCloseable {
      */
     public void freeFull() {
         if (full != null) {
-            fullScope.close();
-            fullScope = null;
+            full.close();
             full = null;
-        }
-        if (fullMemory != null) {
-            fullMemory.close();
-            fullMemory = null;
         }
     }
 
@@ -314,14 +302,7 @@ public final class FlatParameter implements AutoCloseable {
      * @param scale the factor
      */
     public void accumulateGradient(NDArray shardGradient, float scale) {
-        if (scale != 1f) {
-            shardGradient.muli(scale);
-        }
-        NDArray local = shardGradient.toDevice(shard.getDevice(), false);
-        if (local != shardGradient) {
-            local.attach(shardGradient.getManager());
-        }
-        getGradient().addi(local);
+        gradient().accumulate(shardGradient, scale);
     }
 
     /**
@@ -330,31 +311,20 @@ public final class FlatParameter implements AutoCloseable {
      * @throws IllegalStateException for frozen parameters, which have none
      */
     public NDArray getGradient() {
-        if (!trainable) {
-            throw new IllegalStateException("Flat parameter " + id + " is frozen: no gradient");
-        }
-        if (gradient == null) {
-            gradient = stateManager.zeros(shard.getShape(), dataType);
-            pinIfStaged(gradient);
-        }
-        return gradient;
+        return gradient().get();
     }
 
-    /** Pins a host array that is copied to or from a GPU at every step. */
-    private void pinIfStaged(NDArray hostArray) {
-        if (isStaged() && computeDevice.isGpu()) {
-            pinned.add(PinnedMemory.pin(hostArray));
+    private ShardGradient gradient() {
+        if (gradient == null) {
+            throw new IllegalStateException("Flat parameter " + id + " is frozen: no gradient");
         }
+        return gradient;
     }
 
     /** Sets the accumulated gradient to zero, keeping its memory; Inf and NaN become zero too. */
     public void zeroGradient() {
         if (gradient != null) {
-            // The zero is made in a scratch manager so no scalar is left behind in the state.
-            try (NDManager scratch = stateManager.newSubManager()) {
-                NDArray zero = scratch.zeros(new Shape(), gradient.getDataType());
-                gradient.set(new NDIndex("..."), zero);
-            }
+            gradient.zero();
         }
     }
 
@@ -365,15 +335,19 @@ public final class FlatParameter implements AutoCloseable {
 
     /** Returns the bytes of this rank's accumulated gradient. */
     public long getGradientBytes() {
-        return gradient == null ? 0 : gradient.size() * gradient.getDataType().getNumOfBytes();
+        return gradient == null ? 0 : gradient.getBytes();
     }
 
     @Override
     public void close() {
         freeFull();
         // Registered memory is unregistered before it is freed.
-        pinned.forEach(PinnedMemory::close);
-        pinned.clear();
+        if (gradient != null) {
+            gradient.close();
+        }
+        if (pinnedShard != null) {
+            pinnedShard.close();
+        }
         stateManager.close();
     }
 }

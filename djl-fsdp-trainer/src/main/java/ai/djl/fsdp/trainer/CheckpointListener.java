@@ -53,7 +53,10 @@ public final class CheckpointListener extends TrainingListenerAdapter
     public void onTrainingBatch(Trainer trainer, BatchData batchData) {
         FsdpTrainer fsdp = (FsdpTrainer) trainer;
         long step = fsdp.getTrainingState().getStep();
-        if (saveSteps > 0 && fsdp.isAtStepBoundary() && step > 0 && step % saveSteps == 0) {
+        if (saveSteps > 0
+                && fsdp.sharded().isAtStepBoundary()
+                && step > 0
+                && step % saveSteps == 0) {
             save(fsdp, async);
         }
     }
@@ -91,13 +94,14 @@ public final class CheckpointListener extends TrainingListenerAdapter
 
     private void save(FsdpTrainer trainer, boolean inBackground) {
         long step = trainer.getTrainingState().getStep();
-        if (step == lastSavedStep || !trainer.isAtStepBoundary()) {
+        if (step == lastSavedStep || !trainer.sharded().isAtStepBoundary()) {
             return;
         }
         lastSavedStep = step;
         try {
-            trainer.saveCheckpoint(
-                    CheckpointDirectory.of(outputDir, step), inBackground, saveTotalLimit);
+            trainer.sharded()
+                    .saveCheckpoint(
+                            CheckpointDirectory.of(outputDir, step), inBackground, saveTotalLimit);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

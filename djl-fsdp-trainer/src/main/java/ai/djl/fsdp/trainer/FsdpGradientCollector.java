@@ -19,13 +19,13 @@ final class FsdpGradientCollector implements GradientCollector {
 
     @Override
     public void backward(NDArray target) {
-        trainer.backward(target);
+        trainer.sharded().backward(target);
     }
 
     /** Zeroes the shards' accumulated gradients (each optimizer step does so too). */
     @Override
     public void zeroGradients() {
-        trainer.zeroGradients();
+        trainer.sharded().zeroGradients();
     }
 
     @Override

@@ -8,8 +8,6 @@ import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.runtime.ShardedModel;
-import ai.djl.fsdp.tensor.Autograd;
-import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -164,32 +162,14 @@ public class FsdpTrainer extends Trainer {
     }
 
     private NDList run(NDList data, boolean training, Function<ParameterStore, NDList> pass) {
-        ShardedModel model = sharded().getModel();
         long begin = System.nanoTime();
-        // Only a forward under an open gradient collector is followed by backward.
-        boolean recording = training && Autograd.isGradMode();
-        model.beginForward(recording, data.head().getManager());
         try {
-            NDList outputs = pass.apply(sharded.getParameterStore());
-            // Outputs outlive the pass (listeners read them): keep them with the batch's arrays.
-            outputs.attach(data.head().getManager());
-            return outputs;
+            return ForwardPass.run(sharded(), data, training, pass);
         } finally {
-            if (!recording) {
-                model.endInference();
-            }
             if (training) {
                 addMetric("forward", begin);
             }
         }
-    }
-
-    void backward(NDArray loss) {
-        sharded().backward(loss);
-    }
-
-    void zeroGradients() {
-        sharded().zeroGradients();
     }
 
     /**
@@ -278,15 +258,6 @@ public class FsdpTrainer extends Trainer {
      */
     public void loadCheckpoint(Path directory) throws IOException {
         sharded().loadCheckpoint(directory);
-    }
-
-    /** Returns whether the last micro-batch completed an optimizer step. */
-    boolean isAtStepBoundary() {
-        return sharded().isAtStepBoundary();
-    }
-
-    void saveCheckpoint(Path directory, boolean async, int keepNewest) throws IOException {
-        sharded().saveCheckpoint(directory, async, keepNewest);
     }
 
     /**

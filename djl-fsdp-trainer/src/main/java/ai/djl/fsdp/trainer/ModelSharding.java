@@ -129,6 +129,9 @@ final class ModelSharding {
             return new Sharded(sharding.build(plan), peak);
         } catch (RuntimeException e) {
             sharding.closeLoaded();
+            // The units sharded so far hold empty placeholders: the block is left uninitialized
+            // (its parameters hold no arrays) so that it can be initialized again.
+            block.getParameters().values().forEach(Parameter::close);
             throw e;
         }
     }
@@ -194,8 +197,9 @@ final class ModelSharding {
                             + now
                             + ": FSDP initializes fresh parameters unit by unit, so neither the"
                             + " wrap policy nor the blocks' parameters may depend on the"
-                            + " initialization. Initialize the model before creating the trainer,"
-                            + " or use WrapPolicy.byLayerClass.");
+                            + " initialization. The model's parameters were released and it is"
+                            + " left uninitialized: initialize it (Block.initialize) before"
+                            + " creating the trainer, or use WrapPolicy.byLayerClass.");
         }
     }
 

@@ -56,7 +56,6 @@ final class ShardedTraining implements AutoCloseable {
         this.group = group;
         this.options = options;
         this.optimizer = optimizer;
-        checkOptions(config, options);
         scaler =
                 config.getMixedPrecision().needsLossScaling()
                         ? new LossScaler(options.getLossScaling(), group)

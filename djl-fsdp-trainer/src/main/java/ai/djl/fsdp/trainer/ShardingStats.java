@@ -12,8 +12,10 @@ import java.util.List;
  * @param unshardedParameterBytes all of the model's parameters, unpadded: what one replica holds
  * @param sentBytesLastStep the bytes this rank sent during the last optimizer step (all its
  *     micro-batches and the step itself)
- * @param waitNanosLastStep the time this rank was blocked waiting for collectives during the last
- *     optimizer step: the communication that compute did not hide
+ * @param waitNanosLastStep the time this rank's host thread was blocked waiting for collectives
+ *     during the last optimizer step: on the socket backend, the communication that compute did not
+ *     hide; on NCCL a wait only orders the compute stream after the collective, so the host does
+ *     not block and this stays near zero
  */
 public record ShardingStats(
         long parameterBytes,

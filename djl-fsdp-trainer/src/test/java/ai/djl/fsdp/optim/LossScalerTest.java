@@ -1,16 +1,22 @@
 package ai.djl.fsdp.optim;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.Device;
+import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.training.GradientCollector;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -41,6 +47,29 @@ class LossScalerTest {
             scaler.update(true); // an overflow restarts the count of good steps
             assertEquals(0, scaler.getGoodSteps());
             assertEquals(512f, scaler.getScale());
+        }
+    }
+
+    @Test
+    void scalesAFloat16LossInFloat32KeepingNoCopyOfIt() {
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""));
+                NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            LossScaler scaler = new LossScaler(SETTINGS, group);
+            NDArray x = manager.create(new float[] {0.5f, 2f});
+            x.setRequiresGradient(true);
+            try (GradientCollector collector = Engine.getInstance().newGradientCollector()) {
+                NDArray loss = Precision.FLOAT16.cast(x.sum());
+                int before = manager.getManagedArrays().size();
+                NDArray scaled = scaler.scale(loss);
+                assertEquals(
+                        before + 1,
+                        manager.getManagedArrays().size(),
+                        "only the scaled loss is left, not its float32 cast");
+                assertEquals(DataType.FLOAT32, scaled.getDataType());
+                assertEquals(2.5f * 1024f, scaled.getFloat());
+                collector.backward(scaled);
+            }
+            assertArrayEquals(new float[] {1024f, 1024f}, x.getGradient().toFloatArray());
         }
     }
 

@@ -147,7 +147,7 @@ public final class ResumeRankMain {
                     lines.add(step + " " + loss / accumulation);
                     if (saveAfter.contains((int) step + 1)) {
                         Path directory = CheckpointDirectory.of(saveDir, step + 1);
-                        trainer.saveCheckpoint(directory, async, keepNewest);
+                        trainer.sharded().saveCheckpoint(directory, async, keepNewest);
                     }
                 }
             } // closing gathers the trained parameters into the model

@@ -13,12 +13,13 @@ import picocli.CommandLine.Option;
  * --layers}, {@code --width}, {@code --heads}, {@code --vocab}, {@code n_positions = --seq},
  * dropout off) on random tokens on {@code --nproc} ranks of this machine and prints one line:
  * {@code sharding=S nproc=N attention=K precision=P lora_rank=R reshard_after_forward=B
- * activation_checkpointing=B tokens_per_s=.. step_ms=.. peak_rss_mb_per_rank=..
- * model_state_mb_per_rank=.. sent_mb_per_step=.. model_gflops_per_s=.. peak_gflops=..
- * peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..}. The slowest rank's step
- * time counts, and the largest rank's memory. Before the ranks start it measures this machine's
- * matrix-product rate per thread ({@link MatMulPeak}); the peak is that rate in the run's compute
- * precision times the threads all ranks use.
+ * activation_checkpointing=B tokens_per_s=.. step_ms=.. loss=.. peak_rss_mb_per_rank=..
+ * model_state_mb_per_rank=.. sent_mb_per_step=.. comm_wait_ms_per_step=.. model_gflops_per_s=..
+ * peak_gflops=.. peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..}. The slowest
+ * rank's step time counts, the ranks' mean loss, and the largest rank's memory, traffic and wait.
+ * Before the ranks start it measures this machine's matrix-product rate per thread ({@link
+ * MatMulPeak}); the peak is that rate in the run's compute precision times the threads all ranks
+ * use.
  */
 @Command(
         name = "train",

@@ -1,0 +1,91 @@
+package ai.djl.fsdp.param;
+
+import ai.djl.Device;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.ReleasableMemory;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+
+/**
+ * The gathered full buffer of one flat parameter, in a manager of its own on the compute device
+ * (which also holds the gather's send buffers): ordinary memory, or {@link ReleasableMemory} whose
+ * pages can be given back while graphs still refer to its addresses.
+ */
+final class FullBuffer implements AutoCloseable {
+
+    private final NDManager scope;
+    private final NDArray array;
+    private final ReleasableMemory memory;
+
+    private FullBuffer(NDManager scope, NDArray array, ReleasableMemory memory) {
+        this.scope = scope;
+        this.array = array;
+        this.memory = memory;
+    }
+
+    /**
+     * Allocates a buffer for a gather to fill, contents undefined.
+     *
+     * @param scope the buffer's own manager, on the compute device
+     * @param numel the elements
+     * @param precision the element type
+     * @param releasable whether it goes into {@link ReleasableMemory} (host memory only)
+     * @return the buffer
+     */
+    static FullBuffer allocate(
+            NDManager scope, long numel, Precision precision, boolean releasable) {
+        Shape shape = new Shape(numel);
+        if (!releasable) {
+            return new FullBuffer(scope, precision.empty(scope, shape), null);
+        }
+        ReleasableMemory memory = ReleasableMemory.map(numel * precision.getBytes());
+        return new FullBuffer(scope, memory.wrap(scope, shape, precision, 0), memory);
+    }
+
+    /**
+     * Copies a whole (unsplit) shard to the compute device, bfloat16 included.
+     *
+     * @param scope the buffer's own manager, on the compute device
+     * @param shard the shard
+     * @param device the compute device
+     * @return the buffer
+     */
+    static FullBuffer copyOf(NDManager scope, NDArray shard, Device device) {
+        NDArray copy = Precision.toDevice(shard, device, true);
+        copy.attach(scope);
+        return new FullBuffer(scope, copy, null);
+    }
+
+    NDArray array() {
+        return array;
+    }
+
+    boolean isReleasable() {
+        return memory != null;
+    }
+
+    /** Gives a releasable buffer's pages back, keeping its addresses (they read as zeros). */
+    void release() {
+        memory.release();
+    }
+
+    /** Returns the bytes that occupy physical memory. */
+    long getResidentBytes() {
+        if (memory != null) {
+            return memory.getResidentBytes();
+        }
+        Precision precision = Precision.ofArray(array);
+        long bytes = precision == null ? array.getDataType().getNumOfBytes() : precision.getBytes();
+        return array.size() * bytes;
+    }
+
+    /** Frees the buffer and its send buffers; releasable memory is unmapped. */
+    @Override
+    public void close() {
+        scope.close();
+        if (memory != null) {
+            memory.close();
+        }
+    }
+}

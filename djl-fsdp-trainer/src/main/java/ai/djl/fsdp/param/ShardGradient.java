@@ -1,0 +1,92 @@
+package ai.djl.fsdp.param;
+
+import ai.djl.fsdp.tensor.PinnedMemory;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+
+/**
+ * The gradient accumulated for one trainable shard over the micro-batches of a step, kept beside
+ * the shard (on its device, pinned when it is copied from a GPU at every step) and made at the
+ * first gradient.
+ */
+final class ShardGradient implements AutoCloseable {
+
+    private final NDManager manager;
+    private final Shape shape;
+    private final DataType dataType;
+    private final boolean pin;
+    private NDArray array;
+    private PinnedMemory pinned;
+
+    /**
+     * Creates an empty accumulator.
+     *
+     * @param manager the shard's manager, on the shard's device
+     * @param shape the shard's shape
+     * @param dataType the parameters' type
+     * @param pin whether to pin the gradient (a host gradient of a GPU rank)
+     */
+    ShardGradient(NDManager manager, Shape shape, DataType dataType, boolean pin) {
+        this.manager = manager;
+        this.shape = shape;
+        this.dataType = dataType;
+        this.pin = pin;
+    }
+
+    /** Returns the accumulated gradient, zeros if none has come yet. */
+    NDArray get() {
+        if (array == null) {
+            array = manager.zeros(shape, dataType);
+            if (pin) {
+                pinned = PinnedMemory.pin(array);
+            }
+        }
+        return array;
+    }
+
+    /**
+     * Adds {@code shardGradient} times {@code scale}, copying it to the shard's device first.
+     *
+     * @param shardGradient scaled in place unless scale is 1; a copy to the shard's device is made
+     *     in its manager
+     * @param scale the factor
+     */
+    void accumulate(NDArray shardGradient, float scale) {
+        if (scale != 1f) {
+            shardGradient.muli(scale);
+        }
+        NDArray local = Precision.toDevice(shardGradient, manager.getDevice(), false);
+        if (local != shardGradient) {
+            local.attach(shardGradient.getManager());
+        }
+        get().addi(local);
+    }
+
+    /** Sets the gradient to zero, keeping its memory; Inf and NaN become zero too. */
+    void zero() {
+        if (array != null) {
+            // The zero is made in a scratch manager so no scalar is left behind in the state.
+            try (NDManager scratch = manager.newSubManager()) {
+                array.set(new NDIndex("..."), scratch.zeros(new Shape(), array.getDataType()));
+            }
+        }
+    }
+
+    /** Returns the bytes the gradient holds: 0 before the first gradient. */
+    long getBytes() {
+        return array == null ? 0 : array.size() * array.getDataType().getNumOfBytes();
+    }
+
+    /** Unregisters pinned memory; the array itself is freed with the shard's manager. */
+    @Override
+    public void close() {
+        if (pinned != null) {
+            pinned.close();
+            pinned = null;
+        }
+    }
+}

@@ -1,0 +1,67 @@
+package ai.djl.fsdp.trainer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.Device;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
+import ai.djl.nn.SequentialBlock;
+import ai.djl.nn.core.Linear;
+import org.junit.jupiter.api.Test;
+
+/** Sharding a fresh model unit by unit when the wrap policy depends on the initialization. */
+class ModelShardingTest {
+
+    @Test
+    void aPlanThatChangesWithInitializationLeavesTheModelReadyToInitializeAgain() {
+        Block block =
+                new SequentialBlock()
+                        .add(Linear.builder().setUnits(4).build())
+                        .add(Linear.builder().setUnits(3).build());
+        // Chooses both layers while they hold no parameters, only the first (24 elements against
+        // 15) once they do.
+        FsdpConfig config =
+                FsdpConfig.builder()
+                        .optWrapPolicy(
+                                WrapPolicy.matching(
+                                        b -> {
+                                            long count = WrapPolicy.countParameters(b);
+                                            return b instanceof Linear
+                                                    && (count == 0 || count > 20);
+                                        }))
+                        .build();
+        Shape input = new Shape(2, 5);
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""));
+                NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            IllegalStateException error =
+                    assertThrows(
+                            IllegalStateException.class,
+                            () ->
+                                    ModelSharding.initialize(
+                                            block,
+                                            manager,
+                                            DataType.FLOAT32,
+                                            new Shape[] {input},
+                                            config,
+                                            TrainerOptions.defaults(),
+                                            group,
+                                            manager));
+            assertTrue(error.getMessage().contains("left uninitialized"), error.getMessage());
+            assertFalse(block.isInitialized());
+            // The advice works on the same block.
+            block.initialize(manager, DataType.FLOAT32, input);
+            assertTrue(block.isInitialized());
+            assertEquals(
+                    new Shape(3), block.getParameters().get("02Linear_bias").getArray().getShape());
+        }
+    }
+}
