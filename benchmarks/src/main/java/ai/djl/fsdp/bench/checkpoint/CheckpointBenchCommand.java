@@ -109,7 +109,8 @@ public final class CheckpointBenchCommand implements Callable<Integer> {
                         CheckpointBenchCommand.ATTENTION,
                         "fp32",
                         null,
-                        null);
+                        null,
+                        0);
         settings.check();
         if (sequence > POSITIONS || repeats < 1) {
             throw new IllegalArgumentException(

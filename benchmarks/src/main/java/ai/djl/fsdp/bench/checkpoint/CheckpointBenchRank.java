@@ -224,7 +224,8 @@ public final class CheckpointBenchRank implements Callable<Integer> {
                                 CheckpointBenchCommand.ATTENTION,
                                 "fp32",
                                 null,
-                                null)
+                                null,
+                                0)
                         .modelConfig()
                         .toJson();
         json.addProperty("n_positions", CheckpointBenchCommand.POSITIONS);

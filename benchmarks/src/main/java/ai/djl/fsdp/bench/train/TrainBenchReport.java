@@ -30,9 +30,13 @@ final class TrainBenchReport {
                             .trim();
             for (String field : line.split(" ")) {
                 String[] pair = field.split("=");
-                worst.merge(pair[0], Double.parseDouble(pair[1]), Math::max);
+                double value = Double.parseDouble(pair[1]);
+                if (pair[0].equals("loss")) {
+                    lossSum += value;
+                } else {
+                    worst.merge(pair[0], value, Math::max);
+                }
             }
-            lossSum += Double.parseDouble(line.replaceAll(".*\\bloss=(\\S+).*", "$1"));
         }
         double stepMillis = worst.get("step_ms");
         double tokens = (double) settings.nproc() * settings.batch() * settings.sequence();

@@ -47,45 +47,6 @@ public record TrainBenchSettings(
         int loraRank) {
 
     /**
-     * Settings without LoRA: every parameter trains.
-     *
-     * @see #TrainBenchSettings(int, String, int, int, int, int, int, int, int, int, String, String,
-     *     Boolean, Boolean, int)
-     */
-    public TrainBenchSettings(
-            int nproc,
-            String sharding,
-            int steps,
-            int warmup,
-            int layers,
-            int width,
-            int heads,
-            int vocab,
-            int sequence,
-            int batch,
-            String attention,
-            String precision,
-            Boolean reshardAfterForward,
-            Boolean activationCheckpointing) {
-        this(
-                nproc,
-                sharding,
-                steps,
-                warmup,
-                layers,
-                width,
-                heads,
-                vocab,
-                sequence,
-                batch,
-                attention,
-                precision,
-                reshardAfterForward,
-                activationCheckpointing,
-                0);
-    }
-
-    /**
      * Rejects settings the benchmark cannot run with, before any rank starts.
      *
      * @throws IllegalArgumentException naming the setting and what it must be

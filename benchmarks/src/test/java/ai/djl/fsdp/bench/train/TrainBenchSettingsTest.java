@@ -27,7 +27,8 @@ class TrainBenchSettingsTest {
                         "explicit",
                         "fp32",
                         null,
-                        null);
+                        null,
+                        0);
         GPT2Config config = settings.modelConfig();
         assertEquals(12, config.numLayers());
         assertEquals(768, config.hiddenSize());
@@ -43,7 +44,7 @@ class TrainBenchSettingsTest {
     void widthNotAMultipleOfHeadsIsRejectedNamingTheOptions() {
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2, "explicit", "fp32", null, null);
+                        1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2, "explicit", "fp32", null, null, 0);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--heads"), e.getMessage());
     }
@@ -52,7 +53,21 @@ class TrainBenchSettingsTest {
     void unknownAttentionIsRejectedNamingTheOption() {
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        2, "FULL_SHARD", 10, 2, 2, 64, 4, 1000, 8, 2, "flash", "fp32", null, null);
+                        2,
+                        "FULL_SHARD",
+                        10,
+                        2,
+                        2,
+                        64,
+                        4,
+                        1000,
+                        8,
+                        2,
+                        "flash",
+                        "fp32",
+                        null,
+                        null,
+                        0);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--attention"), e.getMessage());
         assertTrue(e.getMessage().contains("sdpa"), e.getMessage());
@@ -75,12 +90,13 @@ class TrainBenchSettingsTest {
                         "explicit",
                         "fp8",
                         null,
-                        null);
+                        null,
+                        0);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, unknown::check);
         assertTrue(e.getMessage().contains("--precision"), e.getMessage());
         TrainBenchSettings baseline =
                 new TrainBenchSettings(
-                        1, "NONE", 10, 2, 2, 64, 4, 1000, 8, 2, "explicit", "bf16", null, null);
+                        1, "NONE", 10, 2, 2, 64, 4, 1000, 8, 2, "explicit", "bf16", null, null, 0);
         e = assertThrows(IllegalArgumentException.class, baseline::check);
         assertTrue(e.getMessage().contains("--precision fp32"), e.getMessage());
         new TrainBenchSettings(
@@ -97,7 +113,8 @@ class TrainBenchSettingsTest {
                         "explicit",
                         "bf16",
                         null,
-                        null)
+                        null,
+                        0)
                 .check();
     }
 
@@ -119,7 +136,8 @@ class TrainBenchSettingsTest {
                         "sdpa",
                         "fp32",
                         null,
-                        null);
+                        null,
+                        0);
         double forward = 6 * (24.0 * 384 * 384 + 4.0 * 128 * 384) + 2.0 * 384 * 50257;
         assertEquals(3 * forward, settings.modelFlopsPerToken(), 1e-6 * forward);
     }
