@@ -5,8 +5,13 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.training.ParameterStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.Assumptions;
 
 /** Shared helpers of the zoo's tests. */
@@ -49,8 +54,10 @@ public final class TestModels {
     }
 
     /**
-     * Finds the shared test data folder by walking up from the working directory (Surefire runs in
-     * the module's directory), and skips the test when it is absent.
+     * Finds a test data file: in the shared test data folder, walking up from the working directory
+     * (Surefire runs in the module's directory), else the copy the tests ship compressed under
+     * {@code test-data/} (GPT-2's tokenizer, MIT licensed), unpacked once into {@code target/};
+     * skips the test when neither has it.
      */
     public static Path sharedData(String file) {
         for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
@@ -59,11 +66,38 @@ public final class TestModels {
                 return candidate;
             }
         }
+        Path bundled = unpackBundled(file);
+        if (bundled != null) {
+            return bundled;
+        }
         Assumptions.abort(
                 "test data "
                         + file
                         + " not found in any shared/data above "
                         + Path.of("").toAbsolutePath());
         return null;
+    }
+
+    /** Unpacks {@code test-data/FILE.gz} from the test resources, or returns null without one. */
+    private static synchronized Path unpackBundled(String file) {
+        Path target = Path.of("target", "test-data", file).toAbsolutePath();
+        if (Files.exists(target)) {
+            return target;
+        }
+        try (InputStream packed =
+                TestModels.class.getResourceAsStream("/test-data/" + file + ".gz")) {
+            if (packed == null) {
+                return null;
+            }
+            Files.createDirectories(target.getParent());
+            Path partial = Files.createTempFile(target.getParent(), file, ".partial");
+            try (InputStream in = new GZIPInputStream(packed)) {
+                Files.copy(in, partial, StandardCopyOption.REPLACE_EXISTING);
+            }
+            Files.move(partial, target, StandardCopyOption.ATOMIC_MOVE);
+            return target;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot unpack the bundled test data " + file, e);
+        }
     }
 }
