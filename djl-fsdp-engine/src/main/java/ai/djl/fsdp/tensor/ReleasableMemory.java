@@ -1,209 +1,101 @@
 package ai.djl.fsdp.tensor;
 
+import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.pytorch.engine.PtNDArray;
-import ai.djl.pytorch.engine.PtNDManager;
-import com.sun.jna.Native;
-import com.sun.jna.Pointer;
-import com.sun.jna.ptr.LongByReference;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
- * Host memory whose physical pages can be given back while tensors, views and autograd graphs still
- * refer to its addresses, and filled again in place: what FULL_SHARD needs to free a unit's
- * gathered parameters after forward without recomputing the unit in backward.
+ * Memory whose physical backing can be given back while tensors, views and autograd graphs still
+ * refer to its addresses, and brought back at the same addresses: what FULL_SHARD needs to free a
+ * unit's gathered parameters after forward without recomputing the unit in backward. The addresses
+ * are fixed for the memory's whole life, so every tensor made over it by {@link #wrap}, and every
+ * graph that saved such a tensor for backward, reads whatever was last written there.
  *
- * <p>The memory is an anonymous private mapping this class makes itself ({@code mmap}), wrapped as
- * tensors with {@code aoti_torch_create_tensor_from_blob} (no deleter: libtorch never frees it).
- * {@link #release} is {@code madvise(MADV_DONTNEED)}: the kernel drops the pages at once (the
- * resident set falls by their size) but the addresses stay mapped, reading as zeros until written;
- * writing the gathered values into the same addresses ({@link #buffer}, {@link #address}: what an
- * all-gather into its output does) before backward brings them back, and every tensor that saved
- * them for backward reads the new values.
+ * <p>The life of a gathered buffer: {@link #allocate} (backed, contents undefined), a gather writes
+ * it, forward reads it, {@link #release} (the backing is gone), {@link #restore} (fresh backing at
+ * the same addresses, contents undefined) before the next gather is queued, that gather writes it,
+ * backward reads it, {@link #close}. Two implementations: {@link HostReleasableMemory} (the CPU, an
+ * anonymous mapping whose pages are dropped, where {@link #restore} has nothing to do) and {@link
+ * CudaReleasableMemory} (a GPU, the CUDA driver's virtual memory management).
  *
- * <p>Why not libtorch's own calls (tried on a 64 MiB leaf, 4096x4096 view in a matMul graph):
- * {@code aoti_torch_cpu_resize_} to {@code [0]} resizes the tensor, not its storage (PyTorch's
- * FSDP2 resizes the untyped storage, which the C shim does not reach): the resident set did not
- * move, and backward still worked because the view autograd saved keeps the whole storage. {@code
- * aoti_torch_cpu_set__source_Tensor} onto an empty tensor swaps the tensor's storage while the
- * saved view keeps the old one alive: again nothing was freed, and backward failed autograd's
- * version check ("modified by an inplace operation"). The same check forbids refilling with {@code
- * copy_} or any libtorch in-place operator; refill through the raw memory, as collectives do.
- *
- * <p>Lifetime: {@link #close} unmaps the memory; call it only when no tensor, view or graph made
- * over it is still used, or libtorch reads unmapped memory and the JVM dies.
+ * <p>Refill it only through the raw memory, as collectives do: libtorch's in-place operators would
+ * bump the tensors' version counters and the saved graphs would refuse to run backward.
  */
-public final class ReleasableMemory implements AutoCloseable {
-
-    private static final long PAGE = LibC.INSTANCE.sysconf(LibC.SC_PAGESIZE);
-
-    private final Pointer base;
-    private final long bytes;
-    private final long mapped;
-    private boolean closed;
-
-    private ReleasableMemory(Pointer base, long bytes, long mapped) {
-        this.base = base;
-        this.bytes = bytes;
-        this.mapped = mapped;
-    }
+public interface ReleasableMemory extends AutoCloseable {
 
     /**
-     * Maps zeroed memory of at least {@code bytes} bytes, whole pages.
+     * Allocates backed releasable memory of at least {@code bytes} bytes on {@code device}.
      *
+     * @param device the CPU or a GPU
      * @param bytes the size the caller needs
      * @return the memory; {@link #close} it when nothing refers to it any more
-     * @throws IllegalStateException if the system refuses the mapping
+     * @throws IllegalArgumentException for a device that is neither the CPU nor a GPU
+     * @throws UnsupportedOperationException on a GPU where the CUDA libraries it needs are missing,
+     *     naming the missing piece
      */
-    public static ReleasableMemory map(long bytes) {
-        if (bytes <= 0) {
-            throw new IllegalArgumentException(
-                    "releasable memory needs a positive size, got " + bytes);
+    static ReleasableMemory allocate(Device device, long bytes) {
+        if (device.isGpu()) {
+            return CudaReleasableMemory.reserve(CudaDriverMemory.on(device), bytes);
         }
-        long mapped = (bytes + PAGE - 1) / PAGE * PAGE;
-        Pointer base =
-                LibC.INSTANCE.mmap(
-                        null,
-                        mapped,
-                        LibC.PROT_READ | LibC.PROT_WRITE,
-                        LibC.MAP_PRIVATE | LibC.MAP_ANONYMOUS,
-                        -1,
-                        0);
-        if (base == null || Pointer.nativeValue(base) == -1) {
-            throw new IllegalStateException(
-                    "mmap of " + mapped + " bytes failed with errno " + Native.getLastError());
+        if (Device.Type.CPU.equals(device.getDeviceType())) {
+            return HostReleasableMemory.map(bytes);
         }
-        return new ReleasableMemory(base, bytes, mapped);
+        throw new IllegalArgumentException(
+                "releasable memory exists on the CPU and on CUDA GPUs, not on " + device);
     }
 
     /**
      * Returns a contiguous tensor over this memory (not a copy), owned by {@code manager}: closing
-     * it leaves the memory mapped.
+     * it leaves the memory as it is. The memory must be backed (not released) when it is called.
      *
-     * @param manager the PyTorch-engine manager of the array, on the CPU
+     * @param manager a PyTorch-engine manager on this memory's device
      * @param shape the shape
      * @param precision the element type
      * @param byteOffset where the first element lies, a multiple of the element size
      * @return the array
-     * @throws IllegalArgumentException if the array would not fit
+     * @throws IllegalArgumentException if the manager is on another device or the array would not
+     *     fit
      */
-    public NDArray wrap(NDManager manager, Shape shape, Precision precision, long byteOffset) {
-        checkOpen();
-        if (!(manager instanceof PtNDManager) || manager.getDevice().isGpu()) {
-            throw new IllegalArgumentException(
-                    "releasable memory is host memory: wrap it with a PyTorch-engine CPU manager");
-        }
-        long end = byteOffset + shape.size() * precision.getBytes();
-        if (byteOffset < 0 || byteOffset % precision.getBytes() != 0 || end > bytes) {
-            throw new IllegalArgumentException(
-                    "a "
-                            + precision.getName()
-                            + " array of shape "
-                            + shape
-                            + " at byte "
-                            + byteOffset
-                            + " does not fit in "
-                            + bytes
-                            + " bytes of releasable memory");
-        }
-        long[] sizes = shape.getShape();
-        long[] strides = new long[sizes.length];
-        long stride = 1;
-        for (int axis = sizes.length - 1; axis >= 0; axis--) {
-            strides[axis] = stride;
-            stride *= sizes[axis];
-        }
-        AotiTorch torch = AotiTorch.cpu();
-        LongByReference tensor = new LongByReference();
-        TensorMemory.check(
-                torch.aoti_torch_create_tensor_from_blob(
-                        base.share(byteOffset),
-                        sizes.length,
-                        sizes,
-                        strides,
-                        0,
-                        precision.shimType(torch),
-                        torch.aoti_torch_device_type_cpu(),
-                        0,
-                        tensor),
-                "aoti_torch_create_tensor_from_blob");
-        return new PtNDArray((PtNDManager) manager, tensor.getValue());
-    }
+    NDArray wrap(NDManager manager, Shape shape, Precision precision, long byteOffset);
 
     /**
-     * Gives the physical pages back to the system; the addresses stay valid and read as zeros until
-     * written again.
-     */
-    public void release() {
-        checkOpen();
-        int error = LibC.INSTANCE.madvise(base, mapped, LibC.MADV_DONTNEED);
-        if (error != 0) {
-            throw new IllegalStateException("madvise failed with errno " + Native.getLastError());
-        }
-    }
-
-    /**
-     * Returns how much of this memory is resident (in whole pages), as {@code mincore} reports.
+     * Gives the physical backing back; the addresses stay reserved. Does nothing if released.
      *
-     * @return resident bytes, at most the mapped size
+     * @throws IllegalStateException if the system refuses
      */
-    public long getResidentBytes() {
-        checkOpen();
-        byte[] pages = new byte[(int) (mapped / PAGE)];
-        if (LibC.INSTANCE.mincore(base, mapped, pages) != 0) {
-            throw new IllegalStateException("mincore failed with errno " + Native.getLastError());
-        }
-        long resident = 0;
-        for (byte page : pages) {
-            resident += page & 1;
-        }
-        return resident * PAGE;
-    }
+    void release();
+
+    /**
+     * Backs the addresses again, contents undefined, before anything writes them; does nothing
+     * while backed.
+     *
+     * @throws IllegalStateException if the system refuses (out of memory)
+     */
+    void restore();
+
+    /**
+     * Returns how many bytes of physical memory back this memory now.
+     *
+     * @return 0 when released, at most the rounded-up size
+     */
+    long getResidentBytes();
 
     /**
      * Returns the address of the first byte: where collectives write.
      *
-     * @return the address
+     * @return the address, the same for the memory's whole life
      */
-    public long getAddress() {
-        checkOpen();
-        return Pointer.nativeValue(base);
-    }
+    long getAddress();
 
     /**
-     * Returns the size asked for in {@link #map}.
+     * Returns the size asked for in {@link #allocate}.
      *
      * @return bytes
      */
-    public long getBytes() {
-        return bytes;
-    }
+    long getBytes();
 
-    /**
-     * Returns a native-order direct buffer over the whole memory, for refilling it in place.
-     *
-     * @return the buffer, valid until {@link #close}
-     */
-    public ByteBuffer getBuffer() {
-        checkOpen();
-        return base.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
-    }
-
-    /** Unmaps the memory; nothing made over it may be used afterwards. */
+    /** Frees the memory and its addresses; nothing made over it may be used afterwards. */
     @Override
-    public void close() {
-        if (!closed) {
-            closed = true;
-            LibC.INSTANCE.munmap(base, mapped);
-        }
-    }
-
-    private void checkOpen() {
-        if (closed) {
-            throw new IllegalStateException("releasable memory used after close()");
-        }
-    }
+    void close();
 }

@@ -8,6 +8,8 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.rendezvous.Store;
+import ai.djl.fsdp.tensor.CudaLibraries;
+import ai.djl.fsdp.tensor.DevicePointer;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -77,10 +79,10 @@ public final class NcclProcessGroup implements ProcessGroup {
      * glue ({@code -Pcuda}) loads with the NCCL and CUDA runtime libraries it needs.
      *
      * @return true when {@link #create} can succeed
-     * @see NcclLibraries#problem()
+     * @see CudaLibraries.Part#problem()
      */
     public static boolean isAvailable() {
-        return NcclLibraries.problem().isEmpty();
+        return CudaLibraries.Part.NCCL.problem().isEmpty();
     }
 
     /**
@@ -103,7 +105,8 @@ public final class NcclProcessGroup implements ProcessGroup {
         if (!device.isGpu()) {
             throw new IllegalArgumentException("NCCL needs a GPU, got " + device);
         }
-        NcclLibraries.problem()
+        CudaLibraries.Part.NCCL
+                .problem()
                 .ifPresent(
                         problem -> {
                             throw new UnsupportedOperationException(problem);

@@ -102,7 +102,10 @@ class NcclProcessGroupTest {
         Assumptions.assumeTrue(gpus > 0, "no CUDA device: the NCCL backend needs a GPU");
         Assumptions.assumeTrue(
                 NcclProcessGroup.isAvailable(),
-                () -> NcclLibraries.problem().orElse("NCCL cannot run here"));
+                () ->
+                        ai.djl.fsdp.tensor.CudaLibraries.Part.NCCL
+                                .problem()
+                                .orElse("NCCL cannot run here"));
         Assumptions.assumeTrue(gpus >= 2, "one GPU: NCCL collectives need two ranks on two GPUs");
         return Math.min(wanted, gpus);
     }

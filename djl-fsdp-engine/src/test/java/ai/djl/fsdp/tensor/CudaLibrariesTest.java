@@ -1,4 +1,4 @@
-package ai.djl.fsdp.dist.nccl;
+package ai.djl.fsdp.tensor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -6,12 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
-/** Each missing piece of the NCCL set-up gets its own message, with what was found given. */
-class NcclLibrariesTest {
+/** Each missing piece of a CUDA set-up gets its own message, with what was found given. */
+class CudaLibrariesTest {
 
     private static String problem(
             boolean cuda, int gpus, boolean glue, UnsatisfiedLinkError failure) {
-        Optional<String> problem = NcclLibraries.diagnose(cuda, gpus, glue, failure);
+        Optional<String> problem = CudaLibraries.diagnose("NCCL", cuda, gpus, glue, failure);
         assertTrue(problem.isPresent(), "a problem is expected");
         return problem.get();
     }
@@ -76,6 +76,20 @@ class NcclLibrariesTest {
     void anyOtherLoadFailureIsPassedOnAndEverythingPresentIsNoProblem() {
         String message = problem(true, 1, true, new UnsatisfiedLinkError("undefined symbol: x"));
         assertTrue(message.contains("undefined symbol: x"), message);
-        assertEquals(Optional.empty(), NcclLibraries.diagnose(true, 1, true, null));
+        assertEquals(Optional.empty(), CudaLibraries.diagnose("NCCL", true, 1, true, null));
+    }
+
+    @Test
+    void theFeatureIsNamed() {
+        Optional<String> problem =
+                CudaLibraries.diagnose(
+                        "CUDA virtual memory",
+                        true,
+                        1,
+                        true,
+                        new UnsatisfiedLinkError(
+                                "libjnicudart.so: libcuda.so.1: cannot open shared object file"));
+        assertTrue(problem.orElseThrow().startsWith("CUDA virtual memory is not available"));
+        assertTrue(problem.orElseThrow().contains("NVIDIA driver"));
     }
 }

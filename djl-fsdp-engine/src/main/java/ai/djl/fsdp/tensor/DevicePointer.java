@@ -1,4 +1,4 @@
-package ai.djl.fsdp.dist.nccl;
+package ai.djl.fsdp.tensor;
 
 import org.bytedeco.javacpp.Pointer;
 
@@ -7,9 +7,14 @@ import org.bytedeco.javacpp.Pointer;
  * take as {@link Pointer}s. It owns nothing; the address stays valid as long as the tensor or
  * stream it came from.
  */
-final class DevicePointer extends Pointer {
+public final class DevicePointer extends Pointer {
 
-    DevicePointer(long address) {
+    /**
+     * Wraps an address.
+     *
+     * @param address the address
+     */
+    public DevicePointer(long address) {
         this.address = address;
     }
 }

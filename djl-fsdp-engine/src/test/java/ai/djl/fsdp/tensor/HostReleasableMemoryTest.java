@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  * A unit's gathered parameters released after forward and gathered again before backward: the graph
  * built over the memory gives the same gradients, bit for bit, as without the release.
  */
-class ReleasableMemoryTest {
+class HostReleasableMemoryTest {
 
     private static final int IN = 256;
     private static final int OUT = 512;
@@ -45,7 +45,8 @@ class ReleasableMemoryTest {
     void releasedAndRefilledParametersGiveTheSameGradients() {
         NDArray x = manager.randomNormal(new Shape(8, IN));
         float[] weights = manager.randomNormal(new Shape(IN * OUT)).toFloatArray();
-        try (ReleasableMemory memory = ReleasableMemory.map((long) IN * OUT * Float.BYTES)) {
+        try (HostReleasableMemory memory =
+                HostReleasableMemory.map((long) IN * OUT * Float.BYTES)) {
             float[][] reference = gradients(memory, x, weights, false, false);
             float[][] released = gradients(memory, x, weights, true, true);
             assertArrayEquals(reference[0], released[0], "input gradient");
@@ -60,7 +61,7 @@ class ReleasableMemoryTest {
     @Test
     void releaseGivesThePagesBackToTheSystem() throws Exception {
         long bytes = 64L << 20;
-        try (ReleasableMemory memory = ReleasableMemory.map(bytes);
+        try (HostReleasableMemory memory = HostReleasableMemory.map(bytes);
                 NDManager scope = manager.newSubManager()) {
             NDArray flat = memory.wrap(scope, new Shape(bytes / 4), Precision.FLOAT32, 0);
             TensorMemory.copy(scope.ones(new Shape()), flat);
@@ -81,7 +82,7 @@ class ReleasableMemoryTest {
     @Test
     void refillWithAnInPlaceOperatorIsCaughtByAutograd() {
         NDArray x = manager.randomNormal(new Shape(8, IN));
-        try (ReleasableMemory memory = ReleasableMemory.map((long) IN * OUT * Float.BYTES);
+        try (HostReleasableMemory memory = HostReleasableMemory.map((long) IN * OUT * Float.BYTES);
                 NDManager scope = manager.newSubManager()) {
             NDArray w = memory.wrap(scope, new Shape(IN, OUT), Precision.FLOAT32, 0);
             w.setRequiresGradient(true);
@@ -104,7 +105,7 @@ class ReleasableMemoryTest {
 
     @Test
     void wrapChecksTheFit() {
-        try (ReleasableMemory memory = ReleasableMemory.map(1000)) {
+        try (HostReleasableMemory memory = HostReleasableMemory.map(1000)) {
             IllegalArgumentException error =
                     assertThrows(
                             IllegalArgumentException.class,
@@ -120,7 +121,11 @@ class ReleasableMemoryTest {
      * and writes the weights back through its buffer, then runs backward.
      */
     private float[][] gradients(
-            ReleasableMemory memory, NDArray x, float[] weights, boolean release, boolean refill) {
+            HostReleasableMemory memory,
+            NDArray x,
+            float[] weights,
+            boolean release,
+            boolean refill) {
         try (NDManager scope = manager.newSubManager()) {
             memory.getBuffer().asFloatBuffer().put(weights);
             // Like a FlatParameter: the leaf is the flat buffer, the weight a view of it.

@@ -1,0 +1,88 @@
+package ai.djl.fsdp.tensor;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.pytorch.engine.PtNDArray;
+import ai.djl.pytorch.engine.PtNDManager;
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.LongByReference;
+
+/**
+ * Tensors over memory this project owns ({@code aoti_torch_create_tensor_from_blob}, no deleter:
+ * libtorch never frees it), on the CPU or a GPU: how {@link ReleasableMemory} is seen by libtorch.
+ */
+final class BlobTensors {
+
+    private BlobTensors() {}
+
+    /**
+     * Returns a contiguous tensor over {@code capacity} bytes at {@code address} on {@code device}.
+     *
+     * @param address the first byte of the memory
+     * @param capacity the memory's size in bytes
+     * @param device the memory's device; the manager must be on it
+     * @param manager the PyTorch-engine manager of the array
+     * @param shape the shape
+     * @param precision the element type
+     * @param byteOffset where the first element lies, a multiple of the element size
+     * @return the array
+     * @throws IllegalArgumentException for a manager on another device or an array that would not
+     *     fit
+     */
+    static NDArray wrap(
+            long address,
+            long capacity,
+            Device device,
+            NDManager manager,
+            Shape shape,
+            Precision precision,
+            long byteOffset) {
+        if (!(manager instanceof PtNDManager) || !device.equals(manager.getDevice())) {
+            throw new IllegalArgumentException(
+                    "releasable memory on "
+                            + device
+                            + " is wrapped with a PyTorch-engine manager on that device, got "
+                            + manager.getDevice());
+        }
+        long end = byteOffset + shape.size() * precision.getBytes();
+        if (byteOffset < 0 || byteOffset % precision.getBytes() != 0 || end > capacity) {
+            throw new IllegalArgumentException(
+                    "a "
+                            + precision.getName()
+                            + " array of shape "
+                            + shape
+                            + " at byte "
+                            + byteOffset
+                            + " does not fit in "
+                            + capacity
+                            + " bytes of releasable memory");
+        }
+        long[] sizes = shape.getShape();
+        long[] strides = new long[sizes.length];
+        long stride = 1;
+        for (int axis = sizes.length - 1; axis >= 0; axis--) {
+            strides[axis] = stride;
+            stride *= sizes[axis];
+        }
+        AotiTorch torch = AotiTorch.cpu();
+        boolean gpu = device.isGpu();
+        LongByReference tensor = new LongByReference();
+        TensorMemory.check(
+                torch.aoti_torch_create_tensor_from_blob(
+                        new Pointer(address + byteOffset),
+                        sizes.length,
+                        sizes,
+                        strides,
+                        0,
+                        precision.shimType(torch),
+                        gpu
+                                ? torch.aoti_torch_device_type_cuda()
+                                : torch.aoti_torch_device_type_cpu(),
+                        gpu ? device.getDeviceId() : 0,
+                        tensor),
+                "aoti_torch_create_tensor_from_blob");
+        return new PtNDArray((PtNDManager) manager, tensor.getValue());
+    }
+}

@@ -1,0 +1,166 @@
+package ai.djl.fsdp.tensor;
+
+import ai.djl.Device;
+import org.bytedeco.cuda.cudart.CUmemAccessDesc_v1;
+import org.bytedeco.cuda.cudart.CUmemAllocationProp_v1;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.cuda.global.cudart;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.PointerPointer;
+import org.bytedeco.javacpp.SizeTPointer;
+
+/**
+ * {@link CudaVirtualMemory} through the CUDA driver API of Bytedeco's {@code cudart} bindings
+ * ({@code libjnicudart.so}, linked to {@code libcudart.so.12} and the driver's {@code
+ * libcuda.so.1}). Device-local, pinned (not migratable) physical memory, readable and writable by
+ * its own GPU only. Each call first makes the GPU current on the calling thread ({@code
+ * cudaSetDevice}, which also makes its primary context, the one libtorch uses, current for the
+ * driver API), as the NCCL group does before each collective.
+ */
+final class CudaDriverMemory implements CudaVirtualMemory {
+
+    private final Device device;
+
+    private CudaDriverMemory(Device device) {
+        this.device = device;
+    }
+
+    /**
+     * Returns the driver calls for {@code device}.
+     *
+     * @param device a GPU
+     * @return the calls
+     * @throws UnsupportedOperationException naming what is missing when the CUDA libraries cannot
+     *     be loaded
+     */
+    static CudaDriverMemory on(Device device) {
+        CudaLibraries.Part.DRIVER
+                .problem()
+                .ifPresent(
+                        problem -> {
+                            throw new UnsupportedOperationException(problem);
+                        });
+        return new CudaDriverMemory(device);
+    }
+
+    @Override
+    public Device getDevice() {
+        return device;
+    }
+
+    @Override
+    public long granularity() {
+        makeCurrent();
+        try (CUmemAllocationProp_v1 prop = properties();
+                SizeTPointer granularity = new SizeTPointer(1)) {
+            check(
+                    cudart.cuMemGetAllocationGranularity(
+                            granularity, prop, cudart.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                    "cuMemGetAllocationGranularity");
+            return granularity.get();
+        }
+    }
+
+    @Override
+    public long reserve(long size) {
+        makeCurrent();
+        long[] address = new long[1];
+        check(cudart.cuMemAddressReserve(address, size, 0, 0, 0), "cuMemAddressReserve");
+        return address[0];
+    }
+
+    @Override
+    public long create(long size) {
+        makeCurrent();
+        long[] handle = new long[1];
+        try (CUmemAllocationProp_v1 prop = properties()) {
+            check(cudart.cuMemCreate(handle, size, prop, 0), "cuMemCreate");
+        }
+        return handle[0];
+    }
+
+    @Override
+    public void map(long address, long size, long handle) {
+        makeCurrent();
+        check(cudart.cuMemMap(address, size, 0, handle, 0), "cuMemMap");
+        try (CUmemAccessDesc_v1 access = new CUmemAccessDesc_v1()) {
+            access.location().type(cudart.CU_MEM_LOCATION_TYPE_DEVICE).id(device.getDeviceId());
+            access.flags(cudart.CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+            check(cudart.cuMemSetAccess(address, size, access, 1), "cuMemSetAccess");
+        } catch (RuntimeException e) {
+            cudart.cuMemUnmap(address, size);
+            throw e;
+        }
+    }
+
+    @Override
+    public void synchronize() {
+        makeCurrent();
+        CUstream_st stream =
+                new CUstream_st(new DevicePointer(TensorMemory.currentCudaStream(device)));
+        int result = cudart.cudaStreamSynchronize(stream);
+        if (result != cudart.cudaSuccess) {
+            throw new IllegalStateException(
+                    "cudaStreamSynchronize on "
+                            + device
+                            + " failed: "
+                            + cudart.cudaGetErrorName(result).getString()
+                            + " ("
+                            + cudart.cudaGetErrorString(result).getString()
+                            + ")");
+        }
+    }
+
+    @Override
+    public void unmap(long address, long size) {
+        makeCurrent();
+        check(cudart.cuMemUnmap(address, size), "cuMemUnmap");
+    }
+
+    @Override
+    public void release(long handle) {
+        makeCurrent();
+        check(cudart.cuMemRelease(handle), "cuMemRelease");
+    }
+
+    @Override
+    public void free(long address, long size) {
+        makeCurrent();
+        check(cudart.cuMemAddressFree(address, size), "cuMemAddressFree");
+    }
+
+    private CUmemAllocationProp_v1 properties() {
+        CUmemAllocationProp_v1 prop = new CUmemAllocationProp_v1();
+        // JavaCPP does not zero native structs: the reserved fields and flags must be 0.
+        prop.zero();
+        prop.type(cudart.CU_MEM_ALLOCATION_TYPE_PINNED);
+        prop.requestedHandleTypes(cudart.CU_MEM_HANDLE_TYPE_NONE);
+        prop.location().type(cudart.CU_MEM_LOCATION_TYPE_DEVICE).id(device.getDeviceId());
+        return prop;
+    }
+
+    private void makeCurrent() {
+        int result = cudart.cudaSetDevice(device.getDeviceId());
+        if (result != cudart.cudaSuccess) {
+            throw new IllegalStateException(
+                    "cudaSetDevice("
+                            + device.getDeviceId()
+                            + ") failed: "
+                            + cudart.cudaGetErrorName(result).getString());
+        }
+    }
+
+    /** Throws naming the driver function and its {@code CUresult} unless it is CUDA_SUCCESS. */
+    private void check(int result, String function) {
+        if (result == cudart.CUDA_SUCCESS) {
+            return;
+        }
+        String name = "CUresult " + result;
+        try (PointerPointer<BytePointer> text = new PointerPointer<>(1)) {
+            if (cudart.cuGetErrorName(result, text) == cudart.CUDA_SUCCESS && text.get(0) != null) {
+                name = text.getString(0);
+            }
+        }
+        throw new IllegalStateException(function + " on " + device + " failed: " + name);
+    }
+}
