@@ -5,8 +5,6 @@ import org.bytedeco.cuda.cudart.CUmemAccessDesc_v1;
 import org.bytedeco.cuda.cudart.CUmemAllocationProp_v1;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
-import org.bytedeco.javacpp.BytePointer;
-import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.javacpp.SizeTPointer;
 
 /**
@@ -53,10 +51,10 @@ final class CudaDriverMemory implements CudaVirtualMemory {
         makeCurrent();
         try (CUmemAllocationProp_v1 prop = properties();
                 SizeTPointer granularity = new SizeTPointer(1)) {
-            check(
+            CudaStatus.driver(
                     cudart.cuMemGetAllocationGranularity(
                             granularity, prop, cudart.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-                    "cuMemGetAllocationGranularity");
+                    "cuMemGetAllocationGranularity on " + device);
             return granularity.get();
         }
     }
@@ -65,7 +63,9 @@ final class CudaDriverMemory implements CudaVirtualMemory {
     public long reserve(long size) {
         makeCurrent();
         long[] address = new long[1];
-        check(cudart.cuMemAddressReserve(address, size, 0, 0, 0), "cuMemAddressReserve");
+        CudaStatus.driver(
+                cudart.cuMemAddressReserve(address, size, 0, 0, 0),
+                "cuMemAddressReserve on " + device);
         return address[0];
     }
 
@@ -74,7 +74,8 @@ final class CudaDriverMemory implements CudaVirtualMemory {
         makeCurrent();
         long[] handle = new long[1];
         try (CUmemAllocationProp_v1 prop = properties()) {
-            check(cudart.cuMemCreate(handle, size, prop, 0), "cuMemCreate");
+            CudaStatus.driver(
+                    cudart.cuMemCreate(handle, size, prop, 0), "cuMemCreate on " + device);
         }
         return handle[0];
     }
@@ -82,11 +83,12 @@ final class CudaDriverMemory implements CudaVirtualMemory {
     @Override
     public void map(long address, long size, long handle) {
         makeCurrent();
-        check(cudart.cuMemMap(address, size, 0, handle, 0), "cuMemMap");
+        CudaStatus.driver(cudart.cuMemMap(address, size, 0, handle, 0), "cuMemMap on " + device);
         try (CUmemAccessDesc_v1 access = new CUmemAccessDesc_v1()) {
             access.location().type(cudart.CU_MEM_LOCATION_TYPE_DEVICE).id(device.getDeviceId());
             access.flags(cudart.CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-            check(cudart.cuMemSetAccess(address, size, access, 1), "cuMemSetAccess");
+            CudaStatus.driver(
+                    cudart.cuMemSetAccess(address, size, access, 1), "cuMemSetAccess on " + device);
         } catch (RuntimeException e) {
             cudart.cuMemUnmap(address, size);
             throw e;
@@ -98,35 +100,26 @@ final class CudaDriverMemory implements CudaVirtualMemory {
         makeCurrent();
         CUstream_st stream =
                 new CUstream_st(new DevicePointer(TensorMemory.currentCudaStream(device)));
-        int result = cudart.cudaStreamSynchronize(stream);
-        if (result != cudart.cudaSuccess) {
-            throw new IllegalStateException(
-                    "cudaStreamSynchronize on "
-                            + device
-                            + " failed: "
-                            + cudart.cudaGetErrorName(result).getString()
-                            + " ("
-                            + cudart.cudaGetErrorString(result).getString()
-                            + ")");
-        }
+        CudaStatus.runtime(
+                cudart.cudaStreamSynchronize(stream), "cudaStreamSynchronize on " + device);
     }
 
     @Override
     public void unmap(long address, long size) {
         makeCurrent();
-        check(cudart.cuMemUnmap(address, size), "cuMemUnmap");
+        CudaStatus.driver(cudart.cuMemUnmap(address, size), "cuMemUnmap on " + device);
     }
 
     @Override
     public void release(long handle) {
         makeCurrent();
-        check(cudart.cuMemRelease(handle), "cuMemRelease");
+        CudaStatus.driver(cudart.cuMemRelease(handle), "cuMemRelease on " + device);
     }
 
     @Override
     public void free(long address, long size) {
         makeCurrent();
-        check(cudart.cuMemAddressFree(address, size), "cuMemAddressFree");
+        CudaStatus.driver(cudart.cuMemAddressFree(address, size), "cuMemAddressFree on " + device);
     }
 
     private CUmemAllocationProp_v1 properties() {
@@ -148,19 +141,5 @@ final class CudaDriverMemory implements CudaVirtualMemory {
                             + ") failed: "
                             + cudart.cudaGetErrorName(result).getString());
         }
-    }
-
-    /** Throws naming the driver function and its {@code CUresult} unless it is CUDA_SUCCESS. */
-    private void check(int result, String function) {
-        if (result == cudart.CUDA_SUCCESS) {
-            return;
-        }
-        String name = "CUresult " + result;
-        try (PointerPointer<BytePointer> text = new PointerPointer<>(1)) {
-            if (cudart.cuGetErrorName(result, text) == cudart.CUDA_SUCCESS && text.get(0) != null) {
-                name = text.getString(0);
-            }
-        }
-        throw new IllegalStateException(function + " on " + device + " failed: " + name);
     }
 }

@@ -69,7 +69,7 @@ public final class ShardedOptimizer {
         }
         for (FlatParameter flat : trainable) {
             if (apply) {
-                optimizer.update(flat.getId(), flat.getShard(), flat.getGradient());
+                optimizer.update(flat.getId(), flat.getShardToWrite(), flat.getGradient());
             }
             flat.zeroGradient();
         }

@@ -1,12 +1,15 @@
 package ai.djl.fsdp.param;
 
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
  * Where each parameter of a flat buffer lies: the parameters laid end to end, padded to a multiple
- * of the shard count, and the contiguous range of elements each shard holds. Pure arithmetic: no
- * arrays, no I/O.
+ * of the shard count, the contiguous range of elements each shard holds, and each parameter's view
+ * into a buffer so laid out. No I/O.
  */
 public final class FlatLayout {
 
@@ -112,6 +115,22 @@ public final class FlatLayout {
             return null;
         }
         return new Overlap(from - offsets[parameter], to - offsets[parameter], from - start);
+    }
+
+    /**
+     * Returns each parameter's view into {@code base}, a full buffer or a leaf sharing its storage.
+     *
+     * @param base a 1-D array of the padded full size
+     * @return the views, in parameter order
+     */
+    public List<NDArray> viewsOf(NDArray base) {
+        List<NDArray> views = new ArrayList<>(shapes.size());
+        for (int i = 0; i < shapes.size(); i++) {
+            Shape shape = shapes.get(i);
+            long offset = offsets[i];
+            views.add(base.get(new NDIndex("{}:{}", offset, offset + shape.size())).reshape(shape));
+        }
+        return views;
     }
 
     /**

@@ -1,16 +1,12 @@
 package ai.djl.fsdp.param;
 
 import ai.djl.Device;
-import ai.djl.fsdp.tensor.PinnedMemory;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.ReleasableMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -28,9 +24,10 @@ import java.util.List;
  * <p>The shard and its gradient live on the shard's device; the full buffer on the compute device,
  * the device of the manager the flat parameter is made under. With CPU offload the two differ (the
  * shard on the host, pinned when the compute device is a GPU): the shard is {@link #isStaged()
- * staged}, copied to the compute device for each gather ({@link #shardIn}) and gradients are copied
- * back to the host as they are accumulated. On a CPU-only rank both are the CPU and nothing is
- * copied.
+ * staged}, copied to the compute device for each gather ({@link #shardIn}) without the host waiting
+ * ({@code StagedShard}), and gradients are copied back to the host as they are accumulated, the
+ * host waiting (the host optimizer reads them next). On a CPU-only rank both are the CPU and
+ * nothing is copied.
  */
 public final class FlatParameter implements AutoCloseable {
 
@@ -43,7 +40,7 @@ public final class FlatParameter implements AutoCloseable {
     private final NDManager stateManager;
     private final NDArray shard;
     private final Device computeDevice;
-    private final PinnedMemory pinnedShard;
+    private final StagedShard staged;
     private final ShardGradient gradient;
 
     private FullBuffer full;
@@ -102,7 +99,7 @@ public final class FlatParameter implements AutoCloseable {
         computeDevice = parentManager.getDevice();
         // A host shard and gradient copied to or from a GPU at every step are pinned.
         boolean pin = isStaged() && computeDevice.isGpu();
-        pinnedShard = pin ? PinnedMemory.pin(shard) : null;
+        staged = isStaged() ? new StagedShard(shard, computeDevice) : null;
         gradient =
                 trainable ? new ShardGradient(stateManager, shard.getShape(), dataType, pin) : null;
     }
@@ -170,18 +167,27 @@ public final class FlatParameter implements AutoCloseable {
         return isSharded() || isStaged();
     }
 
-    /** Returns this rank's shard; the optimizer updates it in place. */
+    /** Returns this rank's shard, to read; {@link #getShardToWrite} to update it in place. */
     public NDArray getShard() {
+        return shard;
+    }
+
+    /** Returns this rank's shard once no copy to the compute device reads it: to write it. */
+    public NDArray getShardToWrite() {
+        if (staged != null) {
+            staged.awaitCopies();
+        }
         return shard;
     }
 
     /**
      * Allocates the full buffer for a gather to fill, or returns the one already there (also when
-     * its pages were {@link #releaseFull released}: the gather refills the same addresses).
+     * it was {@link #releaseFull released}: its addresses are backed again here, before the gather
+     * that refills them is queued).
      *
      * @param precision the element type of the full buffer; a buffer that is not split keeps the
      *     shard's type (it is its own full buffer, or its copy on the compute device when staged)
-     * @param releasable whether a new buffer goes into {@link ReleasableMemory} (host memory only)
+     * @param releasable whether a new buffer goes into {@link ReleasableMemory}
      * @return the full buffer, {@code layout.getPaddedNumel()} elements, contents undefined (the
      *     shard's values for a staged buffer that is not split: that copy is its gather)
      * @throws IllegalStateException if a full buffer of another type is there
@@ -197,29 +203,28 @@ public final class FlatParameter implements AutoCloseable {
                     isSharded()
                             ? FullBuffer.allocate(
                                     scope, layout.getPaddedNumel(), precision, releasable)
-                            : FullBuffer.copyOf(scope, shard, computeDevice);
+                            : FullBuffer.copyOf(scope, staged);
         } else if (isSharded() && Precision.ofArray(full.array()) != precision) {
             throw new IllegalStateException(
                     "Flat parameter " + id + " is gathered in " + Precision.ofArray(full.array()));
+        } else {
+            full.restore();
         }
         return full.array();
     }
 
     /**
      * Returns this rank's shard in {@code precision} on the compute device: the shard itself, or a
-     * copy that lives as long as the full buffer (the send buffer of a gather in that type).
+     * copy that lives as long as the full buffer (the send buffer of a gather in that type; a
+     * staged shard's copy is queued without the host waiting).
      *
      * @param precision the element type
      * @return the shard's values in that type
      */
     public NDArray shardIn(Precision precision) {
-        NDArray staged = Precision.toDevice(shard, computeDevice, false);
-        NDArray cast = precision.cast(staged);
+        NDManager scope = allocateFull(precision, isFullReleasable()).getManager();
+        NDArray cast = precision.cast(staged == null ? shard : staged.copyTo(scope));
         if (cast != shard) {
-            NDManager scope = allocateFull(precision, isFullReleasable()).getManager();
-            if (staged != shard) {
-                staged.attach(scope);
-            }
             cast.attach(scope);
         }
         return cast;
@@ -244,9 +249,9 @@ public final class FlatParameter implements AutoCloseable {
     }
 
     /**
-     * Gives the physical pages of a releasable full buffer back to the system, keeping its
-     * addresses (and the tensors and graphs over them): they read as zeros until a gather refills
-     * them.
+     * Gives the physical memory of a releasable full buffer back, keeping its addresses (and the
+     * tensors and graphs over them) until a gather refills them: host pages read as zeros, GPU
+     * memory is unmapped once the current stream has finished reading it.
      *
      * @throws IllegalStateException if the full buffer is not in releasable memory
      */
@@ -275,22 +280,6 @@ public final class FlatParameter implements AutoCloseable {
             full.close();
             full = null;
         }
-    }
-
-    /**
-     * Returns each parameter's view into {@code base}, a full buffer or a leaf sharing its storage.
-     *
-     * @param base a 1-D array of the padded full size
-     * @return the views, in parameter order
-     */
-    public List<NDArray> viewsOf(NDArray base) {
-        List<NDArray> views = new ArrayList<>(parameters.size());
-        for (int i = 0; i < parameters.size(); i++) {
-            Shape shape = layout.getShape(i);
-            long offset = layout.getOffset(i);
-            views.add(base.get(new NDIndex("{}:{}", offset, offset + shape.size())).reshape(shape));
-        }
-        return views;
     }
 
     /**
@@ -345,8 +334,8 @@ public final class FlatParameter implements AutoCloseable {
         if (gradient != null) {
             gradient.close();
         }
-        if (pinnedShard != null) {
-            pinnedShard.close();
+        if (staged != null) {
+            staged.close();
         }
         stateManager.close();
     }

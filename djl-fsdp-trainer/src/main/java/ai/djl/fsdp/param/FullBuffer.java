@@ -1,6 +1,5 @@
 package ai.djl.fsdp.param;
 
-import ai.djl.Device;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.ReleasableMemory;
 import ai.djl.ndarray.NDArray;
@@ -9,8 +8,9 @@ import ai.djl.ndarray.types.Shape;
 
 /**
  * The gathered full buffer of one flat parameter, in a manager of its own on the compute device
- * (which also holds the gather's send buffers): ordinary memory, or {@link ReleasableMemory} whose
- * pages can be given back while graphs still refer to its addresses.
+ * (which also holds the gather's send buffers and staged shard copies): ordinary memory, or {@link
+ * ReleasableMemory} (host pages or GPU physical memory) that can be given back while graphs still
+ * refer to its addresses.
  */
 final class FullBuffer implements AutoCloseable {
 
@@ -30,7 +30,7 @@ final class FullBuffer implements AutoCloseable {
      * @param scope the buffer's own manager, on the compute device
      * @param numel the elements
      * @param precision the element type
-     * @param releasable whether it goes into {@link ReleasableMemory} (host memory only)
+     * @param releasable whether it goes into {@link ReleasableMemory} on the scope's device
      * @return the buffer
      */
     static FullBuffer allocate(
@@ -39,22 +39,20 @@ final class FullBuffer implements AutoCloseable {
         if (!releasable) {
             return new FullBuffer(scope, precision.empty(scope, shape), null);
         }
-        ReleasableMemory memory = ReleasableMemory.map(numel * precision.getBytes());
+        ReleasableMemory memory =
+                ReleasableMemory.allocate(scope.getDevice(), numel * precision.getBytes());
         return new FullBuffer(scope, memory.wrap(scope, shape, precision, 0), memory);
     }
 
     /**
-     * Copies a whole (unsplit) shard to the compute device, bfloat16 included.
+     * Copies a whole (unsplit) staged shard to the compute device, bfloat16 included.
      *
      * @param scope the buffer's own manager, on the compute device
      * @param shard the shard
-     * @param device the compute device
      * @return the buffer
      */
-    static FullBuffer copyOf(NDManager scope, NDArray shard, Device device) {
-        NDArray copy = Precision.toDevice(shard, device, true);
-        copy.attach(scope);
-        return new FullBuffer(scope, copy, null);
+    static FullBuffer copyOf(NDManager scope, StagedShard shard) {
+        return new FullBuffer(scope, shard.copyTo(scope), null);
     }
 
     NDArray array() {
@@ -65,9 +63,19 @@ final class FullBuffer implements AutoCloseable {
         return memory != null;
     }
 
-    /** Gives a releasable buffer's pages back, keeping its addresses (they read as zeros). */
+    /** Gives a releasable buffer's physical memory back, keeping its addresses. */
     void release() {
         memory.release();
+    }
+
+    /**
+     * Backs a released buffer's addresses again (a GPU maps fresh memory there; host pages come
+     * back when written) before a gather writes them; nothing to do for an ordinary buffer.
+     */
+    void restore() {
+        if (memory != null) {
+            memory.restore();
+        }
     }
 
     /** Returns the bytes that occupy physical memory. */

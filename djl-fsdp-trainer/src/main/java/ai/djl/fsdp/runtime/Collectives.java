@@ -142,7 +142,7 @@ public final class Collectives {
         unit.awaitGather();
         try {
             for (FlatParameter flat : unit.getFlatParameters()) {
-                List<NDArray> views = flat.viewsOf(flat.getFull());
+                List<NDArray> views = flat.getLayout().viewsOf(flat.getFull());
                 for (int i = 0; i < views.size(); i++) {
                     Parameter parameter = flat.getParameters().get(i);
                     // A frozen shard stored narrower is handed out in the parameters' type.

@@ -16,8 +16,9 @@ public record ExecutionOptions(
 
     /**
      * Returns whether units keep their graphs over parameters given back after forward (FULL_SHARD
-     * without recompute): their gathered buffers then live in releasable memory, whose pages are
-     * dropped after forward and refilled in place before backward.
+     * without recompute): their gathered buffers then live in releasable memory (host pages, or GPU
+     * physical memory under a fixed address reservation), given back after forward and backed and
+     * refilled at the same addresses before backward.
      */
     public boolean releasesKeptParameters() {
         return reshardAfterForward && !activationCheckpointing;
@@ -28,14 +29,15 @@ public record ExecutionOptions(
      *
      * @param device where the flat parameters live
      * @throws IllegalArgumentException for resharding after forward without activation
-     *     checkpointing anywhere but the CPU
+     *     checkpointing on a device that is neither the CPU nor a CUDA GPU
      */
     public void checkDevice(Device device) {
-        if (releasesKeptParameters() && !Device.Type.CPU.equals(device.getDeviceType())) {
+        boolean supported = device.isGpu() || Device.Type.CPU.equals(device.getDeviceType());
+        if (releasesKeptParameters() && !supported) {
             throw new IllegalArgumentException(
                     "reshard_after_forward without activation checkpointing releases a unit's"
-                            + " gathered parameters after forward through host memory mappings,"
-                            + " which do not apply to "
+                            + " gathered parameters after forward through host memory mappings or"
+                            + " CUDA virtual memory, which do not apply to "
                             + device
                             + ". Turn activation checkpointing on (FULL_SHARD does), or keep the"
                             + " parameters until backward (reshard_after_forward=false,"

@@ -103,8 +103,8 @@ public final class FsdpUnit implements AutoCloseable {
     }
 
     /**
-     * Makes the unit gather into releasable memory from now on (FULL_SHARD without recompute, on
-     * the CPU): a unit whose flat parameters are not split keeps its own buffers.
+     * Makes the unit gather into releasable memory from now on (FULL_SHARD without recompute): a
+     * unit whose flat parameters are not split keeps its own buffers.
      */
     void useReleasableMemory() {
         releasable = flatParameters.stream().anyMatch(FlatParameter::needsGather);
@@ -189,7 +189,7 @@ public final class FsdpUnit implements AutoCloseable {
                 alias.setRequiresGradient(true);
             }
             leaves.add(leaf ? alias : null);
-            List<NDArray> parameterViews = flat.viewsOf(alias);
+            List<NDArray> parameterViews = flat.getLayout().viewsOf(alias);
             for (int i = 0; i < parameterViews.size(); i++) {
                 views.put(flat.getParameters().get(i).getId(), parameterViews.get(i));
             }

@@ -289,7 +289,7 @@ final class Checkpointing implements AutoCloseable {
                 }
                 for (int i = 0; i < flats.size(); i++) {
                     FlatParameter flat = flats.get(i);
-                    flat.getShard().set(new NDIndex("..."), values.get(i));
+                    flat.getShardToWrite().set(new NDIndex("..."), values.get(i));
                     flat.zeroGradient();
                     Map<String, NDArray> byKind = states.getOrDefault(flat.getId(), Map.of());
                     byKind.forEach(

@@ -60,7 +60,7 @@ class FlatParameterTest {
             Parameter a = parameter(manager, "a", new Shape(2, 2), 10);
             FlatParameter flat =
                     new ShardLoader(1, 0, manager, null, null).load("u", false, List.of(a));
-            List<NDArray> views = flat.viewsOf(flat.getFull());
+            List<NDArray> views = flat.getLayout().viewsOf(flat.getFull());
             assertEquals(new Shape(2, 2), views.get(0).getShape());
             assertArrayEquals(new float[] {10, 11, 12, 13}, views.get(0).toFloatArray());
         }

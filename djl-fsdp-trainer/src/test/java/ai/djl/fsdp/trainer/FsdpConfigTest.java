@@ -49,15 +49,18 @@ class FsdpConfigTest {
                         .build();
         assertTrue(reshardWithoutRecompute.getExecutionOptions().releasesKeptParameters());
         reshardWithoutRecompute.getExecutionOptions().checkDevice(Device.cpu());
-        IllegalArgumentException onGpu =
+        // CUDA GPUs release through the driver's virtual memory; any other device is refused.
+        reshardWithoutRecompute.getExecutionOptions().checkDevice(Device.gpu());
+        IllegalArgumentException elsewhere =
                 assertThrows(
                         IllegalArgumentException.class,
                         () ->
                                 reshardWithoutRecompute
                                         .getExecutionOptions()
-                                        .checkDevice(Device.gpu()));
-        assertTrue(onGpu.getMessage().contains("reshard_after_forward"), onGpu.getMessage());
-        assertTrue(onGpu.getMessage().contains("gpu(0)"), onGpu.getMessage());
+                                        .checkDevice(Device.of("tpu", 0)));
+        assertTrue(
+                elsewhere.getMessage().contains("reshard_after_forward"), elsewhere.getMessage());
+        assertTrue(elsewhere.getMessage().contains("tpu(0)"), elsewhere.getMessage());
     }
 
     @Test

@@ -107,9 +107,12 @@ record Scenario(
                 + recompute;
     }
 
-    /** Runs FSDP as {@code group}'s rank; the losses are this rank's micro-batch means. */
+    /**
+     * Runs FSDP as {@code group}'s rank, on its device; the losses are this rank's micro-batch
+     * means.
+     */
     Result runFsdp(ProcessGroup group) {
-        try (Model model = newModel()) {
+        try (Model model = newModel(group.getDevice())) {
             double[] losses = new double[steps];
             ShardingStats stats = null;
             int[] liveArrays = new int[steps];
@@ -135,8 +138,8 @@ record Scenario(
 
     /** Runs DJL's ordinary trainer on the whole global batch of each step. */
     Result runReference() {
-        try (Model model = newModel();
-                Trainer trainer = model.newTrainer(trainingConfig())) {
+        try (Model model = newModel(Device.cpu());
+                Trainer trainer = model.newTrainer(trainingConfig(Device.cpu()))) {
             initialize(trainer);
             double[] losses = new double[steps];
             int globalBatch = worldSize * accumulation * LOCAL_BATCH;
@@ -147,13 +150,13 @@ record Scenario(
         }
     }
 
-    private Model newModel() {
-        Model model = Model.newInstance("tiny-lm", Device.cpu());
+    private Model newModel(Device device) {
+        Model model = Model.newInstance("tiny-lm", device);
         model.setBlock(new TinyLm(dropout));
         return model;
     }
 
-    private DefaultTrainingConfig trainingConfig() {
+    private DefaultTrainingConfig trainingConfig(Device device) {
         Optimizer optimizer =
                 adam
                         ? Optimizer.adamW().optLearningRateTracker(Tracker.fixed(0.05f)).build()
@@ -164,12 +167,12 @@ record Scenario(
         return new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                 .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
                 .optOptimizer(optimizer)
-                .optDevices(new Device[] {Device.cpu()});
+                .optDevices(new Device[] {device});
     }
 
     /** Runs FSDP as {@code group}'s rank and returns the gradient norm of the last step. */
     OptionalDouble lastGradNorm(ProcessGroup group) {
-        try (Model model = newModel();
+        try (Model model = newModel(group.getDevice());
                 FsdpTrainer trainer = newFsdpTrainer(model, group)) {
             initialize(trainer);
             for (int step = 0; step < steps; step++) {
@@ -195,7 +198,7 @@ record Scenario(
             options.optMaxGradNorm(maxGradNorm);
         }
         return FullyShardedDataParallel.newTrainer(
-                model, trainingConfig(), group, config, options.build());
+                model, trainingConfig(group.getDevice()), group, config, options.build());
     }
 
     private void initialize(Trainer trainer) {

@@ -8,6 +8,7 @@ import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.dist.socket.CollectiveCheckMain;
 import ai.djl.fsdp.dist.socket.FailureMain;
 import ai.djl.fsdp.rendezvous.TcpStore;
+import ai.djl.fsdp.tensor.CudaLibraries;
 import ai.djl.fsdp.testing.RankProcesses;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -102,10 +103,7 @@ class NcclProcessGroupTest {
         Assumptions.assumeTrue(gpus > 0, "no CUDA device: the NCCL backend needs a GPU");
         Assumptions.assumeTrue(
                 NcclProcessGroup.isAvailable(),
-                () ->
-                        ai.djl.fsdp.tensor.CudaLibraries.Part.NCCL
-                                .problem()
-                                .orElse("NCCL cannot run here"));
+                () -> CudaLibraries.Part.NCCL.problem().orElse("NCCL cannot run here"));
         Assumptions.assumeTrue(gpus >= 2, "one GPU: NCCL collectives need two ranks on two GPUs");
         return Math.min(wanted, gpus);
     }

@@ -1,0 +1,50 @@
+package ai.djl.fsdp.tensor;
+
+import org.bytedeco.cuda.global.cudart;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.PointerPointer;
+
+/** Turns the result codes of CUDA's runtime and driver calls into errors that name them. */
+final class CudaStatus {
+
+    private CudaStatus() {}
+
+    /**
+     * Throws unless a runtime call succeeded.
+     *
+     * @param result the {@code cudaError_t}
+     * @param call the call, with what it was called on
+     * @throws IllegalStateException naming the call and the error
+     */
+    static void runtime(int result, String call) {
+        if (result != cudart.cudaSuccess) {
+            throw new IllegalStateException(
+                    call
+                            + " failed: "
+                            + cudart.cudaGetErrorName(result).getString()
+                            + " ("
+                            + cudart.cudaGetErrorString(result).getString()
+                            + ")");
+        }
+    }
+
+    /**
+     * Throws unless a driver call succeeded.
+     *
+     * @param result the {@code CUresult}
+     * @param call the call, with what it was called on
+     * @throws IllegalStateException naming the call and the {@code CUresult}
+     */
+    static void driver(int result, String call) {
+        if (result == cudart.CUDA_SUCCESS) {
+            return;
+        }
+        String name = "CUresult " + result;
+        try (PointerPointer<BytePointer> text = new PointerPointer<>(1)) {
+            if (cudart.cuGetErrorName(result, text) == cudart.CUDA_SUCCESS && text.get(0) != null) {
+                name = text.getString(0);
+            }
+        }
+        throw new IllegalStateException(call + " failed: " + name);
+    }
+}
