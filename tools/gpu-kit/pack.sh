@@ -37,10 +37,13 @@ mkdir -p "$staging/lib"
 jlink --add-modules "$modules" --strip-debug --no-header-files --no-man-pages \
     --compress=2 --output "$staging/runtime"
 
-# Every jar bin/fsdp uses but libtorch's CPU natives and JMH's (benchmarks only run here).
+# Every jar bin/fsdp uses but libtorch's CPU natives, JMH's (benchmarks only run here), and
+# Jinjava with the jars only it needs (finetune's chat templates: no kit step renders one).
 for jar in "$lib"/*.jar; do
     case "$(basename "$jar")" in
         pytorch-native-*|jmh-core-*|jopt-simple-*|commons-math3-*) ;;
+        jinjava-*|javassist-*|re2j-*|commons-net-*|java-ipv6-*|annotations-3.*|jackson-*) ;;
+        big-math-*|immutables-exceptions-*) ;;
         *) cp "$jar" "$staging/lib/" ;;
     esac
 done

@@ -9,6 +9,9 @@
 #   bench-coll   bin/fsdp bench collectives, 64 MiB
 #   fit-cpu/gpu  FsdpFitExample on the CPU and on the GPUs: validation accuracy side by side
 #   train-f32    bench train (GPT-2, 6 x 384, FULL_SHARD) in float32, peak GPU memory sampled
+#   train-bf16   the same in bfloat16 (--precision bf16: bfloat16 gathers and compute)
+#   train-keep   FULL_SHARD without recompute in float32: units keep their graphs, their gathered
+#                parameters released after forward (CUDA virtual memory on GPUs)
 #   fsdp2        PyTorch FSDP2 (fully_shard) on the same shape: tokens/s and peak GPU memory
 # Usage: run-on-gpu.sh [RESULTS_DIR]       (default: $OUT, else ./gpu-kit-results)
 # PYTHON (default python3): the Python with torch. NPROC (default: the GPUs, at most 2).
@@ -115,6 +118,10 @@ else
     shape=("${small[@]}")
 fi
 step train-f32 with_gpu_memory "$results/train-f32.mem" fsdp bench train --nproc "$nproc" "${shape[@]}"
+step train-bf16 with_gpu_memory "$results/train-bf16.mem" fsdp bench train --nproc "$nproc" \
+    --precision bf16 "${shape[@]}"
+step train-keep with_gpu_memory "$results/train-keep.mem" fsdp bench train --nproc "$nproc" \
+    --sharding FULL_SHARD --activation-checkpointing=false "${shape[@]}"
 if [[ "$device" == gpu ]]; then
     step fsdp2 with_gpu_memory "$results/fsdp2.mem" "$python" -m torch.distributed.run \
         --standalone --nproc-per-node "$nproc" "$kit/fsdp2_bench.py" "${shape[@]}" --steps 10 --warmup 2

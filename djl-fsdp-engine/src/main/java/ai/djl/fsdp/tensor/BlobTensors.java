@@ -11,7 +11,8 @@ import com.sun.jna.ptr.LongByReference;
 
 /**
  * Tensors over memory this project owns ({@code aoti_torch_create_tensor_from_blob}, no deleter:
- * libtorch never frees it), on the CPU or a GPU: how {@link ReleasableMemory} is seen by libtorch.
+ * libtorch never frees it), on the CPU or a GPU: how {@link ReleasableMemory} is seen by libtorch;
+ * and the shim's strides and device codes that {@link Precision} shares.
  */
 final class BlobTensors {
 
@@ -60,29 +61,43 @@ final class BlobTensors {
                             + " bytes of releasable memory");
         }
         long[] sizes = shape.getShape();
-        long[] strides = new long[sizes.length];
-        long stride = 1;
-        for (int axis = sizes.length - 1; axis >= 0; axis--) {
-            strides[axis] = stride;
-            stride *= sizes[axis];
-        }
         AotiTorch torch = AotiTorch.cpu();
-        boolean gpu = device.isGpu();
         LongByReference tensor = new LongByReference();
         TensorMemory.check(
                 torch.aoti_torch_create_tensor_from_blob(
                         new Pointer(address + byteOffset),
                         sizes.length,
                         sizes,
-                        strides,
+                        contiguousStrides(sizes),
                         0,
                         precision.shimType(torch),
-                        gpu
-                                ? torch.aoti_torch_device_type_cuda()
-                                : torch.aoti_torch_device_type_cpu(),
-                        gpu ? device.getDeviceId() : 0,
+                        deviceType(torch, device),
+                        deviceIndex(device),
                         tensor),
                 "aoti_torch_create_tensor_from_blob");
         return new PtNDArray((PtNDManager) manager, tensor.getValue());
+    }
+
+    /** Returns the strides, in elements, of a contiguous row-major array of {@code sizes}. */
+    static long[] contiguousStrides(long[] sizes) {
+        long[] strides = new long[sizes.length];
+        long stride = 1;
+        for (int axis = sizes.length - 1; axis >= 0; axis--) {
+            strides[axis] = stride;
+            stride *= sizes[axis];
+        }
+        return strides;
+    }
+
+    /** Returns the shim's device type of {@code device}: CUDA for a GPU, else the CPU. */
+    static int deviceType(AotiTorch torch, Device device) {
+        return device.isGpu()
+                ? torch.aoti_torch_device_type_cuda()
+                : torch.aoti_torch_device_type_cpu();
+    }
+
+    /** Returns the shim's device index of {@code device}: the GPU's, 0 for the CPU. */
+    static int deviceIndex(Device device) {
+        return device.isGpu() ? device.getDeviceId() : 0;
     }
 }

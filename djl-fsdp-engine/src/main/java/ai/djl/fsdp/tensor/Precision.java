@@ -292,26 +292,15 @@ public enum Precision {
         }
         AotiTorch torch = AotiTorch.cpu();
         long[] sizes = shape.getShape();
-        long[] strides = new long[sizes.length];
-        long stride = 1;
-        for (int axis = sizes.length - 1; axis >= 0; axis--) {
-            strides[axis] = stride;
-            stride *= sizes[axis];
-        }
-        int deviceType =
-                device.isGpu()
-                        ? torch.aoti_torch_device_type_cuda()
-                        : torch.aoti_torch_device_type_cpu();
-        int deviceIndex = device.isGpu() ? device.getDeviceId() : 0;
         LongByReference tensor = new LongByReference();
         TensorMemory.check(
                 torch.aoti_torch_empty_strided(
                         sizes.length,
                         sizes,
-                        strides,
+                        BlobTensors.contiguousStrides(sizes),
                         shimType.applyAsInt(torch),
-                        deviceType,
-                        deviceIndex,
+                        BlobTensors.deviceType(torch, device),
+                        BlobTensors.deviceIndex(device),
                         tensor),
                 "aoti_torch_empty_strided");
         return new PtNDArray((PtNDManager) manager, tensor.getValue());

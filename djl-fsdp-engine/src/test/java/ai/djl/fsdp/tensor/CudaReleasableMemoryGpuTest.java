@@ -9,7 +9,6 @@ import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.training.GradientCollector;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.SizeTPointer;
@@ -56,34 +55,27 @@ class CudaReleasableMemoryGpuTest {
             NDArray x,
             float[] weights,
             boolean release) {
-        try (NDManager scope = manager.newSubManager()) {
-            fill(memory, weights);
-            NDArray flat = memory.wrap(scope, new Shape((long) IN * OUT), Precision.FLOAT32, 0);
-            flat.setRequiresGradient(true);
-            NDArray input = x.duplicate();
-            input.attach(scope);
-            input.setRequiresGradient(true);
-            try (GradientCollector collector = Engine.getInstance().newGradientCollector()) {
-                NDArray y = input.matMul(flat.reshape(IN, OUT)).tanh().sum();
-                if (release) {
-                    long before = freeDeviceBytes();
-                    memory.release();
-                    assertEquals(0, memory.getResidentBytes());
-                    long freed = freeDeviceBytes() - before;
-                    assertTrue(
-                            freed >= memory.getBytes(),
-                            "the device got back " + freed + " of " + memory.getBytes() + " bytes");
-                    long address = memory.getAddress();
-                    memory.restore();
-                    assertEquals(address, memory.getAddress());
-                    fill(memory, weights);
-                }
-                collector.backward(y);
-            }
-            return new float[][] {
-                input.getGradient().toFloatArray(), flat.getGradient().toFloatArray()
-            };
-        }
+        return ReleasedGraphs.gradients(
+                manager,
+                memory,
+                x,
+                OUT,
+                () -> fill(memory, weights),
+                () -> {
+                    if (release) {
+                        long before = freeDeviceBytes();
+                        memory.release();
+                        assertEquals(0, memory.getResidentBytes());
+                        long freed = freeDeviceBytes() - before;
+                        assertTrue(
+                                freed >= memory.getBytes(),
+                                "the device got back " + freed + " of " + memory.getBytes());
+                        long address = memory.getAddress();
+                        memory.restore();
+                        assertEquals(address, memory.getAddress());
+                        fill(memory, weights);
+                    }
+                });
     }
 
     /** Writes the weights through the raw device memory, as an all-gather does. */

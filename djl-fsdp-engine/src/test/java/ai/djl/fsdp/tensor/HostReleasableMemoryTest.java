@@ -116,40 +116,29 @@ class HostReleasableMemoryTest {
         }
     }
 
-    /**
-     * Builds {@code sum(tanh(x W))} with {@code W} over the memory, optionally releases the memory
-     * and writes the weights back through its buffer, then runs backward.
-     */
+    /** Optionally releases the memory after forward and writes the weights back before backward. */
     private float[][] gradients(
             HostReleasableMemory memory,
             NDArray x,
             float[] weights,
             boolean release,
             boolean refill) {
-        try (NDManager scope = manager.newSubManager()) {
-            memory.getBuffer().asFloatBuffer().put(weights);
-            // Like a FlatParameter: the leaf is the flat buffer, the weight a view of it.
-            NDArray flat = memory.wrap(scope, new Shape((long) IN * OUT), Precision.FLOAT32, 0);
-            flat.setRequiresGradient(true);
-            NDArray input = x.duplicate();
-            input.attach(scope);
-            input.setRequiresGradient(true);
-            try (GradientCollector collector = Engine.getInstance().newGradientCollector()) {
-                NDArray y = input.matMul(flat.reshape(IN, OUT)).tanh().sum();
-                if (release) {
-                    memory.release();
-                    assertEquals(0, memory.getResidentBytes());
-                }
-                if (refill) {
-                    // What an all-gather into the same addresses does.
-                    memory.getBuffer().asFloatBuffer().put(weights);
-                }
-                collector.backward(y);
-            }
-            return new float[][] {
-                input.getGradient().toFloatArray(), flat.getGradient().toFloatArray()
-            };
-        }
+        Runnable fill = () -> memory.getBuffer().asFloatBuffer().put(weights);
+        return ReleasedGraphs.gradients(
+                manager,
+                memory,
+                x,
+                OUT,
+                fill,
+                () -> {
+                    if (release) {
+                        memory.release();
+                        assertEquals(0, memory.getResidentBytes());
+                    }
+                    if (refill) {
+                        fill.run();
+                    }
+                });
     }
 
     private static float sumOfAbs(float[] values) {

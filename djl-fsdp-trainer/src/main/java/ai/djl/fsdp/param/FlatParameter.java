@@ -265,7 +265,7 @@ public final class FlatParameter implements AutoCloseable {
 
     /**
      * Returns how many bytes of the full buffer occupy physical memory: all of an ordinary one, the
-     * resident pages of a releasable one, 0 without one.
+     * physical memory backing a releasable one, 0 without one.
      */
     public long getFullResidentBytes() {
         return full == null ? 0 : full.getResidentBytes();

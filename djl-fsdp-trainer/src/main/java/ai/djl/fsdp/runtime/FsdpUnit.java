@@ -117,7 +117,7 @@ public final class FsdpUnit implements AutoCloseable {
 
     /**
      * Records that a graph kept for backward refers to the releasable full buffers: until {@link
-     * #free}, resharding releases their pages and keeps their addresses.
+     * #free}, resharding releases their physical memory and keeps their addresses.
      */
     void holdForGraph() {
         heldByGraph = releasable;
@@ -130,7 +130,7 @@ public final class FsdpUnit implements AutoCloseable {
 
     /**
      * Gives back the full buffers' memory (after any gather in flight): frees them, or, while a
-     * kept graph refers to them, releases their pages ({@link UnitState#RELEASED}). A unit whose
+     * kept graph refers to them, releases their memory ({@link UnitState#RELEASED}). A unit whose
      * buffers are not split keeps its own.
      */
     void reshard() {

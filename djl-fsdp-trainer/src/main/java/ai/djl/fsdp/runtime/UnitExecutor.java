@@ -15,7 +15,7 @@ import java.util.List;
  * Runs the passes over a sharded model: the root's gather for the whole pass, each unit call
  * (gather, prefetch of the next, compute, record, release), and backward through the tape.
  * Resharding after forward without recompute keeps each call's graph over releasable memory: the
- * unit's pages are released after its forward and refilled by the gather before its backward.
+ * unit's memory is released after its forward and refilled by the gather before its backward.
  *
  * <p>DJL exposes no autograd hooks, so a unit's call in a training forward runs on detached copies
  * of its inputs and hands its parent fresh leaves as outputs; the tape records each call. Backward
@@ -128,7 +128,7 @@ final class UnitExecutor {
                 unit.reshard();
             }
         } else if (options.reshardAfterForward()) {
-            // The graph refers to the gathered buffers: their pages go, their addresses stay.
+            // The graph refers to the gathered buffers: their memory goes, their addresses stay.
             unit.holdForGraph();
             unit.reshard();
         }

@@ -13,8 +13,8 @@ public enum UnitState {
     /** The full buffers hold every rank's shards. */
     GATHERED,
     /**
-     * The full buffers' pages were given back after a forward whose graph refers to them; a gather
-     * refills the same addresses before that graph's backward.
+     * The full buffers' physical memory was given back after a forward whose graph refers to them;
+     * a gather refills the same addresses before that graph's backward.
      */
     RELEASED
 }
