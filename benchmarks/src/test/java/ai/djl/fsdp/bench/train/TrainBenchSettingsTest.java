@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.bench.gpt.GptShape;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import org.junit.jupiter.api.Test;
 
@@ -18,18 +19,13 @@ class TrainBenchSettingsTest {
                         "FULL_SHARD",
                         10,
                         2,
-                        12,
-                        768,
-                        12,
-                        8192,
-                        64,
-                        2,
+                        new GptShape(12, 768, 12, 8192, 64, 2),
                         "explicit",
                         "fp32",
                         null,
                         null,
                         0);
-        GPT2Config config = settings.modelConfig();
+        GPT2Config config = settings.shape().modelConfig();
         assertEquals(12, config.numLayers());
         assertEquals(768, config.hiddenSize());
         assertEquals(12, config.numHeads());
@@ -44,7 +40,16 @@ class TrainBenchSettingsTest {
     void widthNotAMultipleOfHeadsIsRejectedNamingTheOptions() {
         TrainBenchSettings settings =
                 new TrainBenchSettings(
-                        1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2, "explicit", "fp32", null, null, 0);
+                        1,
+                        "NONE",
+                        10,
+                        2,
+                        new GptShape(2, 100, 3, 1000, 8, 2),
+                        "explicit",
+                        "fp32",
+                        null,
+                        null,
+                        0);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--heads"), e.getMessage());
     }
@@ -57,12 +62,7 @@ class TrainBenchSettingsTest {
                         "FULL_SHARD",
                         10,
                         2,
-                        2,
-                        64,
-                        4,
-                        1000,
-                        8,
-                        2,
+                        new GptShape(2, 64, 4, 1000, 8, 2),
                         "flash",
                         "fp32",
                         null,
@@ -81,12 +81,7 @@ class TrainBenchSettingsTest {
                         "FULL_SHARD",
                         10,
                         2,
-                        2,
-                        64,
-                        4,
-                        1000,
-                        8,
-                        2,
+                        new GptShape(2, 64, 4, 1000, 8, 2),
                         "explicit",
                         "fp8",
                         null,
@@ -96,7 +91,16 @@ class TrainBenchSettingsTest {
         assertTrue(e.getMessage().contains("--precision"), e.getMessage());
         TrainBenchSettings baseline =
                 new TrainBenchSettings(
-                        1, "NONE", 10, 2, 2, 64, 4, 1000, 8, 2, "explicit", "bf16", null, null, 0);
+                        1,
+                        "NONE",
+                        10,
+                        2,
+                        new GptShape(2, 64, 4, 1000, 8, 2),
+                        "explicit",
+                        "bf16",
+                        null,
+                        null,
+                        0);
         e = assertThrows(IllegalArgumentException.class, baseline::check);
         assertTrue(e.getMessage().contains("--precision fp32"), e.getMessage());
         new TrainBenchSettings(
@@ -104,12 +108,7 @@ class TrainBenchSettingsTest {
                         "SHARD_GRAD_OP",
                         10,
                         2,
-                        2,
-                        64,
-                        4,
-                        1000,
-                        8,
-                        2,
+                        new GptShape(2, 64, 4, 1000, 8, 2),
                         "explicit",
                         "bf16",
                         null,
@@ -127,12 +126,7 @@ class TrainBenchSettingsTest {
                         "FULL_SHARD",
                         10,
                         2,
-                        6,
-                        384,
-                        6,
-                        50257,
-                        128,
-                        8,
+                        new GptShape(6, 384, 6, 50257, 128, 8),
                         "sdpa",
                         "fp32",
                         null,
