@@ -41,6 +41,20 @@ final class StoreConnector {
     }
 
     /**
+     * Checks a store client's timeout.
+     *
+     * @param timeout the longest any call (connecting included) waits
+     * @return {@code timeout}
+     * @throws IllegalArgumentException if it is not positive
+     */
+    static Duration requirePositive(Duration timeout) {
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("the store timeout must be positive: " + timeout);
+        }
+        return timeout;
+    }
+
+    /**
      * Connects to {@code host:port} and runs {@code attempt} on the socket, both retried until
      * {@code deadline} ({@link System#nanoTime}); a failed try's socket is closed.
      *

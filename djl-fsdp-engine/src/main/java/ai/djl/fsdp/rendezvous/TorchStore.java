@@ -290,11 +290,7 @@ public final class TorchStore implements Store {
 
         /** Sets the longest any call (connecting included) waits; the default is 5 minutes. */
         public Builder optTimeout(Duration timeout) {
-            if (timeout.isNegative() || timeout.isZero()) {
-                throw new IllegalArgumentException(
-                        "the store timeout must be positive: " + timeout);
-            }
-            this.timeout = timeout;
+            this.timeout = StoreConnector.requirePositive(timeout);
             return this;
         }
 
