@@ -55,10 +55,13 @@ public final class Lora {
     private Lora() {}
 
     /**
-     * Wraps every targeted projection in a {@link LoraLinear}, initializes the adapters next to the
-     * base weights, and freezes every parameter but the adapters'.
+     * Wraps every targeted projection in a {@link LoraLinear} and freezes every parameter but the
+     * adapters'. In an initialized model the adapters are initialized next to the base weights; in
+     * a model not yet initialized they are initialized with it (through {@code
+     * FsdpTrainer.initialize}, one unit at a time, adapters included), each with its own
+     * initializer.
      *
-     * @param root an initialized model
+     * @param root the model, initialized or not
      * @param config the adaptation
      * @return the dotted paths of the adapted modules
      * @throws IllegalArgumentException if no module matches the targets
@@ -81,13 +84,12 @@ public final class Lora {
                 continue;
             }
             Parameter weight = projection.getParameters().get("weight");
-            if (weight == null || !weight.isInitialized()) {
-                throw new IllegalStateException(
-                        "initialize the model before adding adapters (" + path + ")");
-            }
             LoraLinear lora = new LoraLinear(projection, config);
-            NDArray w = weight.getArray();
-            lora.initialize(w.getManager(), w.getDataType(), new Shape(1, projection.inFeatures()));
+            if (weight != null && weight.isInitialized()) {
+                NDArray w = weight.getArray();
+                lora.initialize(
+                        w.getManager(), w.getDataType(), new Shape(1, projection.inFeatures()));
+            }
             BlockChildren.replace(parent(modules, path), projection, lora);
             adapted.add(path);
         }

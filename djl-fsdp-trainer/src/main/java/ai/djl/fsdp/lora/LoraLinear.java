@@ -35,8 +35,8 @@ public final class LoraLinear extends AbstractBlock {
     private final float dropout;
 
     /**
-     * Wraps a projection. The adapter matrices are created but not initialized; {@link Lora#apply}
-     * initializes them next to the base weight.
+     * Wraps a projection. The adapter matrices are created but not initialized: {@link Lora#apply}
+     * initializes them next to an initialized base weight, or the model's initialization does.
      *
      * @param base the projection to adapt
      * @param config the rank, alpha and dropout

@@ -85,19 +85,19 @@ public final class Models {
     }
 
     /**
-     * Builds a model whose parameters have their shapes and memory but no values: the memory is
-     * allocated and never written, so it costs no resident memory until something fills it. This is
-     * the model FSDP shards straight from a checkpoint ({@code HfCheckpoint.shardSource}), each
-     * rank reading only its shards; its values must not be read before that.
+     * Builds a model to be filled from a checkpoint, not initialized: initializing it (best through
+     * {@code FsdpTrainer.initialize}, one unit at a time) gives its parameters their shapes and
+     * memory but no values, so the memory costs nothing until something fills it. This is the model
+     * FSDP shards straight from a checkpoint ({@code HfCheckpoint.shardSource}), each rank reading
+     * only its shards; its values must not be read before that. Adapters added afterwards (LoRA)
+     * keep their own initializers.
      *
      * @param config the configuration
-     * @param manager the manager that owns the parameters
-     * @return the model, initialized in DJL's sense, with unspecified values
+     * @return the model, not initialized
      */
-    public static CausalLM allocate(ModelConfig config, NDManager manager) {
+    public static CausalLM forCheckpoint(ModelConfig config) {
         CausalLM model = config.newModel();
         model.setInitializer((m, shape, dataType) -> m.create(shape, dataType), p -> true);
-        model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
         return model;
     }
 

@@ -99,7 +99,7 @@ public final class LoadMemoryMain {
     private static void sharded(Path directory) throws IOException {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), ON_CPU);
                 Model model = Model.newInstance("load", Device.cpu())) {
-            CausalLM lm = Models.allocate(ConfigJson.read(directory), model.getNDManager());
+            CausalLM lm = Models.forCheckpoint(ConfigJson.read(directory));
             model.setBlock(lm);
             FsdpTrainer trainer;
             try (CheckpointShardSource source = HfCheckpoint.shardSource(lm, directory)) {
@@ -117,6 +117,7 @@ public final class LoadMemoryMain {
                                 group,
                                 fsdp,
                                 TrainerOptions.builder().optInitialValues(source).build());
+                trainer.initialize(new Shape(1, 1)); // unit by unit, reading the shards
             }
             // Measured before closing: closing gathers the whole model onto every rank.
             try (trainer) {

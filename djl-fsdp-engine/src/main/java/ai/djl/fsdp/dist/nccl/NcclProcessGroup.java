@@ -91,11 +91,12 @@ public final class NcclProcessGroup implements ProcessGroup {
      * @param store the job's store, through which rank 0 hands out the communicator's unique id;
      *     the group owns it from now on and closes it
      * @param device this rank's GPU, usually {@code RankDevice.of(env)}
-     * @param timeout the longest a queued collective may take before the watchdog aborts the
-     *     communicator
+     * @param timeout the longest the communicator's set-up may take, and the longest a queued
+     *     collective may take before the watchdog aborts the communicator
      * @return the group
      * @throws UnsupportedOperationException if NCCL cannot run here, saying what is missing
-     * @throws CollectiveException if NCCL fails to set up the communicator
+     * @throws CollectiveException if NCCL fails to set up the communicator, or a rank does not join
+     *     it within the timeout
      */
     public static NcclProcessGroup create(
             DistributedEnv env, Store store, Device device, Duration timeout) {
@@ -129,10 +130,17 @@ public final class NcclProcessGroup implements ProcessGroup {
             id.internal().put(published);
         }
         ncclComm comm = new ncclComm();
-        NcclStatus.checkNccl(
-                nccl.ncclCommInitRank(comm, env.getWorldSize(), id, rank),
-                "ncclCommInitRank",
-                rank);
+        int deviceId = device.getDeviceId();
+        int result =
+                BoundedInit.run(
+                        () -> {
+                            NcclStatus.checkCuda(cudart.cudaSetDevice(deviceId), "cudaSetDevice");
+                            return nccl.ncclCommInitRank(comm, env.getWorldSize(), id, rank);
+                        },
+                        "ncclCommInitRank",
+                        rank,
+                        timeout);
+        NcclStatus.checkNccl(result, "ncclCommInitRank", rank);
         return new NcclProcessGroup(env, device, comm, store, timeout);
     }
 

@@ -20,6 +20,7 @@ import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.ndarray.types.Shape;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -110,12 +111,13 @@ public final class FinetuneCommand implements Subcommand {
 
     private void train(FinetuneRecipe recipe, Model model, boolean hasWeights, Path checkpoint)
             throws IOException {
-        ModelConfig architecture = recipe.architecture;
-        // Weights are not loaded here: FSDP reads each rank's shards straight from the files.
+        // Not initialized here: the trainer initializes the model one unit at a time on the rank's
+        // device, keeping only this rank's shards, read straight from the checkpoint's files when
+        // there is one. No rank ever holds the whole model.
         CausalLM lm =
                 hasWeights
-                        ? Models.allocate(architecture, model.getNDManager())
-                        : Models.create(architecture, model.getNDManager());
+                        ? Models.forCheckpoint(recipe.architecture)
+                        : recipe.architecture.newModel();
         model.setBlock(lm);
         LoraConfig lora;
         FsdpTrainer trainer;
@@ -124,6 +126,10 @@ public final class FinetuneCommand implements Subcommand {
             // Adapters come after the source has matched the base parameters to the files.
             lora = args.usePeftLora ? applyLora(lm) : null;
             trainer = recipe.newTrainer(model, lm, shards);
+            trainer.initialize(new Shape(1, 1));
+        }
+        if (lora != null) {
+            print(Lora.count(lm).toString());
         }
         Path resumeFrom = checkpoints.resumeDirectory(args.outputDir);
         try (trainer;
@@ -289,7 +295,6 @@ public final class FinetuneCommand implements Subcommand {
                         .optDropout(args.loraDropout)
                         .build();
         Lora.apply(lm, lora);
-        print(Lora.count(lm).toString());
         return lora;
     }
 

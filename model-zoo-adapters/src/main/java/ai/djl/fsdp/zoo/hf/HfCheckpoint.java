@@ -63,14 +63,16 @@ public final class HfCheckpoint {
 
     /**
      * Opens a checkpoint as the source FSDP shards a model from: each rank reads only the byte
-     * ranges of its own shards (see {@code FsdpConfig.Builder#optParameterSource}). The model needs
-     * parameters of the right shapes but not their values: build it with {@link
-     * ai.djl.fsdp.zoo.Models#allocate}. The names and shapes are checked now, as {@link #load}
-     * checks them; adapters added later (LoRA) are not in the checkpoint and keep their own values.
+     * ranges of its own shards (see {@code TrainerOptions.Builder#optInitialValues}). The model
+     * needs parameters of the right shapes but not their values: build it with {@link
+     * ai.djl.fsdp.zoo.Models#forCheckpoint} and initialize it through {@code
+     * FsdpTrainer.initialize}, so that no rank ever holds the whole model. The names and shapes
+     * (which the zoo's blocks have before initialization) are checked now, as {@link #load} checks
+     * them; adapters added later (LoRA) are not in the checkpoint and keep their own values.
      *
      * @param model the model, before adapters are added
      * @param path the checkpoint directory or safetensors file
-     * @return the source; close it once the trainer is made
+     * @return the source; close it once the model is initialized
      * @throws IOException if the checkpoint cannot be opened
      * @throws IllegalArgumentException if the checkpoint does not match the model
      */

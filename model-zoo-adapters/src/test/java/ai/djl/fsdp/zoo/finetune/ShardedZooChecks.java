@@ -26,6 +26,7 @@ import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
@@ -110,7 +111,7 @@ final class ShardedZooChecks {
             HfCheckpoint.save(saved, directory);
             NDArray ids = TestModels.tokens(manager, 2, 12, SEED);
             NDArray expected = TestModels.logits(saved, ids, null);
-            CausalLM empty = Models.allocate(ConfigJson.read(directory), model.getNDManager());
+            CausalLM empty = Models.forCheckpoint(ConfigJson.read(directory));
             model.setBlock(empty);
             FsdpTrainer trainer;
             try (CheckpointShardSource source = HfCheckpoint.shardSource(empty, directory)) {
@@ -118,8 +119,21 @@ final class ShardedZooChecks {
                     Lora.apply(empty, lora());
                 }
                 trainer = newTrainer(model, ShardingStrategy.FULL_SHARD, group, 1e-3f, source);
+                trainer.initialize(new Shape(1, 1)); // unit by unit, reading the shards
             }
             try (trainer) {
+                // Initialized unit by unit: no rank held the whole model's parameters at once.
+                long wholeBytes = 4 * Lora.count(empty).all();
+                long heldBytes = trainer.getMemoryStats().initPeakParameterBytes();
+                if (heldBytes <= 0 || heldBytes >= wholeBytes) {
+                    throw new AssertionError(
+                            name
+                                    + " held "
+                                    + heldBytes
+                                    + " bytes of full parameters while initializing; the whole"
+                                    + " model is "
+                                    + wholeBytes);
+                }
                 check(
                         name + (withLora ? " with LoRA" : "") + " sharded from a checkpoint",
                         expected,

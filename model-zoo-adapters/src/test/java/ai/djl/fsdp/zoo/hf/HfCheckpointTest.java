@@ -139,6 +139,36 @@ class HfCheckpointTest {
     }
 
     @Test
+    void shardSourceChecksShapesOfAModelNotYetInitialized() throws IOException {
+        String projection = "transformer.h.0.mlp.c_fc.weight";
+        try (NDManager manager = TestModels.newManager()) {
+            // A checkpoint whose one projection has a shape other than its config says.
+            CausalLM model = Models.create(Models.builtin("gpt2-tiny"), manager);
+            SafetensorsWriter writer = new SafetensorsWriter();
+            StateDict.parameters(model)
+                    .forEach(
+                            (key, p) ->
+                                    writer.add(
+                                            key,
+                                            key.equals(projection)
+                                                    ? manager.zeros(new Shape(64, 128))
+                                                    : p.getArray()));
+            writer.writeCheckpoint(dir, Long.MAX_VALUE);
+            // The zoo's blocks have their parameters' shapes before initialization.
+            CausalLM empty = Models.forCheckpoint(Models.builtin("gpt2-tiny"));
+            IllegalArgumentException e =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> HfCheckpoint.shardSource(empty, dir));
+            assertEquals(
+                    "shape mismatch for "
+                            + projection
+                            + ": the model has (64, 256), the checkpoint (64, 128)",
+                    e.getMessage());
+        }
+    }
+
+    @Test
     void configRequiresArchitectureKeysAndIgnoresUnknownOnes() {
         JsonObject json = GPT2Config.of(2, 64, 4, 256).toJson();
         json.addProperty("some_future_key", 3);

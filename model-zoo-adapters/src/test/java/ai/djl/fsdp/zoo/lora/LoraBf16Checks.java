@@ -31,6 +31,7 @@ import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
@@ -267,7 +268,7 @@ final class LoraBf16Checks {
             Map<String, float[]> original = new LinkedHashMap<>();
             StateDict.parameters(saved)
                     .forEach((name, p) -> original.put(name, p.getArray().toFloatArray()));
-            CausalLM empty = Models.allocate(ConfigJson.read(directory), model.getNDManager());
+            CausalLM empty = Models.forCheckpoint(ConfigJson.read(directory));
             model.setBlock(empty);
             FsdpTrainer trainer;
             try (CheckpointShardSource source = HfCheckpoint.shardSource(empty, directory)) {
@@ -281,6 +282,7 @@ final class LoraBf16Checks {
                                 true,
                                 group,
                                 source);
+                trainer.initialize(new Shape(1, 1)); // unit by unit, reading the shards
             }
             trainer.close(); // gathers the base, in float32, into the model
             // Under the plain model's names: an adapted weight is its base layer's.
