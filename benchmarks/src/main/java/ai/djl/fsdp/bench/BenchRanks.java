@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -59,6 +60,34 @@ public final class BenchRanks {
      */
     public int nproc() {
         return nproc;
+    }
+
+    /**
+     * Returns the command line of a rank's main class: each option of the given picocli mixins that
+     * has a value, re-emitted as {@code --name=value}, so that the rank parses them with the same
+     * mixins and every option is declared once.
+     *
+     * @param main the rank's main class
+     * @param mixins the mixins whose values the rank needs
+     * @return the main class's name and its arguments
+     * @throws IllegalArgumentException if an option takes several values
+     */
+    public static List<String> rankCommand(Class<?> main, Object... mixins) {
+        List<String> command = new ArrayList<>();
+        command.add(main.getName());
+        for (Object mixin : mixins) {
+            for (OptionSpec option : CommandSpec.forAnnotatedObject(mixin).options()) {
+                if (option.isMultiValue()) {
+                    throw new IllegalArgumentException(
+                            option.longestName() + " takes several values: re-emit it by hand");
+                }
+                Object value = option.getValue();
+                if (value != null) {
+                    command.add(option.longestName() + "=" + value);
+                }
+            }
+        }
+        return command;
     }
 
     /**

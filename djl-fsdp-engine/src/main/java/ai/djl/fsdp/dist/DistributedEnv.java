@@ -1,8 +1,6 @@
 package ai.djl.fsdp.dist;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -104,12 +102,12 @@ public final class DistributedEnv {
      * @throws IllegalArgumentException if the variables are inconsistent; the message names them
      */
     public static DistributedEnv fromVariables(Map<String, String> variables) {
-        Variables v = new Variables(variables);
+        EnvVariables v = new EnvVariables(variables);
         DistributedEnv env;
         if (v.isSet("RANK") || v.isSet("WORLD_SIZE")) {
             env = fromTorchrunStyle(v);
         } else if (v.isSet("SLURM_PROCID")) {
-            env = fromSlurm(v);
+            env = SlurmTask.env(v);
         } else {
             env = single(v.text(JOB_TOKEN_VARIABLE).orElse(""));
         }
@@ -128,7 +126,7 @@ public final class DistributedEnv {
                 .withRunId(runId(v, agentStore));
     }
 
-    private static String runId(Variables v, boolean agentStore) {
+    private static String runId(EnvVariables v, boolean agentStore) {
         Optional<String> given = v.text(RUN_ID_VARIABLE);
         if (given.isPresent()) {
             return given.get();
@@ -235,7 +233,7 @@ public final class DistributedEnv {
                 false);
     }
 
-    private static DistributedEnv fromTorchrunStyle(Variables v) {
+    private static DistributedEnv fromTorchrunStyle(EnvVariables v) {
         int worldSize = v.requiredInt("WORLD_SIZE", "RANK is set");
         int rank = v.requiredInt("RANK", "WORLD_SIZE is set");
         int localWorldSize = v.intOr("LOCAL_WORLD_SIZE", 1);
@@ -250,38 +248,12 @@ public final class DistributedEnv {
                 v.text(JOB_TOKEN_VARIABLE).orElse(""));
     }
 
-    private static DistributedEnv fromSlurm(Variables v) {
-        int rank = v.requiredInt("SLURM_PROCID", "");
-        int worldSize = v.requiredInt("SLURM_NTASKS", "SLURM_PROCID is set");
-        int localRank = v.intOr("SLURM_LOCALID", 0);
-        int localWorldSize;
-        if (v.isSet("SLURM_NTASKS_PER_NODE")) {
-            localWorldSize = v.requiredInt("SLURM_NTASKS_PER_NODE", "");
-        } else if (v.isSet("SLURM_TASKS_PER_NODE")) {
-            localWorldSize =
-                    tasksOnNode(
-                            v.text("SLURM_TASKS_PER_NODE").orElseThrow(),
-                            v.intOr("SLURM_NODEID", 0));
-        } else {
-            localWorldSize = 1;
-        }
-        return of(
-                rank,
-                worldSize,
-                localRank,
-                localWorldSize,
-                masterAddr(v, worldSize, true),
-                v.intOr("MASTER_PORT", slurmPort(v)),
-                v.text(JOB_TOKEN_VARIABLE).orElse(""));
-    }
-
-    private static int slurmPort(Variables v) {
-        return v.isSet("SLURM_JOB_ID")
-                ? SLURM_PORT_BASE + v.intOr("SLURM_JOB_ID", 0) % 10000
-                : DEFAULT_MASTER_PORT;
-    }
-
-    private static String masterAddr(Variables v, int worldSize, boolean slurm) {
+    /**
+     * Returns {@code MASTER_ADDR}, or the loopback address for a job of one rank.
+     *
+     * @throws IllegalArgumentException saying how to set it, for a torchrun-style or Slurm job
+     */
+    static String masterAddr(EnvVariables v, int worldSize, boolean slurm) {
         Optional<String> addr = v.text("MASTER_ADDR");
         if (addr.isPresent()) {
             return addr.get();
@@ -299,52 +271,6 @@ public final class DistributedEnv {
                 "MASTER_ADDR is not set: with WORLD_SIZE="
                         + worldSize
                         + " every rank needs rank 0's host name in MASTER_ADDR");
-    }
-
-    /**
-     * Expands Slurm's compressed task counts, such as {@code 2(x3),1} (three nodes with two tasks,
-     * then one with one), and returns the count on node {@code nodeId}.
-     */
-    static int tasksOnNode(String tasksPerNode, int nodeId) {
-        List<Integer> perNode = new ArrayList<>();
-        for (String part : tasksPerNode.split(",")) {
-            String p = part.trim();
-            int repeat = 1;
-            int open = p.indexOf("(x");
-            if (open >= 0) {
-                if (!p.endsWith(")")) {
-                    throw badTasksPerNode(tasksPerNode);
-                }
-                repeat = parse("SLURM_TASKS_PER_NODE", p.substring(open + 2, p.length() - 1));
-                p = p.substring(0, open);
-            }
-            int tasks = parse("SLURM_TASKS_PER_NODE", p);
-            for (int i = 0; i < repeat; i++) {
-                perNode.add(tasks);
-            }
-        }
-        if (nodeId < 0 || nodeId >= perNode.size()) {
-            throw new IllegalArgumentException(
-                    "SLURM_NODEID="
-                            + nodeId
-                            + " has no entry in"
-                            + " SLURM_TASKS_PER_NODE="
-                            + tasksPerNode);
-        }
-        return perNode.get(nodeId);
-    }
-
-    private static IllegalArgumentException badTasksPerNode(String value) {
-        return new IllegalArgumentException(
-                "SLURM_TASKS_PER_NODE='" + value + "' is not in Slurm's form, such as '2(x3),1'");
-    }
-
-    private static int parse(String name, String value) {
-        try {
-            return Integer.parseInt(value.trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(name + "='" + value + "' is not a whole number", e);
-        }
     }
 
     private static void check(boolean ok, String name, int value, String rule) {
@@ -424,41 +350,5 @@ public final class DistributedEnv {
                 + (runId.isEmpty() ? "" : ", run=" + runId)
                 + (agentStore ? ", agent store" : "")
                 + '}';
-    }
-
-    /** Typed access to a process environment, with errors that name the variable. */
-    private static final class Variables {
-        private final Map<String, String> values;
-
-        Variables(Map<String, String> values) {
-            this.values = values;
-        }
-
-        boolean isSet(String name) {
-            return text(name).isPresent();
-        }
-
-        Optional<String> text(String name) {
-            String value = values.get(name);
-            return value == null || value.isBlank() ? Optional.empty() : Optional.of(value.trim());
-        }
-
-        int requiredInt(String name, String because) {
-            String value =
-                    text(name)
-                            .orElseThrow(
-                                    () ->
-                                            new IllegalArgumentException(
-                                                    name
-                                                            + " is not set"
-                                                            + (because.isEmpty()
-                                                                    ? ""
-                                                                    : " but " + because)));
-            return parse(name, value);
-        }
-
-        int intOr(String name, int fallback) {
-            return text(name).map(value -> parse(name, value)).orElse(fallback);
-        }
     }
 }

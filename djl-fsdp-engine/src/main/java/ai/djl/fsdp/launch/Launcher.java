@@ -6,16 +6,10 @@ import ai.djl.fsdp.dist.ProcessGroupOptions;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -49,68 +43,26 @@ import java.util.stream.IntStream;
  */
 public final class Launcher {
 
-    /** The class that runs a {@code bin/fsdp} subcommand given by name. */
-    static final String CLI_MAIN_CLASS = "ai.djl.fsdp.cli.Fsdp";
-
-    /**
-     * glibc malloc settings for every rank, unless the environment already sets the variable. By
-     * default glibc raises its mmap threshold to the largest block freed so far, after which
-     * parameter-sized buffers come from the heap arenas and stay resident once freed: the memory
-     * FSDP frees after each unit's gather would never leave the process. A fixed 4 MiB threshold
-     * keeps small activations in the arenas and hands every larger buffer back to the system when
-     * it is freed; huge pages for those mappings cut the cost of mapping them again (measured in
-     * docs/benchmarks.md). A glibc without these tunables ignores them.
-     */
-    static final String MALLOC_TUNABLES_VARIABLE = "GLIBC_TUNABLES";
-
-    static final String MALLOC_TUNABLES =
-            "glibc.malloc.mmap_threshold=4194304:glibc.malloc.hugetlb=1";
-
-    /**
-     * Slurm describes the task that runs the launcher, not the ranks it starts; a rank that saw
-     * them could take them for its own place in the job.
-     */
-    private static final List<String> SLURM_TASK_VARIABLES =
-            List.of("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE");
-
     private final int nprocPerNode;
     private final int nnodes;
     private final int nodeRank;
-    private final String masterAddr;
-    private final int masterPort;
-    private final String jobToken;
-    private final String runId;
+    private final JobRendezvous rendezvous;
     private final Duration timeout;
-    private final int threadsPerRank;
-    private final List<String> javaOptions;
-    private final List<String> mainCommand;
     private final Map<String, String> environment;
     private final List<Integer> localRanks;
     private final Duration stopTimeout;
-    private final String classPath;
-    private final Path logDirectory;
-    private final PrintStream out;
-    private final PrintStream err;
+    private final RankJvm jvm;
 
-    private Launcher(Builder builder) {
+    private Launcher(Builder builder, JobRendezvous rendezvous, RankJvm jvm) {
         nprocPerNode = builder.nprocPerNode;
         nnodes = builder.nnodes;
         nodeRank = builder.nodeRank;
-        masterAddr = builder.masterAddr;
-        masterPort = builder.masterPort;
-        jobToken = builder.jobToken;
-        runId = builder.runId;
+        this.rendezvous = rendezvous;
         timeout = builder.timeout;
-        threadsPerRank = builder.threadsPerRank;
-        javaOptions = List.copyOf(builder.javaOptions);
-        mainCommand = builder.mainCommand;
         environment = Map.copyOf(builder.environment);
         localRanks = builder.localRanks;
         stopTimeout = builder.stopTimeout;
-        classPath = builder.classPath;
-        logDirectory = builder.logDirectory;
-        out = builder.out;
-        err = builder.err;
+        this.jvm = jvm;
     }
 
     /**
@@ -137,7 +89,7 @@ public final class Launcher {
      * @return the thread count per rank
      */
     public int getThreadsPerRank() {
-        return threadsPerRank;
+        return jvm.threadsPerRank();
     }
 
     /**
@@ -172,7 +124,12 @@ public final class Launcher {
         LaunchedJob job = new LaunchedJob(stopTimeout, reports);
         try {
             for (int localRank : localRanks) {
-                job.add(start(localRank, reports));
+                int rank = nodeRank * nprocPerNode + localRank;
+                job.add(
+                        jvm.start(
+                                rank,
+                                rankEnvironment(localRank),
+                                reports.resolve("rank" + rank + ".failure")));
             }
         } catch (RuntimeException e) {
             job.close();
@@ -200,62 +157,17 @@ public final class Launcher {
         env.put("LOCAL_RANK", Integer.toString(localRank));
         env.put("LOCAL_WORLD_SIZE", Integer.toString(nprocPerNode));
         env.put("GROUP_RANK", Integer.toString(nodeRank));
-        env.put("MASTER_ADDR", masterAddr);
-        env.put("MASTER_PORT", Integer.toString(masterPort));
-        env.put(DistributedEnv.JOB_TOKEN_VARIABLE, jobToken);
-        env.put(DistributedEnv.RUN_ID_VARIABLE, runId);
+        env.put("MASTER_ADDR", rendezvous.masterAddr());
+        env.put("MASTER_PORT", Integer.toString(rendezvous.masterPort()));
+        env.put(DistributedEnv.JOB_TOKEN_VARIABLE, rendezvous.jobToken());
+        env.put(DistributedEnv.RUN_ID_VARIABLE, rendezvous.runId());
         if (timeout != null) {
             env.put(
                     ProcessGroupOptions.TIMEOUT_VARIABLE,
                     Double.toString(timeout.toMillis() / 1000.0));
         }
-        env.put("OMP_NUM_THREADS", Integer.toString(threadsPerRank));
+        env.put("OMP_NUM_THREADS", Integer.toString(jvm.threadsPerRank()));
         return env;
-    }
-
-    private LaunchedJob.RankProcess start(int localRank, Path reports) {
-        int rank = nodeRank * nprocPerNode + localRank;
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.add("-Dai.djl.pytorch.num_threads=" + threadsPerRank);
-        command.add("-Dai.djl.pytorch.num_interop_threads=1");
-        // After the launcher's own options, so that the caller's win.
-        command.addAll(javaOptions);
-        command.add("-cp");
-        command.add(classPath);
-        command.addAll(mainCommand);
-
-        ProcessBuilder builder = new ProcessBuilder(command);
-        Map<String, String> env = builder.environment();
-        SLURM_TASK_VARIABLES.forEach(env::remove);
-        env.putAll(rankEnvironment(localRank));
-        env.putIfAbsent(MALLOC_TUNABLES_VARIABLE, MALLOC_TUNABLES);
-        String[] launcher = LauncherWatch.describeThisProcess();
-        env.put(LauncherWatch.PID_VARIABLE, launcher[0]);
-        env.put(LauncherWatch.START_VARIABLE, launcher[1]);
-        Path report = reports.resolve("rank" + rank + ".failure");
-        env.put(FailureReport.FILE_VARIABLE, report.toString());
-        if (logDirectory != null) {
-            builder.redirectErrorStream(true)
-                    .redirectOutput(logDirectory.resolve(logFileName(rank)).toFile());
-        }
-        try {
-            Process process = builder.start();
-            process.getOutputStream().close();
-            if (logDirectory != null) {
-                return new LaunchedJob.RankProcess(rank, process, List.of(), report);
-            }
-            String prefix = "[rank" + rank + "] ";
-            return new LaunchedJob.RankProcess(
-                    rank,
-                    process,
-                    List.of(
-                            LinePrefixer.start(process.getInputStream(), prefix, out),
-                            LinePrefixer.start(process.getErrorStream(), prefix, err)),
-                    report);
-        } catch (IOException e) {
-            throw new UncheckedIOException("Could not start rank " + rank + ": " + command, e);
-        }
     }
 
     /**
@@ -269,20 +181,10 @@ public final class Launcher {
         return "rank" + rank + ".log";
     }
 
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException("Could not find a free port for the rendezvous", e);
-        }
-    }
-
     /**
      * Configures a {@link Launcher}; {@link #setNprocPerNode} and {@link #setCommand} are required.
      */
     public static final class Builder {
-
-        private static final SecureRandom RANDOM = new SecureRandom();
 
         private int nprocPerNode;
         private int nnodes = 1;
@@ -295,7 +197,6 @@ public final class Launcher {
         private Integer threadsPerRank;
         private List<String> javaOptions = Collections.emptyList();
         private List<String> command;
-        private List<String> mainCommand;
         private final Map<String, String> environment = new LinkedHashMap<>();
         private List<Integer> localRanks;
         private Duration stopTimeout = Duration.ofSeconds(5);
@@ -550,30 +451,6 @@ public final class Launcher {
                 threadsPerRank =
                         Math.max(1, Runtime.getRuntime().availableProcessors() / nprocPerNode);
             }
-            if (jobToken == null) {
-                jobToken = System.getenv(DistributedEnv.JOB_TOKEN_VARIABLE);
-            }
-            if (nnodes > 1) {
-                require(
-                        masterAddr != null,
-                        "a job on several nodes needs master-addr: the address of node 0");
-                require(
-                        jobToken != null && !jobToken.isEmpty(),
-                        "a job on several nodes needs the same "
-                                + DistributedEnv.JOB_TOKEN_VARIABLE
-                                + " on every node; set it, e.g. export "
-                                + DistributedEnv.JOB_TOKEN_VARIABLE
-                                + "=$(openssl rand -hex 16)");
-                if (masterPort == null) {
-                    masterPort = DistributedEnv.DEFAULT_MASTER_PORT;
-                }
-            }
-            if (masterAddr == null) {
-                masterAddr = InetAddress.getLoopbackAddress().getHostAddress();
-            }
-            if (masterPort == null) {
-                masterPort = freePort();
-            }
             if (localRanks == null) {
                 localRanks = IntStream.range(0, nprocPerNode).boxed().collect(Collectors.toList());
             }
@@ -582,64 +459,24 @@ public final class Launcher {
                         localRank >= 0 && localRank < nprocPerNode,
                         "local ranks must be in [0, " + nprocPerNode + "), got " + localRank);
             }
-            if (jobToken == null || jobToken.isEmpty()) {
-                byte[] secret = new byte[16];
-                RANDOM.nextBytes(secret);
-                jobToken = HexFormat.of().formatHex(secret);
-            }
             require(
                     timeout == null || !timeout.isNegative() && !timeout.isZero(),
                     "the timeout must be positive, got " + timeout);
-            if (runId == null) {
-                runId = defaultRunId(nnodes, jobToken);
-            }
-            require(
-                    runId.getBytes(StandardCharsets.UTF_8).length <= 64,
-                    "the run id is limited to 64 bytes, got '" + runId + "'");
-            mainCommand = resolveMainCommand(command);
-            return new Launcher(this);
+            JobRendezvous rendezvous =
+                    JobRendezvous.resolve(nnodes, masterAddr, masterPort, jobToken, runId);
+            RankJvm jvm =
+                    new RankJvm(
+                            threadsPerRank,
+                            javaOptions,
+                            classPath,
+                            RankJvm.mainCommand(command),
+                            logDirectory,
+                            out,
+                            err);
+            return new Launcher(this, rendezvous, jvm);
         }
 
-        /**
-         * A first word with a dot names a main class (checked here, before any JVM starts);
-         * anything else is a {@code bin/fsdp} subcommand.
-         */
-        private static List<String> resolveMainCommand(List<String> command) {
-            String first = command.get(0);
-            if (!first.contains(".")) {
-                List<String> cli = new ArrayList<>(command.size() + 1);
-                cli.add(CLI_MAIN_CLASS);
-                cli.addAll(command);
-                return cli;
-            }
-            try {
-                Class.forName(first, false, Thread.currentThread().getContextClassLoader());
-            } catch (ClassNotFoundException e) {
-                throw new IllegalArgumentException(
-                        "No class "
-                                + first
-                                + " on the class path. Give a fully qualified main class, or a"
-                                + " bin/fsdp command name (no dot).",
-                        e);
-            }
-            return command;
-        }
-
-        private static String defaultRunId(int nnodes, String jobToken) {
-            String given = System.getenv(DistributedEnv.RUN_ID_VARIABLE);
-            if (given != null && !given.isBlank()) {
-                return given.trim();
-            }
-            if (nnodes == 1) {
-                byte[] id = new byte[8];
-                RANDOM.nextBytes(id);
-                return HexFormat.of().formatHex(id);
-            }
-            String slurmJob = System.getenv("SLURM_JOB_ID");
-            return slurmJob != null && !slurmJob.isBlank() ? "slurm-" + slurmJob.trim() : "";
-        }
-
-        private static void require(boolean condition, String message) {
+        static void require(boolean condition, String message) {
             if (!condition) {
                 throw new IllegalArgumentException(message);
             }

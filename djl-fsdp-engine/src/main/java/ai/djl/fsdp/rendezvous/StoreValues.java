@@ -44,21 +44,10 @@ final class StoreValues {
 
     /** Returns the value, or null when it was not set within {@code millis}. */
     byte[] awaitValue(String key, long millis) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
         lock.lock();
         try {
-            byte[] value;
-            while ((value = values.get(key)) == null && !closed) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    return null;
-                }
-                changed.awaitNanos(left);
-            }
-            return value;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
+            awaitKeys(List.of(key), millis);
+            return values.get(key);
         } finally {
             lock.unlock();
         }

@@ -6,7 +6,6 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
@@ -28,8 +27,6 @@ import org.slf4j.LoggerFactory;
 public final class TcpStore implements Store {
 
     private static final Logger logger = LoggerFactory.getLogger(TcpStore.class);
-
-    private static final Duration MAX_RETRY_PAUSE = Duration.ofSeconds(1);
 
     private final TcpStoreServer server;
     private final Builder settings;
@@ -287,11 +284,7 @@ public final class TcpStore implements Store {
 
         /** Sets the longest any call (connecting included) waits; the default is 5 minutes. */
         public Builder optTimeout(Duration timeout) {
-            if (timeout.isNegative() || timeout.isZero()) {
-                throw new IllegalArgumentException(
-                        "the store timeout must be positive: " + timeout);
-            }
-            this.timeout = timeout;
+            this.timeout = StoreConnector.requirePositive(timeout);
             return this;
         }
 
@@ -356,48 +349,29 @@ public final class TcpStore implements Store {
          * or may turn connections away while a flood of strangers fills its handshakes.
          */
         private TcpStore connect(
-                TcpStoreServer server, int connectPort, byte[] tokenBytes, byte[] runIdBytes)
-                throws IOException {
-            long deadline = System.nanoTime() + timeout.toNanos();
-            long pauseMillis = 50;
+                TcpStoreServer server, int connectPort, byte[] tokenBytes, byte[] runIdBytes) {
             String endpoint = host + ':' + connectPort;
-            Exception last;
-            do {
-                Socket socket = new Socket();
-                try {
-                    long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
-                    socket.connect(
-                            new InetSocketAddress(host, connectPort),
-                            (int) Math.min(left, Integer.MAX_VALUE));
-                    socket.setTcpNoDelay(true);
-                    TcpStore store = new TcpStore(server, this, socket, timeout, endpoint);
-                    store.hello(tokenBytes, runIdBytes);
-                    return store;
-                } catch (RefusedException e) {
-                    socket.close();
-                    throw e;
-                } catch (IOException | StoreException e) {
-                    socket.close();
-                    last = e;
-                }
-                try {
-                    Thread.sleep(pauseMillis);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IOException("interrupted while connecting to the store", e);
-                }
-                pauseMillis = Math.min(pauseMillis * 2, MAX_RETRY_PAUSE.toMillis());
-            } while (System.nanoTime() < deadline);
-            throw new StoreException(
-                    "Could not reach the store at "
-                            + endpoint
-                            + " within "
-                            + timeout
-                            + " ("
-                            + last
-                            + "). Is rank 0 running, and are"
-                            + " MASTER_ADDR and MASTER_PORT the same on every rank?",
-                    last);
+            return StoreConnector.connect(
+                    host,
+                    connectPort,
+                    System.nanoTime() + timeout.toNanos(),
+                    socket -> {
+                        TcpStore store = new TcpStore(server, this, socket, timeout, endpoint);
+                        store.hello(tokenBytes, runIdBytes);
+                        return store;
+                    },
+                    last ->
+                            new StoreException(
+                                    "Could not reach the store at "
+                                            + endpoint
+                                            + " within "
+                                            + timeout
+                                            + " ("
+                                            + last
+                                            + "). Is rank 0 running, and are"
+                                            + " MASTER_ADDR and MASTER_PORT the same on every"
+                                            + " rank?",
+                                    last));
         }
 
         private Duration handshakeTimeout() {
@@ -420,7 +394,7 @@ public final class TcpStore implements Store {
         try {
             byte status = reply.readByte();
             if (status == StoreProtocol.STATUS_OTHER_RUN) {
-                throw new RefusedException(
+                throw new StoreConnector.Refused(
                         "The store at "
                                 + endpoint
                                 + " belongs to another job (run '"
@@ -432,7 +406,7 @@ public final class TcpStore implements Store {
                                 + " --master-port is not given)");
             }
             if (status != StoreProtocol.STATUS_OK) {
-                throw new RefusedException(
+                throw new StoreConnector.Refused(
                         "The store at "
                                 + endpoint
                                 + " refused this process's"
@@ -440,15 +414,6 @@ public final class TcpStore implements Store {
             }
         } catch (IOException e) {
             throw brokenReply(e);
-        }
-    }
-
-    /** The server answered the hello with a refusal: trying again cannot help. */
-    private static final class RefusedException extends StoreException {
-        private static final long serialVersionUID = 1L;
-
-        RefusedException(String message) {
-            super(message);
         }
     }
 }

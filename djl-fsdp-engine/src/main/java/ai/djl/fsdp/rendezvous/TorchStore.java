@@ -8,7 +8,6 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
@@ -35,7 +34,6 @@ public final class TorchStore implements Store {
     private static final Logger logger = LoggerFactory.getLogger(TorchStore.class);
 
     private static final Duration PROBE_WINDOW = Duration.ofSeconds(1);
-    private static final Duration MAX_RETRY_PAUSE = Duration.ofSeconds(1);
 
     private final Builder settings;
     private final Dialect dialect;
@@ -292,11 +290,7 @@ public final class TorchStore implements Store {
 
         /** Sets the longest any call (connecting included) waits; the default is 5 minutes. */
         public Builder optTimeout(Duration timeout) {
-            if (timeout.isNegative() || timeout.isZero()) {
-                throw new IllegalArgumentException(
-                        "the store timeout must be positive: " + timeout);
-            }
-            this.timeout = timeout;
+            this.timeout = StoreConnector.requirePositive(timeout);
             return this;
         }
 
@@ -326,46 +320,26 @@ public final class TorchStore implements Store {
 
         /** Opens a connection, retrying until {@code deadline} (the store may not listen yet). */
         private Socket open(long deadline) {
-            long pauseMillis = 50;
-            IOException last;
-            do {
-                Socket socket = new Socket();
-                try {
-                    long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
-                    socket.connect(
-                            new InetSocketAddress(host, port),
-                            (int) Math.min(left, Integer.MAX_VALUE));
-                    socket.setTcpNoDelay(true);
-                    return socket;
-                } catch (IOException e) {
-                    last = e;
-                    try {
-                        socket.close();
-                    } catch (IOException ignored) {
-                        // nothing was open
-                    }
-                }
-                try {
-                    Thread.sleep(pauseMillis);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new StoreException("interrupted while connecting to the store", e);
-                }
-                pauseMillis = Math.min(pauseMillis * 2, MAX_RETRY_PAUSE.toMillis());
-            } while (System.nanoTime() < deadline);
-            throw new StoreException(
-                    "Could not reach the PyTorch store at "
-                            + host
-                            + ':'
-                            + port
-                            + " within "
-                            + timeout
-                            + " ("
-                            + last
-                            + "). TORCHELASTIC_USE_AGENT_STORE=True says the launcher (torchrun,"
-                            + " PyTorchJob, accelerate) hosts one at MASTER_ADDR:MASTER_PORT: is it"
-                            + " still running?",
-                    last);
+            return StoreConnector.connect(
+                    host,
+                    port,
+                    deadline,
+                    socket -> socket,
+                    last ->
+                            new StoreException(
+                                    "Could not reach the PyTorch store at "
+                                            + host
+                                            + ':'
+                                            + port
+                                            + " within "
+                                            + timeout
+                                            + " ("
+                                            + last
+                                            + "). TORCHELASTIC_USE_AGENT_STORE=True says the"
+                                            + " launcher (torchrun, PyTorchJob, accelerate) hosts"
+                                            + " one at MASTER_ADDR:MASTER_PORT: is it still"
+                                            + " running?",
+                                    last));
         }
     }
 }

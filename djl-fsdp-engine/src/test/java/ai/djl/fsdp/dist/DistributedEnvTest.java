@@ -123,11 +123,11 @@ class DistributedEnvTest {
 
     @Test
     void tasksPerNodeExpandsSlurmsCompressedForm() {
-        assertEquals(4, DistributedEnv.tasksOnNode("4", 0));
-        assertEquals(2, DistributedEnv.tasksOnNode("2(x3),1", 2));
-        assertEquals(1, DistributedEnv.tasksOnNode("2(x3),1", 3));
-        assertThrows(IllegalArgumentException.class, () -> DistributedEnv.tasksOnNode("2(x3", 0));
-        assertThrows(IllegalArgumentException.class, () -> DistributedEnv.tasksOnNode("2", 1));
+        assertEquals(4, SlurmTask.tasksOnNode("4", 0));
+        assertEquals(2, SlurmTask.tasksOnNode("2(x3),1", 2));
+        assertEquals(1, SlurmTask.tasksOnNode("2(x3),1", 3));
+        assertThrows(IllegalArgumentException.class, () -> SlurmTask.tasksOnNode("2(x3", 0));
+        assertThrows(IllegalArgumentException.class, () -> SlurmTask.tasksOnNode("2", 1));
     }
 
     @Test

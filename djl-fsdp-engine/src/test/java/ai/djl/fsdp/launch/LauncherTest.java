@@ -75,7 +75,7 @@ class LauncherTest {
             assertEquals(String.valueOf(expectedThreads), report.get("num_threads"));
             assertEquals(String.valueOf(expectedThreads), report.get("OMP_NUM_THREADS"));
             assertEquals("1", report.get("num_interop_threads"));
-            assertEquals(Launcher.MALLOC_TUNABLES, report.get(Launcher.MALLOC_TUNABLES_VARIABLE));
+            assertEquals(RankJvm.MALLOC_TUNABLES, report.get(RankJvm.MALLOC_TUNABLES_VARIABLE));
         }
         assertEquals(expectedThreads, launcher.getThreadsPerRank());
         assertEquals(rank0.get("MASTER_PORT"), rank1.get("MASTER_PORT"));
@@ -163,7 +163,7 @@ class LauncherTest {
         probe(2, "report")
                 .optThreadsPerRank(3)
                 .optJobToken("shared-secret")
-                .optEnvironment(Launcher.MALLOC_TUNABLES_VARIABLE, "glibc.malloc.arena_max=2")
+                .optEnvironment(RankJvm.MALLOC_TUNABLES_VARIABLE, "glibc.malloc.arena_max=2")
                 .build()
                 .run();
 
@@ -172,7 +172,7 @@ class LauncherTest {
             assertEquals("shared-secret", report.get(DistributedEnv.JOB_TOKEN_VARIABLE));
             assertEquals("3", report.get("num_threads"));
             assertEquals("3", report.get("OMP_NUM_THREADS"));
-            assertEquals("glibc.malloc.arena_max=2", report.get(Launcher.MALLOC_TUNABLES_VARIABLE));
+            assertEquals("glibc.malloc.arena_max=2", report.get(RankJvm.MALLOC_TUNABLES_VARIABLE));
         }
     }
 

@@ -26,7 +26,7 @@ public final class RankProbe {
                     "MASTER_PORT",
                     DistributedEnv.JOB_TOKEN_VARIABLE,
                     "OMP_NUM_THREADS",
-                    Launcher.MALLOC_TUNABLES_VARIABLE);
+                    RankJvm.MALLOC_TUNABLES_VARIABLE);
 
     private RankProbe() {}
 

@@ -27,6 +27,9 @@ import java.util.List;
  */
 public final class ShardLoader {
 
+    /** The most elements read from a source at once: 16 MiB of float32. */
+    static final long PIECE = 1L << 22;
+
     private final int shardCount;
     private final int shardIndex;
     private final NDManager manager;
@@ -186,41 +189,57 @@ public final class ShardLoader {
             if (overlap == null) {
                 continue;
             }
-            try (NDManager pieceScope = scratch.newSubManager()) {
-                NDArray piece = source.read(pieceScope, parameter, overlap.from(), overlap.to());
-                if (piece == null) {
-                    piece =
-                            parameter
-                                    .getArray()
-                                    .stopGradient()
-                                    .flatten()
-                                    .get(new NDIndex("{}:{}", overlap.from(), overlap.to()));
-                    piece.attach(pieceScope);
+            // In pieces of at most PIECE elements: a rank never holds a whole large tensor's
+            // part (an embedding, say) twice while it copies it into the shard.
+            for (long from = overlap.from(); from < overlap.to(); from += PIECE) {
+                long to = Math.min(overlap.to(), from + PIECE);
+                long offset = overlap.shardOffset() + from - overlap.from();
+                try (NDManager pieceScope = scratch.newSubManager()) {
+                    NDArray piece = readPiece(source, pieceScope, parameter, from, to);
+                    built.set(
+                            new NDIndex("{}:{}", offset, offset + piece.size()),
+                            Precision.cast(piece, dataType));
                 }
-                if (piece.size() != overlap.size()) {
-                    throw new IllegalStateException(
-                            "The parameter source gave "
-                                    + piece.size()
-                                    + " elements of "
-                                    + parameter.getName()
-                                    + " for the range ["
-                                    + overlap.from()
-                                    + ", "
-                                    + overlap.to()
-                                    + ")");
-                }
-                built.set(
-                        new NDIndex(
-                                "{}:{}",
-                                overlap.shardOffset(),
-                                overlap.shardOffset() + overlap.size()),
-                        Precision.cast(piece, dataType));
-            } catch (IOException e) {
-                throw new UncheckedIOException(
-                        "Cannot read the shard of parameter " + parameter.getName(), e);
             }
         }
         return built;
+    }
+
+    /**
+     * Reads elements {@code [from, to)} of {@code parameter} from {@code source}, or from its own
+     * array when the source does not hold it.
+     */
+    private static NDArray readPiece(
+            ParameterSource source, NDManager scope, Parameter parameter, long from, long to) {
+        NDArray piece;
+        try {
+            piece = source.read(scope, parameter, from, to);
+        } catch (IOException e) {
+            throw new UncheckedIOException(
+                    "Cannot read the shard of parameter " + parameter.getName(), e);
+        }
+        if (piece == null) {
+            piece =
+                    parameter
+                            .getArray()
+                            .stopGradient()
+                            .flatten()
+                            .get(new NDIndex("{}:{}", from, to));
+            piece.attach(scope);
+        }
+        if (piece.size() != to - from) {
+            throw new IllegalStateException(
+                    "The parameter source gave "
+                            + piece.size()
+                            + " elements of "
+                            + parameter.getName()
+                            + " for the range ["
+                            + from
+                            + ", "
+                            + to
+                            + ")");
+        }
+        return piece;
     }
 
     /** Zeros of any floating type, bfloat16 included, or of a type DJL creates. */

@@ -59,4 +59,34 @@ class ShardLoaderTest {
             }
         }
     }
+
+    @Test
+    void aLargeParameterIsReadInPiecesOfBoundedSize() {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            long numel = 2 * ShardLoader.PIECE + 6;
+            Parameter large = parameter(manager, "large", new Shape(numel));
+            List<String> reads = new ArrayList<>();
+            ParameterSource source =
+                    (scope, parameter, from, to) -> {
+                        reads.add(from + ":" + to);
+                        return scope.arange(from, to).toType(DataType.FLOAT32, false);
+                    };
+            // Two ranks: rank 1's shard is the second half, PIECE + 3 elements.
+            FlatParameter flat =
+                    new ShardLoader(2, 1, manager, null, source).load("u", false, List.of(large));
+            long start = ShardLoader.PIECE + 3;
+            assertEquals(
+                    List.of(
+                            start + ":" + (start + ShardLoader.PIECE),
+                            (start + ShardLoader.PIECE) + ":" + numel),
+                    reads);
+            float[] shard = flat.getShard().toFloatArray();
+            assertEquals(ShardLoader.PIECE + 3, shard.length);
+            for (int i = 0; i < shard.length; i++) {
+                if (shard[i] != start + i) {
+                    throw new AssertionError("element " + i + " is " + shard[i]);
+                }
+            }
+        }
+    }
 }

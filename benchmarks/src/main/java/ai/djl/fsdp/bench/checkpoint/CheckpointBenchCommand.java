@@ -1,14 +1,14 @@
 package ai.djl.fsdp.bench.checkpoint;
 
 import ai.djl.fsdp.bench.BenchRanks;
-import ai.djl.fsdp.bench.train.TrainBenchSettings;
+import ai.djl.fsdp.bench.gpt.GptOptions;
+import ai.djl.fsdp.bench.gpt.GptRank;
+import ai.djl.fsdp.bench.gpt.GptShape;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
 
 /**
  * {@code bin/fsdp bench checkpoint}: trains the model zoo's GPT-2 (by default the 124M shape:
@@ -29,96 +29,19 @@ import picocli.CommandLine.Option;
         })
 public final class CheckpointBenchCommand implements Callable<Integer> {
 
-    /** GPT-2's {@code n_positions}: the position table of the 124M model. */
-    static final int POSITIONS = 1024;
-
-    /** The zoo model's own attention kernel: attention does not enter a checkpoint's cost. */
-    static final String ATTENTION = "explicit";
-
     @Mixin private BenchRanks ranks;
 
-    @Option(
-            names = "--repeats",
-            defaultValue = "3",
-            description = "Repetitions of each measurement (default: ${DEFAULT-VALUE}).")
-    private int repeats;
+    @Mixin private GptOptions gpt = new GptOptions(2, new GptShape(12, 768, 12, 50257, 64, 2));
 
-    @Option(
-            names = "--warmup",
-            defaultValue = "2",
-            description = "Training steps before the first save (default: ${DEFAULT-VALUE}).")
-    private int warmup;
-
-    @Option(
-            names = "--layers",
-            defaultValue = "12",
-            description = "Layers (default: ${DEFAULT-VALUE}).")
-    private int layers;
-
-    @Option(
-            names = "--width",
-            defaultValue = "768",
-            description = "Width (default: ${DEFAULT-VALUE}).")
-    private int width;
-
-    @Option(
-            names = "--heads",
-            defaultValue = "12",
-            description = "Heads (default: ${DEFAULT-VALUE}).")
-    private int heads;
-
-    @Option(
-            names = "--vocab",
-            defaultValue = "50257",
-            description = "Vocabulary (default: ${DEFAULT-VALUE}).")
-    private int vocab;
-
-    @Option(
-            names = "--seq",
-            defaultValue = "64",
-            description = "Tokens per training sequence, at most 1024 (default: ${DEFAULT-VALUE}).")
-    private int sequence;
-
-    @Option(
-            names = "--batch",
-            defaultValue = "2",
-            description = "Sequences per rank per step (default: ${DEFAULT-VALUE}).")
-    private int batch;
-
-    @Option(
-            names = "--dir",
-            description =
-                    "Where to write the checkpoints, on storage every rank shares; a new folder in"
-                            + " it is used and deleted (default: the temporary directory).")
-    private Path directory;
+    @Mixin private CheckpointOptions checkpoint;
 
     @Override
     public Integer call() throws IOException, InterruptedException {
-        TrainBenchSettings settings =
-                new TrainBenchSettings(
-                        ranks.nproc(),
-                        "FULL_SHARD",
-                        repeats,
-                        warmup,
-                        layers,
-                        width,
-                        heads,
-                        vocab,
-                        sequence,
-                        batch,
-                        CheckpointBenchCommand.ATTENTION,
-                        "fp32",
-                        null,
-                        null,
-                        0);
-        settings.check();
-        if (sequence > POSITIONS || repeats < 1) {
-            throw new IllegalArgumentException(
-                    "--seq must be at most " + POSITIONS + " and --repeats at least 1");
-        }
-        Path parent = directory != null ? directory : Path.of(System.getProperty("java.io.tmpdir"));
+        checkpoint.check(ranks.nproc(), gpt);
         return ranks.run(
-                report -> CheckpointBenchRank.command(settings, parent, report),
+                report ->
+                        BenchRanks.rankCommand(
+                                CheckpointBenchRank.class, gpt, checkpoint, new GptRank(report)),
                 List.of("-Xmx1g"),
                 report -> CheckpointBenchReport.summarize(ranks.nproc(), report));
     }

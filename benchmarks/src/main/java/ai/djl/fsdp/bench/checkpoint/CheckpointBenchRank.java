@@ -1,38 +1,26 @@
 package ai.djl.fsdp.bench.checkpoint;
 
-import ai.djl.Device;
 import ai.djl.Model;
-import ai.djl.engine.Engine;
-import ai.djl.fsdp.bench.train.TrainBenchSettings;
+import ai.djl.fsdp.bench.gpt.GptOptions;
+import ai.djl.fsdp.bench.gpt.GptRank;
+import ai.djl.fsdp.bench.gpt.GptShape;
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
-import ai.djl.fsdp.dist.RankDevice;
-import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.finetune.PeakMemory;
-import ai.djl.fsdp.zoo.gpt2.GPT2Block;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.gpt2.GPT2LMHeadModel;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
-import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
-import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
-import ai.djl.training.GradientCollector;
 import ai.djl.training.loss.Loss;
-import ai.djl.training.optimizer.Optimizer;
-import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
 import com.google.gson.JsonObject;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -45,7 +33,7 @@ import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 
 /**
  * One rank of the checkpoint benchmark, started by {@link CheckpointBenchCommand}. Each repetition
@@ -60,36 +48,14 @@ public final class CheckpointBenchRank implements Callable<Integer> {
 
     private static final Path CLEAR_REFS = Path.of("/proc/self/clear_refs");
 
-    @Option(names = "--repeats", required = true)
-    private int repeats;
+    @Mixin private GptOptions gpt = new GptOptions();
 
-    @Option(names = "--warmup", required = true)
-    private int warmup;
+    @Mixin private CheckpointOptions checkpoint;
 
-    @Option(names = "--layers", required = true)
-    private int layers;
+    @Mixin private GptRank rank = new GptRank();
 
-    @Option(names = "--width", required = true)
-    private int width;
-
-    @Option(names = "--heads", required = true)
-    private int heads;
-
-    @Option(names = "--vocab", required = true)
-    private int vocab;
-
-    @Option(names = "--seq", required = true)
-    private int sequence;
-
-    @Option(names = "--batch", required = true)
-    private int batch;
-
-    @Option(names = "--dir", required = true)
+    private GptShape shape;
     private Path directory;
-
-    @Option(names = "--report", required = true)
-    private Path report;
-
     private final Map<String, List<Double>> samples = new LinkedHashMap<>();
     private boolean peakResets = true;
     private long phaseStartRss;
@@ -103,41 +69,29 @@ public final class CheckpointBenchRank implements Callable<Integer> {
         System.exit(new CommandLine(new CheckpointBenchRank()).execute(args));
     }
 
-    static List<String> command(TrainBenchSettings settings, Path parent, Path report) {
-        return List.of(
-                CheckpointBenchRank.class.getName(),
-                "--repeats=" + settings.steps(),
-                "--warmup=" + settings.warmup(),
-                "--layers=" + settings.layers(),
-                "--width=" + settings.width(),
-                "--heads=" + settings.heads(),
-                "--vocab=" + settings.vocab(),
-                "--seq=" + settings.sequence(),
-                "--batch=" + settings.batch(),
-                "--dir=" + parent.resolve(report.getFileName() + ".checkpoints"),
-                "--report=" + report);
-    }
-
     @Override
     public Integer call() throws IOException {
-        DistributedEnv env = DistributedEnv.fromEnvironment();
-        Device device = RankDevice.of(env);
-        Engine.getInstance().setRandomSeed(42);
-        try (Model model = Model.newInstance("gpt2-checkpoint-bench", device);
-                ProcessGroup group = ProcessGroups.init(env)) {
-            GPT2LMHeadModel lm = modelConfig(env).newModel();
+        checkpoint.check(rank.env().getWorldSize(), gpt);
+        shape = gpt.shape();
+        directory = checkpoint.directory(rank.report());
+        try (Model model = rank.newModel("gpt2-checkpoint-bench");
+                ProcessGroup group = ProcessGroups.init(rank.env())) {
+            GPT2LMHeadModel lm = modelConfig().newModel();
             model.setBlock(lm);
-            try (FsdpTrainer trainer = newTrainer(model, device, group)) {
-                trainer.initialize(new Shape(batch, sequence));
+            DefaultTrainingConfig config = rank.trainingConfig(Loss.softmaxCrossEntropyLoss());
+            try (FsdpTrainer trainer =
+                    FullyShardedDataParallel.newTrainer(
+                            model, config, group, GptRank.fsdpConfig().build())) {
+                trainer.initialize(new Shape(shape.batch(), shape.sequence()));
                 record("param_mb", parameterBytes(lm) / 1e6);
-                for (int step = 0; step < warmup; step++) {
-                    step(trainer);
+                for (int step = 0; step < gpt.warmup(); step++) {
+                    GptRank.step(trainer, shape, false);
                 }
                 if (group.getRank() == 0) {
                     Files.createDirectories(directory);
                 }
                 try {
-                    for (int r = 0; r < repeats; r++) {
+                    for (int r = 0; r < checkpoint.repeats(); r++) {
                         repetition(trainer, lm, group, r);
                     }
                 } finally {
@@ -151,7 +105,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
         record("peak_rss_reset", peakResets ? 1 : 0);
         List<String> lines = new ArrayList<>();
         samples.forEach((name, values) -> lines.add(name + " " + median(values)));
-        Files.write(Path.of(report + ".rank" + env.getRank()), lines, StandardCharsets.UTF_8);
+        rank.write(lines);
         return 0;
     }
 
@@ -159,7 +113,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
             throws IOException {
         boolean writer = group.getRank() == 0;
         long start = resetPeak();
-        step(trainer);
+        GptRank.step(trainer, shape, false);
         record("step_s", seconds(start));
         recordPeak("step");
 
@@ -171,14 +125,14 @@ public final class CheckpointBenchRank implements Callable<Integer> {
         if (writer) {
             record("sharded_bytes_mb", treeBytes(sync) / 1e6);
         }
-        step(trainer);
+        GptRank.step(trainer, shape, false);
 
         Path async = directory.resolve("async-" + r);
         start = resetPeak();
         trainer.saveCheckpointAsync(async);
         record("sharded_save_async_blocked_s", seconds(start));
         start = System.nanoTime();
-        step(trainer);
+        GptRank.step(trainer, shape, false);
         record("step_during_async_write_s", seconds(start));
         start = System.nanoTime();
         trainer.awaitCheckpoint();
@@ -207,59 +161,11 @@ public final class CheckpointBenchRank implements Callable<Integer> {
         }
     }
 
-    /** The GPT-2 of the settings, with the 124M model's 1024 positions whatever {@code --seq}. */
-    private GPT2Config modelConfig(DistributedEnv env) {
-        JsonObject json =
-                new TrainBenchSettings(
-                                env.getWorldSize(),
-                                "FULL_SHARD",
-                                repeats,
-                                warmup,
-                                layers,
-                                width,
-                                heads,
-                                vocab,
-                                sequence,
-                                batch,
-                                CheckpointBenchCommand.ATTENTION,
-                                "fp32",
-                                null,
-                                null,
-                                0)
-                        .modelConfig()
-                        .toJson();
-        json.addProperty("n_positions", CheckpointBenchCommand.POSITIONS);
+    /** The GPT-2 of the options, with the 124M model's 1024 positions whatever {@code --seq}. */
+    private GPT2Config modelConfig() {
+        JsonObject json = shape.modelConfig().toJson();
+        json.addProperty("n_positions", CheckpointOptions.POSITIONS);
         return GPT2Config.fromJson(json);
-    }
-
-    private static FsdpTrainer newTrainer(Model model, Device device, ProcessGroup group) {
-        DefaultTrainingConfig config =
-                new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                        .optOptimizer(
-                                Optimizer.adamW()
-                                        .optLearningRateTracker(Tracker.fixed(1e-4f))
-                                        .build())
-                        .optDevices(new Device[] {device});
-        FsdpConfig fsdp =
-                FsdpConfig.builder()
-                        .optWrapPolicy(WrapPolicy.byLayerClass(GPT2Block.class.getSimpleName()))
-                        .build();
-        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
-    }
-
-    /** One optimizer step on random tokens (their values do not change the cost). */
-    private void step(FsdpTrainer trainer) {
-        try (NDManager scope = trainer.getManager().newSubManager()) {
-            NDArray all =
-                    scope.randomInteger(0, vocab, new Shape(batch, sequence + 1), DataType.INT64);
-            NDList data = new NDList(all.get(":, :-1"));
-            NDList labels = new NDList(all.get(":, 1:").reshape(batch, sequence, 1));
-            try (GradientCollector collector = trainer.newGradientCollector()) {
-                NDList predictions = trainer.forward(data, labels);
-                collector.backward(trainer.getLoss().evaluate(labels, predictions));
-            }
-            trainer.step();
-        }
     }
 
     /** The model's parameters in bytes, the tied head counted once (shapes survive sharding). */

@@ -1,12 +1,14 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.bench.BenchRanks;
+import ai.djl.fsdp.bench.gpt.GptOptions;
+import ai.djl.fsdp.bench.gpt.GptRank;
+import ai.djl.fsdp.bench.gpt.GptShape;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
 
 /**
  * {@code bin/fsdp bench train}: trains the model zoo's GPT-2 ({@code GPT2LMHeadModel} of {@code
@@ -33,133 +35,20 @@ public final class TrainBenchCommand implements Callable<Integer> {
 
     @Mixin private BenchRanks ranks;
 
-    @Option(
-            names = "--sharding",
-            defaultValue = "FULL_SHARD",
-            description =
-                    "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, or NONE for DJL's plain trainer"
-                            + " (default: ${DEFAULT-VALUE}).")
-    private String sharding;
+    @Mixin private GptOptions gpt = new GptOptions(2, new GptShape(6, 384, 6, 50257, 128, 8));
 
-    @Option(
-            names = "--steps",
-            defaultValue = "10",
-            description = "Timed steps (default: ${DEFAULT-VALUE}).")
-    private int steps;
-
-    @Option(
-            names = "--warmup",
-            defaultValue = "2",
-            description = "Untimed steps first (default: ${DEFAULT-VALUE}).")
-    private int warmup;
-
-    @Option(
-            names = "--layers",
-            defaultValue = "6",
-            description = "Layers (default: ${DEFAULT-VALUE}).")
-    private int layers;
-
-    @Option(
-            names = "--width",
-            defaultValue = "384",
-            description = "Width (default: ${DEFAULT-VALUE}).")
-    private int width;
-
-    @Option(
-            names = "--heads",
-            defaultValue = "6",
-            description = "Heads (default: ${DEFAULT-VALUE}).")
-    private int heads;
-
-    @Option(
-            names = "--vocab",
-            defaultValue = "50257",
-            description = "Vocabulary (default: ${DEFAULT-VALUE}).")
-    private int vocab;
-
-    @Option(
-            names = "--seq",
-            defaultValue = "128",
-            description = "Sequence length (default: ${DEFAULT-VALUE}).")
-    private int sequence;
-
-    @Option(
-            names = "--batch",
-            defaultValue = "8",
-            description = "Sequences per rank per step (default: ${DEFAULT-VALUE}).")
-    private int batch;
-
-    @Option(
-            names = "--attention",
-            defaultValue = "explicit",
-            description =
-                    "The attention kernel: explicit (DJL operators) or sdpa (libtorch's fused"
-                            + " scaled-dot-product attention) (default: ${DEFAULT-VALUE}).")
-    private String attention;
-
-    @Option(
-            names = "--precision",
-            defaultValue = "fp32",
-            description =
-                    "fp32; bf16: bfloat16 all-gathers and compute; fp16: float16 all-gathers and"
-                            + " compute with dynamic loss scaling; float32 master weights,"
-                            + " optimizer state, gradient reduction and loss (default:"
-                            + " ${DEFAULT-VALUE}).")
-    private String precision;
-
-    @Option(
-            names = "--reshard-after-forward",
-            arity = "1",
-            paramLabel = "true|false",
-            description =
-                    "Free each unit's gathered parameters after its forward (default: what"
-                            + " --sharding does; FULL_SHARD true, SHARD_GRAD_OP false).")
-    private Boolean reshardAfterForward;
-
-    @Option(
-            names = "--activation-checkpointing",
-            arity = "1",
-            paramLabel = "true|false",
-            description =
-                    "Recompute each unit in backward instead of keeping its graph (default: what"
-                            + " --sharding does; FULL_SHARD true, SHARD_GRAD_OP false).")
-    private Boolean activationCheckpointing;
-
-    @Option(
-            names = "--lora-rank",
-            defaultValue = "0",
-            description =
-                    "0 trains every parameter; R > 0 trains LoRA adapters of rank R (alpha 2R) on"
-                            + " every linear projection but the head, as finetune --use_peft_lora"
-                            + " does with all-linear targets; the base is frozen and, with"
-                            + " --precision bf16, stored in bfloat16 only (default:"
-                            + " ${DEFAULT-VALUE}).")
-    private int loraRank;
+    @Mixin private TrainOptions training;
 
     @Override
     public Integer call() throws IOException, InterruptedException {
-        TrainBenchSettings settings =
-                new TrainBenchSettings(
-                        ranks.nproc(),
-                        sharding,
-                        steps,
-                        warmup,
-                        layers,
-                        width,
-                        heads,
-                        vocab,
-                        sequence,
-                        batch,
-                        attention,
-                        precision,
-                        reshardAfterForward,
-                        activationCheckpointing,
-                        loraRank);
+        TrainBenchSettings settings = training.settings(ranks.nproc(), gpt);
         settings.check();
         // Measured before the ranks start, so that nothing else runs beside it.
         MatMulPeak peak = MatMulPeak.measure();
         return ranks.run(
-                report -> TrainBenchRank.command(settings, report),
+                report ->
+                        BenchRanks.rankCommand(
+                                TrainBenchRank.class, gpt, training, new GptRank(report)),
                 List.of("-Xmx1g"),
                 report -> TrainBenchReport.summarize(settings, peak, report));
     }

@@ -39,7 +39,8 @@ final class TrainBenchReport {
             }
         }
         double stepMillis = worst.get("step_ms");
-        double tokens = (double) settings.nproc() * settings.batch() * settings.sequence();
+        double tokens =
+                (double) settings.nproc() * settings.shape().batch() * settings.shape().sequence();
         double tokensPerSecond = tokens / (stepMillis / 1000);
         double modelGflops = tokensPerSecond * settings.modelFlopsPerToken() / 1e9;
         // Every rank runs cores / ranks intra-op threads (at least one), as the launcher sets.

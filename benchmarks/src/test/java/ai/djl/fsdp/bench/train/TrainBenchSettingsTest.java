@@ -4,32 +4,30 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.bench.gpt.GptShape;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import org.junit.jupiter.api.Test;
 
 /** The benchmark's options map onto the model zoo's GPT-2 configuration. */
 class TrainBenchSettingsTest {
 
+    /** Settings of 10 timed steps after 2, the strategy's own resharding, no LoRA. */
+    private static TrainBenchSettings settings(
+            int nproc, String sharding, GptShape shape, String attention, String precision) {
+        return new TrainBenchSettings(
+                nproc, sharding, 10, 2, shape, attention, precision, null, null, 0);
+    }
+
     @Test
     void optionsBecomeTheGpt2Configuration() {
         TrainBenchSettings settings =
-                new TrainBenchSettings(
+                settings(
                         2,
                         "FULL_SHARD",
-                        10,
-                        2,
-                        12,
-                        768,
-                        12,
-                        8192,
-                        64,
-                        2,
+                        new GptShape(12, 768, 12, 8192, 64, 2),
                         "explicit",
-                        "fp32",
-                        null,
-                        null,
-                        0);
-        GPT2Config config = settings.modelConfig();
+                        "fp32");
+        GPT2Config config = settings.shape().modelConfig();
         assertEquals(12, config.numLayers());
         assertEquals(768, config.hiddenSize());
         assertEquals(12, config.numHeads());
@@ -43,8 +41,7 @@ class TrainBenchSettingsTest {
     @Test
     void widthNotAMultipleOfHeadsIsRejectedNamingTheOptions() {
         TrainBenchSettings settings =
-                new TrainBenchSettings(
-                        1, "NONE", 10, 2, 2, 100, 3, 1000, 8, 2, "explicit", "fp32", null, null, 0);
+                settings(1, "NONE", new GptShape(2, 100, 3, 1000, 8, 2), "explicit", "fp32");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--heads"), e.getMessage());
     }
@@ -52,22 +49,7 @@ class TrainBenchSettingsTest {
     @Test
     void unknownAttentionIsRejectedNamingTheOption() {
         TrainBenchSettings settings =
-                new TrainBenchSettings(
-                        2,
-                        "FULL_SHARD",
-                        10,
-                        2,
-                        2,
-                        64,
-                        4,
-                        1000,
-                        8,
-                        2,
-                        "flash",
-                        "fp32",
-                        null,
-                        null,
-                        0);
+                settings(2, "FULL_SHARD", new GptShape(2, 64, 4, 1000, 8, 2), "flash", "fp32");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, settings::check);
         assertTrue(e.getMessage().contains("--attention"), e.getMessage());
         assertTrue(e.getMessage().contains("sdpa"), e.getMessage());
@@ -76,45 +58,14 @@ class TrainBenchSettingsTest {
     @Test
     void precisionIsCheckedAndTheBaselineStaysFloat32() {
         TrainBenchSettings unknown =
-                new TrainBenchSettings(
-                        2,
-                        "FULL_SHARD",
-                        10,
-                        2,
-                        2,
-                        64,
-                        4,
-                        1000,
-                        8,
-                        2,
-                        "explicit",
-                        "fp8",
-                        null,
-                        null,
-                        0);
+                settings(2, "FULL_SHARD", new GptShape(2, 64, 4, 1000, 8, 2), "explicit", "fp8");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, unknown::check);
         assertTrue(e.getMessage().contains("--precision"), e.getMessage());
         TrainBenchSettings baseline =
-                new TrainBenchSettings(
-                        1, "NONE", 10, 2, 2, 64, 4, 1000, 8, 2, "explicit", "bf16", null, null, 0);
+                settings(1, "NONE", new GptShape(2, 64, 4, 1000, 8, 2), "explicit", "bf16");
         e = assertThrows(IllegalArgumentException.class, baseline::check);
         assertTrue(e.getMessage().contains("--precision fp32"), e.getMessage());
-        new TrainBenchSettings(
-                        2,
-                        "SHARD_GRAD_OP",
-                        10,
-                        2,
-                        2,
-                        64,
-                        4,
-                        1000,
-                        8,
-                        2,
-                        "explicit",
-                        "bf16",
-                        null,
-                        null,
-                        0)
+        settings(2, "SHARD_GRAD_OP", new GptShape(2, 64, 4, 1000, 8, 2), "explicit", "bf16")
                 .check();
     }
 
@@ -122,22 +73,7 @@ class TrainBenchSettingsTest {
     void modelFlopsCountForwardAndBackwardProducts() {
         // The default shape: 6 layers, width 384, vocabulary 50257, sequence 128.
         TrainBenchSettings settings =
-                new TrainBenchSettings(
-                        2,
-                        "FULL_SHARD",
-                        10,
-                        2,
-                        6,
-                        384,
-                        6,
-                        50257,
-                        128,
-                        8,
-                        "sdpa",
-                        "fp32",
-                        null,
-                        null,
-                        0);
+                settings(2, "FULL_SHARD", new GptShape(6, 384, 6, 50257, 128, 8), "sdpa", "fp32");
         double forward = 6 * (24.0 * 384 * 384 + 4.0 * 128 * 384) + 2.0 * 384 * 50257;
         assertEquals(3 * forward, settings.modelFlopsPerToken(), 1e-6 * forward);
     }

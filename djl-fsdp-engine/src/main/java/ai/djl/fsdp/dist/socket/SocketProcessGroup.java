@@ -20,14 +20,11 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -64,13 +61,11 @@ public final class SocketProcessGroup implements ProcessGroup {
     private final Duration timeout;
     private final ExecutorService communication;
     private final Set<SocketWork> outstanding = ConcurrentHashMap.newKeySet();
-    private final CompletableFuture<JobAbort.Cause> aborted = new CompletableFuture<>();
+    private final GroupFailure failure;
     private final Watchdog watchdog;
     private long sequence;
     private volatile SocketWork running;
     private volatile String lastRun = "before the first collective";
-    private volatile CollectiveException failure;
-    private volatile boolean storeLost;
     private volatile boolean closed;
 
     private SocketProcessGroup(
@@ -89,10 +84,12 @@ public final class SocketProcessGroup implements ProcessGroup {
                             thread.setDaemon(true);
                             return thread;
                         });
+        failure = new GroupFailure(store, rank, timeout, ring);
         watchdog =
                 ring == null
                         ? null
-                        : new Watchdog(store.newClient(timeout), rank, size, timeout, this::abort);
+                        : new Watchdog(
+                                store.newClient(timeout), rank, size, timeout, failure::abort);
     }
 
     /**
@@ -244,8 +241,9 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     private void run(SocketWork work, Collective collective) {
         try {
-            if (failure != null) {
-                work.fail(failure);
+            CollectiveException failed = failure.get();
+            if (failed != null) {
+                work.fail(failed);
                 return;
             }
             running = work;
@@ -263,80 +261,21 @@ public final class SocketProcessGroup implements ProcessGroup {
     }
 
     /**
-     * Called by the watchdog with the job's failure: records it as this group's, and closes the
-     * ring so that the collective in flight, if any, fails with it.
-     */
-    private void abort(JobAbort.Cause cause) {
-        aborted.complete(cause);
-        if (ring != null) {
-            ring.close();
-        }
-    }
-
-    /**
-     * Agrees with the other ranks on the cause of a failure seen on a link (or adopts the
-     * watchdog's, whichever comes first), closes the ring so the neighbours notice, and returns the
+     * Records a failure seen on a link as the group's (see {@link GroupFailure}) and returns the
      * error every later collective fails with.
      */
     private CollectiveException fail(PeerFailure cause) {
         if (closed) {
             return closedError();
         }
-        if (!aborted.isDone()) {
-            JobAbort.Cause ours = new JobAbort.Cause(cause.peer(), cause.getMessage());
-            CompletableFuture.runAsync(
-                    () -> {
-                        try {
-                            aborted.complete(JobAbort.agree(store, ours));
-                        } catch (StoreException e) {
-                            aborted.complete(withLostStore(ours, e));
-                        }
-                    },
-                    task -> new Thread(task, "djl-fsdp-abort-rank" + rank).start());
-        }
-        JobAbort.Cause agreed;
-        try {
-            agreed = aborted.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException | ExecutionException e) {
-            agreed =
-                    withLostStore(
-                            new JobAbort.Cause(cause.peer(), cause.getMessage()),
-                            new StoreException("it did not answer for " + timeout));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return closedError();
-        }
-        return failWith(agreed, cause);
-    }
-
-    private synchronized CollectiveException failWith(JobAbort.Cause agreed, Throwable cause) {
-        if (failure == null) {
-            ring.close();
-            SocketWork work = running;
-            failure =
-                    new CollectiveException(
-                            "Collective failed on rank "
-                                    + rank
-                                    + (work != null ? " in " + work : " " + lastRun)
-                                    + ": "
-                                    + agreed.message,
-                            cause,
-                            agreed.rank);
-            storeLost |= agreed.message.contains(JobAbort.STORE_LOST);
-            logger.error(failure.getMessage());
-        }
-        return failure;
-    }
-
-    private static JobAbort.Cause withLostStore(JobAbort.Cause ours, StoreException e) {
-        return new JobAbort.Cause(
-                ours.rank,
-                ours.message
-                        + " ("
-                        + JobAbort.STORE_LOST
-                        + " as well, so rank 0, its host, may have failed: "
-                        + e.getMessage()
-                        + ')');
+        CollectiveException failed =
+                failure.fail(
+                        cause,
+                        () -> {
+                            SocketWork work = running;
+                            return work != null ? " in " + work : " " + lastRun;
+                        });
+        return failed != null ? failed : closedError();
     }
 
     private CollectiveException closedError() {
@@ -369,7 +308,7 @@ public final class SocketProcessGroup implements ProcessGroup {
             Thread.currentThread().interrupt();
         }
         try {
-            if (!storeLost && !lostStoreRecorded()) {
+            if (!failure.isStoreLost()) {
                 leaveStore();
             }
         } catch (StoreException e) {
@@ -379,18 +318,13 @@ public final class SocketProcessGroup implements ProcessGroup {
         }
     }
 
-    private boolean lostStoreRecorded() {
-        JobAbort.Cause cause = aborted.getNow(null);
-        return cause != null && cause.message.contains(JobAbort.STORE_LOST);
-    }
-
     private void leaveStore() {
         if (rank != 0) {
             store.set(CLOSED_KEY_PREFIX + rank, new byte[0]);
             return;
         }
         Duration wait =
-                failure != null || aborted.isDone()
+                failure.isFailed()
                         ? FAILED_CLOSE_WAIT
                         : timeout.compareTo(MAX_CLOSE_WAIT) < 0 ? timeout : MAX_CLOSE_WAIT;
         long deadline = System.nanoTime() + wait.toNanos();

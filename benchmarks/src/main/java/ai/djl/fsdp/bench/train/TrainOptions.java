@@ -1,0 +1,88 @@
+package ai.djl.fsdp.bench.train;
+
+import ai.djl.fsdp.bench.gpt.GptOptions;
+import picocli.CommandLine.Option;
+
+/**
+ * The training benchmark's own options (a picocli mixin), beside the {@link GptOptions} it shares
+ * with the checkpoint benchmark: how FSDP shards, the timed steps, the attention kernel, the
+ * precision and LoRA. {@link TrainBenchCommand} and each {@link TrainBenchRank} parse them.
+ */
+final class TrainOptions {
+
+    @Option(
+            names = "--sharding",
+            defaultValue = "FULL_SHARD",
+            description =
+                    "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, or NONE for DJL's plain trainer"
+                            + " (default: ${DEFAULT-VALUE}).")
+    private String sharding;
+
+    @Option(
+            names = "--steps",
+            defaultValue = "10",
+            description = "Timed steps (default: ${DEFAULT-VALUE}).")
+    private int steps;
+
+    @Option(
+            names = "--attention",
+            defaultValue = "explicit",
+            description =
+                    "The attention kernel: explicit (DJL operators) or sdpa (libtorch's fused"
+                            + " scaled-dot-product attention) (default: ${DEFAULT-VALUE}).")
+    private String attention;
+
+    @Option(
+            names = "--precision",
+            defaultValue = "fp32",
+            description =
+                    "fp32; bf16: bfloat16 all-gathers and compute; fp16: float16 all-gathers and"
+                            + " compute with dynamic loss scaling; float32 master weights,"
+                            + " optimizer state, gradient reduction and loss (default:"
+                            + " ${DEFAULT-VALUE}).")
+    private String precision;
+
+    @Option(
+            names = "--reshard-after-forward",
+            arity = "1",
+            paramLabel = "true|false",
+            description =
+                    "Free each unit's gathered parameters after its forward (default: what"
+                            + " --sharding does; FULL_SHARD true, SHARD_GRAD_OP false).")
+    private Boolean reshardAfterForward;
+
+    @Option(
+            names = "--activation-checkpointing",
+            arity = "1",
+            paramLabel = "true|false",
+            description =
+                    "Recompute each unit in backward instead of keeping its graph (default: what"
+                            + " --sharding does; FULL_SHARD true, SHARD_GRAD_OP false).")
+    private Boolean activationCheckpointing;
+
+    @Option(
+            names = "--lora-rank",
+            defaultValue = "0",
+            description =
+                    "0 trains every parameter; R > 0 trains LoRA adapters of rank R (alpha 2R) on"
+                            + " every linear projection but the head, as finetune --use_peft_lora"
+                            + " does with all-linear targets; the base is frozen and, with"
+                            + " --precision bf16, stored in bfloat16 only (default:"
+                            + " ${DEFAULT-VALUE}).")
+    private int loraRank;
+
+    /** Returns the settings of a run on {@code nproc} ranks with these and the shared options. */
+    TrainBenchSettings settings(int nproc, GptOptions gpt) {
+        return new TrainBenchSettings(
+                nproc,
+                sharding,
+                steps,
+                gpt.warmup(),
+                gpt.shape(),
+                attention,
+                precision,
+                reshardAfterForward,
+                activationCheckpointing,
+                loraRank);
+    }
+}
