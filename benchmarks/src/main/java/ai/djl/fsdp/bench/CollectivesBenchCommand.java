@@ -3,11 +3,11 @@ package ai.djl.fsdp.bench;
 import ai.djl.fsdp.launch.Launcher;
 import java.io.IOException;
 import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
 
 /**
  * {@code bin/fsdp bench collectives}: starts {@code --nproc} ranks on this machine through the
@@ -26,35 +26,25 @@ public final class CollectivesBenchCommand implements Callable<Integer> {
 
     @Mixin private BenchRanks ranks;
 
-    @Option(
-            names = "--bytes",
-            defaultValue = "67108864",
-            description = "Size of the larger buffer in bytes (default: ${DEFAULT-VALUE}).")
-    private long bytes;
-
-    @Option(
-            names = "--iters",
-            defaultValue = "20",
-            description = "Timed runs per collective (default: ${DEFAULT-VALUE}).")
-    private int iterations;
-
-    @Option(
-            names = "--warmup",
-            defaultValue = "5",
-            description = "Untimed runs first (default: ${DEFAULT-VALUE}).")
-    private int warmup;
+    @Mixin private CollectivesOptions options;
 
     @Override
     public Integer call() throws IOException, InterruptedException {
-        CollectivesBenchRank.checkSettings(bytes, iterations, warmup, ranks.nproc());
+        options.check(ranks.nproc());
         return ranks.run(
-                report -> CollectivesBenchRank.command(bytes, iterations, warmup, report),
+                report -> {
+                    List<String> command =
+                            new ArrayList<>(
+                                    BenchRanks.rankCommand(CollectivesBenchRank.class, options));
+                    command.add("--report=" + report);
+                    return command;
+                },
                 defaultJvmOptions(),
                 report -> String.join(System.lineSeparator(), Files.readAllLines(report)));
     }
 
     /** Each rank's heap, sized by {@link CollectivesBenchPeer#heapMegabytes}. */
     private List<String> defaultJvmOptions() {
-        return List.of("-Xmx" + CollectivesBenchPeer.heapMegabytes(bytes) + "m");
+        return List.of("-Xmx" + CollectivesBenchPeer.heapMegabytes(options.bytes()) + "m");
     }
 }

@@ -17,6 +17,7 @@ import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -28,14 +29,7 @@ import picocli.CommandLine.Option;
 @Command(name = "collectives-rank", mixinStandardHelpOptions = true)
 public final class CollectivesBenchRank implements Callable<Integer> {
 
-    @Option(names = "--bytes", required = true, description = "Size of the larger buffer.")
-    private long bytes;
-
-    @Option(names = "--iters", required = true, description = "Timed runs per collective.")
-    private int iterations;
-
-    @Option(names = "--warmup", required = true, description = "Untimed runs first.")
-    private int warmup;
+    @Mixin private CollectivesOptions options;
 
     @Option(names = "--report", description = "Where rank 0 writes its lines (default: stdout).")
     private Path report;
@@ -49,59 +43,20 @@ public final class CollectivesBenchRank implements Callable<Integer> {
         System.exit(new CommandLine(new CollectivesBenchRank()).execute(args));
     }
 
-    /**
-     * Returns the command a launcher runs on every rank.
-     *
-     * @param bytes the larger buffer's size
-     * @param iterations the timed runs per collective
-     * @param warmup the untimed runs first
-     * @param report where rank 0 writes its lines
-     * @return the main class and its arguments
-     */
-    static List<String> command(long bytes, int iterations, int warmup, Path report) {
-        return List.of(
-                CollectivesBenchRank.class.getName(),
-                "--bytes=" + bytes,
-                "--iters=" + iterations,
-                "--warmup=" + warmup,
-                "--report=" + report);
-    }
-
-    /**
-     * Rejects settings the benchmark cannot run with, before any rank starts.
-     *
-     * @throws IllegalArgumentException naming the setting and what it must be
-     */
-    static void checkSettings(long bytes, int iterations, int warmup, int worldSize) {
-        if (bytes <= 0 || bytes % ((long) Float.BYTES * worldSize) != 0) {
-            throw new IllegalArgumentException(
-                    "--bytes must be a positive multiple of 4 bytes (a float32) times "
-                            + worldSize
-                            + " ranks, got "
-                            + bytes);
-        }
-        if (iterations < 1 || warmup < 0) {
-            throw new IllegalArgumentException(
-                    "--iters must be at least 1 and --warmup at least 0, got "
-                            + iterations
-                            + " and "
-                            + warmup);
-        }
-    }
-
     @Override
     public Integer call() throws IOException {
         DistributedEnv env = DistributedEnv.fromEnvironment();
         int worldSize = env.getWorldSize();
-        checkSettings(bytes, iterations, warmup, worldSize);
+        options.check(worldSize);
         Device device = RankDevice.of(env);
         List<String> lines = new ArrayList<>();
-        ProcessGroupOptions options = ProcessGroupOptions.builder().optDevice(device).build();
-        try (ProcessGroup group = ProcessGroups.init(env, options);
+        ProcessGroupOptions groupOptions = ProcessGroupOptions.builder().optDevice(device).build();
+        try (ProcessGroup group = ProcessGroups.init(env, groupOptions);
                 NDManager manager = NDManager.newBaseManager(device, "PyTorch")) {
             for (Collective collective : Collective.values()) {
                 try (NDManager scope = manager.newSubManager()) {
-                    Collective.Run run = collective.prepare(group, scope, bytes / Float.BYTES);
+                    Collective.Run run =
+                            collective.prepare(group, scope, options.bytes() / Float.BYTES);
                     run.run();
                     Optional<String> mismatch = run.mismatch();
                     if (mismatch.isPresent()) {
@@ -109,18 +64,18 @@ public final class CollectivesBenchRank implements Callable<Integer> {
                                 collective.label() + " gave a wrong result: " + mismatch.get());
                         return 1;
                     }
-                    for (int i = 0; i < warmup; i++) {
+                    for (int i = 0; i < options.warmup(); i++) {
                         run.run();
                     }
                     group.barrier();
                     long start = System.nanoTime();
-                    for (int i = 0; i < iterations; i++) {
+                    for (int i = 0; i < options.iterations(); i++) {
                         run.run();
                     }
                     // NCCL's await orders the GPU without blocking the host: wait for the end.
                     group.barrier();
-                    double seconds = (System.nanoTime() - start) / 1e9 / iterations;
-                    lines.add(collective.report(bytes, seconds, worldSize));
+                    double seconds = (System.nanoTime() - start) / 1e9 / options.iterations();
+                    lines.add(collective.report(options.bytes(), seconds, worldSize));
                 }
             }
         }
