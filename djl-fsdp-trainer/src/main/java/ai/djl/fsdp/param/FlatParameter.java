@@ -44,6 +44,7 @@ public final class FlatParameter implements AutoCloseable {
     private final ShardGradient gradient;
 
     private FullBuffer full;
+    private NDManager sendBuffers;
 
     /**
      * Keeps {@code shard} as this rank's piece of the buffer of {@code parameters}.
@@ -215,19 +216,38 @@ public final class FlatParameter implements AutoCloseable {
 
     /**
      * Returns this rank's shard in {@code precision} on the compute device: the shard itself, or a
-     * copy that lives as long as the full buffer (the send buffer of a gather in that type; a
-     * staged shard's copy is queued without the host waiting).
+     * copy (the send buffer of a gather in that type; a staged shard's copy is queued without the
+     * host waiting) kept in a manager of its own until {@link #releaseSendBuffers}.
      *
      * @param precision the element type
      * @return the shard's values in that type
      */
     public NDArray shardIn(Precision precision) {
-        NDManager scope = allocateFull(precision, isFullReleasable()).getManager();
-        NDArray cast = precision.cast(staged == null ? shard : staged.copyTo(scope));
+        NDManager fullScope = allocateFull(precision, isFullReleasable()).getManager();
+        if (staged == null && Precision.ofArray(shard) == precision) {
+            return shard;
+        }
+        if (sendBuffers == null) {
+            // Under the full buffer's manager: freeing the full buffer frees them too.
+            sendBuffers = fullScope.newSubManager();
+            sendBuffers.setName("fsdp-send-" + id);
+        }
+        NDArray cast = precision.cast(staged == null ? shard : staged.copyTo(sendBuffers));
         if (cast != shard) {
-            cast.attach(scope);
+            cast.attach(sendBuffers);
         }
         return cast;
+    }
+
+    /**
+     * Frees the send buffers {@link #shardIn} made, once the gather reading them has completed (on
+     * a GPU: once the current stream waits for it; its allocator frees in stream order).
+     */
+    public void releaseSendBuffers() {
+        if (sendBuffers != null) {
+            sendBuffers.close();
+            sendBuffers = null;
+        }
     }
 
     /** Returns whether a full buffer exists (always, when the buffer needs no gather). */
@@ -276,6 +296,7 @@ public final class FlatParameter implements AutoCloseable {
      * unmapped: no tensor, view or graph over it may be used afterwards.
      */
     public void freeFull() {
+        releaseSendBuffers();
         if (full != null) {
             full.close();
             full = null;

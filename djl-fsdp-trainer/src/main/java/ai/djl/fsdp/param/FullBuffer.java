@@ -8,9 +8,9 @@ import ai.djl.ndarray.types.Shape;
 
 /**
  * The gathered full buffer of one flat parameter, in a manager of its own on the compute device
- * (which also holds the gather's send buffers and staged shard copies): ordinary memory, or {@link
- * ReleasableMemory} (host pages or GPU physical memory) that can be given back while graphs still
- * refer to its addresses.
+ * (under which the gather's send buffers have their own, freed once the gather is done): ordinary
+ * memory, or {@link ReleasableMemory} (host pages or GPU physical memory) that can be given back
+ * while graphs still refer to its addresses.
  */
 final class FullBuffer implements AutoCloseable {
 
@@ -88,7 +88,7 @@ final class FullBuffer implements AutoCloseable {
         return array.size() * bytes;
     }
 
-    /** Frees the buffer and its send buffers; releasable memory is unmapped. */
+    /** Frees the buffer (and any send buffers left); releasable memory is unmapped. */
     @Override
     public void close() {
         scope.close();

@@ -92,12 +92,16 @@ public final class FsdpUnit implements AutoCloseable {
         pendingGather = gather;
     }
 
-    /** Waits for a gather in flight; the unit is then gathered. */
+    /**
+     * Waits for a gather in flight; the unit is then gathered and its send buffers are freed (on a
+     * GPU the current stream waits for the gather by then, and frees come in stream order).
+     */
     void awaitGather() {
         if (state == UnitState.GATHERING) {
             PendingGather gather = pendingGather;
             pendingGather = null;
             gather.await();
+            flatParameters.forEach(FlatParameter::releaseSendBuffers);
             state = UnitState.GATHERED;
         }
     }
