@@ -69,13 +69,19 @@ public final class Collectives {
             return;
         }
         List<Work> works = new ArrayList<>(unit.getFlatParameters().size());
-        for (FlatParameter flat : unit.getFlatParameters()) {
-            // The full buffer first: the cast shard is kept with it until the gather is done.
-            // A staged buffer that is not split gets a copy of the shard as its full buffer.
-            NDArray full = flat.allocateFull(type, unit.isReleasable());
-            if (flat.isSharded()) {
-                works.add(group.allGatherAsync(flat.shardIn(type), full));
+        try {
+            for (FlatParameter flat : unit.getFlatParameters()) {
+                // The full buffer first: the cast shard is kept until the gather is done.
+                // A staged buffer that is not split gets a copy of the shard as its full buffer.
+                NDArray full = flat.allocateFull(type, unit.isReleasable());
+                if (flat.isSharded()) {
+                    works.add(group.allGatherAsync(flat.shardIn(type), full));
+                }
             }
+        } catch (RuntimeException | Error e) {
+            // The gathers queued already write buffers a later free would unmap.
+            new PendingGather(works).awaitAfter(e);
+            throw e;
         }
         unit.gatherStarted(new PendingGather(works));
     }

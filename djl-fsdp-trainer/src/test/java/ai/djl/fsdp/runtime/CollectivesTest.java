@@ -3,6 +3,7 @@ package ai.djl.fsdp.runtime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
@@ -136,6 +137,29 @@ class CollectivesTest {
             for (FlatParameter flat : unit.getFlatParameters()) {
                 assertFalse(flat.getFull().isReleased(), "the full buffer stays");
             }
+            unit.close();
+        }
+    }
+
+    @Test
+    void aGatherThatFailsToStartWaitsForTheGathersAlreadyQueued() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            RecordingGroup group = new RecordingGroup();
+            group.failAtGather = 1;
+            FsdpUnit unit =
+                    new FsdpUnit(
+                            1,
+                            "u",
+                            null,
+                            null,
+                            List.of(flat(manager, "u.t", true), flat(manager, "u.f", false)));
+            IllegalStateException failure =
+                    assertThrows(
+                            IllegalStateException.class,
+                            () -> new Collectives(group, MixedPrecision.FP32).startGather(unit));
+            assertEquals("gather 1 could not be queued", failure.getMessage());
+            assertEquals(List.of(true), group.awaited, "the queued gather is complete");
+            assertEquals(UnitState.RESHARDED, unit.getState());
             unit.close();
         }
     }
