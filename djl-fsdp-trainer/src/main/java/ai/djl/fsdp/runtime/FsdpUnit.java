@@ -222,9 +222,32 @@ public final class FsdpUnit implements AutoCloseable {
         return views.get(parameter.getId());
     }
 
+    /**
+     * Frees the full buffers and closes every flat parameter (reservations, mappings, pinned
+     * registrations), even if an earlier step fails: the first error is thrown, later ones
+     * suppressed onto it.
+     */
     @Override
     public void close() {
-        free();
-        flatParameters.forEach(FlatParameter::close);
+        RuntimeException failure = null;
+        try {
+            free();
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        for (FlatParameter flat : flatParameters) {
+            try {
+                flat.close();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
     }
 }

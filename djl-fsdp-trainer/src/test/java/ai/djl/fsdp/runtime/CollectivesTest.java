@@ -30,6 +30,7 @@ class CollectivesTest {
         final List<NDArray> inputs = new ArrayList<>();
         final List<Boolean> awaited = new ArrayList<>();
         int failAtGather = -1;
+        boolean failAwait;
 
         @Override
         public Work allGatherAsync(NDArray input, NDArray output) {
@@ -43,6 +44,9 @@ class CollectivesTest {
                 @Override
                 public void await() {
                     awaited.set(index, true);
+                    if (failAwait) {
+                        throw new IllegalStateException("gather " + index + " failed");
+                    }
                 }
 
                 @Override
@@ -161,6 +165,23 @@ class CollectivesTest {
             assertEquals(List.of(true), group.awaited, "the queued gather is complete");
             assertEquals(UnitState.RESHARDED, unit.getState());
             unit.close();
+        }
+    }
+
+    @Test
+    void closingAUnitWhoseGatherFailedStillClosesItsFlatParameters() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            RecordingGroup group = new RecordingGroup();
+            group.failAwait = true;
+            List<FlatParameter> flats =
+                    List.of(flat(manager, "u.t", true), flat(manager, "u.f", false));
+            FsdpUnit unit = new FsdpUnit(1, "u", null, null, flats);
+            new Collectives(group, MixedPrecision.FP32).startGather(unit);
+            IllegalStateException failure = assertThrows(IllegalStateException.class, unit::close);
+            assertEquals("gather 0 failed", failure.getMessage());
+            for (FlatParameter flat : flats) {
+                assertTrue(flat.getShard().isReleased(), flat.getId() + " is closed");
+            }
         }
     }
 
