@@ -122,21 +122,45 @@ final class CudaReleasableMemory implements ReleasableMemory {
         return bytes;
     }
 
-    /** Waits for the current stream, unmaps and frees the reservation. */
+    /**
+     * Waits for the current stream, unmaps and frees the reservation; each step runs even if an
+     * earlier one fails (the first error is thrown, later ones suppressed onto it).
+     */
     @Override
     public void close() {
         if (closed) {
             return;
         }
         closed = true;
-        try {
-            if (handle != 0) {
+        RuntimeException failure = null;
+        if (handle != 0) {
+            try {
                 driver.synchronize();
-                unmap();
+            } catch (RuntimeException e) {
+                failure = e;
             }
-        } finally {
-            driver.free(address, size);
+            try {
+                unmap();
+            } catch (RuntimeException e) {
+                failure = suppress(failure, e);
+            }
         }
+        try {
+            driver.free(address, size);
+        } catch (RuntimeException e) {
+            failure = suppress(failure, e);
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private static RuntimeException suppress(RuntimeException first, RuntimeException later) {
+        if (first == null) {
+            return later;
+        }
+        first.addSuppressed(later);
+        return first;
     }
 
     private void unmap() {

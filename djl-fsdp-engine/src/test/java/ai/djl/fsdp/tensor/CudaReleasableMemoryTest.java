@@ -88,6 +88,24 @@ class CudaReleasableMemoryTest {
     }
 
     @Test
+    void aFailedSynchronizeStillUnmapsAndFreesAndKeepsTheFirstError() {
+        RecordingDriver driver = new RecordingDriver();
+        CudaReleasableMemory memory = CudaReleasableMemory.reserve(driver, GRANULE);
+        driver.calls.clear();
+        driver.failSynchronize = true;
+        driver.failFree = true;
+        IllegalStateException error = assertThrows(IllegalStateException.class, memory::close);
+        assertTrue(error.getMessage().startsWith("cuCtxSynchronize"), error.getMessage());
+        assertEquals(1, error.getSuppressed().length);
+        assertTrue(
+                error.getSuppressed()[0].getMessage().startsWith("cuMemAddressFree"),
+                error.getSuppressed()[0].getMessage());
+        assertEquals(List.of("unmap " + BASE, "release 1", "free " + BASE), driver.calls);
+        memory.close();
+        assertEquals(3, driver.calls.size(), "a second close does nothing");
+    }
+
+    @Test
     void aFailedRestoreKeepsTheMemoryReleasedAndRetriable() {
         RecordingDriver driver = new RecordingDriver();
         CudaReleasableMemory memory = CudaReleasableMemory.reserve(driver, GRANULE);
@@ -145,6 +163,8 @@ class CudaReleasableMemoryTest {
 
         final List<String> calls = new ArrayList<>();
         boolean failMap;
+        boolean failSynchronize;
+        boolean failFree;
         private long handles;
 
         @Override
@@ -180,6 +200,10 @@ class CudaReleasableMemoryTest {
 
         @Override
         public void synchronize() {
+            if (failSynchronize) {
+                throw new IllegalStateException(
+                        "cuCtxSynchronize on gpu(0) failed: CUDA_ERROR_ILLEGAL_ADDRESS");
+            }
             calls.add("synchronize");
         }
 
@@ -196,6 +220,10 @@ class CudaReleasableMemoryTest {
         @Override
         public void free(long address, long size) {
             calls.add("free " + address);
+            if (failFree) {
+                throw new IllegalStateException(
+                        "cuMemAddressFree on gpu(0) failed: CUDA_ERROR_INVALID_VALUE");
+            }
         }
     }
 }
