@@ -1,6 +1,8 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.Device;
+import ai.djl.fsdp.tensor.CudaLibraries;
+import java.util.Optional;
 
 /**
  * How the runtime schedules a step, as FSDP2's {@code fully_shard} arguments.
@@ -30,18 +32,34 @@ public record ExecutionOptions(
      * @param device where the flat parameters live
      * @throws IllegalArgumentException for resharding after forward without activation
      *     checkpointing on a device that is neither the CPU nor a CUDA GPU
+     * @throws UnsupportedOperationException for that on a GPU whose CUDA virtual memory cannot be
+     *     used here (the libraries missing), naming what is missing
      */
     public void checkDevice(Device device) {
-        boolean supported = device.isGpu() || Device.Type.CPU.equals(device.getDeviceType());
-        if (releasesKeptParameters() && !supported) {
+        if (!releasesKeptParameters()) {
+            return;
+        }
+        String fallback =
+                ". Turn activation checkpointing on (FULL_SHARD does), or keep the parameters"
+                        + " until backward (reshard_after_forward=false, SHARD_GRAD_OP).";
+        if (device.isGpu()) {
+            Optional<String> problem = CudaLibraries.Part.DRIVER.problem();
+            if (problem.isPresent()) {
+                throw new UnsupportedOperationException(
+                        problem.get()
+                                + ". reshard_after_forward without activation checkpointing"
+                                + " releases gathered parameters on "
+                                + device
+                                + " through it"
+                                + fallback);
+            }
+        } else if (!Device.Type.CPU.equals(device.getDeviceType())) {
             throw new IllegalArgumentException(
                     "reshard_after_forward without activation checkpointing releases a unit's"
                             + " gathered parameters after forward through host memory mappings or"
                             + " CUDA virtual memory, which do not apply to "
                             + device
-                            + ". Turn activation checkpointing on (FULL_SHARD does), or keep the"
-                            + " parameters until backward (reshard_after_forward=false,"
-                            + " SHARD_GRAD_OP).");
+                            + fallback);
         }
     }
 }

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
+import ai.djl.fsdp.tensor.CudaLibraries;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class FsdpConfigTest {
@@ -49,8 +51,28 @@ class FsdpConfigTest {
                         .build();
         assertTrue(reshardWithoutRecompute.getExecutionOptions().releasesKeptParameters());
         reshardWithoutRecompute.getExecutionOptions().checkDevice(Device.cpu());
-        // CUDA GPUs release through the driver's virtual memory; any other device is refused.
-        reshardWithoutRecompute.getExecutionOptions().checkDevice(Device.gpu());
+        // CUDA GPUs release through the driver's virtual memory, checked for up front (a CPU-only
+        // machine names what is missing); any other device is refused.
+        Optional<String> driver = CudaLibraries.Part.DRIVER.problem();
+        if (driver.isPresent()) {
+            UnsupportedOperationException missing =
+                    assertThrows(
+                            UnsupportedOperationException.class,
+                            () ->
+                                    reshardWithoutRecompute
+                                            .getExecutionOptions()
+                                            .checkDevice(Device.gpu(0)));
+            assertTrue(missing.getMessage().startsWith(driver.get()), missing.getMessage());
+            assertTrue(missing.getMessage().contains("gpu(0)"), missing.getMessage());
+        } else {
+            reshardWithoutRecompute.getExecutionOptions().checkDevice(Device.gpu(0));
+        }
+        FsdpConfig.builder()
+                .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                .optActivationCheckpointing(true)
+                .build()
+                .getExecutionOptions()
+                .checkDevice(Device.gpu(0));
         IllegalArgumentException elsewhere =
                 assertThrows(
                         IllegalArgumentException.class,
