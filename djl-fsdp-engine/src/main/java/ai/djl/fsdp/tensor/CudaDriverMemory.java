@@ -3,7 +3,6 @@ package ai.djl.fsdp.tensor;
 import ai.djl.Device;
 import org.bytedeco.cuda.cudart.CUmemAccessDesc_v1;
 import org.bytedeco.cuda.cudart.CUmemAllocationProp_v1;
-import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.SizeTPointer;
 
@@ -98,10 +97,10 @@ final class CudaDriverMemory implements CudaVirtualMemory {
     @Override
     public void synchronize() {
         makeCurrent();
-        CUstream_st stream =
-                new CUstream_st(new DevicePointer(TensorMemory.currentCudaStream(device)));
-        CudaStatus.runtime(
-                cudart.cudaStreamSynchronize(stream), "cudaStreamSynchronize on " + device);
+        CudaRuntime.get()
+                .check(
+                        cudart.cudaStreamSynchronize(CudaRuntime.currentStream(device)),
+                        "cudaStreamSynchronize on " + device);
     }
 
     @Override
@@ -133,13 +132,6 @@ final class CudaDriverMemory implements CudaVirtualMemory {
     }
 
     private void makeCurrent() {
-        int result = cudart.cudaSetDevice(device.getDeviceId());
-        if (result != cudart.cudaSuccess) {
-            throw new IllegalStateException(
-                    "cudaSetDevice("
-                            + device.getDeviceId()
-                            + ") failed: "
-                            + cudart.cudaGetErrorName(result).getString());
-        }
+        CudaRuntime.get().setDevice(device.getDeviceId());
     }
 }

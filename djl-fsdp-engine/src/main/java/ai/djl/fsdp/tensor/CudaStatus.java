@@ -4,29 +4,13 @@ import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.PointerPointer;
 
-/** Turns the result codes of CUDA's runtime and driver calls into errors that name them. */
+/**
+ * Turns the result codes of CUDA's driver calls into errors that name them ({@link CudaRuntime}
+ * checks runtime calls).
+ */
 final class CudaStatus {
 
     private CudaStatus() {}
-
-    /**
-     * Throws unless a runtime call succeeded.
-     *
-     * @param result the {@code cudaError_t}
-     * @param call the call, with what it was called on
-     * @throws IllegalStateException naming the call and the error
-     */
-    static void runtime(int result, String call) {
-        if (result != cudart.cudaSuccess) {
-            throw new IllegalStateException(
-                    call
-                            + " failed: "
-                            + cudart.cudaGetErrorName(result).getString()
-                            + " ("
-                            + cudart.cudaGetErrorString(result).getString()
-                            + ")");
-        }
-    }
 
     /**
      * Throws unless a driver call succeeded.

@@ -56,7 +56,7 @@ public final class HostReleasableMemory implements ReleasableMemory {
      * @return the memory; {@link #close} it when nothing refers to it any more
      * @throws IllegalStateException if the system refuses the mapping
      */
-    public static HostReleasableMemory map(long bytes) {
+    static HostReleasableMemory map(long bytes) {
         if (bytes <= 0) {
             throw new IllegalArgumentException(
                     "releasable memory needs a positive size, got " + bytes);
@@ -148,7 +148,7 @@ public final class HostReleasableMemory implements ReleasableMemory {
      *
      * @return the buffer, valid until {@link #close}
      */
-    public ByteBuffer getBuffer() {
+    ByteBuffer getBuffer() {
         checkOpen();
         return base.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
     }

@@ -3,7 +3,6 @@ package ai.djl.fsdp.tensor;
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import org.bytedeco.cuda.cudart.CUevent_st;
-import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
 
 /**
@@ -47,19 +46,9 @@ public final class HostToDeviceCopy implements AutoCloseable {
                         .aoti_torch_copy_(
                                 TensorMemory.handle(target), TensorMemory.handle(source), 1),
                 "aoti_torch_copy_");
-        CudaStatus.runtime(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
-        CUevent_st event = new CUevent_st();
-        CudaStatus.runtime(
-                cudart.cudaEventCreateWithFlags(event, cudart.cudaEventDisableTiming),
-                "cudaEventCreateWithFlags");
-        CUstream_st stream =
-                new CUstream_st(new DevicePointer(TensorMemory.currentCudaStream(device)));
-        int result = cudart.cudaEventRecord(event, stream);
-        if (result != cudart.cudaSuccess) {
-            cudart.cudaEventDestroy(event);
-            CudaStatus.runtime(result, "cudaEventRecord");
-        }
-        return new HostToDeviceCopy(event);
+        CudaRuntime cuda = CudaRuntime.get();
+        cuda.setDevice(device.getDeviceId());
+        return new HostToDeviceCopy(cuda.recordEvent(CudaRuntime.currentStream(device)));
     }
 
     /**
@@ -70,7 +59,7 @@ public final class HostToDeviceCopy implements AutoCloseable {
      */
     public void await() {
         if (done != null) {
-            CudaStatus.runtime(cudart.cudaEventSynchronize(done), "cudaEventSynchronize");
+            CudaRuntime.get().check(cudart.cudaEventSynchronize(done), "cudaEventSynchronize");
         }
     }
 

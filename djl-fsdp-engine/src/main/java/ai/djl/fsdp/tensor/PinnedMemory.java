@@ -2,8 +2,8 @@ package ai.djl.fsdp.tensor;
 
 import ai.djl.ndarray.NDArray;
 import java.nio.ByteBuffer;
+import java.util.Optional;
 import org.bytedeco.cuda.global.cudart;
-import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,7 +24,7 @@ public final class PinnedMemory implements AutoCloseable {
 
     private static final Logger logger = LoggerFactory.getLogger(PinnedMemory.class);
     private static final PinnedMemory NONE = new PinnedMemory(null, 0);
-    private static Boolean runtimeLoaded;
+    private static boolean warned;
 
     private Pointer address;
     private final long bytes;
@@ -48,14 +48,10 @@ public final class PinnedMemory implements AutoCloseable {
         ByteBuffer buffer = TensorMemory.hostBuffer(array, "pinned host array");
         long bytes = buffer.capacity();
         Pointer pointer = new Pointer(buffer);
-        int result = cudart.cudaHostRegister(pointer, bytes, cudart.cudaHostRegisterDefault);
-        if (result != cudart.cudaSuccess) {
-            throw new IllegalStateException(
-                    "cudaHostRegister of "
-                            + bytes
-                            + " bytes failed: "
-                            + cudart.cudaGetErrorString(result).getString());
-        }
+        CudaRuntime.get()
+                .check(
+                        cudart.cudaHostRegister(pointer, bytes, cudart.cudaHostRegisterDefault),
+                        "cudaHostRegister of " + bytes + " bytes");
         return new PinnedMemory(pointer, bytes);
     }
 
@@ -70,19 +66,12 @@ public final class PinnedMemory implements AutoCloseable {
     }
 
     private static synchronized boolean isRuntimeLoaded() {
-        if (runtimeLoaded == null) {
-            try {
-                Loader.load(cudart.class);
-                runtimeLoaded = true;
-            } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
-                logger.warn(
-                        "CPU offload keeps shards in pageable host memory: the CUDA runtime"
-                                + " could not be loaded ({}); see docs/gpu.md",
-                        e.getMessage());
-                runtimeLoaded = false;
-            }
+        Optional<String> problem = CudaLibraries.Part.DRIVER.problem();
+        if (problem.isPresent() && !warned) {
+            warned = true;
+            logger.warn("CPU offload keeps shards in pageable host memory: {}", problem.get());
         }
-        return runtimeLoaded;
+        return problem.isEmpty();
     }
 
     /** Unregisters the memory; call it before the array is freed. */

@@ -9,6 +9,7 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.tensor.CudaLibraries;
+import ai.djl.fsdp.tensor.CudaRuntime;
 import ai.djl.fsdp.tensor.DevicePointer;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
@@ -17,7 +18,6 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.time.Duration;
 import org.bytedeco.cuda.cudart.CUstream_st;
-import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.cuda.nccl.ncclComm;
 import org.bytedeco.cuda.nccl.ncclUniqueId;
@@ -112,7 +112,7 @@ public final class NcclProcessGroup implements ProcessGroup {
                         problem -> {
                             throw new UnsupportedOperationException(problem);
                         });
-        NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
+        NcclStatus.CUDA.setDevice(device.getDeviceId());
         String idKey = uniqueIdKey(store, env.getWorldSize());
         ncclUniqueId id = new ncclUniqueId();
         byte[] idBytes = new byte[nccl.NCCL_UNIQUE_ID_BYTES];
@@ -137,7 +137,7 @@ public final class NcclProcessGroup implements ProcessGroup {
         int result =
                 BoundedInit.run(
                         () -> {
-                            NcclStatus.checkCuda(cudart.cudaSetDevice(deviceId), "cudaSetDevice");
+                            NcclStatus.CUDA.setDevice(deviceId);
                             return nccl.ncclCommInitRank(comm, env.getWorldSize(), id, rank);
                         },
                         "ncclCommInitRank",
@@ -298,10 +298,8 @@ public final class NcclProcessGroup implements ProcessGroup {
             throw new CollectiveException("The NCCL group of rank " + rank + " is closed");
         }
         watchdog.check();
-        NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
-        CUstream_st compute =
-                new CUstream_st(new DevicePointer(TensorMemory.currentCudaStream(device)));
-        NcclStreams.order(stream, compute);
+        NcclStatus.CUDA.setDevice(device.getDeviceId());
+        NcclStreams.order(stream, CudaRuntime.currentStream(device));
         return stream;
     }
 

@@ -1,10 +1,12 @@
 package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.fsdp.dist.CollectiveException;
-import org.bytedeco.cuda.global.cudart;
+import ai.djl.fsdp.tensor.CudaRuntime;
 import org.bytedeco.cuda.global.nccl;
 
-/** Turns NCCL and CUDA runtime result codes into exceptions with their library's message. */
+/**
+ * Turns NCCL and CUDA runtime result codes into collective failures with their library's message.
+ */
 final class NcclStatus {
 
     private NcclStatus() {}
@@ -16,12 +18,8 @@ final class NcclStatus {
         }
     }
 
-    static void checkCuda(int result, String call) {
-        if (result != cudart.cudaSuccess) {
-            throw new CollectiveException(
-                    call + " failed: " + cudart.cudaGetErrorString(result).getString());
-        }
-    }
+    /** CUDA runtime calls whose failures are collective failures. */
+    static final CudaRuntime CUDA = CudaRuntime.throwing(CollectiveException::new);
 
     /** Returns NCCL's text for a result code. */
     static String describe(int ncclResult) {

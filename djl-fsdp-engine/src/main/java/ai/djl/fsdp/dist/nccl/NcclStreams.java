@@ -47,26 +47,17 @@ final class NcclStreams implements AutoCloseable {
 
     /** Records a timing-free event on {@code stream} and returns it; the caller destroys it. */
     static CUevent_st recordEvent(CUstream_st stream) {
-        CUevent_st event = new CUevent_st();
-        NcclStatus.checkCuda(
-                cudart.cudaEventCreateWithFlags(event, cudart.cudaEventDisableTiming),
-                "cudaEventCreateWithFlags");
-        int result = cudart.cudaEventRecord(event, stream);
-        if (result != cudart.cudaSuccess) {
-            cudart.cudaEventDestroy(event);
-            NcclStatus.checkCuda(result, "cudaEventRecord");
-        }
-        return event;
+        return NcclStatus.CUDA.recordEvent(stream);
     }
 
     /** Makes {@code stream} wait for {@code event} on the GPU; the host does not wait. */
     static void waitFor(CUstream_st stream, CUevent_st event) {
-        NcclStatus.checkCuda(cudart.cudaStreamWaitEvent(stream, event, 0), "cudaStreamWaitEvent");
+        NcclStatus.CUDA.check(cudart.cudaStreamWaitEvent(stream, event, 0), "cudaStreamWaitEvent");
     }
 
     private static CUstream_st create() {
         CUstream_st stream = new CUstream_st();
-        NcclStatus.checkCuda(
+        NcclStatus.CUDA.check(
                 cudart.cudaStreamCreateWithFlags(stream, cudart.cudaStreamNonBlocking),
                 "cudaStreamCreateWithFlags");
         return stream;

@@ -2,8 +2,7 @@ package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.Device;
 import ai.djl.fsdp.dist.Work;
-import ai.djl.fsdp.tensor.DevicePointer;
-import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.fsdp.tensor.CudaRuntime;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
@@ -46,7 +45,7 @@ final class NcclWork implements Work {
         if (event == null) {
             return;
         }
-        NcclStreams.waitFor(new CUstream_st(new DevicePointer(compute())), event);
+        NcclStreams.waitFor(compute(), event);
     }
 
     @Override
@@ -71,7 +70,7 @@ final class NcclWork implements Work {
         }
         cudart.cudaEventDestroy(event);
         event = null;
-        NcclStatus.checkCuda(result, "cudaEventQuery after " + name);
+        NcclStatus.CUDA.check(result, "cudaEventQuery after " + name);
         return true;
     }
 
@@ -85,8 +84,8 @@ final class NcclWork implements Work {
         return System.nanoTime() - queuedNanos;
     }
 
-    private long compute() {
-        NcclStatus.checkCuda(cudart.cudaSetDevice(device.getDeviceId()), "cudaSetDevice");
-        return TensorMemory.currentCudaStream(device);
+    private CUstream_st compute() {
+        NcclStatus.CUDA.setDevice(device.getDeviceId());
+        return CudaRuntime.currentStream(device);
     }
 }
