@@ -59,7 +59,10 @@ public final class Lora {
      * adapters'. In an initialized model the adapters are initialized next to the base weights; in
      * a model not yet initialized they are initialized with it (through {@code
      * FsdpTrainer.initialize}, one unit at a time, adapters included), each with its own
-     * initializer.
+     * initializer ({@code A} Kaiming-uniform, {@code B} zero). An initializer given to the training
+     * config ({@code DefaultTrainingConfig.optInitializer}) is applied to the matching parameters
+     * when the trainer is made, as DJL does, and so replaces the adapters' own for those: give the
+     * config none, or add the adapters to an initialized model.
      *
      * @param root the model, initialized or not
      * @param config the adaptation

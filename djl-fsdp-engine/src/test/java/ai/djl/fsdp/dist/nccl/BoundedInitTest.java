@@ -21,22 +21,27 @@ class BoundedInitTest {
     @Test
     void aCallThatNeverReturnsEndsInAnErrorAfterTheTimeout() {
         CountDownLatch never = new CountDownLatch(1);
-        CollectiveException e =
-                assertThrows(
-                        CollectiveException.class,
-                        () ->
-                                BoundedInit.run(
-                                        () -> {
-                                            try {
-                                                never.await();
-                                            } catch (InterruptedException ignored) {
-                                                Thread.currentThread().interrupt();
-                                            }
-                                            return 0;
-                                        },
-                                        "ncclCommInitRank",
-                                        1,
-                                        Duration.ofMillis(300)));
+        CollectiveException e;
+        try {
+            e =
+                    assertThrows(
+                            CollectiveException.class,
+                            () ->
+                                    BoundedInit.run(
+                                            () -> {
+                                                try {
+                                                    never.await();
+                                                } catch (InterruptedException ignored) {
+                                                    Thread.currentThread().interrupt();
+                                                }
+                                                return 0;
+                                            },
+                                            "ncclCommInitRank",
+                                            1,
+                                            Duration.ofMillis(300)));
+        } finally {
+            never.countDown(); // the abandoned call's thread ends
+        }
         assertTrue(
                 e.getMessage()
                         .startsWith(

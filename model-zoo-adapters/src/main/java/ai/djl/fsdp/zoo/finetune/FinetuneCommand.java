@@ -126,7 +126,12 @@ public final class FinetuneCommand implements Subcommand {
             // Adapters come after the source has matched the base parameters to the files.
             lora = args.usePeftLora ? applyLora(lm) : null;
             trainer = recipe.newTrainer(model, lm, shards);
-            trainer.initialize(new Shape(1, 1));
+            try {
+                trainer.initialize(new Shape(1, 1));
+            } catch (RuntimeException e) {
+                trainer.close();
+                throw e;
+            }
         }
         if (lora != null) {
             print(Lora.count(lm).toString());
