@@ -9,7 +9,6 @@ import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.param.FlatParameter;
-import ai.djl.fsdp.safetensors.AtomicFiles;
 import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -17,10 +16,7 @@ import ai.djl.ndarray.index.NDIndex;
 import ai.djl.nn.Parameter;
 import ai.djl.training.optimizer.Optimizer;
 import java.io.IOException;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -42,9 +38,6 @@ import java.util.concurrent.Future;
  * the background after its snapshot: training goes on while the files are written.
  */
 final class Checkpointing implements AutoCloseable {
-
-    private static final String DONE_SUFFIX = ".done";
-    private static final String FAILED_SUFFIX = ".failed";
 
     private final ProcessGroup group;
     private final List<FlatParameter> flats;
@@ -85,18 +78,13 @@ final class Checkpointing implements AutoCloseable {
     void save(Path directory, TrainingState state, boolean async, int keepNewest)
             throws IOException {
         await();
-        Path target = directory.toAbsolutePath().normalize();
-        Path staging = target.resolveSibling("." + target.getFileName() + ".incomplete");
+        StagedCheckpoint staged = new StagedCheckpoint(directory);
+        Path target = staged.getTarget();
         boolean prepared = true;
         IOException failure = null;
         if (group.getRank() == 0) {
             try {
-                Files.createDirectories(target.getParent());
-                if (Files.exists(staging)) {
-                    // A save of this same directory that was cut short; every rank is past it.
-                    CheckpointDirectory.deleteTree(staging);
-                }
-                Files.createDirectories(staging);
+                staged.prepare();
             } catch (IOException e) {
                 prepared = false;
                 failure = e;
@@ -114,15 +102,10 @@ final class Checkpointing implements AutoCloseable {
             inFlight =
                     writer.submit(
                             () -> {
-                                writeShard(snapshot, staging, target);
+                                staged.writeShard(snapshot);
                                 if (metadata != null) {
-                                    finish(
-                                            staging,
-                                            target,
-                                            metadata,
-                                            stateJson,
-                                            writers,
-                                            keepNewest);
+                                    staged.complete(
+                                            metadata, stateJson, writers, keepNewest, timeout);
                                 }
                                 return null;
                             });
@@ -130,7 +113,7 @@ final class Checkpointing implements AutoCloseable {
         }
         boolean written = true;
         try {
-            writeShard(snapshot, staging, target);
+            staged.writeShard(snapshot);
         } catch (IOException e) {
             written = false;
             failure = e;
@@ -139,30 +122,13 @@ final class Checkpointing implements AutoCloseable {
         boolean finished = true;
         if (metadata != null) {
             try {
-                finish(staging, target, metadata, stateJson, writers, keepNewest);
+                staged.complete(metadata, stateJson, writers, keepNewest, timeout);
             } catch (IOException e) {
                 finished = false;
                 failure = e;
             }
         }
         agree(finished, failure, target);
-    }
-
-    /** Writes this rank's file and marks it done, or marks it failed so rank 0 stops waiting. */
-    private static void writeShard(ShardSnapshot snapshot, Path staging, Path target)
-            throws IOException {
-        if (snapshot == null) {
-            return;
-        }
-        try {
-            snapshot.write(staging);
-            Files.createFile(staging.resolve(snapshot.getFile() + DONE_SUFFIX));
-        } catch (IOException | RuntimeException e) {
-            Files.deleteIfExists(staging.resolve(snapshot.getFile() + FAILED_SUFFIX));
-            Files.createFile(staging.resolve(snapshot.getFile() + FAILED_SUFFIX));
-            throw new IOException(
-                    "Cannot save the checkpoint " + target + ": " + e.getMessage(), e);
-        }
     }
 
     /**
@@ -187,66 +153,6 @@ final class Checkpointing implements AutoCloseable {
                             + failed
                             + " rank(s) failed; their own messages say why. The previous"
                             + " checkpoints are untouched.");
-        }
-    }
-
-    /** Rank 0: waits for every rank's file, then completes the checkpoint and renames it. */
-    private void finish(
-            Path staging,
-            Path target,
-            CheckpointMetadata metadata,
-            String stateJson,
-            int writers,
-            int keepNewest)
-            throws IOException {
-        List<Path> done = new ArrayList<>();
-        for (int rank = 0; rank < writers; rank++) {
-            done.add(staging.resolve(CheckpointDirectory.shardFile(rank, writers) + DONE_SUFFIX));
-        }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        for (Path marker : done) {
-            Path failed =
-                    marker.resolveSibling(
-                            marker.getFileName().toString().replace(DONE_SUFFIX, FAILED_SUFFIX));
-            while (!Files.exists(marker)) {
-                if (Files.exists(failed)) {
-                    throw new IOException(
-                            failed.getFileName() + ": that rank could not write its part");
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new IOException(
-                            "rank files missing after "
-                                    + timeout
-                                    + ": "
-                                    + marker.getFileName()
-                                    + " (a rank failed or cannot see "
-                                    + staging
-                                    + "; checkpoints need a directory every rank shares)");
-                }
-                sleep();
-            }
-        }
-        metadata.locateBytes(staging);
-        AtomicFiles.writeString(staging.resolve(CheckpointDirectory.METADATA), metadata.toJson());
-        AtomicFiles.writeString(staging.resolve(CheckpointDirectory.TRAINER_STATE), stateJson);
-        for (Path marker : done) {
-            Files.delete(marker);
-        }
-        AtomicFiles.writeString(staging.resolve(CheckpointDirectory.COMPLETE), "");
-        if (Files.exists(target)) {
-            if (!CheckpointDirectory.isComplete(target)) {
-                throw new IOException(
-                        target + " exists and is not a checkpoint of this tool: not replaced");
-            }
-            Path previous = target.resolveSibling("." + target.getFileName() + ".previous");
-            move(target, previous);
-            move(staging, target);
-            CheckpointDirectory.deleteTree(previous);
-        } else {
-            move(staging, target);
-        }
-        if (keepNewest > 0) {
-            CheckpointDirectory.keepNewest(target.getParent(), keepNewest, target);
         }
     }
 
@@ -365,23 +271,6 @@ final class Checkpointing implements AutoCloseable {
             await();
         } finally {
             writer.shutdownNow();
-        }
-    }
-
-    private static void move(Path from, Path to) throws IOException {
-        try {
-            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
-        } catch (AtomicMoveNotSupportedException e) {
-            Files.move(from, to);
-        }
-    }
-
-    private static void sleep() throws IOException {
-        try {
-            Thread.sleep(20);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("Interrupted while waiting for the ranks' files", e);
         }
     }
 }
