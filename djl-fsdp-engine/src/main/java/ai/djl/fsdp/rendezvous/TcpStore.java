@@ -1,20 +1,13 @@
 package ai.djl.fsdp.rendezvous;
 
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The job's {@link Store} over TCP: rank 0 hosts the server at {@code MASTER_ADDR:MASTER_PORT}, and
@@ -26,31 +19,19 @@ import org.slf4j.LoggerFactory;
  */
 public final class TcpStore implements Store {
 
-    private static final Logger logger = LoggerFactory.getLogger(TcpStore.class);
-
     private final TcpStoreServer server;
     private final Builder settings;
-    private final Socket socket;
-    private final DataInputStream in;
-    private final DataOutputStream out;
+    private final TcpStoreConnection connection;
     private final Duration timeout;
     private final String endpoint;
     private final StoreBarrier barriers = new StoreBarrier();
 
-    private TcpStore(
-            TcpStoreServer server,
-            Builder settings,
-            Socket socket,
-            Duration timeout,
-            String endpoint)
-            throws IOException {
+    private TcpStore(TcpStoreServer server, Builder settings, TcpStoreConnection connection) {
         this.server = server;
         this.settings = settings;
-        this.socket = socket;
-        this.timeout = timeout;
-        this.endpoint = endpoint;
-        in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
-        out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
+        this.connection = connection;
+        this.timeout = settings.timeout;
+        this.endpoint = connection.getEndpoint();
     }
 
     /**
@@ -65,7 +46,7 @@ public final class TcpStore implements Store {
 
     /** Returns the port the store listens on (the chosen one when built with port 0). */
     public int getPort() {
-        return socket.getPort();
+        return connection.getPort();
     }
 
     /**
@@ -73,7 +54,7 @@ public final class TcpStore implements Store {
      * reach this process at.
      */
     public InetAddress getLocalAddress() {
-        return socket.getLocalAddress();
+        return connection.getLocalAddress();
     }
 
     @Override
@@ -93,7 +74,7 @@ public final class TcpStore implements Store {
     @Override
     public void set(String key, byte[] value) {
         Objects.requireNonNull(value, "value");
-        call(
+        connection.call(
                 key(key),
                 Duration.ZERO,
                 o -> {
@@ -107,7 +88,7 @@ public final class TcpStore implements Store {
     @Override
     public byte[] get(String key, Duration wait) {
         DataInputStream reply =
-                call(
+                connection.call(
                         key(key),
                         wait,
                         o -> {
@@ -130,14 +111,14 @@ public final class TcpStore implements Store {
             reply.readFully(value);
             return value;
         } catch (IOException e) {
-            throw brokenReply(e);
+            throw connection.brokenReply(e);
         }
     }
 
     @Override
     public long add(String key, long delta) {
         DataInputStream reply =
-                call(
+                connection.call(
                         key(key),
                         Duration.ZERO,
                         o -> {
@@ -151,7 +132,7 @@ public final class TcpStore implements Store {
             }
             return reply.readLong();
         } catch (IOException e) {
-            throw brokenReply(e);
+            throw connection.brokenReply(e);
         }
     }
 
@@ -179,7 +160,7 @@ public final class TcpStore implements Store {
         List<String> all = new ArrayList<>();
         keys.forEach(k -> all.add(key(k)));
         DataInputStream reply =
-                call(
+                connection.call(
                         "a wait for " + all.size() + " keys",
                         wait,
                         o -> {
@@ -199,7 +180,7 @@ public final class TcpStore implements Store {
             }
             return missing;
         } catch (IOException e) {
-            throw brokenReply(e);
+            throw connection.brokenReply(e);
         }
     }
 
@@ -211,52 +192,9 @@ public final class TcpStore implements Store {
         return key;
     }
 
-    /**
-     * Sends one request and returns the reply frame; one request at a time per connection. The
-     * server answers a request at once or after the wait it was asked for, so a reply later than
-     * that by the timeout means the store's host has stopped.
-     */
-    private synchronized DataInputStream call(
-            String what, Duration wait, StoreProtocol.FrameBody request) {
-        try {
-            socket.setSoTimeout(Math.toIntExact(wait.plus(timeout).toMillis()));
-            StoreProtocol.writeFrame(out, request);
-            return StoreProtocol.readFrame(in);
-        } catch (SocketTimeoutException e) {
-            throw new StoreException(
-                    "The store at "
-                            + endpoint
-                            + " did not answer a call ("
-                            + what
-                            + ") for "
-                            + timeout
-                            + ": rank 0, which hosts it, is stopped (SIGSTOP, a debugger) or its"
-                            + " host is unreachable",
-                    e);
-        } catch (IOException e) {
-            throw new StoreException(
-                    "The store at "
-                            + endpoint
-                            + " failed during "
-                            + what
-                            + ": "
-                            + e
-                            + " (rank 0 hosts it: it exited or was killed)",
-                    e);
-        }
-    }
-
-    private StoreException brokenReply(IOException e) {
-        return new StoreException("The store at " + endpoint + " sent a malformed reply", e);
-    }
-
     @Override
     public void close() {
-        try {
-            socket.close();
-        } catch (IOException e) {
-            logger.debug("Closing the store connection failed", e);
-        }
+        connection.close();
         if (server != null) {
             server.close();
         }
@@ -332,7 +270,11 @@ public final class TcpStore implements Store {
                                     host, port, tokenBytes, runIdBytes, handshakeTimeout());
                     connectPort = server.port();
                 }
-                return connect(server, connectPort, tokenBytes, runIdBytes);
+                return new TcpStore(
+                        server,
+                        this,
+                        TcpStoreConnection.open(
+                                host, connectPort, tokenBytes, runIdBytes, timeout));
             } catch (IOException | RuntimeException e) {
                 if (server != null) {
                     server.close();
@@ -344,76 +286,8 @@ public final class TcpStore implements Store {
             }
         }
 
-        /**
-         * Connects and says hello, retrying both until the timeout: the server may not listen yet,
-         * or may turn connections away while a flood of strangers fills its handshakes.
-         */
-        private TcpStore connect(
-                TcpStoreServer server, int connectPort, byte[] tokenBytes, byte[] runIdBytes) {
-            String endpoint = host + ':' + connectPort;
-            return StoreConnector.connect(
-                    host,
-                    connectPort,
-                    System.nanoTime() + timeout.toNanos(),
-                    socket -> {
-                        TcpStore store = new TcpStore(server, this, socket, timeout, endpoint);
-                        store.hello(tokenBytes, runIdBytes);
-                        return store;
-                    },
-                    last ->
-                            new StoreException(
-                                    "Could not reach the store at "
-                                            + endpoint
-                                            + " within "
-                                            + timeout
-                                            + " ("
-                                            + last
-                                            + "). Is rank 0 running, and are"
-                                            + " MASTER_ADDR and MASTER_PORT the same on every"
-                                            + " rank?",
-                                    last));
-        }
-
         private Duration handshakeTimeout() {
             return timeout.compareTo(Duration.ofSeconds(30)) < 0 ? timeout : Duration.ofSeconds(30);
-        }
-    }
-
-    private void hello(byte[] token, byte[] runId) {
-        DataInputStream reply =
-                call(
-                        "the handshake",
-                        Duration.ZERO,
-                        o -> {
-                            o.writeInt(StoreProtocol.MAGIC);
-                            o.writeByte(StoreProtocol.VERSION);
-                            o.writeByte(runId.length);
-                            o.write(runId);
-                            o.write(token);
-                        });
-        try {
-            byte status = reply.readByte();
-            if (status == StoreProtocol.STATUS_OTHER_RUN) {
-                throw new StoreConnector.Refused(
-                        "The store at "
-                                + endpoint
-                                + " belongs to another job (run '"
-                                + reply.readUTF()
-                                + "', this rank's run is '"
-                                + new String(runId, StandardCharsets.UTF_8)
-                                + "'): the port is in use by another job. Give each job its own"
-                                + " MASTER_PORT (bin/fsdp launch picks a free one when"
-                                + " --master-port is not given)");
-            }
-            if (status != StoreProtocol.STATUS_OK) {
-                throw new StoreConnector.Refused(
-                        "The store at "
-                                + endpoint
-                                + " refused this process's"
-                                + " job token: DJL_FSDP_JOB_TOKEN must be the same on every rank");
-            }
-        } catch (IOException e) {
-            throw brokenReply(e);
         }
     }
 }
