@@ -3,9 +3,6 @@ package ai.djl.fsdp.dist.socket;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.ClosedChannelException;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -28,7 +25,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Failures name the neighbour: end of stream or a reset on a link, a pull from a process that is
  * gone, or no progress on a link for the collective timeout (a neighbour that has stopped is found
- * sooner, by the {@link Watchdog}, which closes the ring). {@link RingConnector} makes the links.
+ * sooner, by the {@link Watchdog}, which closes the ring). {@link RingConnector} makes the links;
+ * {@link RingLinks} reads, writes and waits on them.
  */
 final class Ring implements AutoCloseable {
 
@@ -37,10 +35,7 @@ final class Ring implements AutoCloseable {
     /** The most a pull copies at once, so a streamed other link keeps moving meanwhile. */
     private static final int PULL_BYTES = 4 << 20;
 
-    private final int rank;
-    private final int size;
-    private final SocketChannel toNext;
-    private final SocketChannel fromPrev;
+    private final RingLinks links;
 
     /** The previous rank's process id when this rank pulls from it, else -1. */
     private final long prevPid;
@@ -48,11 +43,6 @@ final class Ring implements AutoCloseable {
     /** Whether the next rank pulls from this rank. */
     private final boolean nextPulls;
 
-    private final Selector selector;
-    private final SelectionKey nextKey;
-    private final SelectionKey prevKey;
-    private final long timeoutMillis;
-    private final Duration timeout;
     private final ByteBuffer offerOut = ByteBuffer.allocateDirect(16).order(ByteOrder.BIG_ENDIAN);
     private final ByteBuffer offerIn = ByteBuffer.allocateDirect(16).order(ByteOrder.BIG_ENDIAN);
     private final ByteBuffer ackOut = ByteBuffer.allocateDirect(1);
@@ -67,19 +57,9 @@ final class Ring implements AutoCloseable {
             boolean nextPulls,
             Duration timeout)
             throws IOException {
-        this.rank = rank;
-        this.size = size;
-        this.toNext = toNext;
-        this.fromPrev = fromPrev;
+        links = new RingLinks(rank, size, toNext, fromPrev, timeout);
         this.prevPid = prevPid;
         this.nextPulls = nextPulls;
-        this.timeout = timeout;
-        timeoutMillis = Math.max(1, timeout.toMillis());
-        selector = Selector.open();
-        toNext.configureBlocking(false);
-        fromPrev.configureBlocking(false);
-        nextKey = toNext.register(selector, 0);
-        prevKey = fromPrev.register(selector, 0);
     }
 
     /** A receive buffer is full: consume it and return the next one to fill, or null when done. */
@@ -89,11 +69,11 @@ final class Ring implements AutoCloseable {
     }
 
     int next() {
-        return (rank + 1) % size;
+        return links.next();
     }
 
     int prev() {
-        return (rank + size - 1) % size;
+        return links.prev();
     }
 
     /** Returns how the two links move data, for logs. */
@@ -160,14 +140,14 @@ final class Ring implements AutoCloseable {
                     if (relay) {
                         send.limit(receiving ? receive.position() : sendEnd);
                     }
-                    progress = write(send) > 0;
+                    progress = links.writeNext(send) > 0;
                     sending = send.hasRemaining() || relay && receiving;
                 } else if (!offerSent) {
-                    progress = write(offerOut) > 0;
+                    progress = links.writeNext(offerOut) > 0;
                     offerSent = !offerOut.hasRemaining();
                 } else {
                     ackIn.clear();
-                    if (readAck() > 0) {
+                    if (links.readNext(ackIn) > 0) {
                         send.position(send.limit());
                         sending = false;
                         progress = true;
@@ -176,9 +156,9 @@ final class Ring implements AutoCloseable {
             }
             if (receiving) {
                 if (prevPid < 0) {
-                    progress |= read(receive) > 0;
+                    progress |= links.readPrev(receive) > 0;
                 } else if (!offerReceived) {
-                    progress |= read(offerIn) > 0;
+                    progress |= links.readPrev(offerIn) > 0;
                     if (!offerIn.hasRemaining()) {
                         offerIn.flip();
                         offerAddress = offerIn.getLong();
@@ -195,7 +175,7 @@ final class Ring implements AutoCloseable {
                                         + prev()
                                         + " offered fewer bytes"
                                         + " than rank "
-                                        + rank
+                                        + links.rank()
                                         + " expects; the ranks disagree on a"
                                         + " collective's size",
                                 null,
@@ -218,7 +198,7 @@ final class Ring implements AutoCloseable {
                 }
             }
             if (ackOwed) {
-                if (writeAck() > 0) {
+                if (links.writePrev(ackOut) > 0) {
                     ackOwed = false;
                     progress = true;
                 }
@@ -227,50 +207,8 @@ final class Ring implements AutoCloseable {
                 boolean writeNext = sending && (nextPulls ? !offerSent : send.hasRemaining());
                 boolean readNext = sending && nextPulls && offerSent;
                 boolean readPrev = receiving;
-                awaitReady(writeNext, readNext, readPrev, ackOwed);
+                links.awaitReady(writeNext, readNext, readPrev, ackOwed);
             }
-        }
-    }
-
-    private int write(ByteBuffer send) throws PeerFailure {
-        try {
-            return toNext.write(send);
-        } catch (IOException e) {
-            throw linkFailure(next(), "the link to rank " + next() + " broke", e);
-        }
-    }
-
-    private int read(ByteBuffer receive) throws PeerFailure {
-        int n;
-        try {
-            n = fromPrev.read(receive);
-        } catch (IOException e) {
-            throw linkFailure(prev(), "the link from rank " + prev() + " broke", e);
-        }
-        if (n < 0) {
-            throw closedBy(prev());
-        }
-        return n;
-    }
-
-    private int readAck() throws PeerFailure {
-        int n;
-        try {
-            n = toNext.read(ackIn);
-        } catch (IOException e) {
-            throw linkFailure(next(), "the link to rank " + next() + " broke", e);
-        }
-        if (n < 0) {
-            throw closedBy(next());
-        }
-        return n;
-    }
-
-    private int writeAck() throws PeerFailure {
-        try {
-            return fromPrev.write(ackOut);
-        } catch (IOException e) {
-            throw linkFailure(prev(), "the link from rank " + prev() + " broke", e);
         }
     }
 
@@ -291,79 +229,10 @@ final class Ring implements AutoCloseable {
         }
     }
 
-    private PeerFailure closedBy(int peer) {
-        return new PeerFailure(
-                "rank "
-                        + peer
-                        + " closed its link with rank "
-                        + rank
-                        + " mid-collective (its process exited, was killed or gave up)",
-                null,
-                peer);
-    }
-
-    private PeerFailure linkFailure(int peer, String what, IOException e) {
-        if (e instanceof ClosedChannelException) {
-            return new PeerFailure("the process group on rank " + rank + " was closed", e);
-        }
-        return new PeerFailure(
-                what
-                        + " ("
-                        + e.getMessage()
-                        + "): rank "
-                        + peer
-                        + " exited, was killed or is unreachable",
-                e,
-                peer);
-    }
-
-    private void awaitReady(
-            boolean writeNext, boolean readNext, boolean readPrev, boolean writePrev)
-            throws PeerFailure {
-        try {
-            nextKey.interestOps(
-                    (writeNext ? SelectionKey.OP_WRITE : 0)
-                            | (readNext ? SelectionKey.OP_READ : 0));
-            prevKey.interestOps(
-                    (readPrev ? SelectionKey.OP_READ : 0)
-                            | (writePrev ? SelectionKey.OP_WRITE : 0));
-            int ready = selector.select(timeoutMillis);
-            selector.selectedKeys().clear();
-            if (ready > 0) {
-                return;
-            }
-        } catch (IOException | RuntimeException e) {
-            // A closed selector or cancelled key: the group is shutting down.
-            throw new PeerFailure("the process group on rank " + rank + " was closed", e);
-        }
-        if (!selector.isOpen()) {
-            throw new PeerFailure("the process group on rank " + rank + " was closed", null);
-        }
-        int peer = readPrev || writePrev ? prev() : next();
-        throw new PeerFailure(
-                "rank "
-                        + peer
-                        + " did not take part for "
-                        + timeout
-                        + " while rank "
-                        + rank
-                        + " waited in a collective; it is alive (its heartbeats arrive) but"
-                        + " busy for longer than the collective timeout, or not calling the same"
-                        + " collectives",
-                null,
-                peer);
-    }
-
     /** Closes both links, which fails any collective in flight here and soon at the neighbours. */
     @Override
     public void close() {
-        closeQuietly(toNext);
-        closeQuietly(fromPrev);
-        try {
-            selector.close();
-        } catch (IOException e) {
-            logger.debug("Closing the ring's selector failed", e);
-        }
+        links.close();
     }
 
     static void closeQuietly(AutoCloseable closeable) {
