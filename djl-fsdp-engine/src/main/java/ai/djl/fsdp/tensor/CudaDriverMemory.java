@@ -1,6 +1,8 @@
 package ai.djl.fsdp.tensor;
 
 import ai.djl.Device;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.bytedeco.cuda.cudart.CUmemAccessDesc_v1;
 import org.bytedeco.cuda.cudart.CUmemAllocationProp_v1;
 import org.bytedeco.cuda.global.cudart;
@@ -16,14 +18,18 @@ import org.bytedeco.javacpp.SizeTPointer;
  */
 final class CudaDriverMemory implements CudaVirtualMemory {
 
+    /** One per GPU: its granularity is asked of the driver once, not at every allocation. */
+    private static final Map<Integer, CudaDriverMemory> BY_DEVICE = new ConcurrentHashMap<>();
+
     private final Device device;
+    private long granularity;
 
     private CudaDriverMemory(Device device) {
         this.device = device;
     }
 
     /**
-     * Returns the driver calls for {@code device}.
+     * Returns the driver calls for {@code device}, the same object for every call on one GPU.
      *
      * @param device a GPU
      * @return the calls
@@ -37,7 +43,7 @@ final class CudaDriverMemory implements CudaVirtualMemory {
                         problem -> {
                             throw new UnsupportedOperationException(problem);
                         });
-        return new CudaDriverMemory(device);
+        return BY_DEVICE.computeIfAbsent(device.getDeviceId(), id -> new CudaDriverMemory(device));
     }
 
     @Override
@@ -46,16 +52,19 @@ final class CudaDriverMemory implements CudaVirtualMemory {
     }
 
     @Override
-    public long granularity() {
-        makeCurrent();
-        try (CUmemAllocationProp_v1 prop = properties();
-                SizeTPointer granularity = new SizeTPointer(1)) {
-            CudaStatus.driver(
-                    cudart.cuMemGetAllocationGranularity(
-                            granularity, prop, cudart.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-                    "cuMemGetAllocationGranularity on " + device);
-            return granularity.get();
+    public synchronized long granularity() {
+        if (granularity == 0) {
+            makeCurrent();
+            try (CUmemAllocationProp_v1 prop = properties();
+                    SizeTPointer minimum = new SizeTPointer(1)) {
+                CudaStatus.driver(
+                        cudart.cuMemGetAllocationGranularity(
+                                minimum, prop, cudart.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                        "cuMemGetAllocationGranularity on " + device);
+                granularity = minimum.get();
+            }
         }
+        return granularity;
     }
 
     @Override

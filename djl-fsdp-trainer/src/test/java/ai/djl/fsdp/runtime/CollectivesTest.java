@@ -115,17 +115,21 @@ class CollectivesTest {
         return new ShardLoader(2, 0, manager, null, null).load(name, trainable, List.of(parameter));
     }
 
+    /** A unit of two flat parameters, one trainable and one frozen. */
+    private static FsdpUnit unitOfTwo(NDManager manager) {
+        return new FsdpUnit(
+                1,
+                "u",
+                null,
+                null,
+                List.of(flat(manager, "u.t", true), flat(manager, "u.f", false)));
+    }
+
     @Test
     void castSendBuffersAreFreedOnceTheGatherHasCompleted() {
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             RecordingGroup group = new RecordingGroup();
-            FsdpUnit unit =
-                    new FsdpUnit(
-                            1,
-                            "u",
-                            null,
-                            null,
-                            List.of(flat(manager, "u.t", true), flat(manager, "u.f", false)));
+            FsdpUnit unit = unitOfTwo(manager);
             new Collectives(group, MixedPrecision.BF16).startGather(unit);
             assertEquals(2, group.inputs.size());
             for (NDArray sent : group.inputs) {
@@ -150,13 +154,7 @@ class CollectivesTest {
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             RecordingGroup group = new RecordingGroup();
             group.failAtGather = 1;
-            FsdpUnit unit =
-                    new FsdpUnit(
-                            1,
-                            "u",
-                            null,
-                            null,
-                            List.of(flat(manager, "u.t", true), flat(manager, "u.f", false)));
+            FsdpUnit unit = unitOfTwo(manager);
             IllegalStateException failure =
                     assertThrows(
                             IllegalStateException.class,
