@@ -32,7 +32,8 @@ import org.bytedeco.cuda.nccl.ncclUniqueId;
  * DJL's operators run). {@link Work#await()} orders the caller's stream after the collective
  * without blocking the host; {@link #barrier()} and {@link #close()} block the host. A watchdog
  * ({@link NcclWatchdog}) aborts the communicator when NCCL reports an error or a collective runs
- * past the options' timeout, and every later call throws that failure.
+ * past the options' timeout, and every later call throws that failure. The streams are made at the
+ * first collective.
  *
  * <p>Supported element types: float32, float16, bfloat16 (arrays made by {@link TensorMemory}),
  * float64, int32, int64, int8 and uint8. Arrays must be contiguous and on the group's device, and
@@ -52,25 +53,33 @@ public final class NcclProcessGroup implements ProcessGroup {
     private final int size;
     private final int localRank;
     private final Device device;
-    private final ncclComm comm;
+    private final Communicator comm;
     private final Store store;
-    private final NcclStreams streams;
     private final NcclWatchdog watchdog;
     private final NDManager manager;
+    private NcclStreams streams;
     private NDArray barrierToken;
     private long sequence;
     private boolean closed;
 
-    private NcclProcessGroup(
-            DistributedEnv env, Device device, ncclComm comm, Store store, Duration timeout) {
+    /**
+     * Takes over a communicator that every rank has joined.
+     *
+     * @param env this rank's place in the job
+     * @param device this rank's GPU
+     * @param comm the communicator; the group owns it from now on
+     * @param store the job's store; the group owns it from now on
+     * @param timeout the longest a queued collective may take
+     */
+    NcclProcessGroup(
+            DistributedEnv env, Device device, Communicator comm, Store store, Duration timeout) {
         this.rank = env.getRank();
         this.size = env.getWorldSize();
         this.localRank = env.getLocalRank();
         this.device = device;
         this.comm = comm;
         this.store = store;
-        this.streams = new NcclStreams();
-        this.watchdog = new NcclWatchdog(comm, rank, device.getDeviceId(), timeout);
+        this.watchdog = new NcclWatchdog(comm, rank, timeout);
         this.manager = NDManager.newBaseManager(device, "PyTorch");
     }
 
@@ -144,7 +153,8 @@ public final class NcclProcessGroup implements ProcessGroup {
                         rank,
                         timeout);
         NcclStatus.checkNccl(result, "ncclCommInitRank", rank);
-        return new NcclProcessGroup(env, device, comm, store, timeout);
+        return new NcclProcessGroup(
+                env, device, new NcclCommunicator(comm, deviceId), store, timeout);
     }
 
     /**
@@ -187,9 +197,10 @@ public final class NcclProcessGroup implements ProcessGroup {
     public synchronized Work allGatherAsync(NDArray input, NDArray output) {
         int type = elementType(CollectiveArguments.sameType("allGather", input, output));
         CollectiveArguments.requireSizes("allGather", size, "output", output, "input", input);
-        CUstream_st stream = enter(streams.gather());
+        CUstream_st stream = enter(Stream.GATHER);
         NcclStatus.checkNccl(
-                nccl.ncclAllGather(data(input), data(output), input.size(), type, comm, stream),
+                nccl.ncclAllGather(
+                        data(input), data(output), input.size(), type, comm.handle(), stream),
                 "ncclAllGather",
                 rank);
         return queued("allGather", stream);
@@ -199,7 +210,7 @@ public final class NcclProcessGroup implements ProcessGroup {
     public synchronized Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
         int type = elementType(CollectiveArguments.sameType("reduceScatter", input, output));
         CollectiveArguments.requireSizes("reduceScatter", size, "input", input, "output", output);
-        CUstream_st stream = enter(streams.reduce());
+        CUstream_st stream = enter(Stream.REDUCE);
         NcclStatus.checkNccl(
                 nccl.ncclReduceScatter(
                         data(input),
@@ -207,7 +218,7 @@ public final class NcclProcessGroup implements ProcessGroup {
                         output.size(),
                         type,
                         reduction(op),
-                        comm,
+                        comm.handle(),
                         stream),
                 "ncclReduceScatter",
                 rank);
@@ -217,10 +228,16 @@ public final class NcclProcessGroup implements ProcessGroup {
     @Override
     public synchronized Work allReduceAsync(NDArray array, ReduceOp op) {
         int type = elementType(TensorMemory.dataType(array));
-        CUstream_st stream = enter(streams.reduce());
+        CUstream_st stream = enter(Stream.REDUCE);
         NcclStatus.checkNccl(
                 nccl.ncclAllReduce(
-                        data(array), data(array), array.size(), type, reduction(op), comm, stream),
+                        data(array),
+                        data(array),
+                        array.size(),
+                        type,
+                        reduction(op),
+                        comm.handle(),
+                        stream),
                 "ncclAllReduce",
                 rank);
         return queued("allReduce", stream);
@@ -230,10 +247,10 @@ public final class NcclProcessGroup implements ProcessGroup {
     public synchronized Work broadcastAsync(NDArray array, int root) {
         CollectiveArguments.requireRoot(root, size);
         int type = elementType(TensorMemory.dataType(array));
-        CUstream_st stream = enter(streams.gather());
+        CUstream_st stream = enter(Stream.GATHER);
         NcclStatus.checkNccl(
                 nccl.ncclBroadcast(
-                        data(array), data(array), array.size(), type, root, comm, stream),
+                        data(array), data(array), array.size(), type, root, comm.handle(), stream),
                 "ncclBroadcast",
                 rank);
         return queued("broadcast", stream);
@@ -256,8 +273,13 @@ public final class NcclProcessGroup implements ProcessGroup {
     }
 
     /**
-     * Waits on the host for every queued collective (a failed communicator was aborted already),
-     * then frees the communicator (a failed flush aborts it) and closes the store.
+     * Waits on the host for every queued collective, stops the watchdog (it polls the
+     * communicator), then finalizes and destroys the communicator, or aborts it where waiting or
+     * finalizing failed (one the watchdog aborted is left alone), and closes the streams, the
+     * arrays and the store.
+     *
+     * @throws CollectiveException if a collective or the communicator failed; everything is closed
+     *     all the same
      */
     @Override
     public synchronized void close() {
@@ -265,26 +287,58 @@ public final class NcclProcessGroup implements ProcessGroup {
             return;
         }
         closed = true;
+        CollectiveException failure = null;
         try {
-            if (!watchdog.aborted()) {
-                CUstream_st flush = enter(streams.reduce());
-                CUstream_st gathers = streams.gather();
-                NcclStreams.order(flush, gathers);
-                new NcclWork("close", device, flush, watchdog).awaitOnHost();
-                NcclStatus.checkNccl(nccl.ncclCommFinalize(comm), "ncclCommFinalize", rank);
-                NcclStatus.checkNccl(nccl.ncclCommDestroy(comm), "ncclCommDestroy", rank);
-            }
+            comm.bindThread();
+            watchdog.awaitPending();
         } catch (CollectiveException e) {
-            if (!watchdog.aborted()) {
-                nccl.ncclCommAbort(comm);
-            }
-            throw e;
+            failure = e;
+        }
+        watchdog.close();
+        try {
+            failure = end(failure);
         } finally {
-            watchdog.close();
-            streams.close();
+            if (streams != null) {
+                streams.close();
+            }
             manager.close();
             store.close();
         }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /**
+     * Ends the communicator once the watchdog has stopped: aborts it after {@code failure}, else
+     * finalizes and destroys it (aborting it if finalizing fails); returns the failure to report.
+     */
+    private CollectiveException end(CollectiveException failure) {
+        if (watchdog.aborted()) {
+            return failure;
+        }
+        if (failure != null) {
+            comm.abort();
+            return failure;
+        }
+        int finalized = comm.finalizeComm();
+        if (finalized != nccl.ncclSuccess) {
+            comm.abort();
+            return failed("ncclCommFinalize", finalized);
+        }
+        int destroyed = comm.destroy();
+        return destroyed == nccl.ncclSuccess ? null : failed("ncclCommDestroy", destroyed);
+    }
+
+    private CollectiveException failed(String call, int result) {
+        return new CollectiveException(
+                call + " failed on rank " + rank + ": " + comm.describe(result));
+    }
+
+    /** The group's two communication streams. */
+    private enum Stream {
+        GATHER,
+        REDUCE
     }
 
     /**
@@ -293,12 +347,16 @@ public final class NcclProcessGroup implements ProcessGroup {
      * orders {@code stream} after the caller's current stream, so that the collective sees every
      * operator queued before it.
      */
-    private CUstream_st enter(CUstream_st stream) {
+    private CUstream_st enter(Stream which) {
         if (closed) {
             throw new CollectiveException("The NCCL group of rank " + rank + " is closed");
         }
         watchdog.check();
         NcclStatus.CUDA.setDevice(device.getDeviceId());
+        if (streams == null) {
+            streams = new NcclStreams();
+        }
+        CUstream_st stream = which == Stream.GATHER ? streams.gather() : streams.reduce();
         NcclStreams.order(stream, CudaRuntime.currentStream(device));
         return stream;
     }

@@ -4,9 +4,7 @@ import ai.djl.fsdp.dist.CollectiveException;
 import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.cuda.global.nccl;
-import org.bytedeco.cuda.nccl.ncclComm;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,6 +14,9 @@ import org.slf4j.LoggerFactory;
  * reported error or a collective older than the timeout it aborts the communicator ({@code
  * ncclCommAbort}, which makes the GPU's stuck kernels return) and keeps the failure, naming the
  * rank and the collective, for every later call to throw. Nothing waits endlessly on a lost peer.
+ *
+ * <p>{@link #close()} stops the thread and waits for it before it returns: the group finalizes,
+ * destroys or aborts the communicator only then, never while a poll may still use it.
  */
 final class NcclWatchdog implements AutoCloseable {
 
@@ -24,19 +25,17 @@ final class NcclWatchdog implements AutoCloseable {
     /** How often the thread looks; short against any timeout, long against a CUDA query. */
     private static final long POLL_MILLIS = 20;
 
-    private final ncclComm comm;
+    private final Communicator comm;
     private final int rank;
-    private final int deviceId;
     private final Duration timeout;
     private final Queue<NcclWork> pending = new ConcurrentLinkedQueue<>();
     private final Thread thread;
     private volatile CollectiveException failure;
-    private volatile boolean stopped;
+    private boolean stopped;
 
-    NcclWatchdog(ncclComm comm, int rank, int deviceId, Duration timeout) {
+    NcclWatchdog(Communicator comm, int rank, Duration timeout) {
         this.comm = comm;
         this.rank = rank;
-        this.deviceId = deviceId;
         this.timeout = timeout;
         thread = new Thread(this::run, "nccl-watchdog-rank-" + rank);
         thread.setDaemon(true);
@@ -79,9 +78,20 @@ final class NcclWatchdog implements AutoCloseable {
         check();
     }
 
+    /**
+     * Blocks the host until every collective queued so far has finished; throws the failure if the
+     * communicator fails meanwhile.
+     */
+    void awaitPending() {
+        for (NcclWork work = pending.peek(); work != null; work = pending.peek()) {
+            awaitOnHost(work);
+            pending.remove(work);
+        }
+    }
+
     private void run() {
-        cudart.cudaSetDevice(deviceId);
-        while (!stopped && failure == null) {
+        comm.bindThread();
+        while (isWatching()) {
             poll();
             try {
                 Thread.sleep(POLL_MILLIS);
@@ -91,9 +101,16 @@ final class NcclWatchdog implements AutoCloseable {
         }
     }
 
-    /** One look: drop finished collectives, then fail on a reported error or an overdue one. */
+    private synchronized boolean isWatching() {
+        return !stopped && failure == null;
+    }
+
+    /**
+     * One look: drop finished collectives, then fail on a reported error or an overdue one. Holds
+     * the watchdog's lock, so that {@link #close()} returns only once no look is under way.
+     */
     synchronized void poll() {
-        if (failure != null) {
+        if (stopped || failure != null) {
             return;
         }
         try {
@@ -103,12 +120,10 @@ final class NcclWatchdog implements AutoCloseable {
             return;
         }
         NcclWork oldest = pending.peek();
-        int[] asyncError = new int[1];
-        int result = nccl.ncclCommGetAsyncError(comm, asyncError);
-        int error = result != nccl.ncclSuccess ? result : asyncError[0];
+        int error = comm.asyncError();
         if (error != nccl.ncclSuccess && error != nccl.ncclInProgress) {
             fail(
-                    NcclStatus.describe(error)
+                    comm.describe(error)
                             + " on rank "
                             + rank
                             + (oldest == null ? "" : " during " + oldest.name())
@@ -128,17 +143,28 @@ final class NcclWatchdog implements AutoCloseable {
     private void fail(String message) {
         failure = new CollectiveException("NCCL communicator aborted: " + message);
         logger.error("{}", failure.getMessage());
-        nccl.ncclCommAbort(comm);
+        comm.abort();
     }
 
-    /** Stops the thread; the communicator stays as it is. */
+    /**
+     * Stops the thread and waits for it to end; the communicator stays as it is, and no call of the
+     * watchdog's uses it from now on.
+     */
     @Override
     public void close() {
-        stopped = true;
+        synchronized (this) {
+            stopped = true;
+        }
         thread.interrupt();
-        try {
-            thread.join(timeout.toMillis());
-        } catch (InterruptedException e) {
+        boolean interrupted = false;
+        while (thread.isAlive()) {
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
             Thread.currentThread().interrupt();
         }
     }

@@ -1,0 +1,53 @@
+package ai.djl.fsdp.dist.nccl;
+
+import org.bytedeco.cuda.global.nccl;
+import org.bytedeco.cuda.nccl.ncclComm;
+
+/** {@link Communicator} through Bytedeco's NCCL bindings ({@code libjninccl.so}). */
+final class NcclCommunicator implements Communicator {
+
+    private final ncclComm comm;
+    private final int deviceId;
+
+    NcclCommunicator(ncclComm comm, int deviceId) {
+        this.comm = comm;
+        this.deviceId = deviceId;
+    }
+
+    @Override
+    public ncclComm handle() {
+        return comm;
+    }
+
+    @Override
+    public void bindThread() {
+        NcclStatus.CUDA.setDevice(deviceId);
+    }
+
+    @Override
+    public int asyncError() {
+        int[] asyncError = new int[1];
+        int result = nccl.ncclCommGetAsyncError(comm, asyncError);
+        return result != nccl.ncclSuccess ? result : asyncError[0];
+    }
+
+    @Override
+    public int finalizeComm() {
+        return nccl.ncclCommFinalize(comm);
+    }
+
+    @Override
+    public int destroy() {
+        return nccl.ncclCommDestroy(comm);
+    }
+
+    @Override
+    public int abort() {
+        return nccl.ncclCommAbort(comm);
+    }
+
+    @Override
+    public String describe(int result) {
+        return NcclStatus.describe(result);
+    }
+}

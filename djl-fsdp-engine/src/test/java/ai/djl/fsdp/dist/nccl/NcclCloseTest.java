@@ -1,0 +1,154 @@
+package ai.djl.fsdp.dist.nccl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.Device;
+import ai.djl.fsdp.dist.CollectiveException;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.rendezvous.TcpStore;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.bytedeco.cuda.global.nccl;
+import org.bytedeco.cuda.nccl.ncclComm;
+import org.junit.jupiter.api.Test;
+
+/**
+ * How an NCCL group ends, checked without a GPU against a communicator that records its calls: a
+ * group that ran closes without an error, finalizing then destroying its communicator; the watchdog
+ * has stopped polling before the communicator is finalized, destroyed or aborted, and never polls
+ * it again; a communicator the watchdog aborted is left alone.
+ */
+class NcclCloseTest {
+
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    @Test
+    void closingAHealthyGroupStopsTheWatchdogThenFinalizesAndDestroysAndThrowsNothing() {
+        RecordingCommunicator comm = new RecordingCommunicator();
+        // Finalizing takes a while, as NCCL's does while it flushes: 10 of the watchdog's polls.
+        comm.finalizeMillis = 200;
+        NcclProcessGroup group = group(comm);
+        comm.awaitPolls(3);
+        group.close();
+        group.close();
+        assertEquals(List.of("finalize", "destroy"), comm.ends());
+        assertEquals(List.of(), comm.pollsAfterEnd, "the watchdog polled an ended communicator");
+    }
+
+    @Test
+    void aFailedFinalizeAbortsAfterTheWatchdogStopsAndIsReported() {
+        RecordingCommunicator comm = new RecordingCommunicator();
+        comm.finalizeResult = nccl.ncclSystemError;
+        NcclProcessGroup group = group(comm);
+        comm.awaitPolls(3);
+        CollectiveException error = assertThrows(CollectiveException.class, group::close);
+        assertTrue(
+                error.getMessage().contains("ncclCommFinalize failed on rank 0"),
+                error.getMessage());
+        assertEquals(List.of("finalize", "abort"), comm.ends());
+        assertEquals(List.of(), comm.pollsAfterEnd);
+    }
+
+    @Test
+    void aCommunicatorTheWatchdogAbortedIsNotEndedAgain() {
+        RecordingCommunicator comm = new RecordingCommunicator();
+        comm.asyncError = nccl.ncclRemoteError;
+        NcclProcessGroup group = group(comm);
+        comm.awaitPolls(1);
+        for (int i = 0; i < 200 && comm.ends().isEmpty(); i++) {
+            sleep(10);
+        }
+        assertEquals(List.of("abort"), comm.ends(), "the watchdog aborts on an async error");
+        group.close();
+        assertEquals(List.of("abort"), comm.ends());
+        assertEquals(List.of(), comm.pollsAfterEnd);
+    }
+
+    private static NcclProcessGroup group(Communicator comm) {
+        TcpStore store = TcpStore.builder("127.0.0.1", 0).optHostServer(true).optToken("t").build();
+        DistributedEnv env = DistributedEnv.of(0, 1, 0, 1, "127.0.0.1", 0, "t");
+        return new NcclProcessGroup(env, Device.gpu(0), comm, store, TIMEOUT);
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Records the calls that end the communicator, and any poll made during or after them. */
+    private static final class RecordingCommunicator implements Communicator {
+
+        final List<String> calls = new CopyOnWriteArrayList<>();
+        final List<String> pollsAfterEnd = new CopyOnWriteArrayList<>();
+        volatile int polls;
+        volatile boolean ending;
+        int asyncError = nccl.ncclSuccess;
+        int finalizeResult = nccl.ncclSuccess;
+        long finalizeMillis;
+
+        List<String> ends() {
+            return calls.stream().filter(call -> !call.equals("bind")).toList();
+        }
+
+        void awaitPolls(int count) {
+            for (int i = 0; i < 500 && polls < count; i++) {
+                sleep(10);
+            }
+            assertTrue(polls >= count, "the watchdog never polled");
+        }
+
+        @Override
+        public ncclComm handle() {
+            return null;
+        }
+
+        @Override
+        public void bindThread() {
+            calls.add("bind");
+        }
+
+        @Override
+        public int asyncError() {
+            if (ending) {
+                pollsAfterEnd.add("asyncError after " + calls);
+            }
+            polls++;
+            return asyncError;
+        }
+
+        @Override
+        public int finalizeComm() {
+            end("finalize");
+            sleep(finalizeMillis);
+            return finalizeResult;
+        }
+
+        @Override
+        public int destroy() {
+            end("destroy");
+            return nccl.ncclSuccess;
+        }
+
+        @Override
+        public int abort() {
+            end("abort");
+            return nccl.ncclSuccess;
+        }
+
+        @Override
+        public String describe(int result) {
+            return "NCCL result " + result;
+        }
+
+        private void end(String call) {
+            calls.add(call);
+            ending = true;
+        }
+    }
+}
