@@ -2,6 +2,7 @@ package ai.djl.fsdp.tensor;
 
 import ai.djl.ndarray.NDArray;
 import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.Optional;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.Pointer;
@@ -16,21 +17,26 @@ import org.slf4j.LoggerFactory;
  * <p>DJL cannot allocate pinned tensors (PyTorch's {@code pin_memory()} is not in its JNI nor in
  * the C shim), so the array's own memory is registered with the CUDA runtime ({@code
  * cudaHostRegister}, through Bytedeco's {@code cudart}) and unregistered by {@link #close}, which
- * must come before the array is freed. Where the CUDA runtime cannot be loaded the array stays in
- * ordinary pageable memory ({@link #isPinned()} false), with one warning: copies still work, more
- * slowly.
+ * must come before the array is freed. CUDA locks whole pages, and small arrays share pages: the
+ * pages are counted across arrays ({@link PageLocks}), so that pinning an array whose pages are
+ * partly locked already succeeds and closing one never unlocks another's pages. Where the CUDA
+ * runtime cannot be loaded the array stays in ordinary pageable memory ({@link #isPinned()} false),
+ * with one warning: copies still work, more slowly.
  */
 public final class PinnedMemory implements AutoCloseable {
 
     private static final Logger logger = LoggerFactory.getLogger(PinnedMemory.class);
-    private static final PinnedMemory NONE = new PinnedMemory(null, 0);
+    private static final PinnedMemory NONE = new PinnedMemory(null, null, 0);
     private static boolean warned;
+    private static PageLocks cudaLocks;
 
-    private Pointer address;
+    private final PageLocks locks;
+    private List<PageLocks.Range> ranges;
     private final long bytes;
 
-    private PinnedMemory(Pointer address, long bytes) {
-        this.address = address;
+    private PinnedMemory(PageLocks locks, List<PageLocks.Range> ranges, long bytes) {
+        this.locks = locks;
+        this.ranges = ranges;
         this.bytes = bytes;
     }
 
@@ -46,18 +52,17 @@ public final class PinnedMemory implements AutoCloseable {
             return NONE;
         }
         ByteBuffer buffer = TensorMemory.hostBuffer(array, "pinned host array");
-        long bytes = buffer.capacity();
-        Pointer pointer = new Pointer(buffer);
-        CudaRuntime.get()
-                .check(
-                        cudart.cudaHostRegister(pointer, bytes, cudart.cudaHostRegisterDefault),
-                        "cudaHostRegister of " + bytes + " bytes");
-        return new PinnedMemory(pointer, bytes);
+        return pin(cudaLocks(), new Pointer(buffer).address(), buffer.capacity());
+    }
+
+    /** Pins {@code [address, address + bytes)} through {@code locks}. */
+    static PinnedMemory pin(PageLocks locks, long address, long bytes) {
+        return new PinnedMemory(locks, locks.lock(address, bytes), bytes);
     }
 
     /** Returns whether the memory is page-locked. */
     public boolean isPinned() {
-        return address != null;
+        return ranges != null;
     }
 
     /** Returns the bytes page-locked, 0 when not pinned. */
@@ -74,12 +79,49 @@ public final class PinnedMemory implements AutoCloseable {
         return problem.isEmpty();
     }
 
-    /** Unregisters the memory; call it before the array is freed. */
+    private static synchronized PageLocks cudaLocks() {
+        if (cudaLocks == null) {
+            cudaLocks =
+                    new PageLocks(new CudaHostRegister(), LibC.INSTANCE.sysconf(LibC.SC_PAGESIZE));
+        }
+        return cudaLocks;
+    }
+
+    /**
+     * Lets go of the memory's pages, unlocking those no other pinned array lies in; call it before
+     * the array is freed.
+     */
     @Override
     public void close() {
-        if (address != null) {
-            cudart.cudaHostUnregister(address);
-            address = null;
+        if (ranges != null) {
+            locks.unlock(ranges);
+            ranges = null;
+        }
+    }
+
+    /** Locks pages with the CUDA runtime. */
+    private static final class CudaHostRegister implements PageLocks.HostRegister {
+
+        @Override
+        public boolean register(long address, long bytes) {
+            int result =
+                    cudart.cudaHostRegister(
+                            new DevicePointer(address), bytes, cudart.cudaHostRegisterDefault);
+            if (result == cudart.cudaErrorHostMemoryAlreadyRegistered) {
+                // Locked by someone else (another library, or PyTorch): theirs to unlock.
+                cudart.cudaGetLastError();
+                return false;
+            }
+            CudaRuntime.get().check(result, "cudaHostRegister of " + bytes + " bytes");
+            return true;
+        }
+
+        @Override
+        public void unregister(long address) {
+            CudaRuntime.get()
+                    .check(
+                            cudart.cudaHostUnregister(new DevicePointer(address)),
+                            "cudaHostUnregister");
         }
     }
 }
