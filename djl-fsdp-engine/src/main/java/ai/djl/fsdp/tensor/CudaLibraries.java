@@ -20,9 +20,15 @@ import org.bytedeco.javacpp.Loader;
  */
 public final class CudaLibraries {
 
-    /** The loader's "cannot open" message names the library that is missing. */
+    /**
+     * The dynamic loader's "cannot open" message names the library that is missing; JavaCPP puts it
+     * in the cause of its own "no jnicudart in java.library.path".
+     */
     private static final Pattern MISSING =
             Pattern.compile("(lib[\\w.+-]+?\\.so(?:\\.\\d+)*): cannot open shared object file");
+
+    /** The CUDA major version Bytedeco's bindings were built for (12 or 13: see docs/gpu.md). */
+    static final int GLUE_CUDA_MAJOR = cudart.CUDART_VERSION / 1000;
 
     private static final String GPU_DOC = " (see docs/gpu.md)";
 
@@ -125,35 +131,58 @@ public final class CudaLibraries {
         if (loadFailure == null) {
             return Optional.empty();
         }
-        String text = String.valueOf(loadFailure.getMessage());
-        Matcher missing = MISSING.matcher(text);
-        if (missing.find()) {
-            return Optional.of(
-                    feature
-                            + " is not available: Bytedeco's CUDA glue is on the class path but the"
-                            + " system has no "
-                            + missing.group(1)
-                            + howToGet(missing.group(1))
-                            + GPU_DOC);
+        StringBuilder text = new StringBuilder();
+        for (Throwable cause = loadFailure; cause != null; cause = cause.getCause()) {
+            text.append(text.length() == 0 ? "" : "; caused by: ").append(cause.getMessage());
+            Matcher missing = MISSING.matcher(String.valueOf(cause.getMessage()));
+            if (missing.find()) {
+                return Optional.of(
+                        feature
+                                + " is not available: Bytedeco's CUDA "
+                                + GLUE_CUDA_MAJOR
+                                + " glue is on the class path but the system has no "
+                                + missing.group(1)
+                                + howToGet(missing.group(1), GLUE_CUDA_MAJOR)
+                                + GPU_DOC);
+            }
         }
         return Optional.of(
                 feature
-                        + " is not available: Bytedeco's CUDA glue failed to load: "
+                        + " is not available: Bytedeco's CUDA "
+                        + GLUE_CUDA_MAJOR
+                        + " glue failed to load: "
                         + text
                         + GPU_DOC);
     }
 
-    private static String howToGet(String library) {
+    /**
+     * Says where a missing library comes from, for the CUDA major version {@code cuda} of the glue
+     * (NVIDIA's wheels are named {@code -cu12} for CUDA 12, and CUDA 13's runtime is {@code
+     * nvidia-cuda-runtime} 13.x, in {@code nvidia/cu13/lib}).
+     */
+    static String howToGet(String library, int cuda) {
         if (library.startsWith("libnccl")) {
             return " (NCCL 2). Install it (the distribution's libnccl2, or `pip install"
-                    + " nvidia-nccl-cu12` with its nvidia/nccl/lib folder on LD_LIBRARY_PATH),"
+                    + " nvidia-nccl-cu"
+                    + cuda
+                    + "` with its nvidia/nccl/lib folder on LD_LIBRARY_PATH),"
                     + " or add org.bytedeco:cuda-redist to the class path";
         }
         if (library.startsWith("libcudart")) {
-            return " (the CUDA 12 runtime that Bytedeco's glue links to). Install the CUDA 12"
-                    + " toolkit's runtime (or `pip install nvidia-cuda-runtime-cu12` with its"
-                    + " nvidia/cuda_runtime/lib folder on LD_LIBRARY_PATH), or add"
-                    + " org.bytedeco:cuda-redist to the class path";
+            String wheel =
+                    cuda >= 13
+                            ? "nvidia-cuda-runtime~=" + cuda + ".0` with its nvidia/cu" + cuda
+                            : "nvidia-cuda-runtime-cu" + cuda + "` with its nvidia/cuda_runtime";
+            return " (the CUDA "
+                    + cuda
+                    + " runtime that Bytedeco's glue links to). Install the CUDA "
+                    + cuda
+                    + " toolkit's runtime (or `pip install "
+                    + wheel
+                    + "/lib folder on LD_LIBRARY_PATH), or add org.bytedeco:cuda-redist to the"
+                    + " class path; a CUDA "
+                    + (cuda >= 13 ? 12 : 13)
+                    + " machine needs the other glue (docs/gpu.md)";
         }
         if (library.startsWith("libcuda.")) {
             return " (the NVIDIA driver's library): install the NVIDIA driver";

@@ -47,7 +47,7 @@ class CudaLibrariesTest {
                                 + " such file or directory");
         String message = problem(true, 2, true, error);
         assertTrue(message.contains("no libnccl.so.2 (NCCL 2)"), message);
-        assertTrue(message.contains("nvidia-nccl-cu12"), message);
+        assertTrue(message.contains("nvidia-nccl-cu" + CudaLibraries.GLUE_CUDA_MAJOR), message);
         assertTrue(!message.contains("mvn -Pcuda"), message);
     }
 
@@ -61,7 +61,12 @@ class CudaLibrariesTest {
                         new UnsatisfiedLinkError(
                                 "libjnicudart.so: libcudart.so.12: cannot open shared object"
                                         + " file: No such file or directory"));
-        assertTrue(runtime.contains("no libcudart.so.12 (the CUDA 12 runtime"), runtime);
+        assertTrue(
+                runtime.contains(
+                        "no libcudart.so.12 (the CUDA "
+                                + CudaLibraries.GLUE_CUDA_MAJOR
+                                + " runtime"),
+                runtime);
         String driver =
                 problem(
                         true,
@@ -70,6 +75,37 @@ class CudaLibrariesTest {
                         new UnsatisfiedLinkError(
                                 "libjnicudart.so: libcuda.so.1: cannot open shared object file"));
         assertTrue(driver.contains("NVIDIA driver"), driver);
+    }
+
+    @Test
+    void theLibraryMissingBehindJavaCppsOwnMessageIsNamed() {
+        // What JavaCPP 1.5.13 throws where CUDA 13's runtime is absent: its own message on top,
+        // the dynamic loader's in the cause.
+        UnsatisfiedLinkError error =
+                new UnsatisfiedLinkError(
+                        "no jnicudart in java.library.path: /usr/java/packages/lib:/usr/lib");
+        error.initCause(
+                new UnsatisfiedLinkError(
+                        "/root/.javacpp/cache/cuda-13.1-9.19-1.5.13-linux-x86_64.jar/org/bytedeco/"
+                                + "cuda/linux-x86_64/libjnicudart.so: libcudart.so.13: cannot"
+                                + " open shared object file: No such file or directory"));
+        String message = problem(true, 1, true, error);
+        assertTrue(message.contains("the system has no libcudart.so.13 ("), message);
+        assertTrue(!message.contains("java.library.path"), message);
+    }
+
+    @Test
+    void theWayToGetALibraryFollowsTheGluesCudaVersion() {
+        String runtime13 = CudaLibraries.howToGet("libcudart.so.13", 13);
+        assertTrue(runtime13.contains("CUDA 13 runtime"), runtime13);
+        assertTrue(runtime13.contains("pip install nvidia-cuda-runtime~=13.0"), runtime13);
+        assertTrue(runtime13.contains("nvidia/cu13/lib"), runtime13);
+        assertTrue(
+                !runtime13.contains("cu12") && !runtime13.contains("CUDA 12 runtime"), runtime13);
+        assertTrue(CudaLibraries.howToGet("libnccl.so.2", 13).contains("nvidia-nccl-cu13"));
+        String runtime12 = CudaLibraries.howToGet("libcudart.so.12", 12);
+        assertTrue(runtime12.contains("nvidia-cuda-runtime-cu12"), runtime12);
+        assertTrue(runtime12.contains("nvidia/cuda_runtime/lib"), runtime12);
     }
 
     @Test
