@@ -10,11 +10,11 @@ import org.bytedeco.javacpp.SizeTPointer;
 
 /**
  * {@link CudaVirtualMemory} through the CUDA driver API of Bytedeco's {@code cudart} bindings
- * ({@code libjnicudart.so}, linked to {@code libcudart.so.12} and the driver's {@code
- * libcuda.so.1}). Device-local, pinned (not migratable) physical memory, readable and writable by
- * its own GPU only. Each call first makes the GPU current on the calling thread ({@code
- * cudaSetDevice}, which also makes its primary context, the one libtorch uses, current for the
- * driver API), as the NCCL group does before each collective.
+ * ({@code libjnicudart.so}, linked to {@code libcudart.so.12}, or {@code .13} with {@code
+ * -Pcuda13}, and the driver's {@code libcuda.so.1}). Device-local, pinned (not migratable) physical
+ * memory, readable and writable by its own GPU only. Each call first makes the GPU current on the
+ * calling thread ({@code cudaSetDevice}, which also makes its primary context, the one libtorch
+ * uses, current for the driver API), as the NCCL group does before each collective.
  */
 final class CudaDriverMemory implements CudaVirtualMemory {
 
