@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Packs the GPU kit into one folder under the GPU machine's 64 MiB carry limit: a trimmed Java
-# runtime (jlink), the project's jars without libtorch's natives (the GPU machine brings its own
-# libtorch and NCCL in its Python environment), Bytedeco's CUDA glue cut down to the CUDA runtime
-# and NCCL, the engine's test jar (the NCCL checks), and the scripts that run there.
-#   mvn -B -DskipTests package && tools/gpu-kit/pack.sh [OUTPUT_DIR]   (default tools/gpu-kit/build/kit)
-# M2_REPO: the Maven repository holding Bytedeco's natives (default ~/.m2/repository).
+# Packs the GPU kit into one folder that, with the repository's own files, stays under the GPU
+# machine's 64 MiB carry limit: a trimmed Java runtime (jlink), the project's jars without
+# libtorch's natives (the GPU machine brings its own libtorch and NCCL in its Python environment)
+# and without DJL's prebuilt JNI (the kit builds one there), Bytedeco's CUDA 13 glue cut down to
+# the CUDA runtime and NCCL, the engine's test jar (the NCCL checks), DJL's JNI sources
+# (third_party/djl-pytorch-native) with the JNI headers and build-jni.sh, and the scripts.
+#   mvn -B -DskipTests -Pcuda13 package && tools/gpu-kit/pack.sh [OUTPUT_DIR]
+# (default OUTPUT_DIR: tools/gpu-kit/build/kit). M2_REPO: the Maven repository (default ~/.m2/repository).
 set -euo pipefail
 
 here="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
@@ -13,18 +15,16 @@ out="${1:-$here/build/kit}"
 limit=$((64 * 1024 * 1024))
 m2="${M2_REPO:-$HOME/.m2/repository}"
 lib="$root/benchmarks/target/lib"
-glue="$m2/org/bytedeco/cuda/12.9-9.10-1.5.12/cuda-12.9-9.10-1.5.12-linux-x86_64.jar"
-javacpp_native="$m2/org/bytedeco/javacpp/1.5.12/javacpp-1.5.12-linux-x86_64.jar"
+glue_version=13.1-9.19-1.5.13
 tests_jar="$(ls "$root"/djl-fsdp-engine/target/djl-fsdp-engine-*-tests.jar 2>/dev/null | head -n 1)"
 modules="java.base,java.logging,java.management,java.naming,java.net.http,java.sql,java.xml,jdk.unsupported,jdk.zipfs"
 
 fail() { echo "pack.sh: $*" >&2; exit 1; }
 [[ -f "$root/benchmarks/target/benchmarks.jar" && -d "$lib" && -n "$tests_jar" ]] \
-    || fail "build first: (cd '$root' && mvn -B -DskipTests package)"
-for jar in "$glue" "$javacpp_native"; do
-    [[ -f "$jar" ]] || fail "$jar is missing; fetch it with: mvn dependency:get \
--Dartifact=$(basename "$(dirname "$(dirname "$jar")")"):$(basename "$(dirname "$(dirname "$(dirname "$jar")")")"):$(basename "$(dirname "$jar")"):jar:linux-x86_64 -Dtransitive=false (or build once with -Pcuda)"
-done
+    || fail "build first: (cd '$root' && mvn -B -DskipTests -Pcuda13 package)"
+[[ -f "$lib/cuda-$glue_version-linux-x86_64.jar" ]] \
+    || fail "$lib has no CUDA 13 glue (cuda-$glue_version-linux-x86_64.jar): the GPU machine runs CUDA 13;" \
+            "build with: (cd '$root' && mvn -B -DskipTests -Pcuda13 package)"
 command -v jlink >/dev/null || fail "jlink is missing: install a full JDK 17"
 if [[ -e "$out" && ! -f "$out/run-on-gpu.sh" ]]; then
     fail "$out exists and is not a kit: choose another OUTPUT_DIR"
@@ -37,6 +37,8 @@ mkdir -p "$staging/lib"
 jlink --add-modules "$modules" --strip-debug --no-header-files --no-man-pages \
     --compress=2 --output "$staging/runtime"
 
+"$here/jni-headers.sh" "$staging/jni-include" >/dev/null
+
 # Every jar bin/fsdp uses but libtorch's CPU natives, JMH's (benchmarks only run here), and
 # Jinjava with the jars only it needs (finetune's chat templates: no kit step renders one).
 for jar in "$lib"/*.jar; do
@@ -47,10 +49,12 @@ for jar in "$lib"/*.jar; do
         *) cp "$jar" "$staging/lib/" ;;
     esac
 done
-cp "$root/benchmarks/target/benchmarks.jar" "$tests_jar" "$javacpp_native" "$staging/lib/"
+cp "$root/benchmarks/target/benchmarks.jar" "$tests_jar" "$staging/lib/"
 
-# Keep only the natives the kit runs: Linux x86-64 tokenizers, Bytedeco's cudart and NCCL glue.
-python3 - "$staging/lib" "$glue" <<'PY'
+# Keep only the natives the kit runs: Linux x86-64 tokenizers, Bytedeco's cudart and NCCL glue;
+# of pytorch-jni only what DJL reads once the JNI is built on the GPU machine (its classes and
+# jnilib/pytorch.properties, not its prebuilt libdjl_torch.so for libtorch 2.7.1).
+python3 - "$staging/lib" "$glue_version" <<'PY'
 import os, sys, zipfile
 
 def trim(source, target, keep):
@@ -60,24 +64,35 @@ def trim(source, target, keep):
                 zout.writestr(item, zin.read(item.filename))
     os.replace(target + ".tmp", target)
 
-lib, glue = sys.argv[1], sys.argv[2]
-tokenizers = [f for f in os.listdir(lib) if f.startswith("tokenizers-")][0]
-path = os.path.join(lib, tokenizers)
-trim(path, path, lambda n: not n.startswith("native/lib/") or n.startswith("native/lib/linux-x86_64/"))
+lib, glue_version = sys.argv[1], sys.argv[2]
+def only(prefix):
+    return os.path.join(lib, [f for f in os.listdir(lib) if f.startswith(prefix)][0])
+tokenizers = only("tokenizers-")
+trim(tokenizers, tokenizers, lambda n: not n.startswith("native/lib/") or n.startswith("native/lib/linux-x86_64/"))
+jni = only("pytorch-jni-")
+trim(jni, jni, lambda n: not n.endswith(".so"))
+glue = os.path.join(lib, f"cuda-{glue_version}-linux-x86_64.jar")
 wanted = ("libjnicudart.so", "libjninccl.so")
-trim(glue, os.path.join(lib, os.path.basename(glue)),
-     lambda n: not n.startswith("org/bytedeco/cuda/linux-x86_64/") or n.endswith(wanted))
+trim(glue, glue, lambda n: not n.startswith("org/bytedeco/cuda/linux-x86_64/") or n.endswith(wanted))
 PY
 
-cp "$here/run-on-gpu.sh" "$here/fsdp2_bench.py" "$staging/"
-chmod +x "$staging/run-on-gpu.sh"
+cp "$here/run-on-gpu.sh" "$here/fsdp2_bench.py" "$here/build-jni.sh" "$here/jni-profiler-stub.py" "$staging/"
+cp -r "$here/third_party" "$staging/"
+chmod +x "$staging/run-on-gpu.sh" "$staging/build-jni.sh"
 
+# What travels: the repository's files (tracked, and untracked ones git does not ignore) and the kit.
 size=$(du -sb "$staging" | cut -f1)
-if (( size > limit )); then
-    fail "the kit is $size bytes, over the $limit-byte carry limit"
+tree=$(cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 -r stat -c %s 2>/dev/null \
+    | awk '{s += $1} END {print s + 0}')
+total=$((size + tree))
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
+echo "kit $(mib "$size") + repository files $(mib "$tree") = $(mib "$total") of $(mib "$limit")" \
+     "(runtime $(mib "$(du -sb "$staging/runtime" | cut -f1)"), jars $(mib "$(du -sb "$staging/lib" | cut -f1)"))"
+if (( total > limit )); then
+    fail "the kit and the repository's files are $total bytes together, over the $limit-byte carry limit"
 fi
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
 mv "$staging" "$out"
 trap - EXIT
-echo "kit: $out ($size bytes of $limit: runtime $(du -sb "$out/runtime" | cut -f1), jars $(du -sb "$out/lib" | cut -f1))"
+echo "kit: $out"

@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
 # Runs the djl-fsdp checks and benchmarks on a GPU machine with no network, from the packed kit
-# (pack.sh): DJL on the machine's own libtorch (the Python environment's torch/lib), Bytedeco's
-# glue on its NCCL and CUDA runtime (the nvidia-* wheels' lib folders), then, each step logged in
-# RESULTS_DIR and summarised in RESULTS_DIR/summary.txt, going on after a failed step:
-#   probe        one process, DJL's plain Trainer on gpu(0): does DJL's JNI run on this libtorch?
+# (pack.sh): DJL on the machine's own libtorch (the Python environment's torch/lib) through a JNI
+# built there from DJL's sources, Bytedeco's CUDA 13 glue on its NCCL and CUDA runtime (the
+# nvidia-* wheels' lib folders), then, each step logged in RESULTS_DIR and summarised in
+# RESULTS_DIR/summary.txt, going on after a failed step. KIT_CALL picks the steps (docs/gpu.md
+# plans each call within 10 minutes):
+#  first (build, probe, NCCL, small trainings):
+#   build-jni    DJL 0.35.0's libdjl_torch.so compiled against this libtorch (build-jni.sh), put
+#                where DJL looks for it (skipped when already built for this libtorch)
+#   probe-djl    PlainFitExample: DJL's own Trainer, nothing of the project's: does DJL run on
+#                this libtorch through that JNI?
+#   probe        one process, bench train --sharding NONE: DJL's Trainer on the project's GPT-2
+#                (its engine code, the C shim included) on gpu(0)
 #   nccl-check   NcclRankCheck on NPROC GPUs
 #   collectives  the socket backend's collective checks on NCCL
-#   bench-coll   bin/fsdp bench collectives, 64 MiB
 #   fit-cpu/gpu  FsdpFitExample on the CPU and on the GPUs: validation accuracy side by side
+#   train-small  bench train FULL_SHARD on NPROC ranks, a small GPT-2
+#  second (benches and the side-by-side with PyTorch FSDP2):
+#   bench-coll   bin/fsdp bench collectives, 64 MiB
 #   train-f32    bench train (GPT-2, 6 x 384, FULL_SHARD) in float32, peak GPU memory sampled
 #   train-bf16   the same in bfloat16 (--precision bf16: bfloat16 gathers and compute)
 #   train-keep   FULL_SHARD without recompute in float32: units keep their graphs, their gathered
 #                parameters released after forward (CUDA virtual memory on GPUs)
-#   fsdp2        PyTorch FSDP2 (fully_shard) on the same shape: tokens/s and peak GPU memory
-# Usage: run-on-gpu.sh [RESULTS_DIR]       (default: $OUT, else ./gpu-kit-results)
-# PYTHON (default python3): the Python with torch. NPROC (default: the GPUs, at most 2).
-# KIT_DEVICE=cpu runs every step that can on the CPU (how the kit is tested without a GPU); then
-# PYTORCH_LIBRARY_PATH must name a CPU libtorch 2.7.1 folder, as the Python may have no torch.
+#   fsdp2-f32/bf16  PyTorch FSDP2 (fully_shard) on the same shape: tokens/s, peak GPU memory
+# Usage: [KIT_CALL=first|second|all] run-on-gpu.sh [RESULTS_DIR]   (default all; RESULTS_DIR:
+# $OUT, else ./gpu-kit-results). PYTHON (default python3): the Python with torch. NPROC (default:
+# the GPUs, at most 2). ENGINE_CACHE_DIR (default the kit's build/engine-cache): where DJL finds
+# the JNI built here.
+# KIT_DEVICE=cpu runs every step that can on the CPU (how the kit is rehearsed without a GPU:
+# rehearse-cpu.sh); then, where the Python has no torch, PYTORCH_LIBRARY_PATH, TORCH_INCLUDE and
+# PYTORCH_VERSION name a CPU libtorch with headers.
 set -uo pipefail
 
 kit="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
@@ -31,20 +44,37 @@ classpath="$kit/lib/*"
 
 note() { echo "$*" | tee -a "$summary"; }
 
+call="${KIT_CALL:-all}"
+[[ "$call" =~ ^(first|second|all)$ ]] || { echo "KIT_CALL must be first, second or all, not '$call'" >&2; exit 2; }
+
 if [[ -z "${PYTORCH_LIBRARY_PATH:-}" ]]; then
-    PYTORCH_LIBRARY_PATH="$("$python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')" \
+    # The Python's torch: its lib/ and include/, its version (2.11.0+cu130: 2.11.0 and cu130).
+    read -r torch_dir torch_version < <("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__), torch.__version__)') \
         || { note "no PYTORCH_LIBRARY_PATH and '$python' has no torch: nothing to run DJL on"; exit 1; }
+    PYTORCH_LIBRARY_PATH="$torch_dir/lib"
+    export TORCH_INCLUDE="${TORCH_INCLUDE:-$torch_dir/include}"
+    export PYTORCH_VERSION="${PYTORCH_VERSION:-${torch_version%%+*}}"
+    if [[ "$torch_version" == *+* ]]; then
+        export PYTORCH_FLAVOR="${PYTORCH_FLAVOR:-${torch_version#*+}}"
+    fi
 fi
-export PYTORCH_LIBRARY_PATH
-# DJL takes libdjl_torch.so from the pytorch-jni jar only for the version it was built for (2.7.1);
-# another version would make it download one. Whether that JNI runs on this libtorch is what the
-# probe step finds out.
-export PYTORCH_VERSION="${PYTORCH_VERSION:-2.7.1}"
+export PYTORCH_LIBRARY_PATH TORCH_LIB="$PYTORCH_LIBRARY_PATH"
+[[ -n "${PYTORCH_VERSION:-}" ]] || { note "PYTORCH_VERSION must name the libtorch in $PYTORCH_LIBRARY_PATH"; exit 1; }
 if [[ "$device" == cpu ]]; then
     export PYTORCH_FLAVOR="${PYTORCH_FLAVOR:-cpu}"
 else
-    export PYTORCH_FLAVOR="${PYTORCH_FLAVOR:-cu128}"
+    export PYTORCH_FLAVOR="${PYTORCH_FLAVOR:-cu130}"
 fi
+# DJL 0.35.0 takes its JNI from beside libtorch (0.35.0-libdjl_torch.so or libdjl_torch.so in
+# PYTORCH_LIBRARY_PATH) where there is one (DJL's own libtorch 2.7.1 folder has one), else from
+# $ENGINE_CACHE_DIR/pytorch/VERSION-FLAVOR-linux-x86_64/, before the pytorch-jni jar (whose
+# libdjl_torch.so, built for 2.7.1, the kit leaves out). The kit builds it for the cache folder.
+export ENGINE_CACHE_DIR="${ENGINE_CACHE_DIR:-$kit/build/engine-cache}"
+jni="$ENGINE_CACHE_DIR/pytorch/$PYTORCH_VERSION-$PYTORCH_FLAVOR-linux-x86_64/0.35.0-libdjl_torch.so"
+beside=""
+for name in 0.35.0-libdjl_torch.so libdjl_torch.so; do
+    if [[ -z "$beside" && -f "$PYTORCH_LIBRARY_PATH/$name" ]]; then beside="$PYTORCH_LIBRARY_PATH/$name"; fi
+done
 export DJL_OFFLINE=true
 nvidia_libs="$("$python" - <<'PY' 2>/dev/null
 import glob, os, site
@@ -52,7 +82,14 @@ bases = site.getsitepackages() + [site.getusersitepackages()]
 print(":".join(sorted({d for b in bases for d in glob.glob(os.path.join(b, "nvidia", "*", "lib"))})))
 PY
 )"
-export LD_LIBRARY_PATH="$PYTORCH_LIBRARY_PATH${nvidia_libs:+:$nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# DJL counts GPUs through JNA, which opens only the unversioned libcudart.so; the wheels ship
+# libcudart.so.13: a link to it goes in a folder first on LD_LIBRARY_PATH.
+links="$kit/build/cuda-links"
+cudart="$(find ${nvidia_libs//:/ } "$PYTORCH_LIBRARY_PATH" -maxdepth 1 -name 'libcudart.so.[0-9]*' 2>/dev/null | sort | tail -n 1)"
+if [[ -n "$cudart" ]]; then
+    mkdir -p "$links" && ln -sfn "$cudart" "$links/libcudart.so"
+fi
+export LD_LIBRARY_PATH="${cudart:+$links:}$PYTORCH_LIBRARY_PATH${nvidia_libs:+:$nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 gpus=0
 if [[ "$device" == gpu ]] && command -v nvidia-smi >/dev/null; then
@@ -62,6 +99,7 @@ nproc="${NPROC:-$(( gpus >= 2 ? 2 : (gpus == 1 ? 1 : 2) ))}"
 
 note "kit $kit, results $results, device $device, $gpus GPUs, $nproc ranks"
 note "PYTORCH_LIBRARY_PATH=$PYTORCH_LIBRARY_PATH PYTORCH_VERSION=$PYTORCH_VERSION PYTORCH_FLAVOR=$PYTORCH_FLAVOR"
+note "DJL's JNI: ${beside:-$jni}${beside:+ (found beside libtorch: DJL takes it, no build)}"
 note "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 { "$java" -version 2>&1; nvidia-smi 2>&1 || true; "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else None)' 2>&1; } \
     > "$results/environment.log"
@@ -100,32 +138,58 @@ small=(--layers 2 --width 128 --heads 2 --vocab 1000 --seq 32 --batch 2 --steps 
 shape=(--layers 6 --width 384 --heads 6 --vocab 50257 --seq 128 --batch 8)
 
 export DJL_FSDP_DEVICE="$device"
-step probe fsdp bench train --nproc 1 --sharding NONE "${small[@]}"
-if [[ "$device" == gpu ]]; then
-    step nccl-check launch ai.djl.fsdp.dist.nccl.NcclRankCheck
-    step collectives launch ai.djl.fsdp.dist.socket.CollectiveCheckMain
-else
-    note "== nccl-check, collectives: skipped (KIT_DEVICE=cpu)"
-fi
-step bench-coll fsdp bench collectives --nproc "$nproc" --bytes 67108864
-DJL_FSDP_DEVICE=cpu step fit-cpu launch ai.djl.fsdp.examples.FsdpFitExample
-note "   CPU: $(grep -ho 'validation accuracy .*' "$results/fit-cpu.log" | tail -n 1)"
-if [[ "$device" == gpu ]]; then
-    step fit-gpu launch ai.djl.fsdp.examples.FsdpFitExample
-    note "   GPU: $(grep -ho 'validation accuracy .*' "$results/fit-gpu.log" | tail -n 1)"
-else
-    # Training the full shape on a few CPU cores takes many minutes: the kit's CPU test is small.
-    shape=("${small[@]}")
-fi
-step train-f32 with_gpu_memory "$results/train-f32.mem" fsdp bench train --nproc "$nproc" "${shape[@]}"
-step train-bf16 with_gpu_memory "$results/train-bf16.mem" fsdp bench train --nproc "$nproc" \
-    --precision bf16 "${shape[@]}"
-step train-keep with_gpu_memory "$results/train-keep.mem" fsdp bench train --nproc "$nproc" \
-    --sharding FULL_SHARD --activation-checkpointing=false "${shape[@]}"
-if [[ "$device" == gpu ]]; then
-    step fsdp2 with_gpu_memory "$results/fsdp2.mem" "$python" -m torch.distributed.run \
-        --standalone --nproc-per-node "$nproc" "$kit/fsdp2_bench.py" "${shape[@]}" --steps 10 --warmup 2
-else
-    note "== fsdp2: skipped (KIT_DEVICE=cpu: PyTorch FSDP2 needs GPUs)"
-fi
-note "done: $results"
+first() {
+    if [[ -n "$beside" ]]; then
+        note "== build-jni: skipped, DJL takes $beside"
+    elif [[ -f "$jni" && -z "${KIT_REBUILD_JNI:-}" ]]; then
+        note "== build-jni: $jni is there (KIT_REBUILD_JNI=1 builds it again)"
+    else
+        step build-jni "$kit/build-jni.sh" "$jni"
+    fi
+    step probe-djl "$java" -Xmx2g -cp "$classpath" ai.djl.fsdp.examples.PlainFitExample
+    step probe fsdp bench train --nproc 1 --sharding NONE "${small[@]}"
+    if [[ "$device" == gpu ]]; then
+        step nccl-check launch ai.djl.fsdp.dist.nccl.NcclRankCheck
+        step collectives launch ai.djl.fsdp.dist.socket.CollectiveCheckMain
+    else
+        note "== nccl-check, collectives: skipped (KIT_DEVICE=cpu)"
+    fi
+    DJL_FSDP_DEVICE=cpu step fit-cpu launch ai.djl.fsdp.examples.FsdpFitExample
+    note "   CPU: $(grep -ho 'validation accuracy .*' "$results/fit-cpu.log" | tail -n 1)"
+    if [[ "$device" == gpu ]]; then
+        step fit-gpu launch ai.djl.fsdp.examples.FsdpFitExample
+        note "   GPU: $(grep -ho 'validation accuracy .*' "$results/fit-gpu.log" | tail -n 1)"
+    fi
+    step train-small with_gpu_memory "$results/train-small.mem" fsdp bench train --nproc "$nproc" "${small[@]}"
+}
+
+second() {
+    if [[ "$device" != gpu ]]; then
+        # Training the full shape on a few CPU cores takes many minutes: the kit's CPU test is small.
+        shape=("${small[@]}")
+    fi
+    step bench-coll fsdp bench collectives --nproc "$nproc" --bytes 67108864
+    step train-f32 with_gpu_memory "$results/train-f32.mem" fsdp bench train --nproc "$nproc" "${shape[@]}"
+    step train-bf16 with_gpu_memory "$results/train-bf16.mem" fsdp bench train --nproc "$nproc" \
+        --precision bf16 "${shape[@]}"
+    step train-keep with_gpu_memory "$results/train-keep.mem" fsdp bench train --nproc "$nproc" \
+        --sharding FULL_SHARD --activation-checkpointing=false "${shape[@]}"
+    if [[ "$device" == gpu ]]; then
+        for dtype in float32 bfloat16; do
+            step "fsdp2-$dtype" with_gpu_memory "$results/fsdp2-$dtype.mem" "$python" -m torch.distributed.run \
+                --standalone --nproc-per-node "$nproc" "$kit/fsdp2_bench.py" "${shape[@]}" --steps 10 --warmup 2 \
+                --dtype "$dtype"
+        done
+    else
+        note "== fsdp2: skipped (KIT_DEVICE=cpu: PyTorch FSDP2 needs GPUs)"
+    fi
+}
+
+case "$call" in
+    first) first ;;
+    second) second ;;
+    all) first; second ;;
+esac
+failed="$(grep -c '^   exit [1-9]' "$summary")"
+note "done: $results ($failed failed steps)"
+[[ "$failed" == 0 ]]

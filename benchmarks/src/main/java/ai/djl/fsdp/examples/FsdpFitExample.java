@@ -44,20 +44,8 @@ public final class FsdpFitExample {
      * @throws TranslateException if a batch cannot be made
      */
     public static void main(String[] args) throws IOException, TranslateException {
-        SequentialBlock net = new SequentialBlock();
-        for (int i = 0; i < 4; i++) {
-            net.add(
-                    new SequentialBlock()
-                            .add(Linear.builder().setUnits(128).build())
-                            .add(Activation::relu));
-        }
-        net.add(Linear.builder().setUnits(10).build());
-
-        DefaultTrainingConfig config =
-                new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                        .optOptimizer(Optimizer.adamW().build())
-                        .addEvaluator(new Accuracy())
-                        .addTrainingListeners(TrainingListener.Defaults.logging());
+        SequentialBlock net = classifier();
+        DefaultTrainingConfig config = config();
 
         try (Model model = Model.newInstance("classifier");
                 NDManager manager = NDManager.newBaseManager(Device.cpu());
@@ -87,11 +75,32 @@ public final class FsdpFitExample {
         }
     }
 
+    /** Returns the classifier: four ReLU layers of 128 units, then 10 outputs. */
+    static SequentialBlock classifier() {
+        SequentialBlock net = new SequentialBlock();
+        for (int i = 0; i < 4; i++) {
+            net.add(
+                    new SequentialBlock()
+                            .add(Linear.builder().setUnits(128).build())
+                            .add(Activation::relu));
+        }
+        net.add(Linear.builder().setUnits(10).build());
+        return net;
+    }
+
+    /** Returns the training configuration: softmax cross-entropy, AdamW, accuracy, logging. */
+    static DefaultTrainingConfig config() {
+        return new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                .optOptimizer(Optimizer.adamW().build())
+                .addEvaluator(new Accuracy())
+                .addTrainingListeners(TrainingListener.Defaults.logging());
+    }
+
     /**
      * Points in 32 dimensions labelled by which of 10 fixed directions they lie closest to, in
      * global batches of 64 (each rank trains on its share of every batch).
      */
-    private static ArrayDataset dataset(NDManager manager, int size) {
+    static ArrayDataset dataset(NDManager manager, int size) {
         manager.getEngine().setRandomSeed(7);
         NDArray directions = manager.randomNormal(new Shape(32, 10));
         NDArray points = manager.randomNormal(new Shape(size, 32));
