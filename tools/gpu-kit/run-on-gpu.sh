@@ -138,7 +138,9 @@ small=(--layers 2 --width 128 --heads 2 --vocab 1000 --seq 32 --batch 2 --steps 
 shape=(--layers 6 --width 384 --heads 6 --vocab 50257 --seq 128 --batch 8)
 
 export DJL_FSDP_DEVICE="$device"
-first() {
+# Builds DJL's JNI for this libtorch unless DJL already has one (either call may come first on a
+# fresh machine; a warm one keeps the kit's build/ folder).
+build_jni() {
     if [[ -n "$beside" ]]; then
         note "== build-jni: skipped, DJL takes $beside"
     elif [[ -f "$jni" && -z "${KIT_REBUILD_JNI:-}" ]]; then
@@ -146,6 +148,9 @@ first() {
     else
         step build-jni "$kit/build-jni.sh" "$jni"
     fi
+}
+
+first() {
     step probe-djl "$java" -Xmx2g -cp "$classpath" ai.djl.fsdp.examples.PlainFitExample
     step probe fsdp bench train --nproc 1 --sharding NONE "${small[@]}"
     if [[ "$device" == gpu ]]; then
@@ -185,6 +190,7 @@ second() {
     fi
 }
 
+build_jni
 case "$call" in
     first) first ;;
     second) second ;;
