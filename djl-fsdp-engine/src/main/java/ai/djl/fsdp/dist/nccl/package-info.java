@@ -8,7 +8,7 @@
  * carry these classes without ever touching CUDA.
  *
  * <p>Collectives run on two streams of the group's own (all-gathers on one, reductions on the
- * other), each ordered after the caller's current stream (DJL's operators) by a CUDA event; {@code
+ * other), each ordered after the caller's current stream (DJL's operators) by a CUDA event; {@link
  * ai.djl.fsdp.dist.Work#await()} makes the caller's stream wait for the collective's event, so the
  * host never waits per unit and the next unit's gather overlaps the current unit's compute. A
  * watchdog thread aborts the communicator on NCCL's asynchronous error or past the timeout; it is
