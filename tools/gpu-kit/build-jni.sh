@@ -59,9 +59,29 @@ libs=(-L"$TORCH_LIB" -ltorch -ltorch_cpu -lc10)
 if [[ "$version" =~ ^(1\.13|2\.0|2\.1)\. ]]; then
     flags+=(-DV1_13_X)
 fi
+link=(-Wl,--no-undefined)
 if [[ "$cuda" == 1 ]]; then
+    # libtorch's CUDA headers include the CUDA runtime's, cuBLAS's, cuSPARSE's and cuSOLVER's: from
+    # CUDA_HOME, /usr/local/cuda, or the Python environment's nvidia-* wheels (nvidia/*/include).
+    cuda_dirs=(${CUDA_HOME:+"$CUDA_HOME/include"} /usr/local/cuda/include)
+    while IFS= read -r dir; do cuda_dirs+=("$dir"); done < <("$python" - <<'PY' 2>/dev/null
+import glob, os, site
+bases = site.getsitepackages() + [site.getusersitepackages()]
+print("\n".join(sorted({d for b in bases for d in glob.glob(os.path.join(b, "nvidia", "*", "include"))})))
+PY
+)
+    found=""
+    for dir in "${cuda_dirs[@]}"; do
+        if [[ -d "$dir" ]]; then
+            flags+=(-I"$dir")
+            [[ -f "$dir/cuda_runtime_api.h" ]] && found="$dir"
+        fi
+    done
+    [[ -n "$found" ]] || fail "no CUDA headers (cuda_runtime_api.h) in ${cuda_dirs[*]}: set CUDA_HOME"
     flags+=(-DUSE_CUDA)
     libs+=(-ltorch_cuda -lc10_cuda)
+    # The CUDA runtime's symbols resolve through libtorch_cuda's own dependencies, as in DJL's build.
+    link=()
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/djl-jni.XXXXXX")"
@@ -95,7 +115,7 @@ for source in "$work"/*.cc; do
     fi
 done
 mkdir -p "$(dirname "$out")"
-"$cxx" -shared -o "$out.tmp" "$work"/*.o "${libs[@]}" -Wl,-rpath,"$TORCH_LIB" -Wl,--no-undefined \
+"$cxx" -shared -o "$out.tmp" "$work"/*.o "${libs[@]}" -Wl,-rpath,"$TORCH_LIB" "${link[@]}" \
     || fail "linking failed"
 mv "$out.tmp" "$out"
 echo "build-jni.sh: $out ($(nm -D --defined-only "$out" | grep -c ' T Java_') JNI entry points, $((SECONDS - start)) s)"
