@@ -13,7 +13,6 @@ here="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 out="${1:-$here/build/kit}"
 limit=$((64 * 1024 * 1024))
-m2="${M2_REPO:-$HOME/.m2/repository}"
 lib="$root/benchmarks/target/lib"
 glue_version=13.1-9.19-1.5.13
 tests_jar="$(ls "$root"/djl-fsdp-engine/target/djl-fsdp-engine-*-tests.jar 2>/dev/null | head -n 1)"
