@@ -3,8 +3,8 @@
 # kit's jni-include/), so that a machine with a bare Java runtime (or none) can build the JNI: the
 # JDK's jni.h and jni_md.h, and DJL's ai_djl_pytorch_jni_PyTorchLibrary.h, generated with
 # `javac -h` from PyTorchLibrary in ai.djl.pytorch:pytorch-engine:0.35.0's sources jar.
-# Needs a JDK and the sources jar in the Maven repository (M2_REPO, default ~/.m2/repository):
-#   mvn dependency:get -Dartifact=ai.djl.pytorch:pytorch-engine:0.35.0:jar:sources -Dtransitive=false
+# Needs a JDK and the sources jar in the Maven repository (M2_REPO, default ~/.m2/repository),
+# which it fetches with mvn where it is missing.
 set -euo pipefail
 
 here="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
@@ -19,8 +19,12 @@ command -v javac >/dev/null || fail "javac is missing: a JDK 17 is needed"
 java_home="${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}"
 [[ -f "$java_home/include/jni.h" ]] || fail "$java_home/include/jni.h is missing: set JAVA_HOME to a JDK"
 [[ -f "$api_jar" ]] || fail "$api_jar is missing: build the project once (mvn -B -DskipTests package)"
+artifact="ai.djl.pytorch:pytorch-engine:$djl:jar:sources"
+if [[ ! -f "$sources_jar" ]] && command -v mvn >/dev/null; then
+    mvn -B -q dependency:get -Dartifact="$artifact" -Dtransitive=false ${M2_REPO:+-Dmaven.repo.local="$m2"} >&2 || true
+fi
 [[ -f "$sources_jar" ]] || fail "$sources_jar is missing; fetch it with: mvn dependency:get \
--Dartifact=ai.djl.pytorch:pytorch-engine:$djl:jar:sources -Dtransitive=false"
+-Dartifact=$artifact -Dtransitive=false"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/jni-headers.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
