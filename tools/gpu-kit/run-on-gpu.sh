@@ -85,7 +85,8 @@ PY
 # DJL counts GPUs through JNA, which opens only the unversioned libcudart.so; the wheels ship
 # libcudart.so.13: a link to it goes in a folder first on LD_LIBRARY_PATH.
 links="$kit/build/cuda-links"
-cudart="$(find ${nvidia_libs//:/ } "$PYTORCH_LIBRARY_PATH" -maxdepth 1 -name 'libcudart.so.[0-9]*' 2>/dev/null | sort | tail -n 1)"
+cudart="$(find ${nvidia_libs//:/ } "$PYTORCH_LIBRARY_PATH" -maxdepth 1 -name 'libcudart.so.[0-9]*' -printf '%f %p\n' 2>/dev/null \
+    | sort -V | tail -n 1 | cut -d' ' -f2-)"
 if [[ -n "$cudart" ]]; then
     mkdir -p "$links" && ln -sfn "$cudart" "$links/libcudart.so"
 fi
@@ -147,6 +148,10 @@ build_jni() {
         note "== build-jni: $jni is there (KIT_REBUILD_JNI=1 builds it again)"
     else
         step build-jni "$kit/build-jni.sh" "$jni"
+        if [[ ! -f "$jni" ]]; then
+            note "no DJL JNI for this libtorch, and every later step needs one: stopped (build-jni.log)"
+            exit 1
+        fi
     fi
 }
 
