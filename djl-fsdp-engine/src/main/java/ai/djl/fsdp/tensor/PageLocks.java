@@ -90,16 +90,27 @@ final class PageLocks {
         return held;
     }
 
-    /** Lets go of the ranges {@link #lock} returned, unlocking those no pinned array lies in. */
+    /**
+     * Lets go of the ranges {@link #lock} returned, unlocking those no pinned array lies in; every
+     * range is let go of even if unlocking one fails (the first failure is thrown).
+     */
     synchronized void unlock(List<Range> held) {
+        RuntimeException failure = null;
         for (Range range : held) {
             range.users--;
             if (range.users == 0) {
                 ranges.remove(range.start);
-                if (range.owned) {
-                    register.unregister(range.start);
+                try {
+                    if (range.owned) {
+                        register.unregister(range.start);
+                    }
+                } catch (RuntimeException e) {
+                    failure = failure == null ? e : failure;
                 }
             }
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
