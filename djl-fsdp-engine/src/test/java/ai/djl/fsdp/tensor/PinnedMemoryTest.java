@@ -78,6 +78,19 @@ class PinnedMemoryTest {
         assertEquals(Map.of(), cuda.registered);
     }
 
+    @Test
+    void aFailedUnlockStillLetsGoOfTheOtherRanges() {
+        CudaRules cuda = new CudaRules();
+        PageLocks locks = new PageLocks(cuda, PAGE);
+        PinnedMemory first = PinnedMemory.pin(locks, BASE, 10);
+        PinnedMemory spanning = PinnedMemory.pin(locks, BASE, 2 * PAGE);
+        first.close();
+        cuda.failUnregisterAt = BASE;
+        assertThrows(IllegalStateException.class, spanning::close);
+        assertEquals(Map.of(), cuda.registered, "the second page is unlocked all the same");
+        assertEquals(0, locks.lockedBytes());
+    }
+
     /** The CUDA runtime's registrations, as {@code cudaHostRegister} keeps them. */
     private static final class CudaRules implements PageLocks.HostRegister {
 
@@ -85,6 +98,7 @@ class PinnedMemoryTest {
         final List<String> refused = new ArrayList<>();
         final List<String> calls = new ArrayList<>();
         long failAt = -1;
+        long failUnregisterAt = -1;
 
         @Override
         public boolean register(long address, long bytes) {
@@ -111,6 +125,9 @@ class PinnedMemoryTest {
         public void unregister(long address) {
             calls.add("unregister " + address);
             assertTrue(registered.remove(address) != null, "unregistering what is not registered");
+            if (address == failUnregisterAt) {
+                throw new IllegalStateException("cudaHostUnregister failed");
+            }
         }
 
         boolean covers(long from, long to) {
