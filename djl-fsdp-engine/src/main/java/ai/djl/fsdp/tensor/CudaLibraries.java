@@ -126,6 +126,7 @@ public final class CudaLibraries {
                             + " classifier "
                             + Loader.getPlatform()
                             + ") is not on the class path. Build with `mvn -Pcuda package`"
+                            + " (CUDA 12) or `mvn -Pcuda13 package` (CUDA 13)"
                             + GPU_DOC);
         }
         if (loadFailure == null) {

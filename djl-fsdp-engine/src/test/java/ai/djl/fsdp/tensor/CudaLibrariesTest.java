@@ -35,7 +35,8 @@ class CudaLibrariesTest {
     void aMissingGlueJarAsksForTheCudaProfile() {
         String message = problem(true, 2, false, null);
         assertTrue(message.contains("org.bytedeco:cuda"), message);
-        assertTrue(message.contains("mvn -Pcuda"), message);
+        assertTrue(message.contains("mvn -Pcuda package` (CUDA 12)"), message);
+        assertTrue(message.contains("mvn -Pcuda13 package` (CUDA 13)"), message);
     }
 
     @Test
