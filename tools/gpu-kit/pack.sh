@@ -51,8 +51,8 @@ done
 cp "$root/benchmarks/target/benchmarks.jar" "$tests_jar" "$staging/lib/"
 
 # Keep only the natives the kit runs: Linux x86-64 tokenizers, Bytedeco's cudart and NCCL glue;
-# of pytorch-jni only what DJL reads once the JNI is built on the GPU machine (its classes and
-# jnilib/pytorch.properties, not its prebuilt libdjl_torch.so for libtorch 2.7.1).
+# of pytorch-jni only what DJL reads once the JNI is built on the GPU machine (it holds no classes:
+# jnilib/pytorch.properties, not its prebuilt JNI libraries for libtorch 2.7.1).
 python3 - "$staging/lib" "$glue_version" <<'PY'
 import os, sys, zipfile
 
@@ -69,7 +69,7 @@ def only(prefix):
 tokenizers = only("tokenizers-")
 trim(tokenizers, tokenizers, lambda n: not n.startswith("native/lib/") or n.startswith("native/lib/linux-x86_64/"))
 jni = only("pytorch-jni-")
-trim(jni, jni, lambda n: not n.endswith(".so"))
+trim(jni, jni, lambda n: not n.startswith("jnilib/") or n == "jnilib/pytorch.properties")
 glue = os.path.join(lib, f"cuda-{glue_version}-linux-x86_64.jar")
 wanted = ("libjnicudart.so", "libjninccl.so")
 trim(glue, glue, lambda n: not n.startswith("org/bytedeco/cuda/linux-x86_64/") or n.endswith(wanted))
