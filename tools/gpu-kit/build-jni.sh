@@ -39,6 +39,7 @@ for header in jni.h jni_md.h ai_djl_pytorch_jni_PyTorchLibrary.h; do
     [[ -f "$jni_include/$header" ]] || fail "$jni_include/$header is missing: run jni-headers.sh $jni_include"
 done
 if [[ -z "${TORCH_CXX11_ABI:-}" ]]; then
+    command -v nm >/dev/null || fail "nm (binutils) is missing: set TORCH_CXX11_ABI to 0 or 1"
     # libc10 exports std::string in its signatures: the new ABI shows as std::__cxx11.
     if (( $(nm -D --defined-only "$TORCH_LIB/libc10.so" | grep -c '__cxx11') > 0 )); then
         TORCH_CXX11_ABI=1
@@ -118,4 +119,5 @@ mkdir -p "$(dirname "$out")"
 "$cxx" -shared -o "$out.tmp" "$work"/*.o "${libs[@]}" -Wl,-rpath,"$TORCH_LIB" "${link[@]}" \
     || fail "linking failed"
 mv "$out.tmp" "$out"
-echo "build-jni.sh: $out ($(nm -D --defined-only "$out" | grep -c ' T Java_') JNI entry points, $((SECONDS - start)) s)"
+entries="$(nm -D --defined-only "$out" 2>/dev/null | grep -c ' T Java_' || true)"
+echo "build-jni.sh: $out (${entries:-?} JNI entry points, $((SECONDS - start)) s)"

@@ -49,10 +49,11 @@ call="${KIT_CALL:-all}"
 
 if [[ -z "${PYTORCH_LIBRARY_PATH:-}" ]]; then
     # The Python's torch: its lib/ and include/, its version (2.11.0+cu130: 2.11.0 and cu130).
-    read -r torch_dir torch_version < <("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__), torch.__version__)') \
+    read -r torch_dir torch_version torch_abi < <("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__), torch.__version__, int(torch.compiled_with_cxx11_abi()))') \
         || { note "no PYTORCH_LIBRARY_PATH and '$python' has no torch: nothing to run DJL on"; exit 1; }
     PYTORCH_LIBRARY_PATH="$torch_dir/lib"
     export TORCH_INCLUDE="${TORCH_INCLUDE:-$torch_dir/include}"
+    export TORCH_CXX11_ABI="${TORCH_CXX11_ABI:-$torch_abi}"
     export PYTORCH_VERSION="${PYTORCH_VERSION:-${torch_version%%+*}}"
     if [[ "$torch_version" == *+* ]]; then
         export PYTORCH_FLAVOR="${PYTORCH_FLAVOR:-${torch_version#*+}}"
