@@ -275,11 +275,12 @@ public final class NcclProcessGroup implements ProcessGroup {
     /**
      * Waits on the host for every queued collective, stops the watchdog (it polls the
      * communicator), then finalizes and destroys the communicator, or aborts it where waiting or
-     * finalizing failed (one the watchdog aborted is left alone), and closes the streams, the
-     * arrays and the store.
+     * finalizing failed (one the watchdog aborted before is left alone, and its failure, already
+     * thrown by the call that met it, is not thrown again), and closes the streams, the arrays and
+     * the store.
      *
-     * @throws CollectiveException if a collective or the communicator failed; everything is closed
-     *     all the same
+     * @throws CollectiveException if a queued collective or the communicator failed while closing;
+     *     everything is closed all the same
      */
     @Override
     public synchronized void close() {
@@ -290,7 +291,9 @@ public final class NcclProcessGroup implements ProcessGroup {
         CollectiveException failure = null;
         try {
             comm.bindThread();
-            watchdog.awaitPending();
+            if (!watchdog.aborted()) {
+                watchdog.awaitPending();
+            }
         } catch (CollectiveException e) {
             failure = e;
         }
