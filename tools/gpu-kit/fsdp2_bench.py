@@ -1,7 +1,10 @@
 """PyTorch FSDP2 (fully_shard) on the shape of `bin/fsdp bench train`: a GPT-2 of pre-norm blocks
 (learned positions, tied head, no dropout), AdamW at lr 1e-4 on random tokens, each block a unit and
-the root sharded last, as FULL_SHARD. Rank 0 prints one line like bench train's, with tokens/s and
-the peak GPU memory PyTorch allocated on a rank. Run with torchrun (python -m torch.distributed.run).
+the root sharded last, as FULL_SHARD. --dtype bfloat16 is FSDP2's mixed precision as bench train's
+--precision bf16 is: float32 parameters, optimizer state and gradient reduction, bfloat16
+all-gathers and compute (MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)).
+Rank 0 prints one line like bench train's, with tokens/s and the peak GPU memory PyTorch allocated
+on a rank. Run with torchrun (python -m torch.distributed.run).
 """
 import argparse
 import os
@@ -11,7 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 
 class Block(nn.Module):
@@ -38,8 +41,9 @@ class Gpt2(nn.Module):
 
     def forward(self, tokens):
         seq = tokens.shape[1]
-        mask = torch.triu(torch.full((seq, seq), float("-inf"), device=tokens.device), 1)
         x = self.wte(tokens) + self.wpe(torch.arange(seq, device=tokens.device))
+        # In the compute dtype: attention takes a float mask of the query's dtype only.
+        mask = torch.triu(torch.full((seq, seq), float("-inf"), device=tokens.device, dtype=x.dtype), 1)
         for block in self.h:
             x = block(x, mask)
         return self.ln_f(x) @ self.wte.weight.t()
@@ -59,11 +63,12 @@ def main():
     torch.cuda.set_device(device)
     torch.manual_seed(42)
     model = Gpt2(args.layers, args.width, args.heads, args.vocab, args.seq).to(device)
+    policy = MixedPrecisionPolicy()
     if args.dtype == "bfloat16":
-        model = model.to(torch.bfloat16)
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for block in model.h:
-        fully_shard(block)
-    fully_shard(model)
+        fully_shard(block, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     # The batch is per rank, as bench train's --batch is.
     tokens = torch.randint(0, args.vocab, (args.batch, args.seq + 1), device=device)
