@@ -5,7 +5,7 @@
 # and without DJL's prebuilt JNI (the kit builds one there), Bytedeco's CUDA 13 glue cut down to
 # the CUDA runtime and NCCL, the engine's test jar (the NCCL checks), DJL's JNI sources
 # (third_party/djl-pytorch-native) with the JNI headers and build-jni.sh, and the scripts.
-#   mvn -B -DskipTests -Pcuda13 package && tools/gpu-kit/pack.sh [OUTPUT_DIR]
+#   mvn -B -DskipTests -Pcuda13 clean package && tools/gpu-kit/pack.sh [OUTPUT_DIR]
 # (default OUTPUT_DIR: tools/gpu-kit/build/kit). M2_REPO: the Maven repository (default ~/.m2/repository).
 set -euo pipefail
 
@@ -24,6 +24,15 @@ fail() { echo "pack.sh: $*" >&2; exit 1; }
 [[ -f "$lib/cuda-$glue_version-linux-x86_64.jar" ]] \
     || fail "$lib has no CUDA 13 glue (cuda-$glue_version-linux-x86_64.jar): the GPU machine runs CUDA 13;" \
             "build with: (cd '$root' && mvn -B -DskipTests -Pcuda13 package)"
+# A build with another profile before leaves its jars in target/lib: two glues on one class path.
+for artifact in cuda javacpp; do
+    versions=()
+    for jar in "$lib/$artifact"-[0-9]*.jar; do
+        [[ "$jar" == *-linux-* ]] || versions+=("$(basename "$jar")")
+    done
+    (( ${#versions[@]} == 1 )) || fail "$lib holds ${#versions[@]} $artifact jars (${versions[*]}):" \
+        "rebuild it clean: (cd '$root' && mvn -B -DskipTests -Pcuda13 clean package)"
+done
 command -v jlink >/dev/null || fail "jlink is missing: install a full JDK 17"
 if [[ -e "$out" && ! -f "$out/run-on-gpu.sh" ]]; then
     fail "$out exists and is not a kit: choose another OUTPUT_DIR"

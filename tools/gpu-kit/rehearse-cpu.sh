@@ -43,7 +43,7 @@ if (( $(nm -D --defined-only "$libtorch/libtorch_cpu.so" | grep -c ' aoti_torch_
 fi
 
 if [[ ! -x "$kit/run-on-gpu.sh" ]]; then
-    (cd "$root" && mvn -B -q -DskipTests -Pcuda13 package)
+    (cd "$root" && mvn -B -q -DskipTests -Pcuda13 clean package)
     "$here/pack.sh" "$kit"
 fi
 rm -rf "$results/engine-cache" "$results/kit"
