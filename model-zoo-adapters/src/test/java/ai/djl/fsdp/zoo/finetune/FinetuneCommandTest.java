@@ -19,6 +19,7 @@ import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
+import ai.djl.fsdp.zoo.generate.GenerateCommand;
 import ai.djl.ndarray.NDManager;
 import com.google.gson.Gson;
 import com.google.gson.JsonObject;
@@ -142,6 +143,23 @@ class FinetuneCommandTest {
             assertTrue(Lora.adapters(merged).isEmpty());
         }
         assertTrue(Files.isRegularFile(output.resolve(Lora.WEIGHTS_FILE)));
+        JsonObject adapterConfig =
+                JsonParser.parseString(Files.readString(output.resolve(Lora.CONFIG_FILE)))
+                        .getAsJsonObject();
+        assertEquals("llama-tiny", adapterConfig.get("base_model_name_or_path").getAsString());
+        assertEquals(
+                "[\"down_proj\",\"gate_proj\",\"k_proj\",\"o_proj\",\"q_proj\",\"up_proj\",\"v_proj\"]",
+                adapterConfig.get("target_modules").toString(),
+                "all-linear as the module names it resolved to");
+        StringWriter generated = new StringWriter();
+        StringWriter notes = new StringWriter();
+        int exit =
+                new CommandLine(new GenerateCommand())
+                        .setOut(new PrintWriter(generated))
+                        .setErr(new PrintWriter(notes))
+                        .execute("--model", output.toString(), "--prompt", "What is 1 + 1?");
+        assertEquals(0, exit, "generate on the recipe's own output: " + notes);
+        assertTrue(notes.toString().contains("merged model"), notes.toString());
         assertChatModel(output.resolve(FinetuneCommand.MERGED));
         List<JsonObject> rows = metrics(output);
         assertTrue(rows.stream().anyMatch(row -> row.has("eval_loss")), rows.toString());
