@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -51,6 +52,8 @@ public final class LaunchCommand implements Subcommand {
                             + " the ranks as accelerate launch passes them: ACCELERATE_USE_FSDP,"
                             + " ACCELERATE_MIXED_PRECISION, FSDP_SHARDING_STRATEGY, ... .")
     private Path configFile;
+
+    @Mixin private AccelerateFlags accelerate;
 
     @Option(
             names = "--nnodes",
@@ -143,7 +146,11 @@ public final class LaunchCommand implements Subcommand {
         if (slurm != null) {
             slurm.requireOneTaskPerNode(spec.commandLine());
         }
-        AccelerateLaunchConfig file = configFile == null ? null : readConfigFile();
+        Map<String, Object> accelerateFlags = accelerate.asConfigKeys();
+        AccelerateLaunchConfig file =
+                configFile == null && accelerateFlags.isEmpty()
+                        ? null
+                        : readConfigFile(accelerateFlags);
         int nodes =
                 first(
                         nnodes,
@@ -209,9 +216,9 @@ public final class LaunchCommand implements Subcommand {
         }
     }
 
-    private AccelerateLaunchConfig readConfigFile() {
+    private AccelerateLaunchConfig readConfigFile(Map<String, Object> flags) {
         try {
-            return AccelerateLaunchConfig.read(configFile);
+            return AccelerateLaunchConfig.of(configFile, flags);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }
@@ -224,8 +231,8 @@ public final class LaunchCommand implements Subcommand {
         if (file == null) {
             throw new ParameterException(
                     spec.commandLine(),
-                    "Missing --nproc-per-node: give the ranks per node, or a --config_file with"
-                            + " num_processes");
+                    "Missing --nproc-per-node: give the ranks per node, --num_processes, or a"
+                            + " --config_file with num_processes");
         }
         try {
             return file.processesPerMachine(nodes);
