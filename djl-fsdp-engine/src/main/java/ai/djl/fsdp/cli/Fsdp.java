@@ -2,6 +2,7 @@ package ai.djl.fsdp.cli;
 
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.launch.FailureReport;
+import ai.djl.fsdp.launch.RankThreads;
 import java.io.PrintWriter;
 import java.util.ServiceLoader;
 import picocli.CommandLine;
@@ -47,6 +48,8 @@ public final class Fsdp implements Runnable {
      * @param args the command line
      */
     public static void main(String[] args) {
+        // A rank srun started itself takes its share of the node's cores, not all of them.
+        RankThreads.applyToSlurmTask(System.getenv(), Runtime.getRuntime().availableProcessors());
         System.exit(commandLine().execute(args));
     }
 

@@ -106,7 +106,10 @@ public final class LaunchCommand implements Subcommand {
     @Option(
             names = "--threads-per-rank",
             paramLabel = "T",
-            description = "Intra-op threads per rank (default: cores / N, at least 1).")
+            description =
+                    "Intra-op threads per rank (default: OMP_NUM_THREADS from the environment,"
+                            + " else cores / N, at least 1; ranks x threads beyond the cores are"
+                            + " named in one line).")
     private Integer threadsPerRank;
 
     @Option(
@@ -156,9 +159,10 @@ public final class LaunchCommand implements Subcommand {
                         nnodes,
                         file != null ? file.getNumMachines() : null,
                         slurm != null ? slurm.nodes() : 1);
+        int ranks = nprocPerNode(file, nodes);
         Launcher.Builder builder =
                 Launcher.builder()
-                        .setNprocPerNode(nprocPerNode(file, nodes))
+                        .setNprocPerNode(ranks)
                         .setCommand(command)
                         .optNnodes(nodes)
                         .optNodeRank(
@@ -201,8 +205,13 @@ public final class LaunchCommand implements Subcommand {
         if (runId != null) {
             builder.optRunId(runId);
         }
-        if (threadsPerRank != null) {
-            builder.optThreadsPerRank(threadsPerRank);
+        RankThreads threads =
+                RankThreads.forNode(
+                        threadsPerRank, ranks, Runtime.getRuntime().availableProcessors(), env);
+        builder.optThreadsPerRank(threads.perRank());
+        if (threads.note() != null) {
+            spec.commandLine().getOut().println("fsdp launch: " + threads.note());
+            spec.commandLine().getOut().flush();
         }
         if (logDirectory != null) {
             builder.optLogDirectory(logDirectory);

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.cli.Fsdp;
@@ -186,6 +187,8 @@ class LaunchConfigFileTest {
                         "--num_processes",
                         "1",
                         "--use_fsdp",
+                        "--threads-per-rank",
+                        "1",
                         "--fsdp_sharding_strategy",
                         "SHARD_GRAD_OP",
                         "--log-dir",
@@ -199,6 +202,32 @@ class LaunchConfigFileTest {
         assertEquals("true", report.get("ACCELERATE_USE_FSDP"));
         assertEquals("SHARD_GRAD_OP", report.get("FSDP_SHARDING_STRATEGY"));
         assertEquals("no", report.get("ACCELERATE_MIXED_PRECISION"));
+
+        assertFalse(out.toString().contains("intra-op"), "1 rank of 1 thread fits: " + out);
+
+        Path oversubscribed = Files.createDirectory(directory.resolve("oversubscribed"));
+        code =
+                run(
+                        "launch",
+                        "--num_processes",
+                        "1",
+                        "--threads-per-rank",
+                        "100000",
+                        "--log-dir",
+                        oversubscribed.toString(),
+                        "--jvm-opt=-Xmx64m",
+                        "--",
+                        "config-file-probe");
+        assertEquals(0, code, err.toString());
+        assertTrue(
+                out.toString()
+                        .contains(
+                                "fsdp launch: 1 rank x 100000 intra-op threads"
+                                        + " (--threads-per-rank) exceed the"),
+                out.toString());
+        report = report(oversubscribed.resolve("rank0.log"));
+        assertEquals("100000", report.get("OMP_NUM_THREADS"));
+        assertEquals("100000", report.get("num_threads"));
 
         assertEquals(
                 2, run("launch", "--num_processes", "2", "--mixed_precision", "fp32", "--", "x.Y"));
