@@ -7,6 +7,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -216,12 +218,34 @@ public final class LaunchCommand implements Subcommand {
         if (logDirectory != null) {
             builder.optLogDirectory(logDirectory);
         }
+        // On SIGTERM or Ctrl-C the JVM halts once its shutdown hooks are done, which may be before
+        // this thread has reported the stop: one hook waits until it has.
+        CountDownLatch reported = new CountDownLatch(1);
+        Thread awaitReport =
+                new Thread(
+                        () -> {
+                            try {
+                                reported.await(stopTimeoutSeconds + 5L, TimeUnit.SECONDS);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        },
+                        "fsdp-launch-report");
+        Runtime.getRuntime().addShutdownHook(awaitReport);
         try {
             builder.build().run();
             return 0;
         } catch (RankFailedException e) {
             spec.commandLine().getErr().println("fsdp launch: " + e.getMessage());
+            spec.commandLine().getErr().flush();
             return e.getExitCode();
+        } finally {
+            reported.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(awaitReport);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs and ends at once
+            }
         }
     }
 
