@@ -77,16 +77,19 @@ public final class Fsdp implements Runnable {
     }
 
     /**
-     * A failed subcommand is reported as one line naming the command and the cause chain, not as a
-     * stack trace: most failures are bad input or a peer that died, and the message says which.
-     * {@code --stacktrace} restores the trace for bugs.
+     * A failed subcommand is reported as one line naming the command and the cause chain (each
+     * message once), not as a stack trace: most failures are bad input or a peer that died, and the
+     * message says which. {@code --stacktrace} restores the trace for bugs.
      */
     private int reportFailure(Exception failure, CommandLine command, ParseResult parseResult) {
         PrintWriter err = command.getErr();
         StringBuilder message = new StringBuilder(command.getCommandSpec().qualifiedName());
         for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-            message.append(": ")
-                    .append(cause.getMessage() != null ? cause.getMessage() : cause.toString());
+            String text = cause.getMessage() != null ? cause.getMessage() : cause.toString();
+            // A wrapper that quotes its cause ("--flag: <cause>") already says it: once is enough.
+            if (!message.toString().contains(text)) {
+                message.append(": ").append(text);
+            }
         }
         err.println(command.getColorScheme().errorText(message.toString()));
         FailureReport.writeIfRequested(message.toString(), failure);
