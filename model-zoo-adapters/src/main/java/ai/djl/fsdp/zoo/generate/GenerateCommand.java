@@ -40,7 +40,7 @@ public final class GenerateCommand implements Subcommand {
                     "Hugging Face checkpoint directory (config.json, *.safetensors), the"
                             + " --output_dir of finetune (LoRA: its merged model, or the adapters"
                             + " on their base_model_name_or_path), or a built-in architecture with"
-                            + " random weights: gpt2-tiny, llama-tiny.")
+                            + " random weights: gpt2-tiny, gpt2-mini, llama-tiny.")
     private String model;
 
     @Option(names = "--prompt", required = true, description = "The text to continue.")
