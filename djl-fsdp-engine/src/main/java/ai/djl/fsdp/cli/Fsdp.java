@@ -2,6 +2,7 @@ package ai.djl.fsdp.cli;
 
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.launch.FailureReport;
+import ai.djl.fsdp.launch.RankThreads;
 import java.io.PrintWriter;
 import java.util.ServiceLoader;
 import picocli.CommandLine;
@@ -47,6 +48,8 @@ public final class Fsdp implements Runnable {
      * @param args the command line
      */
     public static void main(String[] args) {
+        // A rank srun started itself takes its share of the node's cores, not all of them.
+        RankThreads.applyToSlurmTask(System.getenv(), Runtime.getRuntime().availableProcessors());
         System.exit(commandLine().execute(args));
     }
 
@@ -74,16 +77,19 @@ public final class Fsdp implements Runnable {
     }
 
     /**
-     * A failed subcommand is reported as one line naming the command and the cause chain, not as a
-     * stack trace: most failures are bad input or a peer that died, and the message says which.
-     * {@code --stacktrace} restores the trace for bugs.
+     * A failed subcommand is reported as one line naming the command and the cause chain (each
+     * message once), not as a stack trace: most failures are bad input or a peer that died, and the
+     * message says which. {@code --stacktrace} restores the trace for bugs.
      */
     private int reportFailure(Exception failure, CommandLine command, ParseResult parseResult) {
         PrintWriter err = command.getErr();
         StringBuilder message = new StringBuilder(command.getCommandSpec().qualifiedName());
         for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-            message.append(": ")
-                    .append(cause.getMessage() != null ? cause.getMessage() : cause.toString());
+            String text = cause.getMessage() != null ? cause.getMessage() : cause.toString();
+            // A wrapper that quotes its cause ("--flag: <cause>") already says it: once is enough.
+            if (!message.toString().contains(text)) {
+                message.append(": ").append(text);
+            }
         }
         err.println(command.getColorScheme().errorText(message.toString()));
         FailureReport.writeIfRequested(message.toString(), failure);

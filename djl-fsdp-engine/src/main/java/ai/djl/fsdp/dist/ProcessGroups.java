@@ -60,6 +60,12 @@ public final class ProcessGroups {
                         .optRunId(env.getRunId())
                         .optTimeout(options.getTimeout())
                         .build();
+        try {
+            StoreAdmission.admit(store, env);
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
+        }
         return createBackend(env, store, store.getLocalAddress(), options);
     }
 

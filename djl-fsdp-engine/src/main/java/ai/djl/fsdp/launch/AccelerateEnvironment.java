@@ -1,12 +1,12 @@
 package ai.djl.fsdp.launch;
 
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The environment variables through which {@code accelerate launch} hands a config file's training
@@ -46,24 +46,26 @@ public final class AccelerateEnvironment {
                     "HYBRID_SHARD",
                     "HYBRID_SHARD_ZERO2");
 
-    private final Path file;
+    private final Function<String, String> where;
     private final Map<String, String> variables = new LinkedHashMap<>();
 
-    private AccelerateEnvironment(Path file) {
-        this.file = file;
+    private AccelerateEnvironment(Function<String, String> where) {
+        this.where = where;
     }
 
     /**
      * Builds the variables of a config file whose keys are known.
      *
-     * @param file the file, for messages
+     * @param where names where a key's value came from, for messages (the file and key, or the
+     *     flag)
      * @param top the file's top-level mapping
      * @param fsdp its {@code fsdp_config} with every key spelt {@code fsdp_*} (may be empty)
      * @return the variables, in Accelerate's order
      * @throws IllegalArgumentException naming the key for a value Accelerate would refuse
      */
-    static Map<String, String> of(Path file, Map<?, ?> top, Map<String, Object> fsdp) {
-        AccelerateEnvironment env = new AccelerateEnvironment(file);
+    static Map<String, String> of(
+            Function<String, String> where, Map<?, ?> top, Map<String, Object> fsdp) {
+        AccelerateEnvironment env = new AccelerateEnvironment(where);
         Object precision = top.get("mixed_precision");
         String mixed = precision == null ? "no" : text(precision).toLowerCase(Locale.ROOT);
         if (!PRECISIONS.contains(mixed)) {
@@ -111,9 +113,8 @@ public final class AccelerateEnvironment {
         String sync = flag(fsdp, "fsdp_sync_module_states", true);
         if (efficient.equals("true") && sync.equals("false")) {
             throw new IllegalArgumentException(
-                    "--config_file "
-                            + file
-                            + ": fsdp_config.fsdp_cpu_ram_efficient_loading true needs"
+                    where.apply("fsdp_config.fsdp_cpu_ram_efficient_loading")
+                            + " true needs"
                             + " fsdp_sync_module_states true (only rank 0 reads the weights);"
                             + " set one of them");
         }
@@ -147,6 +148,6 @@ public final class AccelerateEnvironment {
 
     private IllegalArgumentException bad(String key, Object value, String valid) {
         return new IllegalArgumentException(
-                "--config_file " + file + ": " + key + " '" + value + "' is not one of " + valid);
+                where.apply(key) + " '" + value + "' is not one of " + valid);
     }
 }

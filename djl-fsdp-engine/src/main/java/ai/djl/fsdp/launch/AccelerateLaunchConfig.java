@@ -29,6 +29,7 @@ import org.yaml.snakeyaml.error.YAMLException;
 public final class AccelerateLaunchConfig {
 
     private final Path file;
+    private final Set<String> flagKeys;
     private final Integer numProcesses;
     private final Integer numMachines;
     private final Integer machineRank;
@@ -37,8 +38,9 @@ public final class AccelerateLaunchConfig {
     private final Map<String, String> environment;
     private final List<String> notes = new ArrayList<>();
 
-    private AccelerateLaunchConfig(Path file, Map<?, ?> yaml) {
+    private AccelerateLaunchConfig(Path file, Map<?, ?> yaml, Map<String, Object> flags) {
         this.file = file;
+        this.flagKeys = flags.keySet();
         Set<String> withoutMeaning = new TreeSet<>();
         for (Object key : yaml.keySet()) {
             String name = String.valueOf(key);
@@ -53,7 +55,27 @@ public final class AccelerateLaunchConfig {
                             + " here: "
                             + String.join(", ", withoutMeaning));
         }
-        Object type = yaml.get("distributed_type");
+        // The command line's flags over the file's keys, as accelerate launch takes them.
+        Map<Object, Object> top = new LinkedHashMap<>(yaml);
+        Map<String, Object> fsdp = fsdpConfig(yaml.get("fsdp_config"));
+        Set<String> fsdpFlags = new TreeSet<>();
+        flags.forEach(
+                (key, value) -> {
+                    if (AccelerateKeys.FSDP.contains(key)) {
+                        fsdp.put(key, value);
+                        fsdpFlags.add("--" + key);
+                    } else {
+                        top.put(key, value);
+                    }
+                });
+        Object type = top.get("distributed_type");
+        boolean usesFsdp = "FSDP".equals(type) || (type == null && top.get("fsdp_config") != null);
+        if (!usesFsdp && !fsdpFlags.isEmpty()) {
+            notes.add(
+                    String.join(", ", fsdpFlags)
+                            + " without --use_fsdp (or distributed_type: FSDP in a config file):"
+                            + " not passed on, as accelerate launch does; add --use_fsdp");
+        }
         if (type != null && !"FSDP".equals(type)) {
             notes.add(
                     "distributed_type "
@@ -61,13 +83,13 @@ public final class AccelerateLaunchConfig {
                             + ": ACCELERATE_USE_FSDP is not set; bin/fsdp finetune trains with"
                             + " FSDP regardless");
         }
-        environment = AccelerateEnvironment.of(file, yaml, fsdpConfig(yaml.get("fsdp_config")));
-        numProcesses = integer(yaml, "num_processes", 1);
-        numMachines = integer(yaml, "num_machines", 1);
-        machineRank = integer(yaml, "machine_rank", 0);
-        Object ip = yaml.get("main_process_ip");
+        environment = AccelerateEnvironment.of(this::where, top, fsdp);
+        numProcesses = integer(top, "num_processes", 1);
+        numMachines = integer(top, "num_machines", 1);
+        machineRank = integer(top, "machine_rank", 0);
+        Object ip = top.get("main_process_ip");
         mainProcessIp = ip == null || ip.toString().isBlank() ? null : ip.toString().trim();
-        mainProcessPort = integer(yaml, "main_process_port", 1);
+        mainProcessPort = integer(top, "main_process_port", 1);
     }
 
     /**
@@ -79,6 +101,23 @@ public final class AccelerateLaunchConfig {
      *     YAML, not a mapping, or a key's value is not a number in range
      */
     public static AccelerateLaunchConfig read(Path file) {
+        return of(file, Map.of());
+    }
+
+    /**
+     * Reads a config file, if any, with {@code accelerate launch}'s own flags over its keys (the
+     * command line wins, as in Accelerate).
+     *
+     * @param file the YAML file, or null for the flags alone
+     * @param flags top-level keys ({@code num_processes}, {@code mixed_precision}, {@code
+     *     distributed_type} for {@code --use_fsdp}, ...) and {@code fsdp_*} keys with their values
+     * @return the launcher settings
+     * @throws IllegalArgumentException naming the file and key, or the flag, for a bad value
+     */
+    public static AccelerateLaunchConfig of(Path file, Map<String, Object> flags) {
+        if (file == null) {
+            return new AccelerateLaunchConfig(null, Map.of(), flags);
+        }
         Object yaml;
         try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
             yaml = new Yaml(new SafeConstructor(new LoaderOptions())).load(reader);
@@ -99,7 +138,18 @@ public final class AccelerateLaunchConfig {
                             + " must be a YAML mapping of Accelerate's keys (num_processes: 2,"
                             + " ...)");
         }
-        return new AccelerateLaunchConfig(file, (Map<?, ?>) yaml);
+        return new AccelerateLaunchConfig(file, (Map<?, ?>) yaml, flags);
+    }
+
+    /**
+     * Names where a key's value came from, for messages: the flag, or the file and key.
+     *
+     * @param key a top-level key, or {@code fsdp_config.fsdp_*}
+     * @return {@code --key}, or {@code --config_file FILE: key}
+     */
+    private String where(String key) {
+        String bare = key.substring(key.indexOf('.') + 1);
+        return flagKeys.contains(bare) ? "--" + bare : "--config_file " + file + ": " + key;
     }
 
     /**
@@ -155,9 +205,8 @@ public final class AccelerateLaunchConfig {
     public int processesPerMachine(int nodes) {
         if (numProcesses == null || numProcesses % nodes != 0) {
             throw new IllegalArgumentException(
-                    "--config_file "
-                            + file
-                            + ": num_processes ("
+                    where("num_processes")
+                            + " ("
                             + numProcesses
                             + ") must be the ranks over all "
                             + nodes
@@ -194,10 +243,7 @@ public final class AccelerateLaunchConfig {
         }
         if (!(value instanceof Integer) || (Integer) value < least) {
             throw new IllegalArgumentException(
-                    "--config_file "
-                            + file
-                            + ": "
-                            + key
+                    where(key)
                             + " must be an integer of at least "
                             + least
                             + ", got '"

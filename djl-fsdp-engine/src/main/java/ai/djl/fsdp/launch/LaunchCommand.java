@@ -7,8 +7,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -51,6 +54,8 @@ public final class LaunchCommand implements Subcommand {
                             + " the ranks as accelerate launch passes them: ACCELERATE_USE_FSDP,"
                             + " ACCELERATE_MIXED_PRECISION, FSDP_SHARDING_STRATEGY, ... .")
     private Path configFile;
+
+    @Mixin private AccelerateFlags accelerate;
 
     @Option(
             names = "--nnodes",
@@ -103,7 +108,10 @@ public final class LaunchCommand implements Subcommand {
     @Option(
             names = "--threads-per-rank",
             paramLabel = "T",
-            description = "Intra-op threads per rank (default: cores / N, at least 1).")
+            description =
+                    "Intra-op threads per rank (default: OMP_NUM_THREADS from the environment,"
+                            + " else cores / N, at least 1; ranks x threads beyond the cores are"
+                            + " named in one line).")
     private Integer threadsPerRank;
 
     @Option(
@@ -143,15 +151,20 @@ public final class LaunchCommand implements Subcommand {
         if (slurm != null) {
             slurm.requireOneTaskPerNode(spec.commandLine());
         }
-        AccelerateLaunchConfig file = configFile == null ? null : readConfigFile();
+        Map<String, Object> accelerateFlags = accelerate.asConfigKeys();
+        AccelerateLaunchConfig file =
+                configFile == null && accelerateFlags.isEmpty()
+                        ? null
+                        : readConfigFile(accelerateFlags);
         int nodes =
                 first(
                         nnodes,
                         file != null ? file.getNumMachines() : null,
                         slurm != null ? slurm.nodes() : 1);
+        int ranks = nprocPerNode(file, nodes);
         Launcher.Builder builder =
                 Launcher.builder()
-                        .setNprocPerNode(nprocPerNode(file, nodes))
+                        .setNprocPerNode(ranks)
                         .setCommand(command)
                         .optNnodes(nodes)
                         .optNodeRank(
@@ -194,24 +207,51 @@ public final class LaunchCommand implements Subcommand {
         if (runId != null) {
             builder.optRunId(runId);
         }
-        if (threadsPerRank != null) {
-            builder.optThreadsPerRank(threadsPerRank);
+        RankThreads threads =
+                RankThreads.forNode(
+                        threadsPerRank, ranks, Runtime.getRuntime().availableProcessors(), env);
+        builder.optThreadsPerRank(threads.perRank());
+        if (threads.note() != null) {
+            spec.commandLine().getOut().println("fsdp launch: " + threads.note());
+            spec.commandLine().getOut().flush();
         }
         if (logDirectory != null) {
             builder.optLogDirectory(logDirectory);
         }
+        // On SIGTERM or Ctrl-C the JVM halts once its shutdown hooks are done, which may be before
+        // this thread has reported the stop: one hook waits until it has.
+        CountDownLatch reported = new CountDownLatch(1);
+        Thread awaitReport =
+                new Thread(
+                        () -> {
+                            try {
+                                reported.await(stopTimeoutSeconds + 5L, TimeUnit.SECONDS);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        },
+                        "fsdp-launch-report");
+        Runtime.getRuntime().addShutdownHook(awaitReport);
         try {
             builder.build().run();
             return 0;
         } catch (RankFailedException e) {
             spec.commandLine().getErr().println("fsdp launch: " + e.getMessage());
+            spec.commandLine().getErr().flush();
             return e.getExitCode();
+        } finally {
+            reported.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(awaitReport);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs and ends at once
+            }
         }
     }
 
-    private AccelerateLaunchConfig readConfigFile() {
+    private AccelerateLaunchConfig readConfigFile(Map<String, Object> flags) {
         try {
-            return AccelerateLaunchConfig.read(configFile);
+            return AccelerateLaunchConfig.of(configFile, flags);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }
@@ -224,8 +264,8 @@ public final class LaunchCommand implements Subcommand {
         if (file == null) {
             throw new ParameterException(
                     spec.commandLine(),
-                    "Missing --nproc-per-node: give the ranks per node, or a --config_file with"
-                            + " num_processes");
+                    "Missing --nproc-per-node: give the ranks per node, --num_processes, or a"
+                            + " --config_file with num_processes");
         }
         try {
             return file.processesPerMachine(nodes);

@@ -326,8 +326,9 @@ public final class Launcher {
         }
 
         /**
-         * Sets each rank's intra-op thread count (default: this machine's cores divided among the
-         * node's ranks, at least 1), so that ranks sharing a machine do not oversubscribe it.
+         * Sets each rank's intra-op thread count (default: {@code OMP_NUM_THREADS} from the
+         * environment, else this machine's cores divided among the node's ranks, at least 1; see
+         * {@link RankThreads}), so that ranks sharing a machine do not oversubscribe it.
          *
          * @param threadsPerRank the thread count
          * @return this builder
@@ -449,7 +450,12 @@ public final class Launcher {
                     "the log directory " + logDirectory + " does not exist: create it first");
             if (threadsPerRank == null) {
                 threadsPerRank =
-                        Math.max(1, Runtime.getRuntime().availableProcessors() / nprocPerNode);
+                        RankThreads.forNode(
+                                        null,
+                                        nprocPerNode,
+                                        Runtime.getRuntime().availableProcessors(),
+                                        System.getenv())
+                                .perRank();
             }
             if (localRanks == null) {
                 localRanks = IntStream.range(0, nprocPerNode).boxed().collect(Collectors.toList());

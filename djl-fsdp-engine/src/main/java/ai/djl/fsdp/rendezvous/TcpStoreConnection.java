@@ -163,8 +163,11 @@ final class TcpStoreConnection {
                 throw new StoreConnector.Refused(
                         "The store at "
                                 + endpoint
-                                + " refused this process's"
-                                + " job token: DJL_FSDP_JOB_TOKEN must be the same on every rank");
+                                + " refused this process's job token: the port is in use by another"
+                                + " job, or this job's ranks were given different"
+                                + " DJL_FSDP_JOB_TOKENs. Give each job its own MASTER_PORT"
+                                + " (bin/fsdp launch picks a free one when --master-port is not"
+                                + " given) and every rank of a job the same token");
             }
         } catch (IOException e) {
             throw brokenReply(e);

@@ -26,7 +26,13 @@ public final class ConfigFileProbe implements Subcommand {
 
     @Override
     public Integer call() {
-        for (String name : List.of("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_PORT")) {
+        for (String name :
+                List.of(
+                        "RANK",
+                        "WORLD_SIZE",
+                        "LOCAL_WORLD_SIZE",
+                        "MASTER_PORT",
+                        "OMP_NUM_THREADS")) {
             System.out.println(name + "=" + System.getenv(name));
         }
         new TreeMap<>(System.getenv())
@@ -36,6 +42,7 @@ public final class ConfigFileProbe implements Subcommand {
                                 System.out.println(name + "=" + value);
                             }
                         });
+        System.out.println("num_threads=" + System.getProperty(RankThreads.THREADS_PROPERTY));
         System.out.println("config_file=" + configFile);
         System.out.println("args=" + String.join(" ", rest));
         return 0;

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.cli.Fsdp;
@@ -141,6 +142,116 @@ class LaunchConfigFileTest {
         Map<String, String> report = report(logs.resolve("rank0.log"));
         assertEquals("1", report.get("WORLD_SIZE"));
         assertEquals("other.yaml", report.get("config_file"), "the command's own file is kept");
+    }
+
+    @Test
+    @Timeout(180)
+    void acceleratesOwnFlagsWinOverTheFile(@TempDir Path directory) throws IOException {
+        Path file = directory.resolve("fsdp_config.yaml");
+        Files.writeString(file, ACCELERATE_FILE.replace("num_processes: 2", "num_processes: 8"));
+        Path logs = Files.createDirectory(directory.resolve("logs"));
+        int code =
+                run(
+                        "launch",
+                        "--config_file",
+                        file.toString(),
+                        "--num_processes",
+                        "2",
+                        "--main_process_port",
+                        String.valueOf(freePort()),
+                        "--mixed_precision",
+                        "fp16",
+                        "--fsdp_sharding_strategy",
+                        "FULL_SHARD",
+                        "--fsdp-use-orig-params",
+                        "True",
+                        "--log-dir",
+                        logs.toString(),
+                        "--jvm-opt=-Xmx64m",
+                        "--",
+                        "config-file-probe");
+        assertEquals(0, code, err.toString());
+        for (int rank = 0; rank < 2; rank++) {
+            Map<String, String> report = report(logs.resolve("rank" + rank + ".log"));
+            assertEquals("2", report.get("WORLD_SIZE"), "--num_processes over the file's 8");
+            assertEquals("fp16", report.get("ACCELERATE_MIXED_PRECISION"));
+            assertEquals("FULL_SHARD", report.get("FSDP_SHARDING_STRATEGY"));
+            assertEquals("true", report.get("FSDP_USE_ORIG_PARAMS"));
+            assertEquals("GPT2Block,LlamaDecoderLayer", report.get("FSDP_TRANSFORMER_CLS_TO_WRAP"));
+        }
+
+        Path alone = Files.createDirectory(directory.resolve("alone"));
+        code =
+                run(
+                        "launch",
+                        "--num_processes",
+                        "1",
+                        "--use_fsdp",
+                        "--threads-per-rank",
+                        "1",
+                        "--fsdp_sharding_strategy",
+                        "SHARD_GRAD_OP",
+                        "--log-dir",
+                        alone.toString(),
+                        "--jvm-opt=-Xmx64m",
+                        "--",
+                        "config-file-probe");
+        assertEquals(0, code, err.toString());
+        Map<String, String> report = report(alone.resolve("rank0.log"));
+        assertEquals("1", report.get("WORLD_SIZE"), "the flags alone, without a file");
+        assertEquals("true", report.get("ACCELERATE_USE_FSDP"));
+        assertEquals("SHARD_GRAD_OP", report.get("FSDP_SHARDING_STRATEGY"));
+        assertEquals("no", report.get("ACCELERATE_MIXED_PRECISION"));
+
+        assertFalse(out.toString().contains("intra-op"), "1 rank of 1 thread fits: " + out);
+
+        Path oversubscribed = Files.createDirectory(directory.resolve("oversubscribed"));
+        code =
+                run(
+                        "launch",
+                        "--num_processes",
+                        "1",
+                        "--threads-per-rank",
+                        "100000",
+                        "--log-dir",
+                        oversubscribed.toString(),
+                        "--jvm-opt=-Xmx64m",
+                        "--",
+                        "config-file-probe");
+        assertEquals(0, code, err.toString());
+        assertTrue(
+                out.toString()
+                        .contains(
+                                "fsdp launch: 1 rank x 100000 intra-op threads"
+                                        + " (--threads-per-rank) exceed the"),
+                out.toString());
+        report = report(oversubscribed.resolve("rank0.log"));
+        assertEquals("100000", report.get("OMP_NUM_THREADS"));
+        assertEquals("100000", report.get("num_threads"));
+
+        assertEquals(
+                2, run("launch", "--num_processes", "2", "--mixed_precision", "fp32", "--", "x.Y"));
+        assertTrue(
+                err.toString().contains("--mixed_precision 'fp32' is not one of no, fp16"),
+                err.toString());
+        assertEquals(
+                2,
+                run(
+                        "launch",
+                        "--config_file",
+                        file.toString(),
+                        "--fsdp_sync_module_states",
+                        "false",
+                        "--",
+                        "x.Y"));
+        assertTrue(
+                err.toString()
+                        .contains(
+                                "--config_file "
+                                        + file
+                                        + ": fsdp_config.fsdp_cpu_ram_efficient_loading true"
+                                        + " needs"),
+                err.toString());
     }
 
     @Test

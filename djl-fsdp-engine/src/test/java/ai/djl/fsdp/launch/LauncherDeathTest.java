@@ -1,5 +1,6 @@
 package ai.djl.fsdp.launch;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.cli.Fsdp;
@@ -16,8 +17,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
-/** {@code bin/fsdp launch} in a JVM of its own, killed by SIGKILL: its ranks must not run on. */
+/**
+ * {@code bin/fsdp launch} in a JVM of its own: killed by SIGKILL, its ranks must not run on;
+ * stopped by SIGTERM with its output going to a pipe, it says it was stopped.
+ */
 class LauncherDeathTest {
 
     @Test
@@ -86,6 +91,51 @@ class LauncherDeathTest {
             System.out.printf(
                     "MEASURED SIGKILL of the launcher: its 2 ranks exited after %.1f s%n", seconds);
             assertTrue(seconds < 10, "the ranks took " + seconds + " s to exit");
+        } finally {
+            launcher.descendants().forEach(ProcessHandle::destroyForcibly);
+            launcher.destroyForcibly();
+        }
+    }
+
+    @Test
+    @Timeout(180)
+    void sigtermWithOutputToAPipeSaysTheLauncherWasStopped(@TempDir Path pids) throws Exception {
+        String classPath = System.getProperty("surefire.test.class.path");
+        if (classPath == null || classPath.isEmpty()) {
+            classPath = System.getProperty("java.class.path");
+        }
+        // Output and errors go to pipes this test reads only once the launcher has exited.
+        Process launcher =
+                new ProcessBuilder(
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-Xmx64m",
+                                "-cp",
+                                classPath,
+                                Fsdp.class.getName(),
+                                "launch",
+                                "--nproc-per-node",
+                                "2",
+                                "--threads-per-rank",
+                                "1",
+                                "--jvm-opt=-Xmx64m",
+                                RankProbe.class.getName(),
+                                "fail",
+                                "9",
+                                "0",
+                                pids.toString())
+                        .start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (RankProbe.pidFiles(pids) < 2 && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            assertTrue(RankProbe.pidFiles(pids) == 2, "the ranks did not start");
+            RankProcesses.signal(launcher.pid(), "TERM");
+            assertTrue(launcher.waitFor(60, TimeUnit.SECONDS), "the launcher did not exit");
+            String errors = new String(launcher.getErrorStream().readAllBytes(), UTF_8);
+            assertTrue(
+                    errors.contains("fsdp launch: the launcher was stopped and stopped its ranks"),
+                    "stderr: " + errors);
         } finally {
             launcher.descendants().forEach(ProcessHandle::destroyForcibly);
             launcher.destroyForcibly();

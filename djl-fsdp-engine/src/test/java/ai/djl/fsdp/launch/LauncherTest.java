@@ -66,7 +66,13 @@ class LauncherTest {
         assertEquals("1", rank1.get("RANK"));
         assertEquals("0", rank0.get("LOCAL_RANK"));
         assertEquals("1", rank1.get("LOCAL_RANK"));
-        int expectedThreads = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        int expectedThreads =
+                RankThreads.forNode(
+                                null,
+                                2,
+                                Runtime.getRuntime().availableProcessors(),
+                                System.getenv())
+                        .perRank();
         for (Map<String, String> report : List.of(rank0, rank1)) {
             assertEquals("2", report.get("WORLD_SIZE"));
             assertEquals("2", report.get("LOCAL_WORLD_SIZE"));

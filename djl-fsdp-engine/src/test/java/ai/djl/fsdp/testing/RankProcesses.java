@@ -306,6 +306,8 @@ public final class RankProcesses implements AutoCloseable {
                 new LinkedHashMap<>(Map.of(RankDevice.DEVICE_VARIABLE, "cpu"));
         private Duration timeout = Duration.ofMinutes(2);
         private Integer masterPort;
+        private String jobToken;
+        private String runId;
 
         Builder(Class<?> mainClass) {
             this.mainClass = Objects.requireNonNull(mainClass, "mainClass");
@@ -345,6 +347,13 @@ public final class RankProcesses implements AutoCloseable {
             return this;
         }
 
+        /** Sets the job token and the run id; the defaults are fresh random ones. */
+        public Builder jobTokenAndRunId(String jobToken, String runId) {
+            this.jobToken = jobToken;
+            this.runId = runId;
+            return this;
+        }
+
         /** Sets how long the whole job may run before all ranks are stopped; default 2 minutes. */
         public Builder timeout(Duration timeout) {
             this.timeout = Objects.requireNonNull(timeout, "timeout");
@@ -375,6 +384,9 @@ public final class RankProcesses implements AutoCloseable {
             environment.forEach(launcher::optEnvironment);
             if (masterPort != null) {
                 launcher.optMasterPort(masterPort);
+            }
+            if (jobToken != null) {
+                launcher.optJobToken(jobToken).optRunId(runId);
             }
             return new RankProcesses(launcher.build().start(), logDirectory, timeout);
         }

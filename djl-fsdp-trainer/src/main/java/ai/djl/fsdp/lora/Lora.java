@@ -250,16 +250,16 @@ public final class Lora {
      */
     public static void saveConfig(Block root, LoraConfig config, Path directory)
             throws IOException {
+        Map<String, LoraLinear> adapters = savedAdapters(root);
         boolean fanInFanOut =
-                savedAdapters(root).values().stream()
-                        .anyMatch(lora -> lora.getBase().fanInFanOut());
+                adapters.values().stream().anyMatch(lora -> lora.getBase().fanInFanOut());
         Files.createDirectories(directory);
         AtomicFiles.writeString(
                 directory.resolve(CONFIG_FILE),
                 new GsonBuilder()
                         .setPrettyPrinting()
                         .create()
-                        .toJson(config.toPeftJson(fanInFanOut)));
+                        .toJson(config.toPeftJson(adapters.keySet(), fanInFanOut)));
     }
 
     static Map<String, LoraLinear> savedAdapters(Block root) {

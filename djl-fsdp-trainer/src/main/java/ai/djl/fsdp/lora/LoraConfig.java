@@ -3,8 +3,11 @@ package ai.djl.fsdp.lora;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
+import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
 
 /**
  * The settings of a LoRA adaptation, with PEFT's meaning and defaults: rank {@code r}, scaling
@@ -27,12 +30,14 @@ public final class LoraConfig {
     private final float alpha;
     private final float dropout;
     private final List<String> targetModules;
+    private final String baseModelNameOrPath;
 
     private LoraConfig(Builder builder) {
         this.rank = builder.rank;
         this.alpha = builder.alpha;
         this.dropout = builder.dropout;
         this.targetModules = builder.targetModules;
+        this.baseModelNameOrPath = builder.baseModelNameOrPath;
     }
 
     /**
@@ -90,6 +95,16 @@ public final class LoraConfig {
     }
 
     /**
+     * Returns PEFT's {@code base_model_name_or_path}: the model the adapters were trained on, as it
+     * was named (a checkpoint directory or a built-in name), or null if unknown.
+     *
+     * @return the base model, or null
+     */
+    public String getBaseModelNameOrPath() {
+        return baseModelNameOrPath;
+    }
+
+    /**
      * Returns whether every linear projection but the output head is targeted.
      *
      * @return true for {@code all-linear}
@@ -115,25 +130,28 @@ public final class LoraConfig {
     }
 
     /**
-     * Returns the configuration as PEFT's {@code adapter_config.json} object.
+     * Returns the configuration as PEFT's {@code adapter_config.json} object. As PEFT does, {@code
+     * target_modules} lists the names the targets resolved to (the last component of each adapted
+     * module's path, so {@code all-linear} becomes the model's projection names), sorted.
      *
+     * @param adaptedModules the dotted paths of the adapted modules
      * @param fanInFanOut whether the adapted weights are stored {@code [in, out]}
      * @return the JSON object
      */
-    public JsonObject toPeftJson(boolean fanInFanOut) {
+    public JsonObject toPeftJson(Collection<String> adaptedModules, boolean fanInFanOut) {
         JsonObject json = new JsonObject();
         json.addProperty("peft_type", "LORA");
         json.addProperty("task_type", "CAUSAL_LM");
+        json.addProperty("base_model_name_or_path", baseModelNameOrPath);
         json.addProperty("r", rank);
         json.addProperty("lora_alpha", alpha);
         json.addProperty("lora_dropout", dropout);
-        if (targetsAllLinear()) {
-            json.addProperty("target_modules", ALL_LINEAR);
-        } else {
-            JsonArray targets = new JsonArray();
-            targetModules.forEach(targets::add);
-            json.add("target_modules", targets);
-        }
+        JsonArray targets = new JsonArray();
+        adaptedModules.stream()
+                .map(path -> path.substring(path.lastIndexOf('.') + 1))
+                .collect(Collectors.toCollection(TreeSet::new))
+                .forEach(targets::add);
+        json.add("target_modules", targets);
         json.addProperty("fan_in_fan_out", fanInFanOut);
         json.addProperty("bias", "none");
         json.addProperty("use_rslora", false);
@@ -178,6 +196,10 @@ public final class LoraConfig {
         if (json.has("lora_dropout")) {
             builder.optDropout(json.get("lora_dropout").getAsFloat());
         }
+        JsonElement base = json.get("base_model_name_or_path");
+        if (base != null && !base.isJsonNull()) {
+            builder.optBaseModelNameOrPath(base.getAsString());
+        }
         return builder.build();
     }
 
@@ -202,6 +224,7 @@ public final class LoraConfig {
         private float alpha = 8;
         private float dropout;
         private List<String> targetModules;
+        private String baseModelNameOrPath;
 
         Builder() {}
 
@@ -247,6 +270,18 @@ public final class LoraConfig {
          */
         public Builder optDropout(float dropout) {
             this.dropout = dropout;
+            return this;
+        }
+
+        /**
+         * Sets PEFT's {@code base_model_name_or_path}, the model the adapters are trained on (a
+         * checkpoint directory or a built-in name; default none).
+         *
+         * @param baseModelNameOrPath the base model
+         * @return this builder
+         */
+        public Builder optBaseModelNameOrPath(String baseModelNameOrPath) {
+            this.baseModelNameOrPath = baseModelNameOrPath;
             return this;
         }
 

@@ -153,6 +153,18 @@ class TrainBenchCommandTest {
     }
 
     @Test
+    void anUnknownAttentionKernelIsNamedOnce() {
+        StringWriter err = new StringWriter();
+        CommandLine fsdp = Fsdp.commandLine();
+        fsdp.setErr(new PrintWriter(err, true));
+        assertEquals(Fsdp.EXIT_FAILURE, fsdp.execute("bench", "train", "--attention", "fused"));
+        assertEquals(
+                "fsdp bench train: --attention: attention kernel 'fused' is not one of explicit,"
+                        + " sdpa",
+                err.toString().strip());
+    }
+
+    @Test
     void baselineOnSeveralRanksIsRejected() {
         StringWriter err = new StringWriter();
         CommandLine fsdp = Fsdp.commandLine();

@@ -19,7 +19,8 @@ import java.time.Duration;
  * all-reduces 40 small arrays, 100 ms apart, and prints their total as {@code RESULT}; with {@code
  * busy}, rank 1 sleeps three timeouts before it joins the others' allReduce, which must then
  * succeed; with {@code silent}, rank 1 sleeps through the others' allReduce (alive: its watchdog
- * keeps beating, so the others wait for the collective timeout, not the timeout). The timeout comes
+ * keeps beating, so the others wait for the collective timeout, not the timeout); with {@code until
+ * FILE}, it all-reduces every 100 ms until FILE exists, then prints {@code DONE}. The timeout comes
  * from {@code DJL_FSDP_TIMEOUT} when set, else 90 seconds. A rank that sees the {@link
  * CollectiveException} prints {@code FAILED: <message>} and exits 3.
  */
@@ -42,7 +43,17 @@ public final class FailureMain {
         ProcessGroupOptions options = builder.build();
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
                 NDManager manager = NDManager.newBaseManager(group.getDevice())) {
-            if ("steady".equals(mode)) {
+            if ("until".equals(mode)) {
+                // All-reduces every 100 ms until the file args[1] exists.
+                while (!java.nio.file.Files.exists(java.nio.file.Path.of(args[1]))) {
+                    NDArray array = manager.ones(new Shape(10));
+                    group.allReduce(array, ReduceOp.SUM);
+                    System.out.println("RUNNING " + array.getFloat(0));
+                    System.out.flush();
+                    Thread.sleep(100);
+                }
+                System.out.println("DONE");
+            } else if ("steady".equals(mode)) {
                 double total = 0;
                 for (int i = 1; i <= 40; i++) {
                     NDArray array = manager.ones(new Shape(10)).muli((group.getRank() + 1) * i);

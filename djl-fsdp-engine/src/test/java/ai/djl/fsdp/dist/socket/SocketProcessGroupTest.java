@@ -2,6 +2,7 @@ package ai.djl.fsdp.dist.socket;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -18,9 +19,14 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -62,6 +68,45 @@ class SocketProcessGroupTest {
                         output.contains("FAILED: ") && output.contains("rank 1 "),
                         "rank " + rank + " must blame rank 1:\n" + results.describe());
             }
+        }
+    }
+
+    @Test
+    void aSecondJobOnTheSamePortTokenAndRunIdLeavesTheRunningJobAlone(@TempDir Path directory)
+            throws IOException {
+        int port;
+        try (ServerSocket free = new ServerSocket(0)) {
+            port = free.getLocalPort();
+        }
+        Path done = directory.resolve("done");
+        try (RankProcesses first =
+                RankProcesses.builder(FailureMain.class)
+                        .args("until", done.toString())
+                        .masterPort(port)
+                        .jobTokenAndRunId("exported-token", "exported-run")
+                        .start()) {
+            for (int rank = 0; rank < 2; rank++) {
+                first.awaitOutput(rank, "RUNNING", Duration.ofSeconds(60));
+            }
+            try (RankProcesses second =
+                    RankProcesses.builder(FailureMain.class)
+                            .args("until", done.toString())
+                            .masterPort(port)
+                            .jobTokenAndRunId("exported-token", "exported-run")
+                            .start()) {
+                RankProcesses.Results refused = second.await();
+                assertTrue(
+                        refused.rank(0).output().contains("the port is in use"),
+                        refused.describe());
+                assertTrue(
+                        refused.rank(1).output().contains("the port is in use by another job"),
+                        refused.describe());
+                assertNotEquals(0, refused.rank(1).exitCode(), refused.describe());
+            }
+            Files.writeString(done, "");
+            RankProcesses.Results results = first.await().assertAllSucceeded();
+            assertTrue(results.rank(0).output().contains("DONE"), results.describe());
+            assertTrue(results.rank(0).output().contains("RUNNING 2.0"), results.describe());
         }
     }
 

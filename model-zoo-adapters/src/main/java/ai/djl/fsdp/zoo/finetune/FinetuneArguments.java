@@ -19,7 +19,7 @@ final class FinetuneArguments {
             description =
                     "Hugging Face checkpoint directory (config.json, *.safetensors; config.json"
                         + " alone trains fresh weights), or a built-in architecture trained from"
-                        + " scratch: gpt2-tiny, llama-tiny (default ${DEFAULT-VALUE}).")
+                        + " scratch: gpt2-tiny, gpt2-mini, llama-tiny (default ${DEFAULT-VALUE}).")
     String modelNameOrPath;
 
     @Option(

@@ -298,6 +298,7 @@ public final class FinetuneCommand implements Subcommand {
                         .optRank(args.loraR)
                         .optAlpha(args.loraAlpha)
                         .optDropout(args.loraDropout)
+                        .optBaseModelNameOrPath(args.modelNameOrPath)
                         .build();
         Lora.apply(lm, lora);
         return lora;

@@ -122,10 +122,36 @@ final class FinetuneRecipe implements AutoCloseable {
                             + " positions");
         }
         train = sequences(trainDocuments, note, "train");
+        if (train.getSequences().isEmpty()) {
+            throw emptySplit(args.trainSplit());
+        }
         evalDocuments = args.evalSplit() == null ? List.of() : splits.get(args.evalSplit());
-        eval = evalDocuments.isEmpty() ? null : sequences(evalDocuments, note, "eval");
-        DistributedSampler sampler = trainSampler();
+        Sequences evalSequences =
+                evalDocuments.isEmpty() ? null : sequences(evalDocuments, note, "eval");
+        if (evalSequences != null && evalSequences.getSequences().isEmpty()) {
+            note.accept(
+                    emptySplit(args.evalSplit()).getMessage() + "; the run goes on unevaluated");
+            evalSequences = null;
+        }
+        eval = evalSequences;
         int perStep = args.gradientAccumulationSteps;
+        int globalBatch = args.perDeviceTrainBatchSize * group.getSize() * perStep;
+        if (train.getSequences().size() < globalBatch) {
+            note.accept(
+                    "the train split makes "
+                            + train.getSequences().size()
+                            + " sequences, fewer than one global batch of "
+                            + globalBatch
+                            + " (--per_device_train_batch_size "
+                            + args.perDeviceTrainBatchSize
+                            + " x "
+                            + group.getSize()
+                            + " ranks x --gradient_accumulation_steps "
+                            + perStep
+                            + "): every step sees the same few sequences; give more data or"
+                            + " smaller batches");
+        }
+        DistributedSampler sampler = trainSampler();
         if (sampler.getBatchesPerEpoch() < perStep) {
             throw new IllegalArgumentException(
                     "the train split makes "
@@ -149,6 +175,16 @@ final class FinetuneRecipe implements AutoCloseable {
                         args.learningRate,
                         warmup,
                         totalSteps);
+    }
+
+    private IllegalArgumentException emptySplit(String split) {
+        return new IllegalArgumentException(
+                "--dataset_name "
+                        + args.datasetName
+                        + ": the "
+                        + split
+                        + " split yields no sequence to train or evaluate on (its text is shorter"
+                        + " than two tokens): give more data");
     }
 
     /**
@@ -255,6 +291,9 @@ final class FinetuneRecipe implements AutoCloseable {
         if (source == null) {
             original = workDirectory.resolve("byte-level.json");
             ByteLevelTokenizer.write(original);
+        } else {
+            // A file that is not a tokenizer.json (binary, cut short) is named with the flag.
+            Tokenizers.load(source, "--tokenizer_name").close();
         }
         return ChatTemplate.writeTokenizer(original, target, chat && chatFormat.addsMarkers());
     }

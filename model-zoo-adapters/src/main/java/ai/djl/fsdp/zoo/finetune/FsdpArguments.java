@@ -77,15 +77,20 @@ final class FsdpArguments {
     @Option(names = "--fsdp_state_dict_type")
     String stateDictType;
 
-    @Option(names = "--fsdp_use_orig_params", arity = "0..1", fallbackValue = "true")
-    boolean useOrigParams;
+    @Option(
+            names = "--fsdp_use_orig_params",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Accepted (noted): each unit's parameters are flattened either way.")
+    Boolean useOrigParams;
 
     @Option(
             names = "--fsdp_cpu_ram_efficient_loading",
             arity = "0..1",
             fallbackValue = "true",
-            defaultValue = "true")
-    boolean cpuRamEfficientLoading;
+            description =
+                    "Accepted (noted): every rank reads only its shard of a checkpoint either way.")
+    Boolean cpuRamEfficientLoading;
 
     @Option(names = "--fsdp_forward_prefetch", arity = "0..1", fallbackValue = "true")
     boolean forwardPrefetch;
@@ -193,13 +198,20 @@ final class FsdpArguments {
                             + ": the model is saved as a full Hugging Face checkpoint, written"
                             + " one unit at a time");
         }
-        if (useOrigParams) {
-            note.accept("fsdp_use_orig_params: parameters are flattened per unit regardless");
-        }
-        if (!cpuRamEfficientLoading) {
+        if (useOrigParams != null) {
             note.accept(
-                    "fsdp_cpu_ram_efficient_loading false: every rank reads only its shard of a"
-                            + " checkpoint regardless");
+                    "fsdp_use_orig_params "
+                            + useOrigParams
+                            + ": each unit's parameters are flattened into one shard (frozen and"
+                            + " trainable ones apart) either way; saved models keep the original"
+                            + " names");
+        }
+        if (cpuRamEfficientLoading != null) {
+            note.accept(
+                    "fsdp_cpu_ram_efficient_loading "
+                            + cpuRamEfficientLoading
+                            + ": every rank reads only its own shard of a checkpoint either way;"
+                            + " no rank loads the whole model");
         }
         if (!"TRANSFORMER_BASED_WRAP".equalsIgnoreCase(autoWrapPolicy.trim())) {
             note.accept(

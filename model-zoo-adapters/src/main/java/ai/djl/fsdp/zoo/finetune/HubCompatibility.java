@@ -1,6 +1,8 @@
 package ai.djl.fsdp.zoo.finetune;
 
 import ai.djl.fsdp.runtime.MixedPrecision;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Consumer;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParseResult;
@@ -20,13 +22,16 @@ final class HubCompatibility {
     boolean pushToHub;
 
     @Option(names = "--hub_private_repo", arity = "0..1", fallbackValue = "true")
-    boolean hubPrivateRepo;
+    Boolean hubPrivateRepo;
 
     @Option(names = "--hub_strategy")
     String hubStrategy;
 
     @Option(names = "--hub_model_id")
     String hubModelId;
+
+    @Option(names = "--hub_token")
+    String hubToken;
 
     @Option(names = "--report_to")
     String reportTo;
@@ -53,11 +58,11 @@ final class HubCompatibility {
             names = "--gradient_checkpointing",
             arity = "0..1",
             fallbackValue = "true",
-            description = "Accepted; FULL_SHARD recomputes every FSDP unit in backward.")
-    boolean gradientCheckpointing;
+            description = "Accepted (noted); FULL_SHARD recomputes every FSDP unit in backward.")
+    Boolean gradientCheckpointing;
 
     @Option(names = "--use_reentrant", arity = "0..1", fallbackValue = "true")
-    boolean useReentrant;
+    Boolean useReentrant;
 
     @Option(names = "--use_flash_attn", arity = "0..1", fallbackValue = "true")
     boolean useFlashAttn;
@@ -76,6 +81,12 @@ final class HubCompatibility {
 
     @Option(names = "--bnb_4bit_quant_type")
     String bnb4bitQuantType;
+
+    private static void addIfGiven(List<String> given, String flag, Object value) {
+        if (value != null) {
+            given.add(flag);
+        }
+    }
 
     /**
      * Returns the mixed precision the flags ask for: bfloat16 with {@code --bf16}, float16 (with
@@ -118,16 +129,36 @@ final class HubCompatibility {
                             + "bit_quantization True: quantized (bitsandbytes) weights are not"
                             + " supported; drop the flag (or pass False) to train in float32");
         }
-        if (pushToHub || hubModelId != null) {
-            note.accept("--push_to_hub: there is no hub here; the model stays in --output_dir");
+        List<String> hub = new ArrayList<>();
+        if (pushToHub) {
+            hub.add("--push_to_hub");
+        }
+        addIfGiven(hub, "--hub_model_id", hubModelId);
+        addIfGiven(hub, "--hub_private_repo", hubPrivateRepo);
+        addIfGiven(hub, "--hub_strategy", hubStrategy);
+        addIfGiven(hub, "--hub_token", hubToken);
+        if (!hub.isEmpty()) {
+            note.accept(
+                    String.join(", ", hub)
+                            + ": there is no hub here; the model stays in --output_dir");
         }
         if (bf16 && fp16) {
             throw new IllegalArgumentException("--bf16 and --fp16 are both set: pick one");
         }
-        if (gradientCheckpointing && !sharded) {
+        if (Boolean.TRUE.equals(gradientCheckpointing)) {
             note.accept(
-                    "--gradient_checkpointing: only FULL_SHARD recomputes units in backward;"
-                            + " this strategy keeps activations");
+                    sharded
+                            ? "--gradient_checkpointing: FULL_SHARD recomputes every FSDP unit in"
+                                    + " backward already (each unit is a checkpoint)"
+                            : "--gradient_checkpointing: only FULL_SHARD recomputes units in"
+                                    + " backward; this strategy keeps activations");
+        }
+        if (useReentrant != null) {
+            note.accept(
+                    "--use_reentrant "
+                            + useReentrant
+                            + ": units are recomputed by the trainer's own backward pass, not"
+                            + " torch.utils.checkpoint; the flag changes nothing");
         }
         if (useFlashAttn) {
             note.accept(

@@ -4,6 +4,7 @@ import ai.djl.engine.Engine;
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
@@ -36,8 +37,10 @@ public final class GenerateCommand implements Subcommand {
             names = "--model",
             required = true,
             description =
-                    "Hugging Face checkpoint directory (config.json, *.safetensors), or a built-in "
-                            + "architecture with random weights: gpt2-tiny, llama-tiny.")
+                    "Hugging Face checkpoint directory (config.json, *.safetensors), the"
+                            + " --output_dir of finetune (LoRA: its merged model, or the adapters"
+                            + " on their base_model_name_or_path), or a built-in architecture with"
+                            + " random weights: gpt2-tiny, gpt2-mini, llama-tiny.")
     private String model;
 
     @Option(names = "--prompt", required = true, description = "The text to continue.")
@@ -83,21 +86,29 @@ public final class GenerateCommand implements Subcommand {
         if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
             System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "error");
         }
-        Path directory = Path.of(model);
-        boolean checkpoint = Files.isDirectory(directory);
-        Path tokenizerPath = tokenizer != null ? tokenizer : directory.resolve(Tokenizers.FILE);
+        boolean checkpoint = Files.isDirectory(Path.of(model));
         if (!checkpoint && tokenizer == null) {
             throw new IllegalArgumentException(
                     "--model " + model + " is not a directory: built-in models need --tokenizer");
         }
+        ModelLocation location = checkpoint ? ModelLocation.of(Path.of(model)) : null;
+        if (location != null && location.note() != null) {
+            spec.commandLine().getErr().println("note: " + location.note());
+            spec.commandLine().getErr().flush();
+        }
+        Path directory = checkpoint ? location.tokenizerDirectory() : null;
+        Path tokenizerPath = tokenizer != null ? tokenizer : directory.resolve(Tokenizers.FILE);
         try (NDManager manager =
                         Engine.getEngine("PyTorch")
                                 .newBaseManager(RankDevice.of(DistributedEnv.fromEnvironment()));
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             CausalLM lm =
                     checkpoint
-                            ? Models.load(directory, manager)
+                            ? Models.load(location.checkpoint(), manager)
                             : Models.create(Models.builtin(model), manager);
+            if (checkpoint && location.adapters() != null) {
+                Lora.load(lm, location.adapters());
+            }
             JinjaChatTemplate chat =
                     checkpoint
                             ? JinjaChatTemplate.read(directory.resolve(ChatTemplate.CONFIG_FILE))

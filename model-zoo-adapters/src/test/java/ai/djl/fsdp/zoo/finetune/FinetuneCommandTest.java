@@ -19,6 +19,7 @@ import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
+import ai.djl.fsdp.zoo.generate.GenerateCommand;
 import ai.djl.ndarray.NDManager;
 import com.google.gson.Gson;
 import com.google.gson.JsonObject;
@@ -142,6 +143,23 @@ class FinetuneCommandTest {
             assertTrue(Lora.adapters(merged).isEmpty());
         }
         assertTrue(Files.isRegularFile(output.resolve(Lora.WEIGHTS_FILE)));
+        JsonObject adapterConfig =
+                JsonParser.parseString(Files.readString(output.resolve(Lora.CONFIG_FILE)))
+                        .getAsJsonObject();
+        assertEquals("llama-tiny", adapterConfig.get("base_model_name_or_path").getAsString());
+        assertEquals(
+                "[\"down_proj\",\"gate_proj\",\"k_proj\",\"o_proj\",\"q_proj\",\"up_proj\",\"v_proj\"]",
+                adapterConfig.get("target_modules").toString(),
+                "all-linear as the module names it resolved to");
+        StringWriter generated = new StringWriter();
+        StringWriter notes = new StringWriter();
+        int exit =
+                new CommandLine(new GenerateCommand())
+                        .setOut(new PrintWriter(generated))
+                        .setErr(new PrintWriter(notes))
+                        .execute("--model", output.toString(), "--prompt", "What is 1 + 1?");
+        assertEquals(0, exit, "generate on the recipe's own output: " + notes);
+        assertTrue(notes.toString().contains("merged model"), notes.toString());
         assertChatModel(output.resolve(FinetuneCommand.MERGED));
         List<JsonObject> rows = metrics(output);
         assertTrue(rows.stream().anyMatch(row -> row.has("eval_loss")), rows.toString());
@@ -264,6 +282,72 @@ class FinetuneCommandTest {
     }
 
     @Test
+    void badTokenizerAndDataFilesNameTheFileTheFlagAndTheFix(@TempDir Path directory)
+            throws Exception {
+        Path binary = directory.resolve("model.bin");
+        byte[] bytes = new byte[4096];
+        new java.util.Random(3).nextBytes(bytes);
+        Files.write(binary, bytes);
+        assertFails(
+                binary + " is not a valid Hugging Face tokenizer.json",
+                "--tokenizer_name",
+                binary.toString());
+        Path whole = directory.resolve("whole.json");
+        ByteLevelTokenizer.write(whole);
+        byte[] json = Files.readAllBytes(whole);
+        Path truncated =
+                Files.write(
+                        directory.resolve("tokenizer.json"), Arrays.copyOf(json, json.length / 2));
+        String message =
+                assertFails(
+                        truncated + " is not a valid Hugging Face tokenizer.json",
+                        "--tokenizer_name",
+                        truncated.toString());
+        assertTrue(message.contains("pass a complete tokenizer.json with --tokenizer_name"));
+
+        Path emptyText = Files.writeString(directory.resolve("empty.txt"), "");
+        assertFails(
+                emptyText + " holds no text (an empty file?): give at least one example",
+                "--dataset_name",
+                emptyText.toString());
+        Path emptyLines = Files.writeString(directory.resolve("empty.jsonl"), "\n");
+        assertFails(
+                emptyLines + " holds no JSON lines (an empty file?)",
+                "--dataset_name",
+                emptyLines.toString());
+        Path oneToken = Files.writeString(directory.resolve("tiny.txt"), "ab");
+        assertFails(
+                "the train split yields no sequence",
+                "--dataset_name",
+                oneToken.toString(),
+                "--validation_split_percentage",
+                "50");
+    }
+
+    @Test
+    void aDatasetSmallerThanOneGlobalBatchIsNoted(@TempDir Path directory) throws Exception {
+        Path sixTokens = Files.writeString(directory.resolve("six.txt"), "abcdef\nghijkl\n");
+        StringWriter out = new StringWriter();
+        CommandLine line = new CommandLine(new FinetuneCommand());
+        line.setOut(new PrintWriter(out));
+        int code =
+                line.execute(
+                        "--dataset_name", sixTokens.toString(),
+                        "--validation_split_percentage", "50",
+                        "--max_steps", "1",
+                        "--exact_match_samples", "0",
+                        "--output_dir", directory.resolve("out").toString());
+        assertEquals(0, code, out.toString());
+        assertTrue(
+                out.toString()
+                        .contains(
+                                "note: the train split makes 1 sequences, fewer than one global"
+                                        + " batch of 8 (--per_device_train_batch_size 8 x 1 ranks"
+                                        + " x --gradient_accumulation_steps 1)"),
+                out.toString());
+    }
+
+    @Test
     void aWrongLayerClassNamesTheFlagAndTheModelsLayers(@TempDir Path directory) {
         FinetuneCommand command = new FinetuneCommand();
         new CommandLine(command)
@@ -296,7 +380,7 @@ class FinetuneCommandTest {
                 template.generationPrompt(List.of()).endsWith(ChatTemplate.START + "assistant\n"));
     }
 
-    private static void assertFails(String expected, String... extra) throws Exception {
+    private static String assertFails(String expected, String... extra) throws Exception {
         List<String> args = new ArrayList<>(List.of("--output_dir", "never", "--max_steps", "1"));
         args.addAll(List.of(extra));
         FinetuneCommand command = new FinetuneCommand();
@@ -304,5 +388,6 @@ class FinetuneCommandTest {
         IllegalArgumentException error =
                 assertThrows(IllegalArgumentException.class, command::call);
         assertTrue(error.getMessage().contains(expected), error.getMessage());
+        return error.getMessage();
     }
 }

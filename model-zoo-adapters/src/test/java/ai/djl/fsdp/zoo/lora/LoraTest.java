@@ -35,7 +35,7 @@ class LoraTest {
 
     private static final LoraConfig GPT2_LORA =
             LoraConfig.builder()
-                    .setTargetModules(List.of("c_attn", "c_proj", "c_fc"))
+                    .setTargetModules(List.of("c_attn", "c_fc", "c_proj"))
                     .optRank(4)
                     .optAlpha(8)
                     .build();
@@ -144,7 +144,7 @@ class LoraTest {
             assertTrue(
                     e.getMessage()
                             .contains(
-                                    "no module matches LoRA target_modules [c_attn, c_proj, c_fc]"),
+                                    "no module matches LoRA target_modules [c_attn, c_fc, c_proj]"),
                     e.getMessage());
             assertTrue(e.getMessage().contains("q_proj"), e.getMessage());
         }

@@ -164,7 +164,11 @@ public final class TextDatasets {
     private static List<Document> readUtf8(Path file, String textField) throws IOException {
         String base = file.getFileName().toString();
         if (!base.endsWith(".jsonl") && !base.endsWith(".json")) {
-            return List.of(Document.ofText(Files.readString(file, StandardCharsets.UTF_8)));
+            String text = Files.readString(file, StandardCharsets.UTF_8);
+            if (text.isBlank()) {
+                throw empty(file, "text");
+            }
+            return List.of(Document.ofText(text));
         }
         List<Document> documents = new ArrayList<>();
         try (BufferedReader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
@@ -177,9 +181,19 @@ public final class TextDatasets {
             }
         }
         if (documents.isEmpty()) {
-            throw new IllegalArgumentException(file + " holds no JSON lines");
+            throw empty(file, "JSON lines");
         }
         return documents;
+    }
+
+    private static IllegalArgumentException empty(Path file, String what) {
+        return new IllegalArgumentException(
+                "--dataset_name: "
+                        + file
+                        + " holds no "
+                        + what
+                        + " (an empty file?): give at least one example, a line of text or a JSON"
+                        + " line with the text field or \"messages\"");
     }
 
     private static Document parse(String line, Path file, int number, String textField) {

@@ -1,0 +1,96 @@
+package ai.djl.fsdp.zoo.generate;
+
+import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.zoo.finetune.FinetuneCommand;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.Tokenizers;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonParser;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Where {@code generate --model DIR} finds its model: a checkpoint directory ({@code config.json}
+ * and safetensors), or a PEFT adapter directory such as a LoRA run of {@code finetune} writes
+ * ({@code adapter_config.json}, {@code adapter_model.safetensors}, and the merged model in {@code
+ * merged/}). For adapters the merged model is used when it is there; else the adapters are put on
+ * their base model, the checkpoint {@code base_model_name_or_path} names.
+ *
+ * @param checkpoint the checkpoint directory to load
+ * @param adapters the adapter directory to apply to it, or null
+ * @param tokenizerDirectory where {@code tokenizer.json} and {@code tokenizer_config.json} are
+ * @param note one line saying what was chosen, or null for a plain checkpoint
+ */
+record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, String note) {
+
+    /**
+     * Decides what to load for a {@code --model} directory.
+     *
+     * @param directory the directory given
+     * @return where the model is
+     * @throws IOException if an adapter configuration cannot be read
+     * @throws IllegalArgumentException naming the directory and what to pass instead, when it holds
+     *     neither a checkpoint nor adapters whose model can be found
+     */
+    static ModelLocation of(Path directory) throws IOException {
+        if (Files.exists(directory.resolve(ConfigJson.FILE))) {
+            return new ModelLocation(directory, null, directory, null);
+        }
+        Path adapterConfig = directory.resolve(Lora.CONFIG_FILE);
+        if (!Files.exists(adapterConfig)) {
+            throw new IllegalArgumentException(
+                    "--model "
+                            + directory
+                            + " holds neither "
+                            + ConfigJson.FILE
+                            + " nor "
+                            + Lora.CONFIG_FILE
+                            + ": give a checkpoint directory (config.json + *.safetensors) or the"
+                            + " --output_dir of bin/fsdp finetune");
+        }
+        Path merged = directory.resolve(FinetuneCommand.MERGED);
+        if (Files.exists(merged.resolve(ConfigJson.FILE))) {
+            return new ModelLocation(
+                    merged,
+                    null,
+                    merged,
+                    directory
+                            + " holds LoRA adapters: generating with the merged model in "
+                            + merged);
+        }
+        String base = baseModel(adapterConfig);
+        if (base != null && Files.exists(Path.of(base).resolve(ConfigJson.FILE))) {
+            Path tokenizers =
+                    Files.exists(directory.resolve(Tokenizers.FILE)) ? directory : Path.of(base);
+            return new ModelLocation(
+                    Path.of(base),
+                    directory,
+                    tokenizers,
+                    "generating with the LoRA adapters in " + directory + " on their base " + base);
+        }
+        throw new IllegalArgumentException(
+                "--model "
+                        + directory
+                        + " holds LoRA adapters, but no merged model ("
+                        + merged
+                        + ") and their base_model_name_or_path ("
+                        + base
+                        + ") is not a checkpoint directory: pass the merged model's directory,"
+                        + " or set base_model_name_or_path in "
+                        + adapterConfig
+                        + " to the base checkpoint");
+    }
+
+    private static String baseModel(Path adapterConfig) throws IOException {
+        try (Reader reader = Files.newBufferedReader(adapterConfig)) {
+            return LoraConfig.fromPeftJson(JsonParser.parseReader(reader).getAsJsonObject())
+                    .getBaseModelNameOrPath();
+        } catch (JsonParseException | IllegalStateException e) {
+            throw new IllegalArgumentException(
+                    adapterConfig + " is not valid JSON: " + e.getMessage(), e);
+        }
+    }
+}
