@@ -66,7 +66,7 @@ public class FsdpTrainer extends Trainer {
         this.config = config;
         this.options = options;
         this.optimizer = trainingConfig.getOptimizer();
-        ShardedTraining.checkOptions(config, options);
+        ShardedTraining.checkOptions(config, options, optimizer);
         // What Model.newTrainer does before constructing DJL's trainer.
         for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
             if (pair.getKey() != null && pair.getValue() != null) {

@@ -71,7 +71,9 @@ final class ShardedTraining implements AutoCloseable {
                                 .filter(FlatParameter::isTrainable)
                                 .toList(),
                         group,
-                        options.getMaxGradNorm());
+                        options.getMaxGradNorm(),
+                        options.getParameterGroups(),
+                        block);
         checkpointing =
                 new Checkpointing(
                         group,
@@ -88,9 +90,11 @@ final class ShardedTraining implements AutoCloseable {
      * Checks that the options fit the configuration; the trainer calls it before the model is
      * sharded, so a refused combination leaves the model as it was.
      *
-     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision
+     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision, or
+     *     parameter groups with an optimizer that cannot apply them
      */
-    static void checkOptions(FsdpConfig config, TrainerOptions options) {
+    static void checkOptions(FsdpConfig config, TrainerOptions options, Optimizer optimizer) {
+        ShardedOptimizer.checkGroups(optimizer, options.getParameterGroups());
         if (options.isLossScalingSet() && !config.getMixedPrecision().needsLossScaling()) {
             throw new IllegalArgumentException(
                     "TrainerOptions.optLossScaling is for float16 mixed precision, but the"
@@ -223,7 +227,7 @@ final class ShardedTraining implements AutoCloseable {
     /** Waits for a checkpoint in flight, then gathers the model back (or not) and frees all. */
     @Override
     public void close() {
-        try {
+        try (shardedOptimizer) {
             checkpointing.close();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
