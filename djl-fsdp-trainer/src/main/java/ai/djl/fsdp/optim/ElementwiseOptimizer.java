@@ -36,6 +36,11 @@ public abstract class ElementwiseOptimizer extends Optimizer {
         this.learningRate = builder.learningRate;
     }
 
+    /** Returns whether the optimizer decays weights at all (its weight decay is not 0). */
+    public boolean hasWeightDecay() {
+        return getWeightDecay() != 0f;
+    }
+
     /** {@inheritDoc} */
     @Override
     public void update(String parameterId, NDArray weight, NDArray grad) {

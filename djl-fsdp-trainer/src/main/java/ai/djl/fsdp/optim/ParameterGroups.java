@@ -112,11 +112,13 @@ public final class ParameterGroups {
      *
      * @param flat the flat parameter
      * @param owners each parameter's dotted name and owning block ({@link #ownersOf})
+     * @param decays whether the optimizer decays at all: without weight decay its factors are not
+     *     kept
      * @return the weight-decay and learning-rate factors
      * @throws IllegalArgumentException if a parameter of {@code flat} is not in {@code owners}
      */
     public ShardFactors shardFactors(
-            FlatParameter flat, Map<Parameter, Pair<String, Block>> owners) {
+            FlatParameter flat, Map<Parameter, Pair<String, Block>> owners, boolean decays) {
         List<Parameter> parameters = flat.getParameters();
         float[] decay = new float[parameters.size()];
         float[] scale = new float[parameters.size()];
@@ -133,7 +135,8 @@ public final class ParameterGroups {
             decay[i] = decays(owner.getKey(), owner.getValue()) ? 1f : 0f;
             scale[i] = learningRateScale(owner.getKey(), owner.getValue());
         }
-        return new ShardFactors(factor(flat, decay), factor(flat, scale));
+        return new ShardFactors(
+                decays ? factor(flat, decay) : ElementFactor.ONE, factor(flat, scale));
     }
 
     /**

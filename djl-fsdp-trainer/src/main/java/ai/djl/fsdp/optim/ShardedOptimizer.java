@@ -66,8 +66,11 @@ public final class ShardedOptimizer implements AutoCloseable {
             factors = null;
         } else {
             Map<Parameter, Pair<String, Block>> owners = ParameterGroups.ownersOf(model);
+            boolean decays = ((ElementwiseOptimizer) optimizer).hasWeightDecay();
             factors =
-                    this.trainable.stream().map(flat -> groups.shardFactors(flat, owners)).toList();
+                    this.trainable.stream()
+                            .map(flat -> groups.shardFactors(flat, owners, decays))
+                            .toList();
         }
     }
 
