@@ -78,12 +78,11 @@ public final class Adam extends ElementwiseOptimizer {
         } else {
             addL2(grad, weight, step);
         }
-        try (NDArray delta = grad.sub(mean)) {
-            mean.addi(delta.muli((float) (1 - b1)));
-        }
         try (NDArray square = grad.mul((float) (1 - b2)).muli(grad)) {
             variance.muli(beta2).addi(square);
         }
+        // The gradient is not needed after this: its memory holds (1 - beta1) * (g - m).
+        mean.addi(grad.subi(mean).muli((float) (1 - b1)));
         double correction1 = 1 - Math.pow(b1, step.count());
         double correction2 = 1 - Math.pow(b2, step.count());
         try (NDArray denominator =

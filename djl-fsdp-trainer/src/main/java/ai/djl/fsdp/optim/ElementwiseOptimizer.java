@@ -1,5 +1,6 @@
 package ai.djl.fsdp.optim;
 
+import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.ParameterTracker;
@@ -41,10 +42,15 @@ public abstract class ElementwiseOptimizer extends Optimizer {
         return getWeightDecay() != 0f;
     }
 
-    /** {@inheritDoc} */
+    /**
+     * {@inheritDoc}
+     *
+     * <p>As DJL's own optimizers do, this zeroes {@code weight}'s gradient afterwards.
+     */
     @Override
     public void update(String parameterId, NDArray weight, NDArray grad) {
         update(parameterId, weight, grad, ElementFactor.ONE, ElementFactor.ONE);
+        Autograd.zeroGradient(weight);
     }
 
     /**
