@@ -95,6 +95,17 @@ class PyTorchAdamWTest {
                 }
             }
             assertMatchesPyTorch("2 ranks, 2 micro-batches each", losses);
+            // And the same training as 1 rank on the whole global batch, step by step.
+            double[] oneRank;
+            try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
+                oneRank = train(group, 1);
+            }
+            for (int step = 0; step < losses.length; step++) {
+                double error = Math.abs(losses[step] - oneRank[step]) / oneRank[step];
+                assertTrue(
+                        error <= TOLERANCE,
+                        "step " + step + ": 2 ranks " + losses[step] + ", 1 rank " + oneRank[step]);
+            }
         }
     }
 
