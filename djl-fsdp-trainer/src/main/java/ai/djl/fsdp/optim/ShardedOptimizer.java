@@ -8,8 +8,12 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
 import ai.djl.training.optimizer.Optimizer;
+import ai.djl.util.Pair;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalDouble;
 import java.util.stream.Collectors;
 
@@ -19,12 +23,16 @@ import java.util.stream.Collectors;
  * clipping of the global gradient norm.
  *
  * <p>Element-wise optimizers (SGD, Adam, AdamW, ...) give on a shard exactly what they give on the
- * whole parameter; their state is created per shard, so it is sharded too.
+ * whole parameter; their state is created per shard, so it is sharded too. An {@link
+ * ElementwiseOptimizer} ({@link Adam}, {@link Sgd}: PyTorch's formulas) also takes each shard's
+ * {@link ParameterGroups} factors, so weight decay and learning rate can differ between the
+ * parameters a flat shard mixes; DJL's optimizers apply theirs to every element alike.
  */
-public final class ShardedOptimizer {
+public final class ShardedOptimizer implements AutoCloseable {
 
     private final Optimizer optimizer;
     private final List<FlatParameter> trainable;
+    private final List<ParameterGroups.ShardFactors> factors;
     private final ProcessGroup group;
     private final float maxGradNorm;
     private final boolean sharded;
@@ -36,17 +44,53 @@ public final class ShardedOptimizer {
      * @param trainable the flat parameters to update
      * @param group the ranks, to sum the squared norm over when gradients are sharded
      * @param maxGradNorm the largest global gradient norm, or a non-positive value for no clipping
+     * @param groups the weight decay and learning-rate scale of each parameter
+     * @param model the model's block, whose tree names the parameters for {@code groups}
+     * @throws IllegalArgumentException if {@code groups} tells parameters apart but the optimizer
+     *     is not an {@link ElementwiseOptimizer}
      */
     public ShardedOptimizer(
             Optimizer optimizer,
             List<FlatParameter> trainable,
             ProcessGroup group,
-            float maxGradNorm) {
+            float maxGradNorm,
+            ParameterGroups groups,
+            Block model) {
         this.optimizer = optimizer;
         this.trainable = List.copyOf(trainable);
         this.group = group;
         this.maxGradNorm = maxGradNorm;
         this.sharded = this.trainable.stream().anyMatch(FlatParameter::isSharded);
+        checkGroups(optimizer, groups);
+        if (groups == ParameterGroups.ALL) {
+            factors = null;
+        } else {
+            Map<Parameter, Pair<String, Block>> owners = ParameterGroups.ownersOf(model);
+            boolean decays = ((ElementwiseOptimizer) optimizer).hasWeightDecay();
+            factors =
+                    this.trainable.stream()
+                            .map(flat -> groups.shardFactors(flat, owners, decays))
+                            .toList();
+        }
+    }
+
+    /**
+     * Checks that the optimizer can apply the parameter groups.
+     *
+     * @param optimizer the optimizer
+     * @param groups the groups
+     * @throws IllegalArgumentException if {@code groups} tells parameters apart but the optimizer
+     *     is not an {@link ElementwiseOptimizer}
+     */
+    public static void checkGroups(Optimizer optimizer, ParameterGroups groups) {
+        if (groups != ParameterGroups.ALL && !(optimizer instanceof ElementwiseOptimizer)) {
+            throw new IllegalArgumentException(
+                    "Parameter groups need an optimizer that updates elements by group: "
+                            + optimizer.getClass().getName()
+                            + " applies one weight decay to all; use"
+                            + " ai.djl.fsdp.optim.Adam.adamWBuilder(), Adam.adamBuilder() or"
+                            + " Sgd.builder(), or drop the parameter groups");
+        }
     }
 
     /**
@@ -67,13 +111,28 @@ public final class ShardedOptimizer {
         if (apply && maxGradNorm > 0) {
             clip(norm);
         }
-        for (FlatParameter flat : trainable) {
+        for (int i = 0; i < trainable.size(); i++) {
+            FlatParameter flat = trainable.get(i);
             if (apply) {
-                optimizer.update(flat.getId(), flat.getShardToWrite(), flat.getGradient());
+                update(flat, factors == null ? null : factors.get(i));
             }
             flat.zeroGradient();
         }
         return OptionalDouble.of(norm);
+    }
+
+    private void update(FlatParameter flat, ParameterGroups.ShardFactors shard) {
+        if (shard == null) {
+            optimizer.update(flat.getId(), flat.getShardToWrite(), flat.getGradient());
+        } else {
+            ((ElementwiseOptimizer) optimizer)
+                    .update(
+                            flat.getId(),
+                            flat.getShardToWrite(),
+                            flat.getGradient(),
+                            shard.decay(),
+                            shard.learningRateScale());
+        }
     }
 
     /** Returns this rank's shard gradients, in the order the step visits them. */
@@ -81,11 +140,27 @@ public final class ShardedOptimizer {
         return trainable.stream().map(FlatParameter::getGradient).toList();
     }
 
-    /** Returns the bytes of the state the optimizer keeps for this rank's shards. */
+    /**
+     * Returns the bytes of the state the optimizer keeps for this rank's shards, with the
+     * per-element factors of the parameter groups.
+     */
     public long getStateBytes() {
-        return OptimizerStates.bytes(
-                optimizer,
-                trainable.stream().map(FlatParameter::getId).collect(Collectors.toSet()));
+        long groupBytes =
+                factors == null
+                        ? 0
+                        : factors.stream().mapToLong(ParameterGroups.ShardFactors::bytes).sum();
+        return groupBytes
+                + OptimizerStates.bytes(
+                        optimizer,
+                        trainable.stream().map(FlatParameter::getId).collect(Collectors.toSet()));
+    }
+
+    /** Frees the parameter groups' per-element factors. */
+    @Override
+    public void close() {
+        if (factors != null) {
+            factors.forEach(ParameterGroups.ShardFactors::close);
+        }
     }
 
     /** Returns the norm of all of the model's gradients: one all-reduce of a scalar. */

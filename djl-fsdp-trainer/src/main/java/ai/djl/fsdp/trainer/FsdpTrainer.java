@@ -66,7 +66,7 @@ public class FsdpTrainer extends Trainer {
         this.config = config;
         this.options = options;
         this.optimizer = trainingConfig.getOptimizer();
-        ShardedTraining.checkOptions(config, options);
+        ShardedTraining.checkOptions(config, options, optimizer);
         // What Model.newTrainer does before constructing DJL's trainer.
         for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
             if (pair.getKey() != null && pair.getValue() != null) {
@@ -173,6 +173,24 @@ public class FsdpTrainer extends Trainer {
     }
 
     /**
+     * Starts an optimizer step whose loss is a sum over items (target tokens) divided by the number
+     * of items of the whole step, over all ranks and all its micro-batches: the global token mean
+     * of Hugging Face's Trainer ({@code num_items_in_batch}), where a mean of per-rank or
+     * per-micro-batch means would weigh a token of a short batch more than one of a long batch.
+     * Sums this rank's count over the ranks (one all-reduce of a number) and returns it; until the
+     * step completes, backward sums the ranks' and micro-batches' gradients instead of averaging
+     * them, so each micro-batch's loss is {@code (its sum) / (the returned count)}. A collective:
+     * every rank calls it, at the start of the step, before its first micro-batch.
+     *
+     * @param localItems the items of this rank's micro-batches of the step
+     * @return the items of the step over all ranks
+     * @throws IllegalStateException if micro-batches of the step were already trained
+     */
+    public long countStepItems(long localItems) {
+        return sharded().countStepItems(localItems);
+    }
+
+    /**
      * Counts a micro-batch; on every {@code gradientAccumulationSteps}-th call, clips the gradients
      * (if configured) and updates this rank's shards with the user's optimizer.
      */
@@ -185,8 +203,9 @@ public class FsdpTrainer extends Trainer {
     }
 
     /**
-     * Returns the global gradient norm before clipping at the last optimizer step; empty before the
-     * first step, without clipping (where it is not measured) or when nothing trains.
+     * Returns the global gradient norm before clipping at the last optimizer step, measured at
+     * every step whether or not clipping is configured (one all-reduce of a float); empty before
+     * the first step or when nothing trains.
      */
     public OptionalDouble getLastGradNorm() {
         return sharded().getLastGradNorm();

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.checkpoint.TrainingState;
+import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.optim.LossScaler;
 import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
@@ -44,6 +45,7 @@ final class ShardedTraining implements AutoCloseable {
     private long waitNanosLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
     private int nonFiniteSteps;
+    private boolean summedStep;
 
     ShardedTraining(
             Block block,
@@ -71,7 +73,9 @@ final class ShardedTraining implements AutoCloseable {
                                 .filter(FlatParameter::isTrainable)
                                 .toList(),
                         group,
-                        options.getMaxGradNorm());
+                        options.getMaxGradNorm(),
+                        options.getParameterGroups(),
+                        block);
         checkpointing =
                 new Checkpointing(
                         group,
@@ -88,9 +92,11 @@ final class ShardedTraining implements AutoCloseable {
      * Checks that the options fit the configuration; the trainer calls it before the model is
      * sharded, so a refused combination leaves the model as it was.
      *
-     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision
+     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision, or
+     *     parameter groups with an optimizer that cannot apply them
      */
-    static void checkOptions(FsdpConfig config, TrainerOptions options) {
+    static void checkOptions(FsdpConfig config, TrainerOptions options, Optimizer optimizer) {
+        ShardedOptimizer.checkGroups(optimizer, options.getParameterGroups());
         if (options.isLossScalingSet() && !config.getMixedPrecision().needsLossScaling()) {
             throw new IllegalArgumentException(
                     "TrainerOptions.optLossScaling is for float16 mixed precision, but the"
@@ -109,8 +115,31 @@ final class ShardedTraining implements AutoCloseable {
         return parameterStore;
     }
 
+    /** See {@link FsdpTrainer#countStepItems}. */
+    long countStepItems(long localItems) {
+        if (microBatches != 0) {
+            throw new IllegalStateException(
+                    "countStepItems starts an optimizer step, but "
+                            + microBatches
+                            + " micro-batches of the current step are already trained: call it"
+                            + " before the step's first forward");
+        }
+        long items = localItems;
+        if (group.getSize() > 1) {
+            try (NDManager scope = NDManager.newBaseManager(group.getDevice())) {
+                NDArray count = scope.create(new long[] {localItems});
+                group.allReduce(count, ReduceOp.SUM);
+                items = count.getLong(0);
+            }
+        }
+        summedStep = true;
+        return items;
+    }
+
     void backward(NDArray loss) {
-        float scale = 1f / options.getGradientAccumulationSteps();
+        // The reduction averages over the ranks; accumulation divides by k: a summed step (the
+        // global token mean) undoes the first and skips the second.
+        float scale = summedStep ? group.getSize() : 1f / options.getGradientAccumulationSteps();
         if (scaler == null) {
             model.backward(loss, parameterStore, scale);
             return;
@@ -132,6 +161,7 @@ final class ShardedTraining implements AutoCloseable {
         boolean overflow = scaler != null && scaler.unscale(shardedOptimizer.getGradients());
         lastGradNorm = shardedOptimizer.step(!overflow);
         microBatches = 0; // only after a step that completed: a failed one is no step boundary
+        summedStep = false;
         model.endStep();
         state.setStep(state.getStep() + 1);
         sentBytesLastStep = group.takeSentBytes();
@@ -223,7 +253,7 @@ final class ShardedTraining implements AutoCloseable {
     /** Waits for a checkpoint in flight, then gathers the model back (or not) and frees all. */
     @Override
     public void close() {
-        try {
+        try (shardedOptimizer) {
             checkpointing.close();
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -2,6 +2,7 @@ package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.optim.LossScaler;
+import ai.djl.fsdp.optim.ParameterGroups;
 import java.util.Objects;
 
 /**
@@ -25,6 +26,7 @@ public final class TrainerOptions {
     private final boolean gatherOnClose;
     private final int maxNonFiniteSteps;
     private final LossScaler.Settings lossScaling;
+    private final ParameterGroups parameterGroups;
 
     private TrainerOptions(Builder builder) {
         gradientAccumulationSteps = builder.gradientAccumulationSteps;
@@ -34,6 +36,7 @@ public final class TrainerOptions {
         gatherOnClose = builder.gatherOnClose;
         maxNonFiniteSteps = builder.maxNonFiniteSteps;
         lossScaling = builder.lossScaling;
+        parameterGroups = builder.parameterGroups;
     }
 
     /**
@@ -52,6 +55,11 @@ public final class TrainerOptions {
     /** Returns how many micro-batches ({@code trainer.step()} calls) make one optimizer step. */
     public int getGradientAccumulationSteps() {
         return gradientAccumulationSteps;
+    }
+
+    /** Returns which parameters the optimizer decays, and how it scales their learning rate. */
+    public ParameterGroups getParameterGroups() {
+        return parameterGroups;
     }
 
     /** Returns the largest global gradient norm, or 0 for no clipping. */
@@ -105,6 +113,7 @@ public final class TrainerOptions {
         private boolean gatherOnClose = true;
         private int maxNonFiniteSteps = 1;
         private LossScaler.Settings lossScaling;
+        private ParameterGroups parameterGroups = ParameterGroups.ALL;
 
         Builder() {}
 
@@ -211,6 +220,23 @@ public final class TrainerOptions {
          */
         public Builder optLossScaling(LossScaler.Settings settings) {
             this.lossScaling = Objects.requireNonNull(settings, "settings");
+            return this;
+        }
+
+        /**
+         * Sets which parameters the optimizer decays and how it scales their learning rates
+         * (default {@link ParameterGroups#ALL}: the optimizer's own settings for every one), as
+         * PyTorch's parameter groups do; for example {@code
+         * ParameterGroups.builder().optNoDecay(ParameterGroups.biasesAndNorms()).build()}, Hugging
+         * Face Trainer's rule. Needs an {@link ai.djl.fsdp.optim.ElementwiseOptimizer} ({@link
+         * ai.djl.fsdp.optim.Adam}, {@link ai.djl.fsdp.optim.Sgd}) as the training config's
+         * optimizer.
+         *
+         * @param groups the groups
+         * @return this builder
+         */
+        public Builder optParameterGroups(ParameterGroups groups) {
+            this.parameterGroups = Objects.requireNonNull(groups, "groups");
             return this;
         }
 

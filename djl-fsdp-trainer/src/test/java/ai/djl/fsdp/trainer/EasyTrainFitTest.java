@@ -18,6 +18,8 @@ class EasyTrainFitTest {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
             fsdp = FitScenario.runFsdp(group);
         }
+        Equivalence.Bound bound =
+                FitScenario.noiseBound(FitScenario.Variant.PLAIN, reference.parameters());
         assertEquals(FitScenario.EPOCHS * FitScenario.BATCHES, fsdp.trainingBatches());
         assertEquals(FitScenario.EPOCHS * FitScenario.BATCHES, fsdp.validationBatches());
         assertEquals(FitScenario.EPOCHS, fsdp.epochs());
@@ -26,15 +28,18 @@ class EasyTrainFitTest {
         assertEquals(
                 reference.trainingResult().getValidateLoss(),
                 fsdp.trainingResult().getValidateLoss(),
-                1e-5);
+                // Parameters within the bound give a loss within about as much.
+                bound.parameter() * Math.abs(reference.trainingResult().getValidateLoss()));
         Equivalence.assertSameTraining(
                 "EasyTrain.fit",
+                bound,
                 new double[0],
                 new double[0],
                 reference.parameters(),
                 fsdp.parameters());
         Equivalence.assertSameTraining(
                 "checkpoint of the last epoch",
+                Equivalence.Bound.EXACT,
                 new double[0],
                 new double[0],
                 fsdp.parameters(),

@@ -5,15 +5,19 @@ import ai.djl.MalformedModelException;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.EasyTrain;
+import ai.djl.training.GradientCollector;
 import ai.djl.training.Trainer;
 import ai.djl.training.TrainingResult;
 import ai.djl.training.dataset.ArrayDataset;
+import ai.djl.training.dataset.Batch;
 import ai.djl.training.initializer.NormalInitializer;
 import ai.djl.training.listener.SaveModelTrainingListener;
 import ai.djl.training.listener.TrainingListener;
@@ -112,11 +116,7 @@ final class FitScenario {
         CountingListener counter = new CountingListener();
         Path checkpoints = Files.createTempDirectory("fsdp-fit-checkpoints");
         DefaultTrainingConfig config =
-                new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                        .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
-                        .optOptimizer(
-                                Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.2f)).build())
-                        .optDevices(new Device[] {Device.cpu()})
+                trainingConfig()
                         .addTrainingListeners(TrainingListener.Defaults.logging())
                         .addTrainingListeners(counter)
                         .addTrainingListeners(
@@ -168,6 +168,60 @@ final class FitScenario {
                 }
             }
             Files.delete(checkpoints);
+        }
+    }
+
+    private static DefaultTrainingConfig trainingConfig() {
+        return new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                .optInitializer(new NormalInitializer(0.5f), Parameter.Type.WEIGHT)
+                .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.2f)).build())
+                .optDevices(new Device[] {Device.cpu()});
+    }
+
+    /**
+     * The float32 noise of the reference fit itself: DJL's trainer over the same batches in the
+     * same order, each global batch as two accumulated halves (each loss scaled by 1/2), which sums
+     * the same terms in another order.
+     *
+     * @param variant the fit
+     * @param reference the parameters DJL's {@code EasyTrain.fit} ended with
+     * @return the bound an FSDP fit is held to
+     */
+    static Equivalence.Bound noiseBound(Variant variant, Map<String, float[]> reference)
+            throws IOException, TranslateException {
+        try (Model model = Model.newInstance("tiny-lm", Device.cpu());
+                NDManager manager = NDManager.newBaseManager()) {
+            model.setBlock(new TinyLm(0));
+            ArrayDataset data = dataset(manager, 1, variant.shuffle());
+            try (Trainer trainer = model.newTrainer(trainingConfig())) {
+                Engine.getInstance().setRandomSeed(1234);
+                trainer.initialize(new Shape(GLOBAL_BATCH, Scenario.SEQUENCE));
+                for (int epoch = 0; epoch < variant.epochs(); epoch++) {
+                    for (Batch batch : trainer.iterateDataset(data)) {
+                        try (batch) {
+                            int half = GLOBAL_BATCH / 2;
+                            trainHalf(trainer, batch, "0:" + half);
+                            trainHalf(trainer, batch, half + ":");
+                        }
+                        trainer.step();
+                        for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+                            Autograd.zeroGradient(pair.getValue().getArray());
+                        }
+                    }
+                }
+            }
+            return Equivalence.Bound.of(
+                    new double[0], new double[0], reference, parametersOf(model));
+        }
+    }
+
+    /** Forward and backward on the rows {@code rows} of the batch, the loss scaled by 1/2. */
+    private static void trainHalf(Trainer trainer, Batch batch, String rows) {
+        NDList data = new NDList(batch.getData().head().get(rows));
+        NDList labels = new NDList(batch.getLabels().head().get(rows));
+        try (GradientCollector collector = trainer.newGradientCollector()) {
+            NDList predictions = trainer.forward(data, labels);
+            collector.backward(trainer.getLoss().evaluate(labels, predictions).mul(0.5f));
         }
     }
 

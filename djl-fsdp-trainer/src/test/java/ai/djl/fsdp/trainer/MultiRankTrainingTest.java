@@ -83,6 +83,7 @@ class MultiRankTrainingTest {
             }
             Equivalence.assertSameTraining(
                     scenario.describe(),
+                    scenario.noiseBound(reference),
                     reference.losses(),
                     meanLosses,
                     reference.parameters(),
@@ -106,6 +107,7 @@ class MultiRankTrainingTest {
         assertEquals(FitScenario.EPOCHS, (int) fit.losses()[1], "epochs the listener saw");
         Equivalence.assertSameTraining(
                 "checkpoint of EasyTrain.fit on " + worldSize + " ranks",
+                FitScenario.noiseBound(FitScenario.Variant.PLAIN, reference.parameters()),
                 new double[0],
                 new double[0],
                 reference.parameters(),

@@ -69,11 +69,14 @@ class ReshardWithoutRecomputeTest {
             Scenario recompute = scenarios.get(2 * pair);
             Scenario kept = scenarios.get(2 * pair + 1);
             String what = kept.describe();
+            Scenario.Result reference = kept.runReference();
+            Equivalence.Bound bound = kept.noiseBound(reference);
             for (int rank = 0; rank < WORLD; rank++) {
                 Scenario.Result withRecompute = results.get(2 * pair).get(rank);
                 Scenario.Result without = results.get(2 * pair + 1).get(rank);
                 Equivalence.assertSameTraining(
                         what + " against recompute, rank " + rank,
+                        bound,
                         withRecompute.losses(),
                         without.losses(),
                         withRecompute.parameters(),
@@ -100,7 +103,6 @@ class ReshardWithoutRecomputeTest {
                         results.get(2 * pair + 1).get(1).parameters().get(name),
                         what + ": every rank ends with the same " + name);
             }
-            Scenario.Result reference = kept.runReference();
             double[] meanLosses = new double[kept.steps()];
             for (int rank = 0; rank < WORLD; rank++) {
                 for (int step = 0; step < meanLosses.length; step++) {
@@ -109,6 +111,7 @@ class ReshardWithoutRecomputeTest {
             }
             Equivalence.assertSameTraining(
                     what + " against DJL's trainer",
+                    bound,
                     reference.losses(),
                     meanLosses,
                     reference.parameters(),

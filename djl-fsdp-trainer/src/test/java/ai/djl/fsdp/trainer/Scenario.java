@@ -124,8 +124,9 @@ record Scenario(
                         int firstRow = (micro * worldSize + group.getRank()) * LOCAL_BATCH;
                         String[] units = micro == 0 ? unitsAfterForward : null;
                         losses[step] +=
-                                trainOn(trainer, step, firstRow, LOCAL_BATCH, null, units)
+                                forwardBackward(trainer, step, firstRow, LOCAL_BATCH, 1f, units)
                                         / accumulation;
+                        trainer.step();
                     }
                     stats = trainer.getShardingStats();
                     liveArrays[step] = model.getNDManager().getManagedArrays().size();
@@ -138,13 +139,38 @@ record Scenario(
 
     /** Runs DJL's ordinary trainer on the whole global batch of each step. */
     Result runReference() {
+        return runReference(1);
+    }
+
+    /**
+     * The float32 noise of the reference itself: DJL's trainer once on whole global batches, once
+     * on each global batch as two accumulated halves, which sums the same terms in another order.
+     *
+     * @param reference the reference run ({@link #runReference()})
+     * @return the bound an FSDP run of this scenario is held to
+     */
+    Equivalence.Bound noiseBound(Result reference) {
+        Result halves = runReference(2);
+        return Equivalence.Bound.of(
+                reference.losses(), halves.losses(), reference.parameters(), halves.parameters());
+    }
+
+    /**
+     * Runs DJL's ordinary trainer on each step's global batch, as {@code parts} micro-batches whose
+     * gradients accumulate (each loss scaled by {@code 1 / parts}) before one update.
+     */
+    private Result runReference(int parts) {
         try (Model model = newModel(Device.cpu());
                 Trainer trainer = model.newTrainer(trainingConfig(Device.cpu()))) {
             initialize(trainer);
             double[] losses = new double[steps];
-            int globalBatch = worldSize * accumulation * LOCAL_BATCH;
+            int rows = worldSize * accumulation * LOCAL_BATCH / parts;
             for (int step = 0; step < steps; step++) {
-                losses[step] = trainOn(trainer, step, 0, globalBatch, model, null);
+                for (int part = 0; part < parts; part++) {
+                    losses[step] +=
+                            forwardBackward(trainer, step, part * rows, rows, 1f / parts, null);
+                }
+                stepReference(trainer, model);
             }
             return new Result(losses, parametersOf(model), null, null, null);
         }
@@ -178,7 +204,8 @@ record Scenario(
             for (int step = 0; step < steps; step++) {
                 for (int micro = 0; micro < accumulation; micro++) {
                     int firstRow = (micro * worldSize + group.getRank()) * LOCAL_BATCH;
-                    trainOn(trainer, step, firstRow, LOCAL_BATCH, null, null);
+                    forwardBackward(trainer, step, firstRow, LOCAL_BATCH, 1f, null);
+                    trainer.step();
                 }
             }
             return trainer.getLastGradNorm();
@@ -210,17 +237,17 @@ record Scenario(
     }
 
     /**
-     * Trains on rows {@code [firstRow, firstRow + rows)} of step {@code step}'s global batch and
-     * returns the loss. With {@code referenceModel} it is the reference's whole step: clipping by
-     * hand, the optimizer, and zeroing the gradients DJL's collector leaves in place. With {@code
-     * unitsAfterForward}, the FSDP units' states after the forward go to its entry {@code step}.
+     * Runs forward and backward on rows {@code [firstRow, firstRow + rows)} of step {@code step}'s
+     * global batch, with the loss scaled by {@code weight} before backward, and returns the loss
+     * times {@code weight}. With {@code unitsAfterForward}, the FSDP units' states after the
+     * forward go to its entry {@code step}.
      */
-    private double trainOn(
+    private double forwardBackward(
             Trainer trainer,
             int step,
             int firstRow,
             int rows,
-            Model referenceModel,
+            float weight,
             String[] unitsAfterForward) {
         NDManager manager = trainer.getManager();
         try (NDManager scope = manager.newSubManager()) {
@@ -235,28 +262,34 @@ record Scenario(
             }
             NDList x = new NDList(scope.create(data, new Shape(rows, SEQUENCE)));
             NDList y = new NDList(scope.create(labels, new Shape(rows, SEQUENCE, 1)));
-            double loss;
             try (GradientCollector collector = trainer.newGradientCollector()) {
                 NDList predictions = trainer.forward(x, y);
                 if (unitsAfterForward != null) {
                     unitsAfterForward[step] = describeUnits((FsdpTrainer) trainer);
                 }
                 NDArray value = trainer.getLoss().evaluate(y, predictions);
-                loss = value.getFloat();
-                collector.backward(value);
-            }
-            if (referenceModel != null && maxGradNorm > 0) {
-                clipByHand(referenceModel);
-            }
-            trainer.step();
-            if (referenceModel != null) {
-                for (Pair<String, Parameter> pair : referenceModel.getBlock().getParameters()) {
-                    if (pair.getValue().requiresGradient()) {
-                        Autograd.zeroGradient(pair.getValue().getArray());
-                    }
+                if (weight != 1f) {
+                    value = value.mul(weight);
                 }
+                collector.backward(value);
+                return value.getFloat();
             }
-            return loss;
+        }
+    }
+
+    /**
+     * The reference's step after its micro-batches: clipping by hand, the optimizer, and zeroing
+     * the gradients DJL's collector leaves in place.
+     */
+    private void stepReference(Trainer trainer, Model model) {
+        if (maxGradNorm > 0) {
+            clipByHand(model);
+        }
+        trainer.step();
+        for (Pair<String, Parameter> pair : model.getBlock().getParameters()) {
+            if (pair.getValue().requiresGradient()) {
+                Autograd.zeroGradient(pair.getValue().getArray());
+            }
         }
     }
 

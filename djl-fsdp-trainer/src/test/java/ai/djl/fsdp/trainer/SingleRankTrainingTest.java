@@ -23,6 +23,7 @@ class SingleRankTrainingTest {
         }
         Equivalence.assertSameTraining(
                 scenario.describe(),
+                scenario.noiseBound(reference),
                 reference.losses(),
                 fsdp.losses(),
                 reference.parameters(),

@@ -5,6 +5,7 @@ import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.optim.Adam;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.gpt2.GPT2Block;
@@ -91,8 +92,9 @@ public final class GptRank {
      * @return the configuration
      */
     public DefaultTrainingConfig trainingConfig(Loss loss) {
+        // PyTorch's AdamW, as finetune trains.
         Optimizer optimizer =
-                Optimizer.adamW().optLearningRateTracker(Tracker.fixed(1e-4f)).build();
+                Adam.adamWBuilder().optLearningRateTracker(Tracker.fixed(1e-4f)).build();
         return new DefaultTrainingConfig(loss)
                 .optOptimizer(optimizer)
                 .optDevices(new Device[] {RankDevice.of(env())});

@@ -12,12 +12,32 @@ import ai.djl.training.loss.Loss;
  * whose label is a token. Predictions are {@code logits [B, T, vocab]}; labels are the token ids
  * {@code [B, T]} that follow each input position, or {@link Sequences#IGNORE} (-100, as in Hugging
  * Face) where nothing is predicted (padding, prompts under completion-only loss).
+ *
+ * <p>By default the mean is over the batch's own tokens. Training sets {@link #setStepTokens} to
+ * the target tokens of the whole optimizer step over all ranks and micro-batches ({@code
+ * FsdpTrainer.countStepItems}): each batch then gives its share of the step's global token mean,
+ * Hugging Face Trainer's normalization ({@code num_items_in_batch}).
  */
 public final class CausalLmLoss extends Loss {
+
+    private long stepTokens;
 
     /** Creates the loss. */
     public CausalLmLoss() {
         super("causal_lm_loss");
+    }
+
+    /**
+     * Sets the divisor of the summed token losses: the target tokens of the whole optimizer step
+     * over all ranks and micro-batches; 0 returns to each batch's own mean.
+     *
+     * @param tokens the step's target tokens, or 0
+     */
+    public void setStepTokens(long tokens) {
+        if (tokens < 0) {
+            throw new IllegalArgumentException("A token count cannot be negative: " + tokens);
+        }
+        this.stepTokens = tokens;
     }
 
     @Override
@@ -30,7 +50,9 @@ public final class CausalLmLoss extends Loss {
         NDArray logProbabilities = Precision.FLOAT32.cast(logits).reshape(-1, vocab).logSoftmax(1);
         NDArray picked = logProbabilities.gather(flat.mul(trained), 1);
         NDArray mask = trained.toType(picked.getDataType(), false);
-        return picked.mul(mask).sum().neg().div(mask.sum().maximum(1f));
+        NDArray sum = picked.mul(mask).sum().neg();
+        // A step (or batch) without target tokens has loss 0, not 0 / 0.
+        return stepTokens > 0 ? sum.div(stepTokens) : sum.div(mask.sum().maximum(1f));
     }
 
     /**

@@ -143,15 +143,17 @@ final class FinetuneArguments {
 
     @Option(
             names = "--learning_rate",
-            defaultValue = "5e-4",
-            description = "Peak learning rate of AdamW (default ${DEFAULT-VALUE}).")
+            defaultValue = "5e-5",
+            description =
+                    "Peak learning rate of AdamW (default ${DEFAULT-VALUE}, as Hugging Face's).")
     float learningRate;
 
     @Option(
             names = "--lr_scheduler_type",
-            defaultValue = "cosine",
+            defaultValue = "linear",
             description =
-                    "cosine, linear, constant or constant_with_warmup (default ${DEFAULT-VALUE}).")
+                    "linear, cosine, constant or constant_with_warmup (default ${DEFAULT-VALUE}, as"
+                            + " Hugging Face's).")
     String lrSchedulerType;
 
     @Option(
@@ -169,8 +171,29 @@ final class FinetuneArguments {
     @Option(
             names = "--weight_decay",
             defaultValue = "0",
-            description = "AdamW's decoupled weight decay (default ${DEFAULT-VALUE}).")
+            description =
+                    "AdamW's decoupled weight decay, for all parameters but biases and"
+                            + " normalization weights, as Hugging Face's Trainer (default"
+                            + " ${DEFAULT-VALUE}).")
     float weightDecay;
+
+    @Option(
+            names = "--adam_beta1",
+            defaultValue = "0.9",
+            description = "AdamW's first-moment decay (default ${DEFAULT-VALUE}).")
+    float adamBeta1;
+
+    @Option(
+            names = "--adam_beta2",
+            defaultValue = "0.999",
+            description = "AdamW's second-moment decay (default ${DEFAULT-VALUE}).")
+    float adamBeta2;
+
+    @Option(
+            names = "--adam_epsilon",
+            defaultValue = "1e-8",
+            description = "AdamW's epsilon (default ${DEFAULT-VALUE}).")
+    float adamEpsilon;
 
     @Option(
             names = "--max_grad_norm",

@@ -4,6 +4,8 @@ import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.optim.Adam;
+import ai.djl.fsdp.optim.ParameterGroups;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
@@ -220,7 +222,8 @@ final class FinetuneRecipe implements AutoCloseable {
     }
 
     /**
-     * Builds the FSDP trainer: AdamW with the schedule, the causal LM loss, and how to shard.
+     * Builds the FSDP trainer: PyTorch's AdamW with the schedule (no weight decay on biases and
+     * normalization weights), the causal LM loss (the step's global token mean), and how to shard.
      *
      * @param model the model, its block set
      * @param lm the block
@@ -228,10 +231,13 @@ final class FinetuneRecipe implements AutoCloseable {
      * @return the trainer
      */
     FsdpTrainer newTrainer(Model model, CausalLM lm, ParameterSource source) {
+        // PyTorch's AdamW, as Hugging Face's Trainer uses it.
         Optimizer adamW =
-                Optimizer.adamW()
+                Adam.adamWBuilder()
                         .optLearningRateTracker(schedule)
                         .optWeightDecays(args.weightDecay)
+                        .optBetas(args.adamBeta1, args.adamBeta2)
+                        .optEpsilon(args.adamEpsilon)
                         .build();
         DefaultTrainingConfig training =
                 new DefaultTrainingConfig(new CausalLmLoss())
@@ -251,6 +257,11 @@ final class FinetuneRecipe implements AutoCloseable {
                 TrainerOptions.builder()
                         .optGradientAccumulationSteps(args.gradientAccumulationSteps)
                         .optMaxNonFiniteSteps(args.maxNonFiniteSteps)
+                        // Hugging Face's Trainer: no weight decay on biases and norms.
+                        .optParameterGroups(
+                                ParameterGroups.builder()
+                                        .optNoDecay(ParameterGroups.biasesAndNorms())
+                                        .build())
                         .optInitialValues(source)
                         // The model is saved one unit at a time before the trainer closes.
                         .optGatherOnClose(false);

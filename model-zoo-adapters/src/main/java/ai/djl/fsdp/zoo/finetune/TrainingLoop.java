@@ -17,6 +17,8 @@ import ai.djl.training.GradientCollector;
 import com.google.gson.JsonObject;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.function.Consumer;
 
@@ -95,19 +97,36 @@ final class TrainingLoop {
                 long begin = System.nanoTime();
                 float loss = 0;
                 long stepTokens = 0;
-                for (int micro = 0; micro < args.gradientAccumulationSteps; micro++) {
-                    try (NDManager manager = trainer.getManager().newSubManager()) {
+                List<NDManager> managers = new ArrayList<>();
+                try {
+                    // The step's batches are read first: the loss is divided by their target
+                    // tokens over all ranks (Hugging Face's global token mean).
+                    List<NDList> batches = new ArrayList<>();
+                    long targets = 0;
+                    for (int micro = 0; micro < args.gradientAccumulationSteps; micro++) {
+                        NDManager manager = trainer.getManager().newSubManager();
+                        managers.add(manager);
                         NDList batch = recipe.train.batch(manager, sampler.next(), recipe.padId);
-                        try (GradientCollector collector = trainer.newGradientCollector()) {
-                            NDList logits = trainer.forward(Sequences.modelInputs(batch));
-                            NDArray value =
-                                    trainer.getLoss().evaluate(new NDList(batch.get(1)), logits);
-                            collector.backward(value);
-                            loss += meanOverRanks(value) / args.gradientAccumulationSteps;
-                        }
-                        stepTokens += batch.get(0).size() * group.getSize();
+                        targets += CausalLmLoss.countLabels(batch.get(1));
+                        batches.add(batch);
                     }
-                    step(step, loss);
+                    CausalLmLoss lossFunction = (CausalLmLoss) trainer.getLoss();
+                    lossFunction.setStepTokens(trainer.countStepItems(targets));
+                    for (int micro = 0; micro < batches.size(); micro++) {
+                        NDList batch = batches.get(micro);
+                        try (NDManager manager = managers.get(micro);
+                                GradientCollector collector = trainer.newGradientCollector()) {
+                            NDList logits = trainer.forward(Sequences.modelInputs(batch));
+                            NDArray value = lossFunction.evaluate(new NDList(batch.get(1)), logits);
+                            collector.backward(value);
+                            // Each micro-batch's share of the step's mean, on every rank.
+                            loss += sumOverRanks(value);
+                            stepTokens += batch.get(0).size() * group.getSize();
+                        }
+                        step(step, loss);
+                    }
+                } finally {
+                    managers.forEach(NDManager::close);
                 }
                 double elapsed = (System.nanoTime() - begin) / 1e9;
                 tokens += stepTokens;
@@ -319,9 +338,9 @@ final class TrainingLoop {
     }
 
     /** Every rank's loss is its own slice's: the logged loss is their mean, the global batch's. */
-    private float meanOverRanks(NDArray loss) {
+    private float sumOverRanks(NDArray loss) {
         NDArray copy = loss.stopGradient().reshape(1);
-        group.allReduce(copy, ReduceOp.AVG);
+        group.allReduce(copy, ReduceOp.SUM);
         return copy.getFloat();
     }
 }

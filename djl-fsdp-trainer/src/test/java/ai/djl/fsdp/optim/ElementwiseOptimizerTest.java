@@ -1,0 +1,234 @@
+package ai.djl.fsdp.optim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.Device;
+import ai.djl.fsdp.tensor.OptimizerStates;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.AbstractBlock;
+import ai.djl.nn.Block;
+import ai.djl.nn.core.Linear;
+import ai.djl.nn.norm.LayerNorm;
+import ai.djl.training.ParameterStore;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.util.PairList;
+import java.util.Random;
+import java.util.Set;
+import java.util.function.BiPredicate;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The element-wise optimizers against PyTorch's formulas written out in double precision, on a
+ * shard whose elements belong to different parameter groups (weight decay on some, a scaled
+ * learning rate on others), over several steps with a changing learning rate.
+ */
+class ElementwiseOptimizerTest {
+
+    private static final int SIZE = 64;
+    private static final int STEPS = 6;
+
+    /** Half the elements decayed, a quarter with a doubled learning rate. */
+    private static final float[] DECAY = new float[SIZE];
+
+    private static final float[] SCALE = new float[SIZE];
+
+    static {
+        for (int i = 0; i < SIZE; i++) {
+            DECAY[i] = i % 2 == 0 ? 1f : 0f;
+            SCALE[i] = i % 4 == 1 ? 2f : 1f;
+        }
+    }
+
+    /** The learning rate of update {@code t} (from 1): a decaying schedule. */
+    private static float rate(int t) {
+        return 1e-2f / t;
+    }
+
+    @Test
+    void adamWIsPyTorchsAdamW() {
+        check(
+                Adam.adamWBuilder()
+                        .optLearningRateTracker((id, t) -> rate(t))
+                        .optWeightDecays(0.1f)
+                        .build(),
+                new AdamReference(true, 0.1));
+    }
+
+    @Test
+    void adamIsPyTorchsAdamWithL2() {
+        check(
+                Adam.adamBuilder()
+                        .optLearningRateTracker((id, t) -> rate(t))
+                        .optWeightDecays(0.1f)
+                        .build(),
+                new AdamReference(false, 0.1));
+    }
+
+    @Test
+    void sgdIsPyTorchsSgdWithMomentum() {
+        check(
+                Sgd.builder()
+                        .optLearningRateTracker((id, t) -> rate(t))
+                        .optMomentum(0.9f)
+                        .optWeightDecays(0.1f)
+                        .build(),
+                new SgdReference(0.9, 0.1));
+    }
+
+    @Test
+    void keepsItsStateWhereCheckpointsLookForIt() {
+        // DJL's AdamW keeps the same moments under the same names: its checkpoints resume here.
+        assertEquals(
+                OptimizerStates.arrayKinds(Optimizer.adamW().build()),
+                OptimizerStates.arrayKinds(Adam.adamWBuilder().build()));
+        assertEquals(
+                Set.of("means", "variances"),
+                OptimizerStates.arrayKinds(Adam.adamBuilder().build()));
+        // DJL's Sgd keeps another quantity (-lr times the buffer): another name, refused on load.
+        assertEquals(Set.of("momentumBuffers"), OptimizerStates.arrayKinds(Sgd.builder().build()));
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            Adam adam = Adam.adamWBuilder().build();
+            adam.update("w", manager.ones(new Shape(3)), manager.ones(new Shape(3)));
+            assertEquals(Set.of("means", "variances"), OptimizerStates.arrays(adam, "w").keySet());
+            assertEquals(1, OptimizerStates.updateCounts(adam).get("w"));
+        }
+    }
+
+    @Test
+    void refusesPerElementClipping() {
+        assertThrows(
+                IllegalArgumentException.class, () -> Adam.adamWBuilder().optClipGrad(1f).build());
+    }
+
+    @Test
+    void huggingFacesRuleSparesBiasesAndNorms() {
+        BiPredicate<String, Block> rule = ParameterGroups.biasesAndNorms();
+        Block linear = Linear.builder().setUnits(2).build();
+        Block norm = LayerNorm.builder().build();
+        Block rmsNorm = new LlamaRMSNorm();
+        assertFalse(rule.test("transformer.h.0.attn.c_attn.weight", linear));
+        assertTrue(rule.test("transformer.h.0.attn.c_attn.bias", linear));
+        assertTrue(rule.test("transformer.h.0.ln_1.weight", norm), "a LayerNorm block's weight");
+        assertTrue(rule.test("model.layers.0.input_layernorm.weight", rmsNorm));
+        assertTrue(rule.test("model.norm.weight", linear), "a norm path segment");
+        assertTrue(rule.test("model.layers.0.q_norm.weight", linear), "a *_norm path segment");
+        assertFalse(rule.test("transformer.wte.weight", linear), "embeddings decay");
+        assertFalse(rule.test("model.normalizer.weight", linear));
+    }
+
+    /** A block whose class name says RMSNorm, as Llama's does. */
+    private static final class LlamaRMSNorm extends AbstractBlock {
+        @Override
+        protected NDList forwardInternal(
+                ParameterStore store,
+                NDList inputs,
+                boolean training,
+                PairList<String, Object> params) {
+            return inputs;
+        }
+
+        @Override
+        public Shape[] getOutputShapes(Shape[] inputs) {
+            return inputs;
+        }
+    }
+
+    /** Runs the optimizer and the reference on the same gradients; relative error below 1e-6. */
+    private static void check(ElementwiseOptimizer optimizer, Reference reference) {
+        Random random = new Random(7);
+        float[] start = new float[SIZE];
+        for (int i = 0; i < SIZE; i++) {
+            start[i] = (float) random.nextGaussian();
+        }
+        double[] expected = new double[SIZE];
+        for (int i = 0; i < SIZE; i++) {
+            expected[i] = start[i];
+        }
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            NDArray weight = manager.create(start);
+            ElementFactor decay = ElementFactor.perElement(manager.create(DECAY));
+            ElementFactor scale = ElementFactor.perElement(manager.create(SCALE));
+            for (int t = 1; t <= STEPS; t++) {
+                float[] grad = new float[SIZE];
+                for (int i = 0; i < SIZE; i++) {
+                    grad[i] = (float) random.nextGaussian() * (i % 3 == 0 ? 1e-3f : 1f);
+                }
+                optimizer.update("w", weight, manager.create(grad), decay, scale);
+                reference.step(expected, grad, t);
+            }
+            float[] actual = weight.toFloatArray();
+            double difference = 0;
+            double norm = 0;
+            for (int i = 0; i < SIZE; i++) {
+                difference += Math.pow(actual[i] - expected[i], 2);
+                norm += expected[i] * expected[i];
+            }
+            double error = Math.sqrt(difference / norm);
+            assertTrue(error < 1e-6, "relative error " + error);
+        }
+    }
+
+    /** One optimizer's step in double precision, PyTorch's formula. */
+    private interface Reference {
+        void step(double[] p, float[] grad, int t);
+    }
+
+    private static final class AdamReference implements Reference {
+        private final boolean decoupled;
+        private final double weightDecay;
+        private final double[] m = new double[SIZE];
+        private final double[] v = new double[SIZE];
+
+        AdamReference(boolean decoupled, double weightDecay) {
+            this.decoupled = decoupled;
+            this.weightDecay = weightDecay;
+        }
+
+        @Override
+        public void step(double[] p, float[] grad, int t) {
+            double beta1 = 0.9;
+            double beta2 = 0.999;
+            for (int i = 0; i < SIZE; i++) {
+                double lr = Double.parseDouble(Float.toString(rate(t))) * SCALE[i];
+                double wd = weightDecay * DECAY[i];
+                double g = grad[i];
+                if (decoupled) {
+                    p[i] *= 1 - lr * wd;
+                } else {
+                    g += wd * p[i];
+                }
+                m[i] = beta1 * m[i] + (1 - beta1) * g;
+                v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+                double denominator = Math.sqrt(v[i]) / Math.sqrt(1 - Math.pow(beta2, t)) + 1e-8;
+                p[i] -= lr / (1 - Math.pow(beta1, t)) * m[i] / denominator;
+            }
+        }
+    }
+
+    private static final class SgdReference implements Reference {
+        private final double momentum;
+        private final double weightDecay;
+        private final double[] buffer = new double[SIZE];
+
+        SgdReference(double momentum, double weightDecay) {
+            this.momentum = momentum;
+            this.weightDecay = weightDecay;
+        }
+
+        @Override
+        public void step(double[] p, float[] grad, int t) {
+            for (int i = 0; i < SIZE; i++) {
+                double lr = Double.parseDouble(Float.toString(rate(t))) * SCALE[i];
+                double g = grad[i] + weightDecay * DECAY[i] * p[i];
+                buffer[i] = t == 1 ? g : momentum * buffer[i] + g;
+                p[i] -= lr * buffer[i];
+            }
+        }
+    }
+}
