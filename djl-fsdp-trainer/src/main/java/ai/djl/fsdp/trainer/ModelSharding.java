@@ -164,7 +164,8 @@ final class ModelSharding {
                                 planned.name(),
                                 planned.block(),
                                 planned.parent(),
-                                loaded.get(planned.index())));
+                                loaded.get(planned.index()),
+                                planned.buffers()));
             }
             return new ShardedModel(
                     new Collectives(group, config.getMixedPrecision()),

@@ -74,6 +74,21 @@ public final class UnitPlan {
         return new UnitPlan(units);
     }
 
+    /**
+     * Returns whether {@code parameter} is a buffer: state its block updates itself in a training
+     * forward rather than the optimizer, as DJL's {@code BatchNorm} does its running mean and
+     * variance (the parameter types {@code RUNNING_MEAN} and {@code RUNNING_VAR}, which take no
+     * gradient). Buffers are not sharded: every rank keeps the whole array, as DDP does.
+     *
+     * @param parameter a parameter
+     * @return whether it is a buffer
+     */
+    public static boolean isBuffer(Parameter parameter) {
+        Parameter.Type type = parameter.getType();
+        return !parameter.requiresGradient()
+                && (type == Parameter.Type.RUNNING_MEAN || type == Parameter.Type.RUNNING_VAR);
+    }
+
     /** Returns the units, the root first, then in forward order. */
     public List<PlannedUnit> getUnits() {
         return units;
@@ -115,11 +130,21 @@ public final class UnitPlan {
         public List<Parameter> parameters(boolean trainable) {
             List<Parameter> selected = new ArrayList<>();
             for (Parameter parameter : parameters) {
-                if (parameter.requiresGradient() == trainable) {
+                if (!isBuffer(parameter) && parameter.requiresGradient() == trainable) {
                     selected.add(parameter);
                 }
             }
             return selected;
+        }
+
+        /** Returns the owned parameters that are sharded: all but the buffers. */
+        public List<Parameter> shardedParameters() {
+            return parameters.stream().filter(parameter -> !isBuffer(parameter)).toList();
+        }
+
+        /** Returns the owned buffers (see {@link UnitPlan#isBuffer}), in order. */
+        public List<Parameter> buffers() {
+            return parameters.stream().filter(UnitPlan::isBuffer).toList();
         }
     }
 }
