@@ -2,6 +2,7 @@ package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
@@ -37,14 +38,20 @@ import java.util.function.Supplier;
 public final class ModelBuffers {
 
     private final Map<String, Parameter> byId = new LinkedHashMap<>();
+    private final Precision precision;
+    private final Map<Parameter, NDArray> narrowCopies = new LinkedHashMap<>();
+    private NDManager narrowScope;
     private NDManager scratch;
 
     /**
      * Collects the buffers of {@code units}.
      *
      * @param units the model's units
+     * @param precision the type blocks compute in: a narrower one gets copies of that type, whose
+     *     updates are written back at the end of the forward pass ({@link #endForward})
      */
-    public ModelBuffers(List<FsdpUnit> units) {
+    public ModelBuffers(List<FsdpUnit> units, Precision precision) {
+        this.precision = precision;
         units.forEach(unit -> unit.getBuffers().forEach(b -> byId.put(b.getId(), b)));
     }
 
@@ -64,12 +71,46 @@ public final class ModelBuffers {
      */
     NDArray valueOf(Parameter buffer) {
         NDArray array = buffer.getArray();
-        if (scratch == null) {
+        NDArray typed = precision.cast(array);
+        if (scratch != null) {
+            NDArray copy = typed == array ? array.duplicate() : typed;
+            copy.attach(scratch);
+            return copy;
+        }
+        if (typed == array) {
             return array;
         }
-        NDArray copy = array.duplicate();
-        copy.attach(scratch);
-        return copy;
+        NDArray copy = narrowCopies.get(buffer);
+        if (copy != null) {
+            typed.close();
+            return copy;
+        }
+        if (narrowScope == null) {
+            narrowScope = array.getManager().newSubManager();
+        }
+        typed.attach(narrowScope);
+        narrowCopies.put(buffer, typed);
+        return typed;
+    }
+
+    /** Ends a forward pass: what blocks wrote into narrower copies goes into the buffers. */
+    public void endForward() {
+        if (narrowScope == null) {
+            return;
+        }
+        try {
+            narrowCopies.forEach(
+                    (buffer, copy) -> {
+                        NDArray array = buffer.getArray();
+                        NDArray wide = Precision.cast(copy, array.getDataType());
+                        wide.attach(narrowScope);
+                        array.set(new NDIndex("..."), wide);
+                    });
+        } finally {
+            narrowCopies.clear();
+            narrowScope.close();
+            narrowScope = null;
+        }
     }
 
     /**

@@ -43,7 +43,7 @@ public final class ShardedModel implements AutoCloseable {
         this.collectives = collectives;
         this.units = List.copyOf(units);
         List<FsdpUnit> children = this.units.subList(1, this.units.size());
-        buffers = new ModelBuffers(this.units);
+        buffers = new ModelBuffers(this.units, collectives.getPrecision().param());
         executor = new UnitExecutor(collectives, options, this.units.get(0), children, buffers);
         for (FsdpUnit unit : this.units) {
             unit.getParameters().forEach(p -> ownerByParameterId.put(p.getId(), unit));
@@ -87,6 +87,11 @@ public final class ShardedModel implements AutoCloseable {
      */
     public void beginForward(boolean training, NDManager manager) {
         executor.beginForward(training, manager);
+    }
+
+    /** Ends a forward pass: buffers updated in a narrower type take the updates. */
+    public void endForward() {
+        buffers.endForward();
     }
 
     /** Ends a forward pass that has no backward: frees the root's and the units' gathers. */

@@ -58,8 +58,8 @@ public final class UnitInitialization {
                 unit -> {
                     peak[0] = Math.max(peak[0], liveBytes(root));
                     keepShard.accept(unit);
-                    // Buffers stay whole: every rank keeps them (see UnitPlan.isBuffer).
-                    unit.shardedParameters().forEach(ParameterArrays::release);
+                    // Not the unit's buffers: every rank keeps them whole.
+                    unit.parameters().forEach(ParameterArrays::release);
                     done.add(unit.index());
                 };
         List<BlockChildren> standIns = new ArrayList<>(units.size());

@@ -79,7 +79,7 @@ final class GlobalBatch {
         // A contiguous copy on the group's device (bfloat16 reads UNKNOWN and stays float32).
         NDArray input =
                 moved
-                        ? slice.toDevice(ranks.getDevice(), true).duplicate()
+                        ? slice.toDevice(ranks.getDevice(), true)
                         : slice.toType(DataType.FLOAT32, true).toDevice(ranks.getDevice(), false);
         Shape shape = slice.getShape();
         long[] dims = shape.getShape().clone();

@@ -6,6 +6,7 @@ import ai.djl.basicmodelzoo.basic.Mlp;
 import ai.djl.basicmodelzoo.cv.classification.ResNetV1;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.wrap.UnitPlan;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDArrays;
@@ -135,13 +136,14 @@ final class ExistingPrograms {
 
     /**
      * Trains {@code program} for {@link #EPOCHS} epochs: with DJL's trainer when {@code group} is
-     * null, else with FSDP in {@code strategy}, saving the model into {@code directory} and a
-     * sharded checkpoint into {@code checkpoint} (a directory every rank shares).
+     * null, else with FSDP in {@code strategy} and {@code precision}, saving the model into {@code
+     * directory} and a sharded checkpoint into {@code checkpoint} (a directory every rank shares).
      */
     static Figures fit(
             Program program,
             ProcessGroup group,
             ShardingStrategy strategy,
+            MixedPrecision precision,
             Path directory,
             Path checkpoint)
             throws Exception {
@@ -167,6 +169,7 @@ final class ExistingPrograms {
                                     group,
                                     FsdpConfig.builder()
                                             .optShardingStrategy(strategy)
+                                            .optMixedPrecision(precision)
                                             .optWrapPolicy(
                                                     WrapPolicy.byLayerClass(program.unitClass))
                                             .build())) {
@@ -203,7 +206,7 @@ final class ExistingPrograms {
                             new NDList(validation.get(manager, 0).getData().head().expandDims(0)));
         }
         if (group != null) {
-            figures.resumed = resume(program, group, strategy, checkpoint);
+            figures.resumed = resume(program, group, strategy, precision, checkpoint);
         }
         return figures;
     }
@@ -218,7 +221,11 @@ final class ExistingPrograms {
 
     /** A fresh model and trainer that load the checkpoint: its values, gathered on close. */
     private static Map<String, float[]> resume(
-            Program program, ProcessGroup group, ShardingStrategy strategy, Path checkpoint)
+            Program program,
+            ProcessGroup group,
+            ShardingStrategy strategy,
+            MixedPrecision precision,
+            Path checkpoint)
             throws Exception {
         DefaultTrainingConfig config = config(program);
         Map<String, float[]> values = new LinkedHashMap<>();
@@ -231,6 +238,7 @@ final class ExistingPrograms {
                             group,
                             FsdpConfig.builder()
                                     .optShardingStrategy(strategy)
+                                    .optMixedPrecision(precision)
                                     .optWrapPolicy(WrapPolicy.byLayerClass(program.unitClass))
                                     .build())) {
                 Engine.getInstance().setRandomSeed(99);

@@ -3,11 +3,13 @@ package ai.djl.fsdp.trainer;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.runtime.MixedPrecision;
 import java.nio.file.Path;
 
 /**
  * One rank of {@link ExistingProgramsTest}'s job. Arguments: the output directory, then runs as
- * {@code PROGRAM:STRATEGY}; each writes {@code <dir>/<PROGRAM>-<STRATEGY>-rank<r>.json}.
+ * {@code PROGRAM:STRATEGY} or {@code PROGRAM:STRATEGY:PRECISION}; each writes {@code
+ * <dir>/<PROGRAM>-<STRATEGY>-rank<r>.json}.
  */
 public final class ExistingProgramsRankMain {
 
@@ -26,6 +28,9 @@ public final class ExistingProgramsRankMain {
                                 program,
                                 group,
                                 strategy,
+                                parts.length > 2
+                                        ? MixedPrecision.of(parts[2])
+                                        : MixedPrecision.FP32,
                                 directory.resolve(name),
                                 directory.resolve(run + "-checkpoint"))
                         .write(directory.resolve(name + ".json"));

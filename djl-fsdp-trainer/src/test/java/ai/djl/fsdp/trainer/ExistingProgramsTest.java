@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.trainer.ExistingPrograms.Figures;
 import ai.djl.fsdp.trainer.ExistingPrograms.Program;
@@ -33,6 +34,9 @@ class ExistingProgramsTest {
      */
     private static final double RUNNING_STATISTICS_TOLERANCE = 0.15;
 
+    /** The same in bfloat16 compute (8 bits of mantissa); measured 0.xx. */
+    private static final double BFLOAT16_TOLERANCE = 1;
+
     /** Float32 summation order: the figures of a model without BatchNorm. */
     private static final double FIGURE_TOLERANCE = 1e-5;
 
@@ -46,6 +50,7 @@ class ExistingProgramsTest {
         for (ShardingStrategy strategy : ShardingStrategy.values()) {
             args.add(Program.RESNET + ":" + strategy);
         }
+        args.add(Program.RESNET + ":" + ShardingStrategy.FULL_SHARD + ":bf16");
         args.add(Program.MLP + ":" + ShardingStrategy.FULL_SHARD);
         args.add(Program.REGRESSION + ":" + ShardingStrategy.SHARD_GRAD_OP);
         try (RankProcesses job =
@@ -65,7 +70,12 @@ class ExistingProgramsTest {
 
     private static Figures reference(Program program) throws Exception {
         return ExistingPrograms.fit(
-                program, null, null, directory.resolve(program + "-plain"), null);
+                program,
+                null,
+                null,
+                MixedPrecision.FP32,
+                directory.resolve(program + "-plain"),
+                null);
     }
 
     @Test
@@ -123,6 +133,18 @@ class ExistingProgramsTest {
                     rank0.validateAccuracy,
                     plain.validateAccuracy);
         }
+    }
+
+    @Test
+    void resnetInBfloat16UpdatesItsStatisticsInFloat32() throws Exception {
+        Figures plain = reference(Program.RESNET);
+        Path file = directory.resolve(Program.RESNET + "-" + ShardingStrategy.FULL_SHARD + "-bf16");
+        Figures rank0 = Figures.read(Path.of(file + "-rank0.json"));
+        Figures rank1 = Figures.read(Path.of(file + "-rank1.json"));
+        assertEquals(0, ExistingPrograms.maxDifference(rank0.buffers, rank1.buffers));
+        double difference = ExistingPrograms.maxRelativeDifference(plain.buffers, rank0.buffers);
+        System.out.printf("ResNetV1 FULL_SHARD bf16: statistics differ by %.4g%n", difference);
+        assertTrue(difference < BFLOAT16_TOLERANCE, "bf16 statistics differ by " + difference);
     }
 
     @Test
