@@ -12,15 +12,19 @@ import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Activation;
 import ai.djl.nn.Block;
 import ai.djl.nn.Blocks;
+import ai.djl.nn.LambdaBlock;
 import ai.djl.nn.ParallelBlock;
 import ai.djl.nn.Parameter;
 import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
+import ai.djl.nn.norm.BatchNorm;
 import ai.djl.nn.norm.LayerNorm;
+import ai.djl.nn.transformer.IdEmbedding;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.EasyTrain;
 import ai.djl.training.ParameterStore;
@@ -53,12 +57,15 @@ final class ExistingPrograms {
     static final int GLOBAL_BATCH = 8;
     static final int BATCHES = 4;
     static final int VALIDATION_BATCHES = 2;
+    static final int VOCABULARY = 16;
 
     /** The programs. */
     enum Program {
         RESNET(new Shape(3, 28, 28), 10, "ParallelBlock"),
         MLP(new Shape(20), 10, "Linear"),
-        REGRESSION(new Shape(8), 0, "ParallelBlock");
+        REGRESSION(new Shape(8), 0, "ParallelBlock"),
+        /** Token ids through an embedding into a BatchNorm: what trains in float16 on a CPU. */
+        TOKENS(new Shape(4), 10, "SequentialBlock");
 
         final Shape input;
         final int classes;
@@ -101,6 +108,27 @@ final class ExistingPrograms {
                                                                 .add(LayerNorm.builder().build()),
                                                         Blocks.identityBlock())))
                                 .add(Linear.builder().setUnits(1).build());
+                case TOKENS ->
+                        new SequentialBlock()
+                                .add(
+                                        new LambdaBlock(
+                                                x ->
+                                                        new NDList(
+                                                                x.head()
+                                                                        .toType(
+                                                                                DataType.INT32,
+                                                                                false))))
+                                .add(
+                                        new IdEmbedding.Builder()
+                                                .setDictionarySize(VOCABULARY)
+                                                .setEmbeddingSize(8)
+                                                .build())
+                                .add(
+                                        new SequentialBlock()
+                                                .add(BatchNorm.builder().build())
+                                                .add(Linear.builder().setUnits(8).build()))
+                                .add(Blocks.batchFlattenBlock())
+                                .add(Linear.builder().setUnits(classes).build());
             };
         }
     }
@@ -267,7 +295,10 @@ final class ExistingPrograms {
         int width = (int) program.input.size();
         float[] data = new float[rows * width];
         for (int i = 0; i < data.length; i++) {
-            data[i] = (float) random.nextGaussian();
+            data[i] =
+                    program == Program.TOKENS
+                            ? random.nextInt(VOCABULARY)
+                            : (float) random.nextGaussian();
         }
         float[] labels = new float[rows];
         for (int i = 0; i < rows; i++) {
