@@ -85,7 +85,12 @@ public final class ShardSnapshot {
             }
         }
         if (rank == 0) {
-            buffers.forEach(buffer -> writer.add(names.get(buffer), buffer.getArray()));
+            for (Parameter buffer : buffers) {
+                // 1-D, as every piece in these files.
+                try (NDArray flat = buffer.getArray().flatten()) {
+                    writer.add(names.get(buffer), flat);
+                }
+            }
         }
         FlatParameter first = flats.get(0);
         return new ShardSnapshot(
