@@ -2,6 +2,7 @@ package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
+import java.io.File;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -27,7 +28,9 @@ import picocli.CommandLine.Spec;
                     + " LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and "
                     + DistributedEnv.JOB_TOKEN_VARIABLE
                     + " set, and waits for them.",
-            "COMMAND is a bin/fsdp command (e.g. bench) or a fully qualified main class.",
+            "COMMAND is a bin/fsdp command (e.g. bench), a fully qualified main class on the"
+                    + " class path (--classpath or CLASSPATH, before the launcher's own), or a"
+                    + " jar whose manifest names its Main-Class.",
             "A job on several nodes runs one launcher per node, each with the same "
                     + DistributedEnv.JOB_TOKEN_VARIABLE
                     + " in its environment."
@@ -121,6 +124,15 @@ public final class LaunchCommand implements Subcommand {
     private List<String> jvmOptions = new ArrayList<>();
 
     @Option(
+            names = {"--classpath", "-cp"},
+            paramLabel = "PATHS",
+            description =
+                    "The program's class path, before the launcher's own (default: CLASSPATH);"
+                            + " entries separated by '${sys:path.separator}', dir/* for a folder's"
+                            + " jars.")
+    private String userClassPath;
+
+    @Option(
             names = "--stop-timeout",
             defaultValue = "5",
             paramLabel = "SECONDS",
@@ -173,6 +185,7 @@ public final class LaunchCommand implements Subcommand {
                                         file != null ? file.getMachineRank() : null,
                                         slurm != null ? slurm.nodeId() : 0))
                         .optJavaOptions(jvmOptions)
+                        .optClassPath(classPath(env))
                         .optStopTimeout(Duration.ofSeconds(stopTimeoutSeconds));
         if (file != null) {
             file.getEnvironment().forEach(builder::optEnvironment);
@@ -247,6 +260,13 @@ public final class LaunchCommand implements Subcommand {
                 // the hook runs and ends at once
             }
         }
+    }
+
+    /** The user's class path (the option, else CLASSPATH), then this JVM's. */
+    private String classPath(Map<String, String> env) {
+        String own = System.getProperty("java.class.path");
+        String user = userClassPath != null ? userClassPath : blankToNull(env.get("CLASSPATH"));
+        return user == null ? own : user + File.pathSeparator + own;
     }
 
     private AccelerateLaunchConfig readConfigFile(Map<String, Object> flags) {

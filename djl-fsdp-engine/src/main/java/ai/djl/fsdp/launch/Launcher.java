@@ -470,12 +470,13 @@ public final class Launcher {
                     "the timeout must be positive, got " + timeout);
             JobRendezvous rendezvous =
                     JobRendezvous.resolve(nnodes, masterAddr, masterPort, jobToken, runId);
+            UserProgram program = UserProgram.of(command, classPath);
             RankJvm jvm =
                     new RankJvm(
                             threadsPerRank,
                             javaOptions,
-                            classPath,
-                            RankJvm.mainCommand(command),
+                            program.classPath(),
+                            program.mainCommand(),
                             logDirectory,
                             out,
                             err);

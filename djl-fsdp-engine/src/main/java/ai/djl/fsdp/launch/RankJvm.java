@@ -33,9 +33,6 @@ record RankJvm(
         PrintStream out,
         PrintStream err) {
 
-    /** The class that runs a {@code bin/fsdp} subcommand given by name. */
-    static final String CLI_MAIN_CLASS = "ai.djl.fsdp.cli.Fsdp";
-
     /**
      * glibc malloc settings for every rank, unless the environment already sets the variable. By
      * default glibc raises its mmap threshold to the largest block freed so far, after which
@@ -56,36 +53,6 @@ record RankJvm(
      */
     private static final List<String> SLURM_TASK_VARIABLES =
             List.of("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE");
-
-    /**
-     * Returns the main class and arguments a rank runs for a launcher's command: a first word with
-     * a dot names a main class (checked here, before any JVM starts); anything else is a {@code
-     * bin/fsdp} subcommand.
-     *
-     * @param command the main class or subcommand, then its arguments
-     * @return the main class, then its arguments
-     * @throws IllegalArgumentException if the named class is not on the class path
-     */
-    static List<String> mainCommand(List<String> command) {
-        String first = command.get(0);
-        if (!first.contains(".")) {
-            List<String> cli = new ArrayList<>(command.size() + 1);
-            cli.add(CLI_MAIN_CLASS);
-            cli.addAll(command);
-            return cli;
-        }
-        try {
-            Class.forName(first, false, Thread.currentThread().getContextClassLoader());
-        } catch (ClassNotFoundException e) {
-            throw new IllegalArgumentException(
-                    "No class "
-                            + first
-                            + " on the class path. Give a fully qualified main class, or a"
-                            + " bin/fsdp command name (no dot).",
-                    e);
-        }
-        return command;
-    }
 
     /**
      * Starts a rank's JVM.

@@ -116,13 +116,19 @@ public final class CheckpointMetadata {
      * Describes what the ranks write for these flat parameters: each writing rank's shard of each
      * parameter, and of each optimizer state in {@code optimizerKinds} for trainable ones.
      *
+     * <p>The buffers, whole on every rank, are written whole by rank 0 into its file.
+     *
      * @param flats the model's flat parameters
+     * @param buffers the model's buffers
      * @param names each parameter's dotted name
      * @param optimizerKinds the optimizer's state kinds
      * @return the metadata, without byte ranges (see {@link #locateBytes})
      */
     public static CheckpointMetadata describe(
-            List<FlatParameter> flats, Map<Parameter, String> names, List<String> optimizerKinds) {
+            List<FlatParameter> flats,
+            List<Parameter> buffers,
+            Map<Parameter, String> names,
+            List<String> optimizerKinds) {
         CheckpointMetadata metadata = new CheckpointMetadata();
         metadata.optimizerKinds = new ArrayList<>(optimizerKinds);
         for (FlatParameter flat : flats) {
@@ -153,6 +159,18 @@ public final class CheckpointMetadata {
                     metadata.tensors.put(prefix + name, tensor);
                 }
             }
+        }
+        int shardCount = Math.max(metadata.worldSize, 1);
+        for (Parameter buffer : buffers) {
+            Tensor tensor = new Tensor();
+            tensor.dtype = Dtype.of(buffer.getArray().getDataType()).name();
+            tensor.shape = buffer.getShape().getShape();
+            Chunk chunk = new Chunk();
+            chunk.file = CheckpointDirectory.shardFile(0, shardCount);
+            chunk.key = names.get(buffer);
+            chunk.elements = new long[] {0, buffer.getShape().size()};
+            tensor.chunks.add(chunk);
+            metadata.tensors.put(chunk.key, tensor);
         }
         return metadata;
     }

@@ -33,6 +33,7 @@ public final class ShardSnapshot {
      * Copies this rank's pieces.
      *
      * @param flats the model's flat parameters
+     * @param buffers the model's buffers, written whole by rank 0
      * @param names each parameter's dotted name
      * @param optimizer the optimizer whose state is saved with the trainable parameters
      * @param optimizerKinds the kinds of its state to save
@@ -40,6 +41,7 @@ public final class ShardSnapshot {
      */
     public static ShardSnapshot take(
             List<FlatParameter> flats,
+            List<Parameter> buffers,
             Map<Parameter, String> names,
             Optimizer optimizer,
             List<String> optimizerKinds,
@@ -79,6 +81,14 @@ public final class ShardSnapshot {
                             array,
                             CheckpointMetadata.OPTIMIZER_PREFIX + kind + ".",
                             names);
+                }
+            }
+        }
+        if (rank == 0) {
+            for (Parameter buffer : buffers) {
+                // 1-D, as every piece in these files.
+                try (NDArray flat = buffer.getArray().flatten()) {
+                    writer.add(names.get(buffer), flat);
                 }
             }
         }

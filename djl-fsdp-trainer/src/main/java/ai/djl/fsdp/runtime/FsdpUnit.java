@@ -23,6 +23,7 @@ public final class FsdpUnit implements AutoCloseable {
     private final Block block;
     private final Block parent;
     private final List<FlatParameter> flatParameters;
+    private final List<Parameter> buffers;
     private final Map<String, NDArray> views = new HashMap<>();
     private UnitState state = UnitState.RESHARDED;
     private PendingGather pendingGather;
@@ -37,14 +38,21 @@ public final class FsdpUnit implements AutoCloseable {
      * @param block the block it runs
      * @param parent the block that holds it as a child, null for the root
      * @param flatParameters its flat parameters
+     * @param buffers its buffers, whole on every rank (see {@link ModelBuffers})
      */
     public FsdpUnit(
-            int index, String name, Block block, Block parent, List<FlatParameter> flatParameters) {
+            int index,
+            String name,
+            Block block,
+            Block parent,
+            List<FlatParameter> flatParameters,
+            List<Parameter> buffers) {
         this.index = index;
         this.name = name;
         this.block = block;
         this.parent = parent;
         this.flatParameters = List.copyOf(flatParameters);
+        this.buffers = List.copyOf(buffers);
         if (flatParameters.stream().noneMatch(FlatParameter::needsGather)) {
             state = UnitState.GATHERED;
         }
@@ -75,7 +83,12 @@ public final class FsdpUnit implements AutoCloseable {
         return flatParameters;
     }
 
-    /** Returns the unit's parameters, in the order of its flat parameters. */
+    /** Returns the unit's buffers: state its blocks update in forward, whole on every rank. */
+    public List<Parameter> getBuffers() {
+        return buffers;
+    }
+
+    /** Returns the unit's sharded parameters, in the order of its flat parameters. */
     public List<Parameter> getParameters() {
         List<Parameter> parameters = new ArrayList<>();
         flatParameters.forEach(flat -> parameters.addAll(flat.getParameters()));

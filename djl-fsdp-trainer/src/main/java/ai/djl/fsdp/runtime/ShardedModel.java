@@ -25,12 +25,14 @@ public final class ShardedModel implements AutoCloseable {
     private final List<FsdpUnit> units;
     private final Map<String, FsdpUnit> ownerByParameterId = new HashMap<>();
     private final UnitExecutor executor;
+    private final ModelBuffers buffers;
     private final List<BlockChildren> standIns = new ArrayList<>();
 
     /**
      * Puts {@code units} in charge of their parameters: each non-root unit's block is replaced in
-     * its parent by a stand-in that runs it through the executor, and every parameter's own array
-     * is freed, so the shards are the only copy.
+     * its parent by a stand-in that runs it through the executor, and every sharded parameter's own
+     * array is freed, so the shards are the only copy; the buffers keep theirs, made rank 0's on
+     * every rank (see {@link ModelBuffers}).
      *
      * @param collectives the ranks' collectives
      * @param units the units, the root first (its block the model's top block)
@@ -41,7 +43,8 @@ public final class ShardedModel implements AutoCloseable {
         this.collectives = collectives;
         this.units = List.copyOf(units);
         List<FsdpUnit> children = this.units.subList(1, this.units.size());
-        executor = new UnitExecutor(collectives, options, this.units.get(0), children);
+        buffers = new ModelBuffers(this.units, collectives.getPrecision().param());
+        executor = new UnitExecutor(collectives, options, this.units.get(0), children, buffers);
         for (FsdpUnit unit : this.units) {
             unit.getParameters().forEach(p -> ownerByParameterId.put(p.getId(), unit));
         }
@@ -56,11 +59,17 @@ public final class ShardedModel implements AutoCloseable {
             throw e;
         }
         releaseParameterArrays();
+        buffers.broadcast(collectives.getGroup(), 0);
     }
 
     /** Returns the units, root first. */
     public List<FsdpUnit> getUnits() {
         return units;
+    }
+
+    /** Returns the model's buffers, whole on every rank. */
+    public ModelBuffers getBuffers() {
+        return buffers;
     }
 
     /** Returns every flat parameter, the root's first. */
@@ -78,6 +87,11 @@ public final class ShardedModel implements AutoCloseable {
      */
     public void beginForward(boolean training, NDManager manager) {
         executor.beginForward(training, manager);
+    }
+
+    /** Ends a forward pass: buffers updated in a narrower type take the updates. */
+    public void endForward() {
+        buffers.endForward();
     }
 
     /** Ends a forward pass that has no backward: frees the root's and the units' gathers. */
@@ -105,9 +119,13 @@ public final class ShardedModel implements AutoCloseable {
         return executor.getPeakGatheredBytes();
     }
 
-    /** Counts an optimizer step, for the recompute seeds. */
+    /**
+     * Ends an optimizer step: counts it for the recompute seeds and averages the buffers over the
+     * ranks (a collective).
+     */
     public void endStep() {
         executor.endStep();
+        buffers.average(collectives.getGroup());
     }
 
     /**
@@ -126,6 +144,9 @@ public final class ShardedModel implements AutoCloseable {
      * @return its view in the gathered buffer
      */
     public NDArray valueOf(Parameter parameter) {
+        if (buffers.contains(parameter)) {
+            return buffers.valueOf(parameter);
+        }
         FsdpUnit owner = ownerByParameterId.get(parameter.getId());
         if (owner == null) {
             throw new IllegalArgumentException(
@@ -192,7 +213,9 @@ public final class ShardedModel implements AutoCloseable {
         for (FsdpUnit unit : order) {
             collectives.restoreParameterArrays(unit);
             try {
-                visitor.visit(new GatheredUnit(unit.getName(), unit.getParameters()));
+                List<Parameter> whole = new ArrayList<>(unit.getParameters());
+                whole.addAll(unit.getBuffers());
+                visitor.visit(new GatheredUnit(unit.getName(), whole));
             } finally {
                 Collectives.releaseParameterArrays(unit);
             }

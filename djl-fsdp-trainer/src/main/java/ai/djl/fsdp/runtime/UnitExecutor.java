@@ -30,6 +30,7 @@ final class UnitExecutor {
     private final List<FsdpUnit> units;
     private final RecomputeSeeds seeds;
     private final BackwardTape tape;
+    private final ModelBuffers buffers;
 
     private Phase phase = Phase.IDLE;
     private List<FsdpUnit> forwardOrder;
@@ -42,8 +43,10 @@ final class UnitExecutor {
             Collectives collectives,
             ExecutionOptions options,
             FsdpUnit root,
-            List<FsdpUnit> units) {
+            List<FsdpUnit> units,
+            ModelBuffers buffers) {
         this.collectives = collectives;
+        this.buffers = buffers;
         this.options = options;
         this.root = root;
         this.units = units;
@@ -198,16 +201,20 @@ final class UnitExecutor {
         collectives.gather(call.unit());
         notePeak();
         NDManager scope = call.inputs().head().getManager().newSubManager();
-        return run(
-                call.unit(),
-                collectives.getPrecision().param(),
-                parameterStore,
-                leavesOf(call.inputs(), scope, true),
+        // The forward updated the buffers (BatchNorm's running statistics) once already.
+        return buffers.withScratchCopies(
                 scope,
-                true,
-                call.seed(),
-                true,
-                call.params());
+                () ->
+                        run(
+                                call.unit(),
+                                collectives.getPrecision().param(),
+                                parameterStore,
+                                leavesOf(call.inputs(), scope, true),
+                                scope,
+                                true,
+                                call.seed(),
+                                true,
+                                call.params()));
     }
 
     /**

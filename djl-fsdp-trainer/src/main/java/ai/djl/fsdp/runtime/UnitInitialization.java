@@ -58,6 +58,7 @@ public final class UnitInitialization {
                 unit -> {
                     peak[0] = Math.max(peak[0], liveBytes(root));
                     keepShard.accept(unit);
+                    // Not the unit's buffers: every rank keeps them whole.
                     unit.parameters().forEach(ParameterArrays::release);
                     done.add(unit.index());
                 };

@@ -9,6 +9,7 @@ import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -41,6 +42,7 @@ final class Checkpointing implements AutoCloseable {
 
     private final ProcessGroup group;
     private final List<FlatParameter> flats;
+    private final List<Parameter> buffers;
     private final Map<String, Parameter> parameters;
     private final Map<Parameter, String> names = new IdentityHashMap<>();
     private final Optimizer optimizer;
@@ -51,11 +53,13 @@ final class Checkpointing implements AutoCloseable {
     Checkpointing(
             ProcessGroup group,
             List<FlatParameter> flats,
+            List<Parameter> buffers,
             Map<String, Parameter> parameters,
             Optimizer optimizer,
             Duration timeout) {
         this.group = group;
         this.flats = List.copyOf(flats);
+        this.buffers = List.copyOf(buffers);
         this.parameters = parameters;
         parameters.forEach((name, parameter) -> names.put(parameter, name));
         this.optimizer = optimizer;
@@ -93,9 +97,11 @@ final class Checkpointing implements AutoCloseable {
         agree(prepared, failure, target);
         List<String> kinds = optimizerKinds();
         ShardSnapshot snapshot =
-                ShardSnapshot.take(flats, names, optimizer, kinds, group.getRank());
+                ShardSnapshot.take(flats, buffers, names, optimizer, kinds, group.getRank());
         CheckpointMetadata metadata =
-                group.getRank() == 0 ? CheckpointMetadata.describe(flats, names, kinds) : null;
+                group.getRank() == 0
+                        ? CheckpointMetadata.describe(flats, buffers, names, kinds)
+                        : null;
         String stateJson = state.toJson();
         int writers = flats.isEmpty() ? 1 : flats.get(0).getLayout().getShardCount();
         if (async) {
@@ -192,6 +198,17 @@ final class Checkpointing implements AutoCloseable {
                         }
                         states.put(flat.getId(), byKind);
                     }
+                }
+                List<NDArray> bufferValues = new ArrayList<>();
+                for (Parameter buffer : buffers) {
+                    NDManager manager = scratch != null ? scratch : buffer.getArray().getManager();
+                    NDArray value =
+                            reader.read(manager, names.get(buffer), 0, buffer.getShape().size());
+                    bufferValues.add(value.reshape(buffer.getShape()));
+                }
+                for (int i = 0; i < buffers.size(); i++) {
+                    Parameter buffer = buffers.get(i);
+                    StateDict.copyInto(names.get(buffer), buffer, bufferValues.get(i));
                 }
                 for (int i = 0; i < flats.size(); i++) {
                     FlatParameter flat = flats.get(i);

@@ -39,6 +39,7 @@ final class ForwardPass {
             outputs.attach(data.head().getManager());
             return outputs;
         } finally {
+            model.endForward();
             if (!recording) {
                 model.endInference();
             }

@@ -3,8 +3,11 @@ package ai.djl.fsdp.trainer;
 import ai.djl.fsdp.runtime.ExecutionOptions;
 import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.wrap.UnitPlan;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.nn.Parameter;
 import java.util.Objects;
+import java.util.function.Predicate;
 
 /**
  * How a model is sharded, as PyTorch FSDP2's {@code fully_shard} arguments: which blocks become
@@ -29,6 +32,7 @@ public final class FsdpConfig {
     private final MixedPrecision mixedPrecision;
     private final boolean cpuOffload;
     private final boolean frozenInComputePrecision;
+    private final Predicate<Parameter> buffers;
 
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
@@ -42,6 +46,7 @@ public final class FsdpConfig {
         mixedPrecision = builder.mixedPrecision;
         cpuOffload = builder.cpuOffload;
         frozenInComputePrecision = builder.frozenInComputePrecision;
+        buffers = builder.buffers;
     }
 
     /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
@@ -52,6 +57,11 @@ public final class FsdpConfig {
     /** Returns the policy that chooses the units. */
     public WrapPolicy getWrapPolicy() {
         return wrapPolicy;
+    }
+
+    /** Returns which parameters are buffers, kept whole on every rank (see optBuffers). */
+    public Predicate<Parameter> getBuffers() {
+        return buffers;
     }
 
     /** Returns whether flat parameters are split across the ranks (false: replicated, DDP). */
@@ -130,6 +140,7 @@ public final class FsdpConfig {
         private MixedPrecision mixedPrecision = MixedPrecision.FP32;
         private boolean cpuOffload;
         private boolean frozenInComputePrecision = true;
+        private Predicate<Parameter> buffers = UnitPlan::isBuffer;
 
         Builder() {}
 
@@ -192,6 +203,21 @@ public final class FsdpConfig {
          */
         public Builder optPrefetch(boolean prefetch) {
             this.prefetch = prefetch;
+            return this;
+        }
+
+        /**
+         * Sets which parameters are buffers: state a block updates itself in its forward, which
+         * takes no gradient (default {@link UnitPlan#isBuffer}: DJL's {@code BatchNorm}'s running
+         * mean and variance, the types {@code RUNNING_MEAN} and {@code RUNNING_VAR}). Buffers are
+         * not sharded: every rank keeps each whole, blocks update it in place once per batch, and
+         * the ranks' buffers are averaged after every optimizer step.
+         *
+         * @param buffers whether a parameter is a buffer
+         * @return this builder
+         */
+        public Builder optBuffers(Predicate<Parameter> buffers) {
+            this.buffers = Objects.requireNonNull(buffers, "buffers");
             return this;
         }
 

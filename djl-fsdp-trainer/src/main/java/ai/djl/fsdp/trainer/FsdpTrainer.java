@@ -7,7 +7,9 @@ import ai.djl.fsdp.checkpoint.StateTransform;
 import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.runtime.ShardedModel;
+import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -18,12 +20,16 @@ import ai.djl.training.ParameterStore;
 import ai.djl.training.Trainer;
 import ai.djl.training.dataset.Batch;
 import ai.djl.training.dataset.Dataset;
+import ai.djl.training.evaluator.Evaluator;
 import ai.djl.training.initializer.Initializer;
+import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.OptionalDouble;
 import java.util.function.Function;
 import java.util.function.Predicate;
@@ -41,6 +47,10 @@ import java.util.function.Predicate;
  * model on every rank and restores its block tree, so the model can be saved or used as usual; a
  * model larger than one rank's memory is saved before instead, one unit at a time ({@link
  * #forEachUnitGathered}).
+ *
+ * <p>The evaluators ({@link #getEvaluators}) accumulate over the global batch on every rank; a
+ * listener's {@code onTrainingBatch} and {@code onValidationBatch} see this rank's slice of it; a
+ * figure of the program's own is combined with {@link #allReduce(double, ReduceOp)}.
  */
 public class FsdpTrainer extends Trainer {
 
@@ -51,6 +61,9 @@ public class FsdpTrainer extends Trainer {
     private final Optimizer optimizer;
     private final NDManager deviceManager;
     private ShardedTraining sharded;
+    // No initializer: DJL's constructor asks for the evaluators before this class's fields are set.
+    private List<Evaluator> globalEvaluators;
+    private GlobalLoss globalLoss;
 
     FsdpTrainer(
             Model model,
@@ -139,6 +152,58 @@ public class FsdpTrainer extends Trainer {
         return group.getSize() == 1
                 ? batches
                 : new RankBatches(batches, group.getRank(), group.getSize());
+    }
+
+    /**
+     * Returns the training configuration's evaluators and the loss, each updated with the global
+     * batch: what every rank's slice of it gives, gathered (one all-gather of the labels and the
+     * predictions per batch, shared by the evaluators). What they accumulate, and so {@link
+     * #getTrainingResult()}, DJL's logging and what its listeners save, is what DJL's trainer
+     * reports on one process over the global batch, on every rank. Their {@code evaluate} stays
+     * this rank's. Every rank's listeners must update them alike (DJL's do).
+     */
+    @Override
+    public List<Evaluator> getEvaluators() {
+        if (globalEvaluators == null) {
+            GlobalBatch batch = new GlobalBatch(() -> group);
+            List<Evaluator> evaluators = new ArrayList<>();
+            for (Evaluator evaluator : super.getEvaluators()) {
+                if (evaluator == super.getLoss()) {
+                    globalLoss = new GlobalLoss(super.getLoss(), batch);
+                    evaluators.add(globalLoss);
+                } else {
+                    evaluators.add(new GlobalEvaluator(evaluator, batch));
+                }
+            }
+            globalEvaluators = List.copyOf(evaluators);
+        }
+        return globalEvaluators;
+    }
+
+    /**
+     * Returns the training configuration's loss: its {@code evaluate} is this rank's loss, its
+     * accumulators are the global batch's (see {@link #getEvaluators}).
+     */
+    @Override
+    public Loss getLoss() {
+        getEvaluators();
+        return globalLoss;
+    }
+
+    /**
+     * Combines a figure of this rank's with every other rank's (a collective: every rank calls it),
+     * such as a count a listener kept of its rank's batches.
+     *
+     * @param value this rank's value
+     * @param op how the ranks' values combine: their sum or their mean
+     * @return the combined value, the same on every rank (float32 precision)
+     */
+    public double allReduce(double value, ReduceOp op) {
+        try (NDManager scratch = NDManager.newBaseManager(group.getDevice())) {
+            NDArray array = scratch.create(new float[] {(float) value});
+            group.allReduce(array, op);
+            return array.getFloat(0);
+        }
     }
 
     @Override

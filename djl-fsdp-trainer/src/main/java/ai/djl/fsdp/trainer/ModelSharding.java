@@ -85,7 +85,9 @@ final class ModelSharding {
         }
         ModelSharding sharding = new ModelSharding(block, config, options, group, manager);
         long peak = UnitInitialization.liveBytes(block);
-        return new Sharded(sharding.build(UnitPlan.of(block, config.getWrapPolicy())), peak);
+        return new Sharded(
+                sharding.build(UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers())),
+                peak);
     }
 
     /**
@@ -109,7 +111,7 @@ final class ModelSharding {
             NDManager manager) {
         UnitPlan plan;
         try {
-            plan = UnitPlan.of(block, config.getWrapPolicy());
+            plan = UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers());
         } catch (IllegalArgumentException e) {
             block.initialize(parameterManager, dataType, shapes);
             return shard(block, config, options, group, manager);
@@ -125,7 +127,7 @@ final class ModelSharding {
                             dataType,
                             shapes,
                             sharding::load);
-            checkSamePlan(plan, UnitPlan.of(block, config.getWrapPolicy()));
+            checkSamePlan(plan, UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers()));
             return new Sharded(sharding.build(plan), peak);
         } catch (RuntimeException e) {
             sharding.closeLoaded();
@@ -164,7 +166,8 @@ final class ModelSharding {
                                 planned.name(),
                                 planned.block(),
                                 planned.parent(),
-                                loaded.get(planned.index())));
+                                loaded.get(planned.index()),
+                                planned.buffers()));
             }
             return new ShardedModel(
                     new Collectives(group, config.getMixedPrecision()),

@@ -80,6 +80,7 @@ final class ShardedTraining implements AutoCloseable {
                 new Checkpointing(
                         group,
                         model.getFlatParameters(),
+                        model.getBuffers().getBuffers(),
                         StateDict.parameters(block),
                         optimizer,
                         CHECKPOINT_TIMEOUT);

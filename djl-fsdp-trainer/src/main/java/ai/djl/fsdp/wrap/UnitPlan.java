@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 
 /**
  * Which FSDP units a model has and which parameters each owns: the units a {@link WrapPolicy}
@@ -27,15 +28,17 @@ public final class UnitPlan {
     }
 
     /**
-     * Plans the units of {@code root}.
+     * Plans the units of {@code root}, with {@code buffers} telling which parameters are buffers
+     * (kept whole on every rank, see {@link #isBuffer}): a unit shards all its other parameters.
      *
      * @param root the model's top block, initialized
      * @param policy chooses the units
+     * @param buffers whether a parameter is a buffer
      * @return the plan
-     * @throws IllegalArgumentException if the policy matches nothing, or a parameter is shared by
-     *     two units
+     * @throws IllegalArgumentException if the policy matches nothing, a parameter is shared by two
+     *     units, or a buffer takes a gradient
      */
-    public static UnitPlan of(Block root, WrapPolicy policy) {
+    public static UnitPlan of(Block root, WrapPolicy policy, Predicate<Parameter> buffers) {
         List<WrapTarget> targets = WrapPlanner.plan(root, policy);
         Map<String, String> ownerOf = new HashMap<>();
         List<PlannedUnit> units = new ArrayList<>(targets.size() + 1);
@@ -62,7 +65,8 @@ public final class UnitPlan {
                             target.path(),
                             target.block(),
                             target.parent(),
-                            parameters));
+                            without(parameters, buffers),
+                            only(parameters, buffers)));
         }
         List<Parameter> rootParameters = new ArrayList<>();
         for (Parameter parameter : distinct(root)) {
@@ -70,13 +74,57 @@ public final class UnitPlan {
                 rootParameters.add(parameter);
             }
         }
-        units.set(0, new PlannedUnit(0, ROOT, root, null, rootParameters));
+        units.set(
+                0,
+                new PlannedUnit(
+                        0,
+                        ROOT,
+                        root,
+                        null,
+                        without(rootParameters, buffers),
+                        only(rootParameters, buffers)));
         return new UnitPlan(units);
+    }
+
+    /**
+     * Returns whether {@code parameter} is a buffer by default: state its block updates itself in a
+     * training forward rather than the optimizer, as DJL's {@code BatchNorm} does its running mean
+     * and variance (the parameter types {@code RUNNING_MEAN} and {@code RUNNING_VAR}, which take no
+     * gradient). Buffers are not sharded: every rank keeps the whole array, as DDP does.
+     *
+     * @param parameter a parameter
+     * @return whether it is a buffer
+     */
+    public static boolean isBuffer(Parameter parameter) {
+        Parameter.Type type = parameter.getType();
+        return !parameter.requiresGradient()
+                && (type == Parameter.Type.RUNNING_MEAN || type == Parameter.Type.RUNNING_VAR);
     }
 
     /** Returns the units, the root first, then in forward order. */
     public List<PlannedUnit> getUnits() {
         return units;
+    }
+
+    private static List<Parameter> without(
+            List<Parameter> parameters, Predicate<Parameter> buffers) {
+        return parameters.stream().filter(buffers.negate()).toList();
+    }
+
+    private static List<Parameter> only(List<Parameter> parameters, Predicate<Parameter> buffers) {
+        List<Parameter> selected = parameters.stream().filter(buffers).toList();
+        for (Parameter buffer : selected) {
+            if (buffer.requiresGradient()) {
+                throw new IllegalArgumentException(
+                        "Parameter "
+                                + buffer.getName()
+                                + " is chosen as a buffer but takes a gradient: a buffer is state"
+                                + " its block updates itself, which the optimizer leaves alone."
+                                + " Freeze it (Parameter.freeze(true)) or leave it out of"
+                                + " FsdpConfig.optBuffers.");
+            }
+        }
+        return selected;
     }
 
     /** The block's parameters, each shared parameter once, in DJL's order. */
@@ -95,10 +143,16 @@ public final class UnitPlan {
      * @param name its dotted path, or {@link #ROOT}
      * @param block the block it runs (the model's top block for the root)
      * @param parent the block holding it as a child; null for the root
-     * @param parameters the parameters it owns, in DJL's order
+     * @param parameters the parameters it owns and shards, in DJL's order
+     * @param buffers the buffers it owns, kept whole on every rank
      */
     public record PlannedUnit(
-            int index, String name, Block block, Block parent, List<Parameter> parameters) {
+            int index,
+            String name,
+            Block block,
+            Block parent,
+            List<Parameter> parameters,
+            List<Parameter> buffers) {
 
         /** Returns whether this is the root unit. */
         public boolean isRoot() {

@@ -122,7 +122,8 @@ class CollectivesTest {
                 "u",
                 null,
                 null,
-                List.of(flat(manager, "u.t", true), flat(manager, "u.f", false)));
+                List.of(flat(manager, "u.t", true), flat(manager, "u.f", false)),
+                List.of());
     }
 
     @Test
@@ -173,7 +174,7 @@ class CollectivesTest {
             group.failAwait = true;
             List<FlatParameter> flats =
                     List.of(flat(manager, "u.t", true), flat(manager, "u.f", false));
-            FsdpUnit unit = new FsdpUnit(1, "u", null, null, flats);
+            FsdpUnit unit = new FsdpUnit(1, "u", null, null, flats, List.of());
             new Collectives(group, MixedPrecision.FP32).startGather(unit);
             IllegalStateException failure = assertThrows(IllegalStateException.class, unit::close);
             assertEquals("gather 0 failed", failure.getMessage());
@@ -188,7 +189,7 @@ class CollectivesTest {
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             RecordingGroup group = new RecordingGroup();
             FlatParameter flat = flat(manager, "u.t", true);
-            FsdpUnit unit = new FsdpUnit(1, "u", null, null, List.of(flat));
+            FsdpUnit unit = new FsdpUnit(1, "u", null, null, List.of(flat), List.of());
             new Collectives(group, MixedPrecision.FP32).gather(unit);
             assertSame(flat.getShard(), group.inputs.get(0));
             assertFalse(flat.getShard().isReleased(), "the shard itself is never freed");
