@@ -2,6 +2,7 @@ package ai.djl.fsdp.checkpoint;
 
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
@@ -54,6 +55,54 @@ public interface StateTransform {
      * @throws IOException if writing fails
      */
     void transform(GatheredUnit unit, Sink sink) throws IOException;
+
+    /**
+     * Returns this state with its floating-point tensors stored as {@code type} (Hugging Face saves
+     * a model in its {@code torch_dtype}): each tensor is cast as its unit hands it over, so only
+     * one tensor's copy exists at a time. Other tensors are written as they are.
+     *
+     * @param type {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
+     * @return the transform
+     */
+    default StateTransform withFloatsAs(Dtype type) {
+        if (!isFloat(type) || type == Dtype.F64) {
+            throw new IllegalArgumentException(
+                    "a state is stored as F32, BF16 or F16, not " + type);
+        }
+        Precision precision =
+                type == Dtype.BF16 ? Precision.BFLOAT16 : Precision.of(type.readableAs());
+        StateTransform inner = this;
+        List<Entry> entries = new ArrayList<>();
+        for (Entry entry : declare()) {
+            entries.add(
+                    isFloat(entry.dtype()) ? new Entry(entry.name(), type, entry.shape()) : entry);
+        }
+        return new StateTransform() {
+            @Override
+            public List<Entry> declare() {
+                return entries;
+            }
+
+            @Override
+            public void transform(GatheredUnit unit, Sink sink) throws IOException {
+                inner.transform(
+                        unit,
+                        (name, value) -> {
+                            if (!isFloat(Dtype.ofArray(value)) || Dtype.ofArray(value) == type) {
+                                sink.put(name, value);
+                                return;
+                            }
+                            try (NDArray cast = precision.cast(value)) {
+                                sink.put(name, cast);
+                            }
+                        });
+            }
+        };
+    }
+
+    private static boolean isFloat(Dtype type) {
+        return type == Dtype.F16 || type == Dtype.BF16 || type == Dtype.F32 || type == Dtype.F64;
+    }
 
     /**
      * Returns the state of the given parameters under the given names, as they are.

@@ -95,9 +95,13 @@ public final class LoraLinear extends AbstractBlock {
      * @return the weight delta
      */
     public NDArray getDeltaWeight() {
-        NDArray a = getLoraA().getArray().stopGradient();
-        NDArray b = getLoraB().getArray().stopGradient();
-        return b.matMul(a).mul(scaling);
+        // Every intermediate is closed here: left to the parameters' long-lived manager, the
+        // product (the size of the base weight) would stay until the model is closed.
+        try (NDArray a = getLoraA().getArray().stopGradient();
+                NDArray b = getLoraB().getArray().stopGradient();
+                NDArray product = b.matMul(a)) {
+            return product.mul(scaling);
+        }
     }
 
     /**
