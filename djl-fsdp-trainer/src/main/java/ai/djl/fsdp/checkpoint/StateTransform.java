@@ -69,8 +69,6 @@ public interface StateTransform {
             throw new IllegalArgumentException(
                     "a state is stored as F32, BF16 or F16, not " + type);
         }
-        Precision precision =
-                type == Dtype.BF16 ? Precision.BFLOAT16 : Precision.of(type.readableAs());
         StateTransform inner = this;
         List<Entry> entries = new ArrayList<>();
         for (Entry entry : declare()) {
@@ -88,16 +86,28 @@ public interface StateTransform {
                 inner.transform(
                         unit,
                         (name, value) -> {
-                            if (!isFloat(Dtype.ofArray(value)) || Dtype.ofArray(value) == type) {
+                            if (isFloat(Dtype.ofArray(value))) {
+                                putAs(sink, name, value, type);
+                            } else {
                                 sink.put(name, value);
-                                return;
-                            }
-                            try (NDArray cast = precision.cast(value)) {
-                                sink.put(name, cast);
                             }
                         });
             }
         };
+    }
+
+    /** Hands {@code sink} the value in {@code type}: itself, or a cast closed once written. */
+    private static void putAs(Sink sink, String name, NDArray value, Dtype type)
+            throws IOException {
+        if (Dtype.ofArray(value) == type) {
+            sink.put(name, value);
+            return;
+        }
+        Precision precision =
+                type == Dtype.BF16 ? Precision.BFLOAT16 : Precision.of(type.readableAs());
+        try (NDArray cast = precision.cast(value)) {
+            sink.put(name, cast);
+        }
     }
 
     private static boolean isFloat(Dtype type) {
@@ -112,16 +122,15 @@ public interface StateTransform {
      */
     static StateTransform parameters(Map<String, Parameter> named) {
         Map<Parameter, String> names = new IdentityHashMap<>();
+        Map<Parameter, Dtype> types = new IdentityHashMap<>();
         List<Entry> entries = new ArrayList<>(named.size());
         named.forEach(
                 (name, parameter) -> {
                     names.put(parameter, name);
                     // A released array keeps its element type; the shape lives on the parameter.
-                    entries.add(
-                            new Entry(
-                                    name,
-                                    Dtype.of(parameter.getArray().getDataType()),
-                                    parameter.getShape()));
+                    Dtype type = Dtype.of(parameter.getArray().getDataType());
+                    types.put(parameter, type);
+                    entries.add(new Entry(name, type, parameter.getShape()));
                 });
         return new StateTransform() {
             @Override
@@ -134,7 +143,8 @@ public interface StateTransform {
                 for (Parameter parameter : unit.getParameters()) {
                     String name = names.get(parameter);
                     if (name != null) {
-                        sink.put(name, parameter.getArray());
+                        // A frozen base gathered narrower is written as declared.
+                        putAs(sink, name, parameter.getArray(), types.get(parameter));
                     }
                 }
             }

@@ -115,6 +115,30 @@ public final class LoraLinear extends AbstractBlock {
         }
     }
 
+    /**
+     * Adds this adapter's update, in place, into {@code weight}: an array laid out as the base's
+     * weight (a copy of it, such as a gathered unit's), which is how a merged model is written one
+     * tensor at a time without changing the model.
+     *
+     * @param weight a copy of the base weight, in its layout
+     */
+    public void mergeInto(NDArray weight) {
+        // One temporary the size of the weight: the product, scaled in place.
+        try (NDArray a = getLoraA().getArray().stopGradient();
+                NDArray b = getLoraB().getArray().stopGradient();
+                NDArray delta = b.matMul(a);
+                NDArray alias = weight.stopGradient()) {
+            delta.muli(scaling);
+            if (base.fanInFanOut()) {
+                try (NDArray transposed = delta.transpose()) {
+                    alias.addi(transposed);
+                }
+            } else {
+                alias.addi(delta);
+            }
+        }
+    }
+
     @Override
     protected NDList forwardInternal(
             ParameterStore parameterStore,

@@ -1,5 +1,7 @@
 package ai.djl.fsdp.safetensors;
 
+import ai.djl.Device;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
@@ -287,6 +289,12 @@ public final class SafetensorsWriter {
                                 + array.getShape()
                                 + " "
                                 + array.getDataType());
+            }
+            if (!Device.Type.CPU.equals(array.getDevice().getDeviceType())) {
+                // One tensor at a time through host memory.
+                try (NDArray host = Precision.toDevice(array, Device.cpu(), true)) {
+                    return write(name, host);
+                }
             }
             if (TensorMemory.isContiguous(array)) {
                 return write(name, hostBytes(array));
