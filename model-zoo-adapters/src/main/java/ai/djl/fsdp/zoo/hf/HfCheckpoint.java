@@ -216,7 +216,7 @@ public final class HfCheckpoint {
         trainer.saveFullState(
                 directory, LoraState.merged(model).withFloatsAs(floatType), maxShardBytes);
         if (trainer.getRank() == 0) {
-            ConfigJson.write(model.getConfig(), directory);
+            ConfigJson.write(model.getConfig(), directory, torchDtype(floatType));
         }
     }
 
@@ -237,6 +237,15 @@ public final class HfCheckpoint {
             Lora.saveConfig(root, config, directory);
         }
         trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root));
+    }
+
+    private static String torchDtype(Dtype type) {
+        return switch (type) {
+            case F32 -> "float32";
+            case BF16 -> "bfloat16";
+            case F16 -> "float16";
+            default -> throw new IllegalArgumentException("a model is saved as F32, BF16 or F16");
+        };
     }
 
     /** Lists a few names of a set, which for a wrong model can hold hundreds. */
