@@ -1,5 +1,6 @@
 package ai.djl.fsdp.checkpoint;
 
+import ai.djl.Device;
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.safetensors.Dtype;
@@ -68,7 +69,7 @@ public final class ShardSnapshot {
         SafetensorsWriter writer =
                 new SafetensorsWriter().putMetadata("format", CheckpointMetadata.FORMAT);
         List<Piece> pieces = new ArrayList<>();
-        NDManager copies = flats.get(0).getShard().getManager().newSubManager();
+        NDManager copies = flats.get(0).getShard().getManager().newSubManager(Device.cpu());
         copies.setName("fsdp-checkpoint-snapshot");
         for (FlatParameter flat : flats) {
             // Saved in the parameters' own type: the files do not depend on how shards are
@@ -107,8 +108,9 @@ public final class ShardSnapshot {
                         first.getShardIndex(), first.getLayout().getShardCount()));
     }
 
+    /** A host copy (a GPU's memory is not spent on it), owned by {@code copies}. */
     private static NDArray copy(NDArray array, NDManager copies) {
-        NDArray copy = array.duplicate();
+        NDArray copy = Precision.toDevice(array, Device.cpu(), true);
         copy.attach(copies);
         return copy;
     }
