@@ -98,15 +98,23 @@ final class SaveMemoryChecks {
                 // would grow with every unit if a save kept what it gathered.
                 HfCheckpoint.saveMerged(
                         trainer, lm, directory.resolve("warm-up"), Dtype.BF16, modelBytes);
-                long merged =
-                        growthDuring(
-                                () ->
-                                        HfCheckpoint.saveMerged(
-                                                trainer,
-                                                lm,
-                                                directory.resolve("merged"),
-                                                Dtype.BF16,
-                                                modelBytes / 2 / 3));
+                // The lower of two saves: a transient neighbour (the JIT compiling, say) lifts
+                // one reading, while a save that kept what it gathered would lift both.
+                long merged = Long.MAX_VALUE;
+                for (int round = 0; round < 2; round++) {
+                    Path target = directory.resolve("merged-" + round);
+                    merged =
+                            Math.min(
+                                    merged,
+                                    growthDuring(
+                                            () ->
+                                                    HfCheckpoint.saveMerged(
+                                                            trainer,
+                                                            lm,
+                                                            target,
+                                                            Dtype.BF16,
+                                                            modelBytes / 2 / 3)));
+                }
                 long checkpoint =
                         growthDuring(() -> trainer.saveCheckpoint(directory.resolve("ckpt")));
                 System.out.printf(
@@ -123,7 +131,7 @@ final class SaveMemoryChecks {
                 check("sharded checkpoint", checkpoint, unitBytes);
             }
             if (group.getRank() == 0) {
-                checkMergedFiles(directory.resolve("merged"));
+                checkMergedFiles(directory.resolve("merged-1"));
             }
             group.barrier();
         }
