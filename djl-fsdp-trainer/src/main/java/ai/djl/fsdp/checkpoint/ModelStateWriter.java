@@ -1,14 +1,20 @@
 package ai.djl.fsdp.checkpoint;
 
+import ai.djl.fsdp.safetensors.CheckpointShards;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
- * Writes a sharded model's full state as one safetensors file, one FSDP unit at a time: each unit
- * is gathered alone, transformed, and the writing rank streams its tensors into their place in the
- * file, so no rank ever holds the whole model. The file appears (atomically) once every tensor is
- * in it.
+ * Writes a sharded model's full state as safetensors, one FSDP unit at a time: each unit is
+ * gathered alone, transformed, and the writing rank streams its tensors from their own memory into
+ * their place in the file that holds them, so no rank ever holds more than one unit (and the
+ * transform's copy of one tensor). Each file appears (atomically) once every tensor of it is in.
  */
 public final class ModelStateWriter {
 
@@ -28,7 +34,8 @@ public final class ModelStateWriter {
     private ModelStateWriter() {}
 
     /**
-     * Writes the state. A collective: every rank calls it; only the writing rank writes.
+     * Writes the state as one safetensors file. A collective: every rank calls it; only the writing
+     * rank writes.
      *
      * @param units the sharded model's units
      * @param writes whether this rank writes the file (rank 0)
@@ -39,20 +46,110 @@ public final class ModelStateWriter {
     public static void write(
             GatheredUnits units, boolean writes, Path file, StateTransform transform)
             throws IOException {
-        SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        List<String> names = new ArrayList<>();
+        transform.declare().forEach(entry -> names.add(entry.name()));
+        write(units, writes, transform, List.of(file), List.of(names));
+    }
+
+    /**
+     * Writes the state as a Hugging Face checkpoint directory: one {@code model.safetensors} if it
+     * fits in {@code maxShardBytes}, else numbered {@code model-0000N-of-0000M.safetensors} shards
+     * (a tensor never split) and {@code model.safetensors.index.json}, written last. A collective:
+     * every rank calls it; only the writing rank writes.
+     *
+     * @param units the sharded model's units
+     * @param writes whether this rank writes (rank 0)
+     * @param directory the existing checkpoint directory
+     * @param transform what the state holds
+     * @param maxShardBytes the most tensor bytes one file holds
+     * @throws IOException if writing fails
+     */
+    public static void writeCheckpoint(
+            GatheredUnits units,
+            boolean writes,
+            Path directory,
+            StateTransform transform,
+            long maxShardBytes)
+            throws IOException {
+        Map<String, Long> sizes = new LinkedHashMap<>();
         for (StateTransform.Entry entry : transform.declare()) {
-            writer.declare(entry.name(), entry.dtype(), entry.shape());
+            sizes.put(entry.name(), entry.shape().size() * entry.dtype().bytes());
         }
-        try (SafetensorsWriter.StreamingFile out = writes ? writer.stream(file) : null) {
+        List<List<String>> shards = CheckpointShards.plan(sizes, maxShardBytes);
+        List<Path> files = new ArrayList<>(shards.size());
+        for (int i = 0; i < shards.size(); i++) {
+            files.add(directory.resolve(CheckpointShards.fileName(i, shards.size())));
+        }
+        write(units, writes, transform, files, shards);
+        if (writes && shards.size() > 1) {
+            long total = sizes.values().stream().mapToLong(Long::longValue).sum();
+            CheckpointShards.writeIndex(directory, shards, total);
+        }
+    }
+
+    private static void write(
+            GatheredUnits units,
+            boolean writes,
+            StateTransform transform,
+            List<Path> files,
+            List<List<String>> namesByFile)
+            throws IOException {
+        Map<String, StateTransform.Entry> declared = new HashMap<>();
+        transform.declare().forEach(entry -> declared.put(entry.name(), entry));
+        List<SafetensorsWriter.StreamingFile> open = new ArrayList<>(files.size());
+        Map<String, SafetensorsWriter.StreamingFile> fileOf = new HashMap<>();
+        try {
+            for (int i = 0; writes && i < files.size(); i++) {
+                SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+                for (String name : namesByFile.get(i)) {
+                    StateTransform.Entry entry = declared.get(name);
+                    writer.declare(name, entry.dtype(), entry.shape());
+                }
+                SafetensorsWriter.StreamingFile out = writer.stream(files.get(i));
+                open.add(out);
+                namesByFile.get(i).forEach(name -> fileOf.put(name, out));
+            }
             units.forEachUnitGathered(
                     unit -> {
-                        if (out != null) {
-                            transform.transform(unit, out::write);
+                        if (writes) {
+                            transform.transform(
+                                    unit,
+                                    (name, value) -> fileFor(fileOf, name).write(name, value));
                         }
                     });
-            if (out != null) {
+            for (SafetensorsWriter.StreamingFile out : open) {
                 out.commit();
             }
+        } finally {
+            closeAll(open);
+        }
+    }
+
+    private static SafetensorsWriter.StreamingFile fileFor(
+            Map<String, SafetensorsWriter.StreamingFile> fileOf, String name) {
+        SafetensorsWriter.StreamingFile file = fileOf.get(name);
+        if (file == null) {
+            throw new IllegalArgumentException("tensor \"" + name + "\" was not declared");
+        }
+        return file;
+    }
+
+    /** Closes every file (deleting those not committed), then throws the first failure. */
+    private static void closeAll(List<SafetensorsWriter.StreamingFile> files) throws IOException {
+        IOException failure = null;
+        for (SafetensorsWriter.StreamingFile file : files) {
+            try {
+                file.close();
+            } catch (IOException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 }

@@ -1,42 +1,61 @@
 package ai.djl.fsdp.checkpoint;
 
+import ai.djl.Device;
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.tensor.OptimizerStates;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.optimizer.Optimizer;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 /**
- * A copy, in host memory, of what one rank writes into a sharded checkpoint: its piece of every
- * parameter and of the optimizer's state for it, taken at once so that training can go on while the
- * copy is written (see {@link CheckpointMetadata} for the names).
+ * What one rank writes into a sharded checkpoint: its piece of every parameter and of the
+ * optimizer's state for it (see {@link CheckpointMetadata} for the names), fixed at once so that
+ * training can go on while the file is written. What training changes (trainable shards and their
+ * optimizer state) is copied in native memory when the snapshot is taken; frozen shards never
+ * change and are read in place. The file is streamed one piece at a time from that memory (a frozen
+ * piece stored narrower is widened alone), so writing holds no more than one piece beyond the
+ * copies.
  */
 public final class ShardSnapshot {
 
+    /** One tensor of the file: elements {@code [from, to)} of a shard-shaped array. */
+    private record Piece(String name, NDArray source, long from, long to, DataType type) {}
+
     private final SafetensorsWriter writer;
+    private final List<Piece> pieces;
+    private final NDManager copies;
     private final String file;
 
-    private ShardSnapshot(SafetensorsWriter writer, String file) {
+    private ShardSnapshot(
+            SafetensorsWriter writer, List<Piece> pieces, NDManager copies, String file) {
         this.writer = writer;
+        this.pieces = pieces;
+        this.copies = copies;
         this.file = file;
     }
 
     /**
-     * Copies this rank's pieces.
+     * Takes this rank's pieces: copies of what training changes, the frozen shards as they are.
      *
      * @param flats the model's flat parameters
      * @param buffers the model's buffers, written whole by rank 0
      * @param names each parameter's dotted name
      * @param optimizer the optimizer whose state is saved with the trainable parameters
      * @param optimizerKinds the kinds of its state to save
+     * @param rank this rank
      * @return the snapshot, or null when this rank writes nothing (a replica of rank 0's)
      */
     public static ShardSnapshot take(
@@ -51,23 +70,20 @@ public final class ShardSnapshot {
         }
         SafetensorsWriter writer =
                 new SafetensorsWriter().putMetadata("format", CheckpointMetadata.FORMAT);
+        List<Piece> pieces = new ArrayList<>();
+        NDManager copies = flats.get(0).getShard().getManager().newSubManager(Device.cpu());
+        copies.setName("fsdp-checkpoint-snapshot");
         for (FlatParameter flat : flats) {
             // Saved in the parameters' own type: the files do not depend on how shards are
             // stored (a bfloat16 frozen shard widens exactly), so any precision resumes them.
             NDArray shard = flat.getShard();
-            NDArray saved = Precision.cast(shard, flat.getDataType());
-            try {
-                add(writer, flat, saved, "", names);
-            } finally {
-                if (saved != shard) {
-                    saved.close();
-                }
-            }
+            add(writer, pieces, flat, flat.isTrainable() ? copy(shard, copies) : shard, "", names);
             if (flat.isTrainable()) {
                 Map<String, NDArray> state = OptimizerStates.arrays(optimizer, flat.getId());
                 for (String kind : optimizerKinds) {
                     NDArray array = state.get(kind);
                     if (array == null) {
+                        copies.close();
                         throw new IllegalStateException(
                                 "The optimizer keeps no "
                                         + kind
@@ -77,8 +93,9 @@ public final class ShardSnapshot {
                     }
                     add(
                             writer,
+                            pieces,
                             flat,
-                            array,
+                            copy(array, copies),
                             CheckpointMetadata.OPTIMIZER_PREFIX + kind + ".",
                             names);
                 }
@@ -95,13 +112,23 @@ public final class ShardSnapshot {
         FlatParameter first = flats.get(0);
         return new ShardSnapshot(
                 writer,
+                pieces,
+                copies,
                 CheckpointDirectory.shardFile(
                         first.getShardIndex(), first.getLayout().getShardCount()));
     }
 
-    /** Adds each parameter's piece of a shard-shaped array under {@code prefix + name}. */
+    /** A host copy (a GPU's memory is not spent on it), owned by {@code copies}. */
+    private static NDArray copy(NDArray array, NDManager copies) {
+        NDArray copy = Precision.toDevice(array, Device.cpu(), true);
+        copy.attach(copies);
+        return copy;
+    }
+
+    /** Declares each parameter's piece of a shard-shaped array under {@code prefix + name}. */
     private static void add(
             SafetensorsWriter writer,
+            List<Piece> pieces,
             FlatParameter flat,
             NDArray shardArray,
             String prefix,
@@ -112,14 +139,15 @@ public final class ShardSnapshot {
             if (overlap == null) {
                 continue;
             }
-            try (NDArray piece =
-                    shardArray.get(
-                            new NDIndex(
-                                    "{}:{}",
-                                    overlap.shardOffset(),
-                                    overlap.shardOffset() + overlap.size()))) {
-                writer.add(prefix + names.get(flat.getParameters().get(i)), piece);
-            }
+            String name = prefix + names.get(flat.getParameters().get(i));
+            writer.declare(name, Dtype.of(flat.getDataType()), new Shape(overlap.size()));
+            pieces.add(
+                    new Piece(
+                            name,
+                            shardArray,
+                            overlap.shardOffset(),
+                            overlap.shardOffset() + overlap.size(),
+                            flat.getDataType()));
         }
     }
 
@@ -129,12 +157,29 @@ public final class ShardSnapshot {
     }
 
     /**
-     * Writes the snapshot into a checkpoint directory (atomically: under a temporary name first).
+     * Writes the snapshot into a checkpoint directory (atomically: under a temporary name first),
+     * then frees its copies. Called once.
      *
      * @param directory the checkpoint directory being written
      * @throws IOException if writing fails
      */
     public void write(Path directory) throws IOException {
-        writer.write(directory.resolve(file));
+        try (copies;
+                SafetensorsWriter.StreamingFile out = writer.stream(directory.resolve(file))) {
+            for (Piece piece : pieces) {
+                try (NDArray slice =
+                        piece.source().get(new NDIndex("{}:{}", piece.from(), piece.to()))) {
+                    NDArray stored = Precision.cast(slice, piece.type());
+                    try {
+                        out.write(piece.name(), stored);
+                    } finally {
+                        if (stored != slice) {
+                            stored.close();
+                        }
+                    }
+                }
+            }
+            out.commit();
+        }
     }
 }

@@ -2,6 +2,7 @@ package ai.djl.fsdp.checkpoint;
 
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
@@ -56,6 +57,64 @@ public interface StateTransform {
     void transform(GatheredUnit unit, Sink sink) throws IOException;
 
     /**
+     * Returns this state with its floating-point tensors stored as {@code type} (Hugging Face saves
+     * a model in its {@code torch_dtype}): each tensor is cast as its unit hands it over, so only
+     * one tensor's copy exists at a time. Other tensors are written as they are.
+     *
+     * @param type {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
+     * @return the transform
+     */
+    default StateTransform withFloatsAs(Dtype type) {
+        if (!isFloat(type) || type == Dtype.F64) {
+            throw new IllegalArgumentException(
+                    "a state is stored as F32, BF16 or F16, not " + type);
+        }
+        StateTransform inner = this;
+        List<Entry> entries = new ArrayList<>();
+        for (Entry entry : declare()) {
+            entries.add(
+                    isFloat(entry.dtype()) ? new Entry(entry.name(), type, entry.shape()) : entry);
+        }
+        return new StateTransform() {
+            @Override
+            public List<Entry> declare() {
+                return entries;
+            }
+
+            @Override
+            public void transform(GatheredUnit unit, Sink sink) throws IOException {
+                inner.transform(
+                        unit,
+                        (name, value) -> {
+                            if (isFloat(Dtype.ofArray(value))) {
+                                putAs(sink, name, value, type);
+                            } else {
+                                sink.put(name, value);
+                            }
+                        });
+            }
+        };
+    }
+
+    /** Hands {@code sink} the value in {@code type}: itself, or a cast closed once written. */
+    private static void putAs(Sink sink, String name, NDArray value, Dtype type)
+            throws IOException {
+        if (Dtype.ofArray(value) == type) {
+            sink.put(name, value);
+            return;
+        }
+        Precision precision =
+                type == Dtype.BF16 ? Precision.BFLOAT16 : Precision.of(type.readableAs());
+        try (NDArray cast = precision.cast(value)) {
+            sink.put(name, cast);
+        }
+    }
+
+    private static boolean isFloat(Dtype type) {
+        return type == Dtype.F16 || type == Dtype.BF16 || type == Dtype.F32 || type == Dtype.F64;
+    }
+
+    /**
      * Returns the state of the given parameters under the given names, as they are.
      *
      * @param named the parameters by name, in file order
@@ -63,16 +122,15 @@ public interface StateTransform {
      */
     static StateTransform parameters(Map<String, Parameter> named) {
         Map<Parameter, String> names = new IdentityHashMap<>();
+        Map<Parameter, Dtype> types = new IdentityHashMap<>();
         List<Entry> entries = new ArrayList<>(named.size());
         named.forEach(
                 (name, parameter) -> {
                     names.put(parameter, name);
                     // A released array keeps its element type; the shape lives on the parameter.
-                    entries.add(
-                            new Entry(
-                                    name,
-                                    Dtype.of(parameter.getArray().getDataType()),
-                                    parameter.getShape()));
+                    Dtype type = Dtype.of(parameter.getArray().getDataType());
+                    types.put(parameter, type);
+                    entries.add(new Entry(name, type, parameter.getShape()));
                 });
         return new StateTransform() {
             @Override
@@ -85,7 +143,8 @@ public interface StateTransform {
                 for (Parameter parameter : unit.getParameters()) {
                     String name = names.get(parameter);
                     if (name != null) {
-                        sink.put(name, parameter.getArray());
+                        // A frozen base gathered narrower is written as declared.
+                        putAs(sink, name, parameter.getArray(), types.get(parameter));
                     }
                 }
             }

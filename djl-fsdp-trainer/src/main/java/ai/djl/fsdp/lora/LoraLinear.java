@@ -95,9 +95,13 @@ public final class LoraLinear extends AbstractBlock {
      * @return the weight delta
      */
     public NDArray getDeltaWeight() {
-        NDArray a = getLoraA().getArray().stopGradient();
-        NDArray b = getLoraB().getArray().stopGradient();
-        return b.matMul(a).mul(scaling);
+        // Every intermediate is closed here: left to the parameters' long-lived manager, the
+        // product (the size of the base weight) would stay until the model is closed.
+        try (NDArray a = getLoraA().getArray().stopGradient();
+                NDArray b = getLoraB().getArray().stopGradient();
+                NDArray product = b.matMul(a)) {
+            return product.mul(scaling);
+        }
     }
 
     /**
@@ -108,6 +112,30 @@ public final class LoraLinear extends AbstractBlock {
     public void mergeIntoBase() {
         try (NDArray delta = getDeltaWeight()) {
             base.addToWeight(delta);
+        }
+    }
+
+    /**
+     * Adds this adapter's update, in place, into {@code weight}: an array laid out as the base's
+     * weight (a copy of it, such as a gathered unit's), which is how a merged model is written one
+     * tensor at a time without changing the model.
+     *
+     * @param weight a copy of the base weight, in its layout
+     */
+    public void mergeInto(NDArray weight) {
+        // One temporary the size of the weight: the product, scaled in place.
+        try (NDArray a = getLoraA().getArray().stopGradient();
+                NDArray b = getLoraB().getArray().stopGradient();
+                NDArray delta = b.matMul(a);
+                NDArray alias = weight.stopGradient()) {
+            delta.muli(scaling);
+            if (base.fanInFanOut()) {
+                try (NDArray transposed = delta.transpose()) {
+                    alias.addi(transposed);
+                }
+            } else {
+                alias.addi(delta);
+            }
         }
     }
 

@@ -31,9 +31,17 @@ public final class LoraState {
      * @return the transform
      */
     public static StateTransform merged(Block root) {
-        StateTransform plain = StateTransform.parameters(Lora.mergedParameters(root));
+        Map<String, Parameter> named = Lora.mergedParameters(root);
+        StateTransform plain = StateTransform.parameters(named);
         Map<Parameter, LoraLinear> adapterByA = new IdentityHashMap<>();
-        Lora.adapters(root).values().forEach(lora -> adapterByA.put(lora.getLoraA(), lora));
+        Map<Parameter, LoraLinear> adapterByWeight = new IdentityHashMap<>();
+        Lora.adapters(root)
+                .values()
+                .forEach(
+                        lora -> {
+                            adapterByA.put(lora.getLoraA(), lora);
+                            adapterByWeight.put(lora.getBase().getParameters().get("weight"), lora);
+                        });
         return new StateTransform() {
             @Override
             public List<Entry> declare() {
@@ -46,19 +54,26 @@ public final class LoraState {
                 inUnit.addAll(unit.getParameters());
                 for (Parameter parameter : unit.getParameters()) {
                     LoraLinear lora = adapterByA.get(parameter);
-                    if (lora == null) {
-                        continue;
-                    }
-                    if (!inUnit.contains(lora.getBase().getParameters().get("weight"))) {
+                    if (lora != null
+                            && !inUnit.contains(lora.getBase().getParameters().get("weight"))) {
                         throw new IllegalStateException(
                                 "an adapter of FSDP unit "
                                         + unit.getName()
                                         + " adapts a weight outside it; wrap the adapted"
                                         + " projection's parent, not the projection");
                     }
-                    lora.mergeIntoBase();
                 }
-                plain.transform(unit, sink);
+                // Each weight is merged as it is written: its value is the unit's gathered copy
+                // (or a cast of it), so only one merged tensor exists beyond the unit.
+                plain.transform(
+                        unit,
+                        (name, value) -> {
+                            LoraLinear lora = adapterByWeight.get(named.get(name));
+                            if (lora != null) {
+                                lora.mergeInto(value);
+                            }
+                            sink.put(name, value);
+                        });
             }
         };
     }

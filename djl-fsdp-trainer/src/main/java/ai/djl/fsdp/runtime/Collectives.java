@@ -1,5 +1,7 @@
 package ai.djl.fsdp.runtime;
 
+import ai.djl.fsdp.checkpoint.GatheredUnit;
+import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
@@ -8,9 +10,14 @@ import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
+import java.io.IOException;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The one place where the runtime's collectives start and complete: a unit's parameter gather, its
@@ -59,11 +66,12 @@ public final class Collectives {
      * @param unit the unit
      */
     void startGather(FsdpUnit unit) {
-        startGather(unit, precision.param());
+        Precision param = precision.param();
+        startGather(unit, flat -> param);
     }
 
-    /** Starts gathering {@code unit} in {@code type}: its shards are cast to it first. */
-    private void startGather(FsdpUnit unit, Precision type) {
+    /** Starts gathering each flat parameter of {@code unit} in its type: shards are cast first. */
+    private void startGather(FsdpUnit unit, Function<FlatParameter, Precision> types) {
         UnitState state = unit.getState();
         if (state != UnitState.RESHARDED && state != UnitState.RELEASED) {
             return;
@@ -71,6 +79,7 @@ public final class Collectives {
         List<Work> works = new ArrayList<>(unit.getFlatParameters().size());
         try {
             for (FlatParameter flat : unit.getFlatParameters()) {
+                Precision type = types.apply(flat);
                 // The full buffer first: the cast shard is kept until the gather is done.
                 // A staged buffer that is not split gets a copy of the shard as its full buffer.
                 NDArray full = flat.allocateFull(type, unit.isReleasable());
@@ -144,7 +153,7 @@ public final class Collectives {
      */
     void restoreParameterArrays(FsdpUnit unit) {
         // The parameters' own type: a unit is written or restored as its master copy is typed.
-        startGather(unit, Precision.FLOAT32);
+        startGather(unit, flat -> Precision.FLOAT32);
         unit.awaitGather();
         try {
             for (FlatParameter flat : unit.getFlatParameters()) {
@@ -165,6 +174,48 @@ public final class Collectives {
                 }
             }
         } finally {
+            unit.reshard();
+        }
+    }
+
+    /**
+     * Gathers {@code unit} and runs {@code visitor} while its parameters hold views into the
+     * gathered buffers (a collective when sharded): the unit's values exist once on this rank, in
+     * the type each shard is stored in (a frozen base kept in bfloat16 is handed out in bfloat16,
+     * half the bytes of its float32 parameters), not twice. A buffer that is not gathered (this
+     * rank's shard is all of it) is handed out as a copy, so the visitor never changes a shard.
+     * Afterwards the parameters hold empty placeholders of their own type again and the unit is
+     * resharded.
+     *
+     * @param unit the unit
+     * @param visitor what runs on it
+     * @throws IOException if the visitor throws it
+     */
+    void visitGathered(FsdpUnit unit, UnitVisitor visitor) throws IOException {
+        startGather(unit, flat -> Precision.ofArray(flat.getShard()));
+        Map<Parameter, NDArray> placeholders = new IdentityHashMap<>();
+        try {
+            unit.awaitGather();
+            for (FlatParameter flat : unit.getFlatParameters()) {
+                List<NDArray> views = flat.getLayout().viewsOf(flat.getFull());
+                for (int i = 0; i < views.size(); i++) {
+                    Parameter parameter = flat.getParameters().get(i);
+                    NDArray view = views.get(i);
+                    NDArray placeholder = parameter.getArray();
+                    NDArray array = flat.needsGather() ? view : view.duplicate();
+                    placeholders.put(
+                            parameter,
+                            placeholder
+                                    .getManager()
+                                    .create(new Shape(0), placeholder.getDataType()));
+                    ParameterArrays.replace(parameter, array);
+                }
+            }
+            List<Parameter> whole = new ArrayList<>(unit.getParameters());
+            whole.addAll(unit.getBuffers());
+            visitor.visit(new GatheredUnit(unit.getName(), whole));
+        } finally {
+            placeholders.forEach(ParameterArrays::replace);
             unit.reshard();
         }
     }

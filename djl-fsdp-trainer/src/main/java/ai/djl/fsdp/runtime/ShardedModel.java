@@ -1,6 +1,5 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.checkpoint.GatheredUnit;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.BlockChildren;
@@ -211,14 +210,7 @@ public final class ShardedModel implements AutoCloseable {
         List<FsdpUnit> order = new ArrayList<>(units.subList(1, units.size()));
         order.add(units.get(0));
         for (FsdpUnit unit : order) {
-            collectives.restoreParameterArrays(unit);
-            try {
-                List<Parameter> whole = new ArrayList<>(unit.getParameters());
-                whole.addAll(unit.getBuffers());
-                visitor.visit(new GatheredUnit(unit.getName(), whole));
-            } finally {
-                Collectives.releaseParameterArrays(unit);
-            }
+            collectives.visitGathered(unit, visitor);
         }
     }
 

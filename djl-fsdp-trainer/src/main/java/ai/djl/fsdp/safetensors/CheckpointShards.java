@@ -14,21 +14,27 @@ import java.util.Map;
  * model-XXXXX-of-YYYYY.safetensors} shards, a tensor never split, and an index mapping each tensor
  * to its shard.
  */
-final class CheckpointShards {
+public final class CheckpointShards {
 
     private CheckpointShards() {}
 
     /**
-     * Writes the writer's tensors as one {@code model.safetensors} if they fit in {@code
-     * maxShardBytes}, else as numbered shards with a {@code model.safetensors.index.json}.
+     * Splits tensors into shards in order, a new shard starting where the next tensor would take
+     * the current one past {@code maxShardBytes} (a larger single tensor gets a shard of its own).
+     *
+     * @param byteSizes each tensor's bytes, in file order
+     * @param maxShardBytes the most tensor bytes one shard holds
+     * @return the names in each shard; one shard when they all fit
      */
-    static void write(SafetensorsWriter writer, Path directory, long maxShardBytes)
-            throws IOException {
+    public static List<List<String>> plan(Map<String, Long> byteSizes, long maxShardBytes) {
+        if (maxShardBytes <= 0) {
+            throw new IllegalArgumentException(
+                    "the largest shard must be positive, got " + maxShardBytes + " bytes");
+        }
         List<List<String>> shards = new ArrayList<>();
         List<String> current = new ArrayList<>();
         long currentBytes = 0;
-        long totalBytes = 0;
-        for (Map.Entry<String, Long> e : writer.byteSizes().entrySet()) {
+        for (Map.Entry<String, Long> e : byteSizes.entrySet()) {
             long bytes = e.getValue();
             if (!current.isEmpty() && currentBytes + bytes > maxShardBytes) {
                 shards.add(current);
@@ -37,19 +43,39 @@ final class CheckpointShards {
             }
             current.add(e.getKey());
             currentBytes += bytes;
-            totalBytes += bytes;
         }
         shards.add(current);
-        if (shards.size() == 1) {
-            writer.write(directory.resolve(SafetensorsCheckpoint.SINGLE_FILE), shards.get(0));
-            return;
+        return shards;
+    }
+
+    /**
+     * Returns the file of shard {@code index} (from 0) of {@code count}: {@code model.safetensors}
+     * when there is one, else Hugging Face's {@code model-00001-of-00003.safetensors}.
+     *
+     * @param index the shard, from 0
+     * @param count the number of shards
+     * @return the file name
+     */
+    public static String fileName(int index, int count) {
+        if (count == 1) {
+            return SafetensorsCheckpoint.SINGLE_FILE;
         }
+        return String.format(Locale.ROOT, "model-%05d-of-%05d.safetensors", index + 1, count);
+    }
+
+    /**
+     * Writes {@code model.safetensors.index.json} for shards of more than one file (atomically).
+     *
+     * @param directory the checkpoint directory
+     * @param shards the names in each shard, as {@link #plan} made them
+     * @param totalBytes the tensors' bytes, all shards together
+     * @throws IOException if writing fails
+     */
+    public static void writeIndex(Path directory, List<List<String>> shards, long totalBytes)
+            throws IOException {
         JsonObject weightMap = new JsonObject();
         for (int i = 0; i < shards.size(); i++) {
-            String file =
-                    String.format(
-                            Locale.ROOT, "model-%05d-of-%05d.safetensors", i + 1, shards.size());
-            writer.write(directory.resolve(file), shards.get(i));
+            String file = fileName(i, shards.size());
             shards.get(i).forEach(name -> weightMap.addProperty(name, file));
         }
         JsonObject index = new JsonObject();
@@ -60,5 +86,21 @@ final class CheckpointShards {
         AtomicFiles.writeString(
                 directory.resolve(SafetensorsCheckpoint.INDEX_FILE),
                 new GsonBuilder().setPrettyPrinting().create().toJson(index));
+    }
+
+    /**
+     * Writes the writer's tensors as one {@code model.safetensors} if they fit in {@code
+     * maxShardBytes}, else as numbered shards with a {@code model.safetensors.index.json}.
+     */
+    static void write(SafetensorsWriter writer, Path directory, long maxShardBytes)
+            throws IOException {
+        Map<String, Long> sizes = writer.byteSizes();
+        List<List<String>> shards = plan(sizes, maxShardBytes);
+        for (int i = 0; i < shards.size(); i++) {
+            writer.write(directory.resolve(fileName(i, shards.size())), shards.get(i));
+        }
+        if (shards.size() > 1) {
+            writeIndex(directory, shards, sizes.values().stream().mapToLong(Long::longValue).sum());
+        }
     }
 }

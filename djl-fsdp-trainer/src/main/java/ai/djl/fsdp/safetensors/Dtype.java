@@ -1,5 +1,7 @@
 package ai.djl.fsdp.safetensors;
 
+import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 
 /**
@@ -61,6 +63,19 @@ public enum Dtype {
             }
         }
         throw new IllegalArgumentException("safetensors has no element type for DJL's " + dataType);
+    }
+
+    /**
+     * Returns the safetensors type that stores an array's elements without conversion, bfloat16
+     * arrays (which DJL reports as {@code UNKNOWN}) included.
+     *
+     * @param array a PyTorch-engine array
+     * @return the matching safetensors type
+     * @throws IllegalArgumentException if safetensors cannot hold the type
+     */
+    public static Dtype ofArray(NDArray array) {
+        DataType type = TensorMemory.dataType(array);
+        return type == DataType.BFLOAT16 ? BF16 : of(type);
     }
 
     /**

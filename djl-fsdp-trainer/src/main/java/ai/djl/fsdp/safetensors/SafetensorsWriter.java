@@ -1,5 +1,8 @@
 package ai.djl.fsdp.safetensors;
 
+import ai.djl.Device;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
 import com.google.gson.JsonArray;
@@ -274,8 +277,7 @@ public final class SafetensorsWriter {
             if (entry == null) {
                 throw new IllegalArgumentException("tensor \"" + name + "\" was not declared");
             }
-            if (Dtype.of(array.getDataType()) != entry.dtype()
-                    || !array.getShape().equals(entry.shape())) {
+            if (Dtype.ofArray(array) != entry.dtype() || !array.getShape().equals(entry.shape())) {
                 throw new IllegalArgumentException(
                         "tensor \""
                                 + name
@@ -288,7 +290,18 @@ public final class SafetensorsWriter {
                                 + " "
                                 + array.getDataType());
             }
-            return write(name, littleEndian(array));
+            if (!Device.Type.CPU.equals(array.getDevice().getDeviceType())) {
+                // One tensor at a time through host memory.
+                try (NDArray host = Precision.toDevice(array, Device.cpu(), true)) {
+                    return write(name, host);
+                }
+            }
+            if (TensorMemory.isContiguous(array)) {
+                return write(name, hostBytes(array));
+            }
+            try (NDArray contiguous = array.flatten()) {
+                return write(name, hostBytes(contiguous));
+            }
         }
 
         private StreamingFile write(String name, ByteBuffer bytes) throws IOException {
@@ -321,6 +334,20 @@ public final class SafetensorsWriter {
         public void close() throws IOException {
             pending.close();
         }
+    }
+
+    /**
+     * The array's own memory, read in place: a streamed tensor is never copied into the Java heap
+     * (a copy per tensor of a multi-gigabyte model piles up as garbage faster than it is
+     * collected).
+     */
+    private static ByteBuffer hostBytes(NDArray array) {
+        ByteBuffer bytes = TensorMemory.hostBuffer(array, "tensor written to safetensors");
+        if (bytes.order() != ByteOrder.LITTLE_ENDIAN) {
+            throw new UnsupportedOperationException(
+                    "safetensors is little-endian; this platform is not");
+        }
+        return bytes;
     }
 
     private static ByteBuffer littleEndian(NDArray array) {

@@ -182,22 +182,25 @@ final class Checkpointing implements AutoCloseable {
                                 + " does not keep: resume with the optimizer that saved it");
             }
             state = TrainingState.read(directory.resolve(CheckpointDirectory.TRAINER_STATE));
-            // Everything is read before anything changes: a damaged file leaves the model as it
-            // was.
-            List<NDArray> values = new ArrayList<>();
+            // What training changes is read before anything changes: a damaged file leaves the
+            // adapters and the optimizer as they were. The frozen base is read straight into its
+            // shards after it, one flat parameter at a time: read whole first, a 7B base would be
+            // held twice (and in float32, as the files keep it).
+            Map<FlatParameter, NDArray> values = new LinkedHashMap<>();
             Map<String, Map<String, NDArray>> states = new LinkedHashMap<>();
             try (NDManager scratch =
                     flats.isEmpty() ? null : flats.get(0).getShard().getManager().newSubManager()) {
                 for (FlatParameter flat : flats) {
-                    values.add(readShard(flat, reader, "", scratch));
-                    if (flat.isTrainable()) {
-                        Map<String, NDArray> byKind = new LinkedHashMap<>();
-                        for (String kind : kinds) {
-                            String prefix = CheckpointMetadata.OPTIMIZER_PREFIX + kind + ".";
-                            byKind.put(kind, readShard(flat, reader, prefix, scratch));
-                        }
-                        states.put(flat.getId(), byKind);
+                    if (!flat.isTrainable()) {
+                        continue;
                     }
+                    values.put(flat, readShard(flat, reader, "", scratch));
+                    Map<String, NDArray> byKind = new LinkedHashMap<>();
+                    for (String kind : kinds) {
+                        String prefix = CheckpointMetadata.OPTIMIZER_PREFIX + kind + ".";
+                        byKind.put(kind, readShard(flat, reader, prefix, scratch));
+                    }
+                    states.put(flat.getId(), byKind);
                 }
                 List<NDArray> bufferValues = new ArrayList<>();
                 for (Parameter buffer : buffers) {
@@ -210,9 +213,14 @@ final class Checkpointing implements AutoCloseable {
                     Parameter buffer = buffers.get(i);
                     StateDict.copyInto(names.get(buffer), buffer, bufferValues.get(i));
                 }
-                for (int i = 0; i < flats.size(); i++) {
-                    FlatParameter flat = flats.get(i);
-                    flat.getShardToWrite().set(new NDIndex("..."), values.get(i));
+                for (FlatParameter flat : flats) {
+                    if (flat.isTrainable()) {
+                        flat.getShardToWrite().set(new NDIndex("..."), values.get(flat));
+                    } else {
+                        try (NDArray value = readShard(flat, reader, "", scratch)) {
+                            flat.getShardToWrite().set(new NDIndex("..."), value);
+                        }
+                    }
                     flat.zeroGradient();
                     Map<String, NDArray> byKind = states.getOrDefault(flat.getId(), Map.of());
                     byKind.forEach(

@@ -391,6 +391,23 @@ public class FsdpTrainer extends Trainer {
         ModelStateWriter.write(this::forEachUnitGathered, getRank() == 0, file, transform);
     }
 
+    /**
+     * Writes the model's full state as a Hugging Face checkpoint directory, one unit at a time:
+     * {@code model.safetensors}, or numbered shards of at most {@code maxShardBytes} and their
+     * index (see {@link ModelStateWriter#writeCheckpoint}). A collective: every rank calls it; rank
+     * 0 writes.
+     *
+     * @param directory the existing directory on rank 0
+     * @param transform what the state holds
+     * @param maxShardBytes the most tensor bytes one file holds
+     * @throws IOException if writing fails
+     */
+    public void saveFullState(Path directory, StateTransform transform, long maxShardBytes)
+            throws IOException {
+        ModelStateWriter.writeCheckpoint(
+                this::forEachUnitGathered, getRank() == 0, directory, transform, maxShardBytes);
+    }
+
     /** Returns this process's rank in the trainer's process group. */
     public int getRank() {
         return group.getRank();

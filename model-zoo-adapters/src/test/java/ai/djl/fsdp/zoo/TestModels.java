@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo;
 
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -31,6 +32,11 @@ public final class TestModels {
     public static CausalLM seeded(String name, NDManager manager, int seed) {
         Engine.getEngine("PyTorch").setRandomSeed(seed);
         return Models.create(Models.builtin(name), manager);
+    }
+
+    /** Returns the wrap policy that makes each of the model's decoder layers an FSDP unit. */
+    public static WrapPolicy decoderLayers(CausalLM model) {
+        return WrapPolicy.byLayerClass(model.decoderLayerClass().getSimpleName());
     }
 
     /** Runs the model without a cache, as training does. */

@@ -288,6 +288,25 @@ final class FinetuneArguments {
     Path outputDir;
 
     @Option(
+            names = "--max_shard_size",
+            defaultValue = "5GB",
+            description =
+                    "The largest safetensors file of the saved model, as Hugging Face's"
+                        + " save_pretrained takes it: 5GB, 500MB, 2GiB or bytes (default"
+                        + " ${DEFAULT-VALUE}); a larger model is split into"
+                        + " model-0000N-of-0000M.safetensors with model.safetensors.index.json.")
+    String maxShardSize;
+
+    @Option(
+            names = "--save_dtype",
+            defaultValue = "auto",
+            description =
+                    "The element type of the saved (merged) model: auto (the base checkpoint's"
+                            + " torch_dtype, as Hugging Face saves it; float32 for a built-in"
+                            + " model), float32, bfloat16 or float16.")
+    String saveDtype;
+
+    @Option(
             names = OutputDirectory.OVERWRITE_FLAG,
             description =
                     "Write into --output_dir even if it is a file, the current directory or holds"

@@ -66,6 +66,7 @@ public final class FinetuneCommand implements Subcommand {
     private final Set<String> notes = new LinkedHashSet<>();
     private boolean rankZero = true;
     private boolean ready;
+    private Path baseCheckpoint;
 
     @Override
     public Integer call() throws Exception {
@@ -77,6 +78,9 @@ public final class FinetuneCommand implements Subcommand {
         Path checkpoint = Path.of(args.modelNameOrPath);
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
         validate(checkpoint, fromCheckpoint);
+        baseCheckpoint = fromCheckpoint ? checkpoint : null;
+        SaveFormat.dtype(args.saveDtype, baseCheckpoint);
+        SaveFormat.bytes(args.maxShardSize);
         this.checkpoints.check();
         Engine.getInstance().setRandomSeed(args.seed);
         try (ProcessGroup group = ProcessGroups.init(env)) {
@@ -318,7 +322,12 @@ public final class FinetuneCommand implements Subcommand {
                     if (lora != null) {
                         HfCheckpoint.saveAdapters(trainer, lora, directory);
                     }
-                    HfCheckpoint.saveMerged(trainer, lm, model);
+                    HfCheckpoint.saveMerged(
+                            trainer,
+                            lm,
+                            model,
+                            SaveFormat.dtype(args.saveDtype, baseCheckpoint),
+                            SaveFormat.bytes(args.maxShardSize));
                     if (rankZero) {
                         report.writeTokenizer(directory, model);
                         report.copyRunFiles(directory);

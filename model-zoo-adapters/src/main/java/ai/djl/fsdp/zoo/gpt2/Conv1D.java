@@ -51,7 +51,10 @@ public final class Conv1D extends HfBlock implements LinearProjection {
 
     @Override
     public void addToWeight(NDArray delta) {
-        StateDict.addInto(weight, delta.transpose());
+        // The transposed view keeps the delta's memory alive until it is closed.
+        try (NDArray transposed = delta.transpose()) {
+            StateDict.addInto(weight, transposed);
+        }
     }
 
     @Override

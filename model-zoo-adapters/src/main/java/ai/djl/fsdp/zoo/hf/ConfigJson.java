@@ -175,6 +175,22 @@ public final class ConfigJson {
     }
 
     /**
+     * Writes a configuration as {@code config.json} with the {@code torch_dtype} its weights are
+     * stored in, as Hugging Face's {@code save_pretrained} records it.
+     *
+     * @param config the configuration
+     * @param directory the checkpoint directory
+     * @param torchDtype {@code float32}, {@code bfloat16} or {@code float16}
+     * @throws IOException if writing fails
+     */
+    public static void write(ModelConfig config, Path directory, String torchDtype)
+            throws IOException {
+        JsonObject json = config.toJson();
+        json.addProperty("torch_dtype", torchDtype);
+        AtomicFiles.writeString(directory.resolve(FILE), GSON.toJson(json));
+    }
+
+    /**
      * Reads {@code eos_token_id}, which is an integer or, in newer configurations, a list.
      *
      * @param value the JSON value, or null

@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.hf;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraState;
+import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
@@ -181,13 +182,41 @@ public final class HfCheckpoint {
      */
     public static void saveMerged(FsdpTrainer trainer, CausalLM model, Path directory)
             throws IOException {
+        saveMerged(trainer, model, directory, Dtype.F32, DEFAULT_MAX_SHARD_BYTES);
+    }
+
+    /**
+     * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, its LoRA
+     * adapters (if any) merged, as {@link #saveMerged(FsdpTrainer, CausalLM, Path)} does, with its
+     * floating tensors stored as {@code floatType} (each cast as its unit is written) and split
+     * into {@code model-0000N-of-0000M.safetensors} files of at most {@code maxShardBytes} with
+     * {@code model.safetensors.index.json} when it is larger. A collective: every rank calls it;
+     * rank 0 writes.
+     *
+     * @param trainer the trainer of {@code model}
+     * @param model the model, adapted or not
+     * @param directory the directory (created if needed) on rank 0
+     * @param floatType {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
+     * @param maxShardBytes the most tensor bytes one file holds
+     * @throws IOException if writing fails
+     */
+    public static void saveMerged(
+            FsdpTrainer trainer,
+            CausalLM model,
+            Path directory,
+            Dtype floatType,
+            long maxShardBytes)
+            throws IOException {
         if (trainer.getModel().getBlock() != model) {
             throw new IllegalArgumentException("the trainer does not train this model");
         }
-        trainer.saveFullState(
-                directory.resolve(SafetensorsCheckpoint.SINGLE_FILE), LoraState.merged(model));
         if (trainer.getRank() == 0) {
-            ConfigJson.write(model.getConfig(), directory);
+            Files.createDirectories(directory);
+        }
+        trainer.saveFullState(
+                directory, LoraState.merged(model).withFloatsAs(floatType), maxShardBytes);
+        if (trainer.getRank() == 0) {
+            ConfigJson.write(model.getConfig(), directory, torchDtype(floatType));
         }
     }
 
@@ -208,6 +237,15 @@ public final class HfCheckpoint {
             Lora.saveConfig(root, config, directory);
         }
         trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root));
+    }
+
+    private static String torchDtype(Dtype type) {
+        return switch (type) {
+            case F32 -> "float32";
+            case BF16 -> "bfloat16";
+            case F16 -> "float16";
+            default -> throw new IllegalArgumentException("a model is saved as F32, BF16 or F16");
+        };
     }
 
     /** Lists a few names of a set, which for a wrong model can hold hundreds. */
