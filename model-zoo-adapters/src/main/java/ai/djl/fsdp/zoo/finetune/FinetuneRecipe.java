@@ -58,6 +58,10 @@ final class FinetuneRecipe implements AutoCloseable {
     final int stepsPerEpoch;
     final int totalSteps;
     final LearningRateSchedule schedule;
+
+    /** The training loss the trainer evaluates; the loop sets each step's token count on it. */
+    final CausalLmLoss loss = new CausalLmLoss();
+
     private final Path workDirectory;
 
     private FinetuneRecipe(
@@ -240,7 +244,7 @@ final class FinetuneRecipe implements AutoCloseable {
                         .optEpsilon(args.adamEpsilon)
                         .build();
         DefaultTrainingConfig training =
-                new DefaultTrainingConfig(new CausalLmLoss())
+                new DefaultTrainingConfig(loss)
                         .optOptimizer(adamW)
                         .optDevices(new Device[] {group.getDevice()});
         List<String> layers = fsdp.layerClasses(lm);

@@ -110,7 +110,8 @@ final class TrainingLoop {
                         targets += CausalLmLoss.countLabels(batch.get(1));
                         batches.add(batch);
                     }
-                    CausalLmLoss lossFunction = (CausalLmLoss) trainer.getLoss();
+                    // The recipe's own loss: the trainer's getLoss() wraps it for the evaluators.
+                    CausalLmLoss lossFunction = recipe.loss;
                     lossFunction.setStepTokens(trainer.countStepItems(targets));
                     for (int micro = 0; micro < batches.size(); micro++) {
                         NDList batch = batches.get(micro);
