@@ -66,8 +66,8 @@ record RankJvm(
     LaunchedJob.RankProcess start(int rank, Map<String, String> rankEnvironment, Path report) {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.add("-Dai.djl.pytorch.num_threads=" + threadsPerRank);
-        command.add("-Dai.djl.pytorch.num_interop_threads=1");
+        command.add("-D" + RankThreads.THREADS_PROPERTY + "=" + threadsPerRank);
+        command.add("-D" + RankThreads.INTEROP_THREADS_PROPERTY + "=1");
         // After the launcher's own options, so that the caller's win.
         command.addAll(javaOptions);
         command.add("-cp");

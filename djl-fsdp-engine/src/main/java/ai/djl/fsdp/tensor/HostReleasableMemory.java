@@ -36,7 +36,8 @@ import java.nio.ByteOrder;
  */
 public final class HostReleasableMemory implements ReleasableMemory {
 
-    private static final long PAGE = LibC.INSTANCE.sysconf(LibC.SC_PAGESIZE);
+    /** The host's page size in bytes. */
+    static final long PAGE = LibC.INSTANCE.sysconf(LibC.SC_PAGESIZE);
 
     private final Pointer base;
     private final long bytes;

@@ -81,8 +81,7 @@ public final class PinnedMemory implements AutoCloseable {
 
     private static synchronized PageLocks cudaLocks() {
         if (cudaLocks == null) {
-            cudaLocks =
-                    new PageLocks(new CudaHostRegister(), LibC.INSTANCE.sysconf(LibC.SC_PAGESIZE));
+            cudaLocks = new PageLocks(new CudaHostRegister(), HostReleasableMemory.PAGE);
         }
         return cudaLocks;
     }

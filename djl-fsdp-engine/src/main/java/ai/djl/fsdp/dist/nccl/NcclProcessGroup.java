@@ -355,7 +355,7 @@ public final class NcclProcessGroup implements ProcessGroup {
             throw new CollectiveException("The NCCL group of rank " + rank + " is closed");
         }
         watchdog.check();
-        NcclStatus.CUDA.setDevice(device.getDeviceId());
+        comm.bindThread();
         if (streams == null) {
             streams = new NcclStreams();
         }
