@@ -4,7 +4,6 @@ import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.training.loss.Loss;
 
 /**
@@ -53,15 +52,5 @@ public final class CausalLmLoss extends Loss {
         NDArray sum = picked.mul(mask).sum().neg();
         // A step (or batch) without target tokens has loss 0, not 0 / 0.
         return stepTokens > 0 ? sum.div(stepTokens) : sum.div(mask.sum().maximum(1f));
-    }
-
-    /**
-     * Returns the number of positions a batch's loss averages over.
-     *
-     * @param labels the labels {@code [B, T]}
-     * @return the count of labels that are tokens
-     */
-    public static long countLabels(NDArray labels) {
-        return labels.neq(Sequences.IGNORE).sum().toType(DataType.INT64, false).getLong();
     }
 }

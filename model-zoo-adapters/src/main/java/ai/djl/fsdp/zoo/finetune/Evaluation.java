@@ -71,7 +71,7 @@ final class Evaluation {
             try (NDManager manager = trainer.getManager().newSubManager()) {
                 NDList batch = eval.batch(manager, indices, padId);
                 NDList logits = trainer.evaluate(Sequences.modelInputs(batch));
-                long labels = CausalLmLoss.countLabels(batch.get(1));
+                long labels = eval.countLabels(indices);
                 sum += loss.evaluate(new NDList(batch.get(1)), logits).getFloat() * labels;
                 count += labels;
             }

@@ -8,6 +8,7 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.ShardingStrategy;
@@ -66,7 +67,8 @@ public final class FinetuneCommand implements Subcommand {
     private final Set<String> notes = new LinkedHashSet<>();
     private boolean rankZero = true;
     private boolean ready;
-    private Path baseCheckpoint;
+    private Dtype saveDtype;
+    private long maxShardBytes;
 
     @Override
     public Integer call() throws Exception {
@@ -78,9 +80,8 @@ public final class FinetuneCommand implements Subcommand {
         Path checkpoint = Path.of(args.modelNameOrPath);
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
         validate(checkpoint, fromCheckpoint);
-        baseCheckpoint = fromCheckpoint ? checkpoint : null;
-        SaveFormat.dtype(args.saveDtype, baseCheckpoint);
-        SaveFormat.bytes(args.maxShardSize);
+        saveDtype = SaveFormat.dtype(args.saveDtype, fromCheckpoint ? checkpoint : null);
+        maxShardBytes = SaveFormat.bytes(args.maxShardSize);
         this.checkpoints.check();
         Engine.getInstance().setRandomSeed(args.seed);
         try (ProcessGroup group = ProcessGroups.init(env)) {
@@ -322,12 +323,7 @@ public final class FinetuneCommand implements Subcommand {
                     if (lora != null) {
                         HfCheckpoint.saveAdapters(trainer, lora, directory);
                     }
-                    HfCheckpoint.saveMerged(
-                            trainer,
-                            lm,
-                            model,
-                            SaveFormat.dtype(args.saveDtype, baseCheckpoint),
-                            SaveFormat.bytes(args.maxShardSize));
+                    HfCheckpoint.saveMerged(trainer, lm, model, saveDtype, maxShardBytes);
                     if (rankZero) {
                         report.writeTokenizer(directory, model);
                         report.copyRunFiles(directory);

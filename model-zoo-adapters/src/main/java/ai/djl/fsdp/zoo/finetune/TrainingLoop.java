@@ -106,19 +106,18 @@ final class TrainingLoop {
                     for (int micro = 0; micro < args.gradientAccumulationSteps; micro++) {
                         NDManager manager = trainer.getManager().newSubManager();
                         managers.add(manager);
-                        NDList batch = recipe.train.batch(manager, sampler.next(), recipe.padId);
-                        targets += CausalLmLoss.countLabels(batch.get(1));
+                        int[] indices = sampler.next();
+                        NDList batch = recipe.train.batch(manager, indices, recipe.padId);
+                        targets += recipe.train.countLabels(indices);
                         batches.add(batch);
                     }
-                    // The recipe's own loss: the trainer's getLoss() wraps it for the evaluators.
-                    CausalLmLoss lossFunction = recipe.loss;
-                    lossFunction.setStepTokens(trainer.countStepItems(targets));
+                    recipe.loss.setStepTokens(trainer.countStepItems(targets));
                     for (int micro = 0; micro < batches.size(); micro++) {
                         NDList batch = batches.get(micro);
                         try (NDManager manager = managers.get(micro);
                                 GradientCollector collector = trainer.newGradientCollector()) {
                             NDList logits = trainer.forward(Sequences.modelInputs(batch));
-                            NDArray value = lossFunction.evaluate(new NDList(batch.get(1)), logits);
+                            NDArray value = recipe.loss.evaluate(new NDList(batch.get(1)), logits);
                             collector.backward(value);
                             // Each micro-batch's share of the step's mean, on every rank.
                             loss += sumOverRanks(value);
@@ -338,7 +337,10 @@ final class TrainingLoop {
         }
     }
 
-    /** Every rank's loss is its own slice's: the logged loss is their mean, the global batch's. */
+    /**
+     * Every rank's loss is its share of the step's global token mean: the logged loss is the sum of
+     * the ranks' shares.
+     */
     private float sumOverRanks(NDArray loss) {
         NDArray copy = loss.stopGradient().reshape(1);
         group.allReduce(copy, ReduceOp.SUM);

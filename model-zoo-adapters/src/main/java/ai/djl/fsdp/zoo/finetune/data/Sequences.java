@@ -131,9 +131,30 @@ public final class Sequences {
     public long countLabels() {
         long count = 0;
         for (Sequence sequence : sequences) {
-            for (long label : sequence.labels()) {
-                count += label == IGNORE ? 0 : 1;
-            }
+            count += countLabels(sequence);
+        }
+        return count;
+    }
+
+    /**
+     * Returns the number of trained labels of the sequences at {@code indices}: those of their
+     * {@link #batch} (padding is never trained), counted on the host.
+     *
+     * @param indices the sequences' indices
+     * @return the number of labels that are not {@link #IGNORE}
+     */
+    public long countLabels(int[] indices) {
+        long count = 0;
+        for (int index : indices) {
+            count += countLabels(sequences.get(index));
+        }
+        return count;
+    }
+
+    private static long countLabels(Sequence sequence) {
+        long count = 0;
+        for (long label : sequence.labels()) {
+            count += label == IGNORE ? 0 : 1;
         }
         return count;
     }
