@@ -271,6 +271,23 @@ public final class Lora {
     }
 
     /**
+     * Reads the adapters' configuration, PEFT's {@code adapter_config.json} in {@code directory}.
+     *
+     * @param directory the adapter directory
+     * @return the configuration
+     * @throws IOException if reading fails
+     * @throws IllegalArgumentException if the file is not valid JSON
+     */
+    public static LoraConfig readConfig(Path directory) throws IOException {
+        try (Reader reader = Files.newBufferedReader(directory.resolve(CONFIG_FILE))) {
+            return LoraConfig.fromPeftJson(JsonParser.parseReader(reader).getAsJsonObject());
+        } catch (JsonParseException | IllegalStateException e) {
+            throw new IllegalArgumentException(
+                    directory.resolve(CONFIG_FILE) + " is not valid JSON: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Adds the adapters saved in a PEFT adapter directory to a model: applies its configuration and
      * copies in the adapter weights.
      *
@@ -282,13 +299,7 @@ public final class Lora {
      *     keys, wrong shapes)
      */
     public static LoraConfig load(Block root, Path directory) throws IOException {
-        LoraConfig config;
-        try (Reader reader = Files.newBufferedReader(directory.resolve(CONFIG_FILE))) {
-            config = LoraConfig.fromPeftJson(JsonParser.parseReader(reader).getAsJsonObject());
-        } catch (JsonParseException | IllegalStateException e) {
-            throw new IllegalArgumentException(
-                    directory.resolve(CONFIG_FILE) + " is not valid JSON: " + e.getMessage(), e);
-        }
+        LoraConfig config = readConfig(directory);
         apply(root, config);
         Map<String, Parameter> expected = new LinkedHashMap<>();
         adapters(root)

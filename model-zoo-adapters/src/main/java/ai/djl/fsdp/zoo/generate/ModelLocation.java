@@ -1,14 +1,10 @@
 package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.fsdp.lora.Lora;
-import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.zoo.finetune.FinetuneCommand;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
-import com.google.gson.JsonParseException;
-import com.google.gson.JsonParser;
 import java.io.IOException;
-import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -61,7 +57,7 @@ record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, St
                             + " holds LoRA adapters: generating with the merged model in "
                             + merged);
         }
-        String base = baseModel(adapterConfig);
+        String base = Lora.readConfig(directory).getBaseModelNameOrPath();
         if (base != null && Files.exists(Path.of(base).resolve(ConfigJson.FILE))) {
             Path tokenizers =
                     Files.exists(directory.resolve(Tokenizers.FILE)) ? directory : Path.of(base);
@@ -82,15 +78,5 @@ record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, St
                         + " or set base_model_name_or_path in "
                         + adapterConfig
                         + " to the base checkpoint");
-    }
-
-    private static String baseModel(Path adapterConfig) throws IOException {
-        try (Reader reader = Files.newBufferedReader(adapterConfig)) {
-            return LoraConfig.fromPeftJson(JsonParser.parseReader(reader).getAsJsonObject())
-                    .getBaseModelNameOrPath();
-        } catch (JsonParseException | IllegalStateException e) {
-            throw new IllegalArgumentException(
-                    adapterConfig + " is not valid JSON: " + e.getMessage(), e);
-        }
     }
 }
