@@ -5,11 +5,12 @@ import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.param.FlatParameter;
-import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
@@ -111,38 +112,43 @@ public final class Collectives {
      * rank takes part even if its micro-batch did not reach these parameters.
      *
      * @param unit the unit
-     * @param leaves the unit's flat leaves, null for frozen buffers
+     * @param leaves the unit's parameter leaves per flat parameter, null for frozen buffers
      * @param scale the factor for this micro-batch's gradients
-     * @return the reduction in flight; the gradients must stay alive until it completes
+     * @param scope the manager of the flat gradients (when not pooled) and the reductions' outputs
+     * @param pool where the flat gradients are borrowed from, or null
+     * @return the reduction in flight; {@code scope} must stay open until it completes
      */
-    PendingReduction startReduction(FsdpUnit unit, List<NDArray> leaves, float scale) {
+    PendingReduction startReduction(
+            FsdpUnit unit,
+            List<GradientLeaves> leaves,
+            float scale,
+            NDManager scope,
+            BufferPool pool) {
         List<PendingReduction.Part> parts = new ArrayList<>();
         List<FlatParameter> flats = unit.getFlatParameters();
         for (int i = 0; i < flats.size(); i++) {
-            NDArray leaf = leaves.get(i);
-            if (leaf == null) {
+            GradientLeaves flatLeaves = leaves.get(i);
+            if (flatLeaves == null) {
                 continue;
             }
             FlatParameter flat = flats.get(i);
-            NDArray found = Autograd.gradientOf(leaf);
-            NDArray gradient =
-                    found != null
-                            ? precision.reduce().cast(found)
-                            : precision.reduce().zeros(leaf.getManager(), leaf.getShape());
+            NDArray gradient = flatLeaves.flatGradient(precision.reduce(), scope, pool);
             if (flat.isSharded()) {
-                NDArray shardGradient =
-                        precision.reduce().empty(gradient.getManager(), flat.getShard().getShape());
+                NDArray shardGradient = precision.reduce().empty(scope, flat.getShard().getShape());
                 Work work = group.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
-                parts.add(new PendingReduction.Part(flat, work, shardGradient));
+                parts.add(new PendingReduction.Part(flat, work, shardGradient, gradient));
             } else if (group.getSize() > 1) {
                 parts.add(
                         new PendingReduction.Part(
-                                flat, group.allReduceAsync(gradient, ReduceOp.AVG), gradient));
+                                flat,
+                                group.allReduceAsync(gradient, ReduceOp.AVG),
+                                gradient,
+                                gradient));
             } else {
-                parts.add(new PendingReduction.Part(flat, null, gradient));
+                parts.add(new PendingReduction.Part(flat, null, gradient, gradient));
             }
         }
-        return new PendingReduction(parts, scale);
+        return new PendingReduction(parts, scale, pool);
     }
 
     /**

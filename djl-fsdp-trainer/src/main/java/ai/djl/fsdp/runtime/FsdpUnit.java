@@ -1,5 +1,6 @@
 package ai.djl.fsdp.runtime;
 
+import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
@@ -95,6 +96,16 @@ public final class FsdpUnit implements AutoCloseable {
         return parameters;
     }
 
+    /**
+     * Makes the unit's gathers borrow their full buffers from {@code pool} (see {@link
+     * FlatParameter#useBufferPool}).
+     *
+     * @param pool the pool, or null
+     */
+    void useBufferPool(BufferPool pool) {
+        flatParameters.forEach(flat -> flat.useBufferPool(pool));
+    }
+
     /** Returns where the unit's parameters are. */
     public UnitState getState() {
         return state;
@@ -177,9 +188,9 @@ public final class FsdpUnit implements AutoCloseable {
 
     /**
      * Makes the parameters readable through the parameter store: views into the gathered buffers,
-     * owned by {@code scope}. With {@code withGrad}, each trainable buffer is first aliased by a
-     * fresh autograd leaf (sharing its storage) so one backward leaves the whole flat gradient on
-     * that leaf.
+     * owned by {@code scope}. With {@code withGrad}, each trainable parameter's view is an autograd
+     * leaf (sharing the buffer's storage), so backward leaves each parameter's gradient on it (see
+     * {@link GradientLeaves}).
      *
      * <p>Buffers are seen in {@code precision}: a gathered buffer already has it; a buffer that is
      * not split (its own full buffer, float32) is cast into {@code scope}, so its gradient too
@@ -187,12 +198,12 @@ public final class FsdpUnit implements AutoCloseable {
      *
      * @return the leaves, one per flat parameter, null for frozen ones or without grad
      */
-    List<NDArray> materialize(boolean withGrad, Precision precision, NDManager scope) {
+    List<GradientLeaves> materialize(boolean withGrad, Precision precision, NDManager scope) {
         if (state != UnitState.GATHERED) {
             throw new IllegalStateException(
                     "FSDP unit " + name + " is " + state + ", not gathered");
         }
-        List<NDArray> leaves = new ArrayList<>(flatParameters.size());
+        List<GradientLeaves> leaves = new ArrayList<>(flatParameters.size());
         for (FlatParameter flat : flatParameters) {
             NDArray full = flat.getFull();
             NDArray typed = precision.cast(full);
@@ -201,12 +212,13 @@ public final class FsdpUnit implements AutoCloseable {
             }
             NDArray alias = typed.stopGradient();
             alias.attach(scope);
-            boolean leaf = withGrad && flat.isTrainable();
-            if (leaf) {
-                alias.setRequiresGradient(true);
-            }
-            leaves.add(leaf ? alias : null);
-            List<NDArray> parameterViews = flat.getLayout().viewsOf(alias);
+            GradientLeaves flatLeaves =
+                    withGrad && flat.isTrainable()
+                            ? GradientLeaves.of(flat.getLayout(), alias, scope)
+                            : null;
+            leaves.add(flatLeaves);
+            List<NDArray> parameterViews =
+                    flatLeaves != null ? flatLeaves.views() : flat.getLayout().viewsOf(alias);
             for (int i = 0; i < parameterViews.size(); i++) {
                 views.put(flat.getParameters().get(i).getId(), parameterViews.get(i));
             }

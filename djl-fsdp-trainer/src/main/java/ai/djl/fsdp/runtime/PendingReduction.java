@@ -1,6 +1,7 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
@@ -20,16 +21,27 @@ final class PendingReduction {
      * @param flat the flat parameter whose gradient receives the result
      * @param work the collective, or null when nothing moves
      * @param reduced where this rank's part of the reduced gradient lands
+     * @param flatGradient the flat gradient the collective reads (may be {@code reduced})
      */
-    record Part(FlatParameter flat, Work work, NDArray reduced) {}
+    record Part(FlatParameter flat, Work work, NDArray reduced, NDArray flatGradient) {}
 
     private final List<Part> parts;
     private final float scale;
+    private final BufferPool pool;
     private NDManager scope;
 
-    PendingReduction(List<Part> parts, float scale) {
+    /**
+     * Creates the reduction.
+     *
+     * @param parts the flat parameters' reductions
+     * @param scale the factor for the gradients
+     * @param pool the pool the flat gradients were borrowed from (given back once complete), or
+     *     null
+     */
+    PendingReduction(List<Part> parts, float scale, BufferPool pool) {
         this.parts = List.copyOf(parts);
         this.scale = scale;
+        this.pool = pool;
     }
 
     /**
@@ -50,6 +62,9 @@ final class PendingReduction {
                 }
                 // A gradient reduced in a narrower type joins the float32 shard gradient.
                 part.flat().accumulateGradient(Precision.FLOAT32.cast(part.reduced()), scale);
+            }
+            if (pool != null) {
+                parts.forEach(part -> pool.giveBack(part.flatGradient()));
             }
         } finally {
             if (scope != null) {

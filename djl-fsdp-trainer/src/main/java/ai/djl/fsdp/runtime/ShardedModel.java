@@ -216,7 +216,11 @@ public final class ShardedModel implements AutoCloseable {
 
     @Override
     public void close() {
-        executor.discardPass();
-        units.forEach(FsdpUnit::close);
+        try {
+            executor.discardPass();
+            units.forEach(FsdpUnit::close);
+        } finally {
+            executor.close();
+        }
     }
 }

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.runtime;
 
+import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TorchRandom;
@@ -31,12 +32,13 @@ final class UnitExecutor {
     private final RecomputeSeeds seeds;
     private final BackwardTape tape;
     private final ModelBuffers buffers;
+    private final BufferPool pool;
 
     private Phase phase = Phase.IDLE;
     private List<FsdpUnit> forwardOrder;
     private List<FsdpUnit> observedOrder = new ArrayList<>();
     private NDManager rootScope;
-    private List<NDArray> rootLeaves = List.of();
+    private List<GradientLeaves> rootLeaves = List.of();
     private long peakGatheredBytes;
 
     UnitExecutor(
@@ -52,10 +54,13 @@ final class UnitExecutor {
         this.units = units;
         this.forwardOrder = units;
         seeds = new RecomputeSeeds(collectives.getGroup().getRank());
-        tape = new BackwardTape(collectives, options.prefetch());
+        pool = BufferPool.fromEnvironment();
+        tape = new BackwardTape(collectives, options.prefetch(), pool);
         if (options.releasesKeptParameters()) {
             units.forEach(FsdpUnit::useReleasableMemory);
         }
+        root.useBufferPool(pool);
+        units.forEach(unit -> unit.useBufferPool(pool));
     }
 
     /**
@@ -164,7 +169,8 @@ final class UnitExecutor {
             Autograd.backward(loss32, ones);
         }
         tape.run(call -> recompute(call, parameterStore), scale);
-        PendingReduction rootReduction = collectives.startReduction(root, rootLeaves, scale);
+        PendingReduction rootReduction =
+                collectives.startReduction(root, rootLeaves, scale, rootScope, pool);
         tape.completeInFlight();
         rootReduction.complete();
         forwardOrder = List.copyOf(observedOrder);
@@ -231,7 +237,7 @@ final class UnitExecutor {
             Long seed,
             boolean training,
             PairList<String, Object> params) {
-        List<NDArray> flatLeaves = unit.materialize(withGraph, precision, scope);
+        List<GradientLeaves> flatLeaves = unit.materialize(withGraph, precision, scope);
         try {
             NDList outputs =
                     Autograd.withGradMode(
@@ -276,5 +282,16 @@ final class UnitExecutor {
         root.reshard();
         // The graphs are closed: released buffers can be unmapped.
         units.forEach(FsdpUnit::free);
+        if (pool != null) {
+            // Kept within a pass only: between passes the pool holds nothing.
+            pool.trim();
+        }
+    }
+
+    /** Frees the buffer pool; after the units are closed. */
+    void close() {
+        if (pool != null) {
+            pool.close();
+        }
     }
 }

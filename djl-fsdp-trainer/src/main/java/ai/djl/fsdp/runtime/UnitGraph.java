@@ -1,6 +1,5 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import java.util.List;
@@ -12,6 +11,7 @@ import java.util.List;
  * @param scope owns the graph's arrays; closing it frees the unit's activations
  * @param inputLeaves the detached copies of the call's inputs the graph starts from
  * @param outputs the unit's outputs, attached to the graph
- * @param flatLeaves the trainable flat buffers' leaves (null for frozen ones)
+ * @param flatLeaves the trainable flat buffers' parameter leaves (null for frozen ones)
  */
-record UnitGraph(NDManager scope, NDList inputLeaves, NDList outputs, List<NDArray> flatLeaves) {}
+record UnitGraph(
+        NDManager scope, NDList inputLeaves, NDList outputs, List<GradientLeaves> flatLeaves) {}
