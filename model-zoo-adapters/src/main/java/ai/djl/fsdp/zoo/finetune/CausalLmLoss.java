@@ -1,9 +1,15 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.loss.Loss;
 
 /**
@@ -16,8 +22,19 @@ import ai.djl.training.loss.Loss;
  * the target tokens of the whole optimizer step over all ranks and micro-batches ({@code
  * FsdpTrainer.countStepItems}): each batch then gives its share of the step's global token mean,
  * Hugging Face Trainer's normalization ({@code num_items_in_batch}).
+ *
+ * <p>The log-softmax over the vocabulary and its gradient are computed together, a few rows at a
+ * time, without a graph: the loss's backward is then one product with the precomputed gradient,
+ * instead of a log-softmax output, a zero-filled gradient of the picked entries and a log-softmax
+ * backward, each as large as the logits. Outside grad mode (evaluation) only the loss is computed.
  */
 public final class CausalLmLoss extends Loss {
+
+    /**
+     * The elements of one chunk of logits (3 MiB of float32): below the ranks' allocator's mmap
+     * threshold (4 MiB, see docs/benchmarks.md), so a chunk's temporaries reuse heap memory.
+     */
+    private static final long CHUNK_ELEMENTS = 3L << 18;
 
     private long stepTokens;
 
@@ -43,14 +60,78 @@ public final class CausalLmLoss extends Loss {
     public NDArray evaluate(NDList labels, NDList predictions) {
         NDArray logits = predictions.head();
         long vocab = logits.getShape().get(logits.getShape().dimension() - 1);
-        NDArray flat = labels.head().reshape(-1, 1);
-        NDArray trained = flat.neq(Sequences.IGNORE);
+        NDManager manager = logits.getManager();
         // Softmax over the vocabulary and the loss in float32, whatever the logits' type.
-        NDArray logProbabilities = Precision.FLOAT32.cast(logits).reshape(-1, vocab).logSoftmax(1);
-        NDArray picked = logProbabilities.gather(flat.mul(trained), 1);
-        NDArray mask = trained.toType(picked.getDataType(), false);
-        NDArray sum = picked.mul(mask).sum().neg();
+        NDArray rows = Precision.FLOAT32.cast(logits).reshape(-1, vocab);
+        NDArray flat = labels.head().reshape(-1);
+        NDArray trained = flat.neq(Sequences.IGNORE);
+        NDArray mask = trained.toType(DataType.FLOAT32, false);
         // A step (or batch) without target tokens has loss 0, not 0 / 0.
-        return stepTokens > 0 ? sum.div(stepTokens) : sum.div(mask.sum().maximum(1f));
+        NDArray divisor =
+                stepTokens > 0 ? manager.create((float) stepTokens) : mask.sum().maximum(1f);
+        boolean withGradient = Autograd.isGradMode();
+        NDArray gradient = withGradient ? Precision.FLOAT32.empty(manager, rows.getShape()) : null;
+        NDArray sum =
+                Autograd.withGradMode(
+                        false,
+                        () ->
+                                chunkedLoss(
+                                        rows.stopGradient(),
+                                        flat,
+                                        trained,
+                                        mask,
+                                        divisor,
+                                        gradient));
+        NDArray loss = sum.div(divisor);
+        if (!withGradient) {
+            return loss;
+        }
+        // d(loss)/d(rows) is the gradient computed above: its dot product with the rows, less
+        // the same without a graph (exactly 0), carries it into backward.
+        NDArray carrier = rows.reshape(-1).dot(gradient.reshape(-1));
+        return carrier.sub(carrier.stopGradient()).add(loss);
+    }
+
+    /**
+     * The summed token losses, a few rows of logits at a time, and (when {@code gradient} is given)
+     * their gradient {@code mask (softmax - onehot) / divisor} written into it: no array of the
+     * vocabulary's width larger than one chunk is made besides {@code gradient}.
+     */
+    private static NDArray chunkedLoss(
+            NDArray rows,
+            NDArray labels,
+            NDArray trained,
+            NDArray mask,
+            NDArray divisor,
+            NDArray gradient) {
+        long count = rows.getShape().get(0);
+        long vocab = rows.getShape().get(1);
+        long chunk = Math.max(1, CHUNK_ELEMENTS / vocab);
+        NDManager manager = rows.getManager();
+        NDArray sum = manager.zeros(new Shape(), DataType.FLOAT32);
+        for (long start = 0; start < count; start += chunk) {
+            long end = Math.min(count, start + chunk);
+            try (NDManager scratch = manager.newSubManager()) {
+                NDIndex range = new NDIndex("{}:{}", start, end);
+                NDArray logProbabilities = slice(rows, range, scratch).logSoftmax(1);
+                NDArray target = slice(labels, range, scratch).mul(slice(trained, range, scratch));
+                NDArray weight = slice(mask, range, scratch).reshape(-1, 1);
+                NDArray picked = logProbabilities.gather(target.reshape(-1, 1), 1);
+                sum.subi(picked.mul(weight).sum());
+                if (gradient != null) {
+                    NDArray oneHot = target.oneHot((int) vocab);
+                    NDArray chunkGradient =
+                            logProbabilities.exp().sub(oneHot).muli(weight.div(divisor));
+                    TensorMemory.copy(chunkGradient, slice(gradient, range, scratch));
+                }
+            }
+        }
+        return sum;
+    }
+
+    private static NDArray slice(NDArray array, NDIndex range, NDManager scratch) {
+        NDArray slice = array.get(range);
+        slice.attach(scratch);
+        return slice;
     }
 }
