@@ -45,7 +45,6 @@ public final class FlatParameter implements AutoCloseable {
 
     private FullBuffer full;
     private NDManager sendBuffers;
-    private BufferPool pool;
 
     /**
      * Keeps {@code shard} as this rank's piece of the buffer of {@code parameters}.
@@ -169,16 +168,6 @@ public final class FlatParameter implements AutoCloseable {
         return isSharded() || isStaged();
     }
 
-    /**
-     * Makes later gathers borrow their full buffer from {@code pool} (unless it goes into
-     * releasable memory) and give it back when freed.
-     *
-     * @param pool the pool, or null to allocate each full buffer anew
-     */
-    public void useBufferPool(BufferPool pool) {
-        this.pool = pool;
-    }
-
     /** Returns this rank's shard, to read; {@link #getShardToWrite} to update it in place. */
     public NDArray getShard() {
         return shard;
@@ -214,7 +203,7 @@ public final class FlatParameter implements AutoCloseable {
             full =
                     isSharded()
                             ? FullBuffer.allocate(
-                                    scope, layout.getPaddedNumel(), precision, releasable, pool)
+                                    scope, layout.getPaddedNumel(), precision, releasable)
                             : FullBuffer.copyOf(scope, staged);
         } else if (isSharded() && Precision.ofArray(full.array()) != precision) {
             throw new IllegalStateException(

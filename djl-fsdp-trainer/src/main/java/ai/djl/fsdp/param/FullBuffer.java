@@ -17,13 +17,11 @@ final class FullBuffer implements AutoCloseable {
     private final NDManager scope;
     private final NDArray array;
     private final ReleasableMemory memory;
-    private final BufferPool pool;
 
-    private FullBuffer(NDManager scope, NDArray array, ReleasableMemory memory, BufferPool pool) {
+    private FullBuffer(NDManager scope, NDArray array, ReleasableMemory memory) {
         this.scope = scope;
         this.array = array;
         this.memory = memory;
-        this.pool = pool;
     }
 
     /**
@@ -33,21 +31,17 @@ final class FullBuffer implements AutoCloseable {
      * @param numel the elements
      * @param precision the element type
      * @param releasable whether it goes into {@link ReleasableMemory} on the scope's device
-     * @param pool where an ordinary buffer is borrowed from, or null to allocate it in the scope
      * @return the buffer
      */
     static FullBuffer allocate(
-            NDManager scope, long numel, Precision precision, boolean releasable, BufferPool pool) {
+            NDManager scope, long numel, Precision precision, boolean releasable) {
         Shape shape = new Shape(numel);
         if (!releasable) {
-            if (pool != null) {
-                return new FullBuffer(scope, pool.lend(scope, numel, precision), null, pool);
-            }
-            return new FullBuffer(scope, precision.empty(scope, shape), null, null);
+            return new FullBuffer(scope, precision.empty(scope, shape), null);
         }
         ReleasableMemory memory =
                 ReleasableMemory.allocate(scope.getDevice(), numel * precision.getBytes());
-        return new FullBuffer(scope, memory.wrap(scope, shape, precision, 0), memory, null);
+        return new FullBuffer(scope, memory.wrap(scope, shape, precision, 0), memory);
     }
 
     /**
@@ -58,7 +52,7 @@ final class FullBuffer implements AutoCloseable {
      * @return the buffer
      */
     static FullBuffer copyOf(NDManager scope, StagedShard shard) {
-        return new FullBuffer(scope, shard.copyTo(scope), null, null);
+        return new FullBuffer(scope, shard.copyTo(scope), null);
     }
 
     NDArray array() {
@@ -94,16 +88,10 @@ final class FullBuffer implements AutoCloseable {
         return array.size() * bytes;
     }
 
-    /**
-     * Frees the buffer (and any send buffers left), or gives it back to the pool it came from;
-     * releasable memory is unmapped.
-     */
+    /** Frees the buffer (and any send buffers left); releasable memory is unmapped. */
     @Override
     public void close() {
         scope.close();
-        if (pool != null) {
-            pool.giveBack(array);
-        }
         if (memory != null) {
             memory.close();
         }

@@ -1,6 +1,5 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
@@ -21,21 +20,12 @@ final class BackwardTape {
 
     private final Collectives collectives;
     private final boolean prefetch;
-    private final BufferPool pool;
     private final List<UnitCall> calls = new ArrayList<>();
     private PendingReduction inFlight;
 
-    /**
-     * Creates an empty tape.
-     *
-     * @param collectives the collectives
-     * @param prefetch whether the previous unit's gather starts before a unit's backward
-     * @param pool where flat gradients are borrowed from, or null
-     */
-    BackwardTape(Collectives collectives, boolean prefetch, BufferPool pool) {
+    BackwardTape(Collectives collectives, boolean prefetch) {
         this.collectives = collectives;
         this.prefetch = prefetch;
-        this.pool = pool;
     }
 
     void record(UnitCall call) {
@@ -84,7 +74,7 @@ final class BackwardTape {
                 Autograd.backward(surrogate, surrogate.onesLike());
             }
             PendingReduction reduction =
-                    collectives.startReduction(call.unit(), graph.flatLeaves(), scale, scope, pool);
+                    collectives.startReduction(call.unit(), graph.flatLeaves(), scale, scope);
             for (int j = 0; j < call.inputs().size(); j++) {
                 NDArray leaf = graph.inputLeaves().get(j);
                 NDArray gradient = Precision.isFloating(leaf) ? Autograd.gradientOf(leaf) : null;

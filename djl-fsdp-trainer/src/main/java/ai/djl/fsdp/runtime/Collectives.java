@@ -5,7 +5,6 @@ import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
-import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
@@ -114,16 +113,11 @@ public final class Collectives {
      * @param unit the unit
      * @param leaves the unit's parameter leaves per flat parameter, null for frozen buffers
      * @param scale the factor for this micro-batch's gradients
-     * @param scope the manager of the flat gradients (when not pooled) and the reductions' outputs
-     * @param pool where the flat gradients are borrowed from, or null
+     * @param scope the manager of the flat gradients and the reductions' outputs
      * @return the reduction in flight; {@code scope} must stay open until it completes
      */
     PendingReduction startReduction(
-            FsdpUnit unit,
-            List<GradientLeaves> leaves,
-            float scale,
-            NDManager scope,
-            BufferPool pool) {
+            FsdpUnit unit, List<GradientLeaves> leaves, float scale, NDManager scope) {
         List<PendingReduction.Part> parts = new ArrayList<>();
         List<FlatParameter> flats = unit.getFlatParameters();
         for (int i = 0; i < flats.size(); i++) {
@@ -132,23 +126,20 @@ public final class Collectives {
                 continue;
             }
             FlatParameter flat = flats.get(i);
-            NDArray gradient = flatLeaves.flatGradient(precision.reduce(), scope, pool);
+            NDArray gradient = flatLeaves.flatGradient(precision.reduce(), scope);
             if (flat.isSharded()) {
                 NDArray shardGradient = precision.reduce().empty(scope, flat.getShard().getShape());
                 Work work = group.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
-                parts.add(new PendingReduction.Part(flat, work, shardGradient, gradient));
+                parts.add(new PendingReduction.Part(flat, work, shardGradient));
             } else if (group.getSize() > 1) {
                 parts.add(
                         new PendingReduction.Part(
-                                flat,
-                                group.allReduceAsync(gradient, ReduceOp.AVG),
-                                gradient,
-                                gradient));
+                                flat, group.allReduceAsync(gradient, ReduceOp.AVG), gradient));
             } else {
-                parts.add(new PendingReduction.Part(flat, null, gradient, gradient));
+                parts.add(new PendingReduction.Part(flat, null, gradient));
             }
         }
-        return new PendingReduction(parts, scale, pool);
+        return new PendingReduction(parts, scale);
     }
 
     /**

@@ -1,6 +1,5 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
@@ -94,16 +93,6 @@ public final class FsdpUnit implements AutoCloseable {
         List<Parameter> parameters = new ArrayList<>();
         flatParameters.forEach(flat -> parameters.addAll(flat.getParameters()));
         return parameters;
-    }
-
-    /**
-     * Makes the unit's gathers borrow their full buffers from {@code pool} (see {@link
-     * FlatParameter#useBufferPool}).
-     *
-     * @param pool the pool, or null
-     */
-    void useBufferPool(BufferPool pool) {
-        flatParameters.forEach(flat -> flat.useBufferPool(pool));
     }
 
     /** Returns where the unit's parameters are. */

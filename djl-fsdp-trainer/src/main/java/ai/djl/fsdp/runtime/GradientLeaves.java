@@ -1,6 +1,5 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
@@ -65,16 +64,12 @@ final class GradientLeaves {
      * size in {@code type}: zeros where none arrived and in the padding.
      *
      * @param type the element type of the flat gradient
-     * @param scope the manager of the array when there is no pool, and of the copies' temporaries
-     * @param pool where the array is borrowed from, or null
-     * @return the flat gradient; borrowed from {@code pool} when one is given
+     * @param scope the manager of the flat gradient
+     * @return the flat gradient
      */
-    NDArray flatGradient(Precision type, NDManager scope, BufferPool pool) {
+    NDArray flatGradient(Precision type, NDManager scope) {
         long padded = layout.getPaddedNumel();
-        NDArray flat =
-                pool != null
-                        ? pool.lend(scope, padded, type)
-                        : type.empty(scope, new Shape(padded));
+        NDArray flat = type.empty(scope, new Shape(padded));
         try (NDManager scratch = scope.newSubManager()) {
             NDArray zero = null;
             List<NDArray> views = layout.viewsOf(flat);

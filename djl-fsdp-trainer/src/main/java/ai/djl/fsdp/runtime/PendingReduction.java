@@ -1,7 +1,6 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.dist.Work;
-import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
@@ -21,27 +20,16 @@ final class PendingReduction {
      * @param flat the flat parameter whose gradient receives the result
      * @param work the collective, or null when nothing moves
      * @param reduced where this rank's part of the reduced gradient lands
-     * @param flatGradient the flat gradient the collective reads (may be {@code reduced})
      */
-    record Part(FlatParameter flat, Work work, NDArray reduced, NDArray flatGradient) {}
+    record Part(FlatParameter flat, Work work, NDArray reduced) {}
 
     private final List<Part> parts;
     private final float scale;
-    private final BufferPool pool;
     private NDManager scope;
 
-    /**
-     * Creates the reduction.
-     *
-     * @param parts the flat parameters' reductions
-     * @param scale the factor for the gradients
-     * @param pool the pool the flat gradients were borrowed from (given back once complete), or
-     *     null
-     */
-    PendingReduction(List<Part> parts, float scale, BufferPool pool) {
+    PendingReduction(List<Part> parts, float scale) {
         this.parts = List.copyOf(parts);
         this.scale = scale;
-        this.pool = pool;
     }
 
     /**
@@ -62,9 +50,6 @@ final class PendingReduction {
                 }
                 // A gradient reduced in a narrower type joins the float32 shard gradient.
                 part.flat().accumulateGradient(Precision.FLOAT32.cast(part.reduced()), scale);
-            }
-            if (pool != null) {
-                parts.forEach(part -> pool.giveBack(part.flatGradient()));
             }
         } finally {
             if (scope != null) {

@@ -216,11 +216,7 @@ public final class ShardedModel implements AutoCloseable {
 
     @Override
     public void close() {
-        try {
-            executor.discardPass();
-            units.forEach(FsdpUnit::close);
-        } finally {
-            executor.close();
-        }
+        executor.discardPass();
+        units.forEach(FsdpUnit::close);
     }
 }

@@ -1,6 +1,5 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.param.BufferPool;
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TorchRandom;
@@ -32,7 +31,6 @@ final class UnitExecutor {
     private final RecomputeSeeds seeds;
     private final BackwardTape tape;
     private final ModelBuffers buffers;
-    private final BufferPool pool;
 
     private Phase phase = Phase.IDLE;
     private List<FsdpUnit> forwardOrder;
@@ -54,13 +52,10 @@ final class UnitExecutor {
         this.units = units;
         this.forwardOrder = units;
         seeds = new RecomputeSeeds(collectives.getGroup().getRank());
-        pool = BufferPool.fromEnvironment();
-        tape = new BackwardTape(collectives, options.prefetch(), pool);
+        tape = new BackwardTape(collectives, options.prefetch());
         if (options.releasesKeptParameters()) {
             units.forEach(FsdpUnit::useReleasableMemory);
         }
-        root.useBufferPool(pool);
-        units.forEach(unit -> unit.useBufferPool(pool));
     }
 
     /**
@@ -170,7 +165,7 @@ final class UnitExecutor {
         }
         tape.run(call -> recompute(call, parameterStore), scale);
         PendingReduction rootReduction =
-                collectives.startReduction(root, rootLeaves, scale, rootScope, pool);
+                collectives.startReduction(root, rootLeaves, scale, rootScope);
         tape.completeInFlight();
         rootReduction.complete();
         forwardOrder = List.copyOf(observedOrder);
@@ -282,16 +277,5 @@ final class UnitExecutor {
         root.reshard();
         // The graphs are closed: released buffers can be unmapped.
         units.forEach(FsdpUnit::free);
-        if (pool != null) {
-            // Kept within a pass only: between passes the pool holds nothing.
-            pool.trim();
-        }
-    }
-
-    /** Frees the buffer pool; after the units are closed. */
-    void close() {
-        if (pool != null) {
-            pool.close();
-        }
     }
 }
