@@ -18,11 +18,17 @@ import java.util.concurrent.atomic.AtomicLong;
 final class MeteredProcessGroup implements ProcessGroup {
 
     private final ProcessGroup group;
-    private final AtomicLong sentBytes = new AtomicLong();
-    private final AtomicLong waitNanos = new AtomicLong();
+    private final AtomicLong sentBytes;
+    private final AtomicLong waitNanos;
 
     MeteredProcessGroup(ProcessGroup group) {
+        this(group, new AtomicLong(), new AtomicLong());
+    }
+
+    private MeteredProcessGroup(ProcessGroup group, AtomicLong sentBytes, AtomicLong waitNanos) {
         this.group = group;
+        this.sentBytes = sentBytes;
+        this.waitNanos = waitNanos;
     }
 
     /** Returns the bytes sent since the last call, and starts counting again from zero. */
@@ -37,22 +43,31 @@ final class MeteredProcessGroup implements ProcessGroup {
 
     /** The collective's completion, timing every wait for it. */
     private Work timed(Work work) {
-        return new Work() {
-            @Override
-            public void await() {
-                long start = System.nanoTime();
-                try {
-                    work.await();
-                } finally {
-                    waitNanos.addAndGet(System.nanoTime() - start);
-                }
-            }
+        return new TimedWork(work);
+    }
 
-            @Override
-            public boolean isDone() {
-                return work.isDone();
+    /** A collective's completion whose waits are timed; the backend sees the work itself. */
+    private final class TimedWork implements Work {
+        private final Work work;
+
+        TimedWork(Work work) {
+            this.work = work;
+        }
+
+        @Override
+        public void await() {
+            long start = System.nanoTime();
+            try {
+                work.await();
+            } finally {
+                waitNanos.addAndGet(System.nanoTime() - start);
             }
-        };
+        }
+
+        @Override
+        public boolean isDone() {
+            return work.isDone();
+        }
     }
 
     private static long bytes(NDArray array) {
@@ -101,6 +116,19 @@ final class MeteredProcessGroup implements ProcessGroup {
     public Work allReduceAsync(NDArray array, ReduceOp op) {
         sentBytes.addAndGet(2 * bytes(array) * (getSize() - 1) / getSize());
         return timed(group.allReduceAsync(array, op));
+    }
+
+    @Override
+    public Work allReduceAsync(NDArray array, ReduceOp op, Work after) {
+        sentBytes.addAndGet(2 * bytes(array) * (getSize() - 1) / getSize());
+        Work inner = after instanceof TimedWork timedWork ? timedWork.work : after;
+        return timed(group.allReduceAsync(array, op, inner));
+    }
+
+    /** A subgroup's bytes and waits count with this group's. */
+    @Override
+    public ProcessGroup split(String name, int color) {
+        return new MeteredProcessGroup(group.split(name, color), sentBytes, waitNanos);
     }
 
     @Override
