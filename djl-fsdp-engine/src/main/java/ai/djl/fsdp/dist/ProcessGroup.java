@@ -75,16 +75,16 @@ public interface ProcessGroup extends AutoCloseable {
     /**
      * Splits this group: every rank calls it with the same {@code name} and a color, and the ranks
      * that gave the same color form a new group, ranked in this group's order (PyTorch's {@code
-     * new_subgroups}, NCCL's {@code ncclCommSplit}). A collective over this group. The new group
-     * shares this group's store, timeouts and failure handling: a failure in either ends both, and
-     * its messages name the subgroup ({@link Subgroup#describe()}). This group closes its subgroups
-     * when it closes; a subgroup may be closed earlier.
+     * new_subgroups}, NCCL's {@code ncclCommSplit}). A collective over this group: every rank of
+     * the job makes its splits in the same order. The new group shares this group's store, timeouts
+     * and failure handling: a failure in either ends both, and its messages name the subgroup
+     * ({@link Subgroup#describe()}). This group closes its subgroups when it closes; a subgroup may
+     * be closed earlier.
      *
-     * @param name the split's name, used once per job and the same on every rank
+     * @param name the split's name in messages, the same on every rank
      * @param color this rank's color, 0 or more
      * @return this rank's subgroup
-     * @throws IllegalArgumentException if the name is blank or was used before, or the color is
-     *     negative
+     * @throws IllegalArgumentException if the name is blank or the color is negative
      * @throws CollectiveException if the subgroup's ranks cannot connect within the timeout
      */
     ProcessGroup split(String name, int color);

@@ -3,7 +3,6 @@ package ai.djl.fsdp.dist;
 import ai.djl.fsdp.rendezvous.Store;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -14,12 +13,14 @@ import java.util.stream.IntStream;
  */
 public final class Subgroup {
 
+    private final long split;
     private final String name;
     private final int color;
     private final int[] jobRanks;
     private final int rank;
 
-    private Subgroup(String name, int color, int[] jobRanks, int rank) {
+    private Subgroup(long split, String name, int color, int[] jobRanks, int rank) {
+        this.split = split;
         this.name = name;
         this.color = color;
         this.jobRanks = jobRanks;
@@ -29,30 +30,20 @@ public final class Subgroup {
     /**
      * Publishes this rank's color and reads every other rank's (a collective over the parent).
      *
-     * @param usedNames the names of the job's splits so far on this rank, which {@code name} joins
      * @param store the job's store
+     * @param split how many splits this process made in the job before this one: every rank splits
+     *     in the same order, as it calls collectives, so the count tells splits apart
      * @param name the split's name, the same on every rank of the parent
      * @param color this rank's color: ranks of one color form one subgroup
      * @param parentRank this rank's place in the parent
      * @param parentJobRanks the job rank at each place of the parent
      * @return this rank's subgroup
-     * @throws IllegalArgumentException if the color is negative, or the name is blank or used
+     * @throws IllegalArgumentException if the color is negative or the name is blank
      */
     public static Subgroup agree(
-            Set<String> usedNames,
-            Store store,
-            String name,
-            int color,
-            int parentRank,
-            int[] parentJobRanks) {
+            Store store, long split, String name, int color, int parentRank, int[] parentJobRanks) {
         check(name, color);
-        if (!usedNames.add(name)) {
-            throw new IllegalArgumentException(
-                    "The split name \""
-                            + name
-                            + "\" was used before in this job: each split needs a name of its own");
-        }
-        String prefix = "split/" + name + '/';
+        String prefix = "split/" + split + '/';
         store.set(prefix + parentRank, Integer.toString(color).getBytes(StandardCharsets.UTF_8));
         int[] members =
                 IntStream.range(0, parentJobRanks.length)
@@ -67,20 +58,18 @@ public final class Subgroup {
                         .toArray();
         int rank = Arrays.binarySearch(members, parentRank);
         int[] jobRanks = Arrays.stream(members).map(r -> parentJobRanks[r]).toArray();
-        return new Subgroup(name, color, jobRanks, rank);
+        return new Subgroup(split, name, color, jobRanks, rank);
     }
 
     /**
      * Checks a split's arguments before anything is exchanged.
      *
-     * @throws IllegalArgumentException if the color is negative or the name is blank or holds a
-     *     slash
+     * @throws IllegalArgumentException if the color is negative or the name is blank
      */
     static void check(String name, int color) {
-        if (name == null || name.isBlank() || name.indexOf('/') >= 0) {
+        if (name == null || name.isBlank()) {
             throw new IllegalArgumentException(
-                    "A split needs a name without '/', the same on every rank, such as \"shard\";"
-                            + " got "
+                    "A split needs a name, the same on every rank, such as \"shard\"; got "
                             + (name == null ? "null" : '"' + name + '"'));
         }
         if (color < 0) {
@@ -117,7 +106,7 @@ public final class Subgroup {
 
     /** Returns the prefix of the subgroup's own store keys (its ring's addresses, its barrier). */
     public String getKeyPrefix() {
-        return "group/" + name + '/' + color + '/';
+        return "group/" + split + '/' + color + '/';
     }
 
     /**

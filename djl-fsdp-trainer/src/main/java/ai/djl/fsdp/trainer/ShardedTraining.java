@@ -1,6 +1,7 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.checkpoint.TrainingState;
+import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.optim.LossScaler;
 import ai.djl.fsdp.optim.ShardedOptimizer;
@@ -53,6 +54,7 @@ final class ShardedTraining implements AutoCloseable {
             FsdpConfig config,
             TrainerOptions options,
             MeteredProcessGroup group,
+            ProcessGroup shardGroup,
             Optimizer optimizer,
             NDManager manager) {
         this.group = group;
@@ -72,7 +74,8 @@ final class ShardedTraining implements AutoCloseable {
                         model.getFlatParameters().stream()
                                 .filter(FlatParameter::isTrainable)
                                 .toList(),
-                        group,
+                        // Replicas hold the same averaged shards: each distinct shard counts once.
+                        shardGroup,
                         options.getMaxGradNorm(),
                         options.getParameterGroups(),
                         block);

@@ -19,9 +19,8 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.time.Duration;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.nccl;
@@ -63,7 +62,7 @@ public final class NcclProcessGroup implements ProcessGroup {
     private final Subgroup subgroup;
     private final NcclProcessGroup root;
     private final List<NcclProcessGroup> subgroups = new CopyOnWriteArrayList<>();
-    private final Set<String> splitNames = ConcurrentHashMap.newKeySet();
+    private final AtomicLong splits = new AtomicLong();
     private final Device device;
     private final Communicator comm;
     private final Store store;
@@ -310,7 +309,8 @@ public final class NcclProcessGroup implements ProcessGroup {
             throw new CollectiveException(
                     "The NCCL group of rank " + jobRanks[rank] + " is closed");
         }
-        Subgroup group = Subgroup.agree(root.splitNames, store, name, color, rank, jobRanks);
+        Subgroup group =
+                Subgroup.agree(store, root.splits.getAndIncrement(), name, color, rank, jobRanks);
         watchdog.check();
         ncclComm child = new ncclComm();
         int jobRank = jobRanks[rank];

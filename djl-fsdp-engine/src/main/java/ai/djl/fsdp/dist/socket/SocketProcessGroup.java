@@ -28,6 +28,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.slf4j.Logger;
@@ -64,7 +65,7 @@ public final class SocketProcessGroup implements ProcessGroup {
     private final Subgroup subgroup;
     private final SocketProcessGroup root;
     private final List<SocketProcessGroup> subgroups = new CopyOnWriteArrayList<>();
-    private final Set<String> splitNames = ConcurrentHashMap.newKeySet();
+    private final AtomicLong splits = new AtomicLong();
     private final Store store;
     private final Ring ring;
     private final RingCollectives collectives;
@@ -208,7 +209,8 @@ public final class SocketProcessGroup implements ProcessGroup {
         if (closed) {
             throw closedError();
         }
-        Subgroup group = Subgroup.agree(root.splitNames, store, name, color, rank, jobRanks);
+        Subgroup group =
+                Subgroup.agree(store, root.splits.getAndIncrement(), name, color, rank, jobRanks);
         Ring subRing =
                 connectRing(
                         store,

@@ -47,11 +47,17 @@ public final class SubgroupMain {
             check(shard.getRank() == rank % 2 && shard.getSize() == 2, "shard group place");
             check(replicate.getRank() == rank / 2 && replicate.getSize() == 2, "replicate place");
             try {
-                world.split("shard", 0);
-                check(false, "a split name used twice must be refused");
+                world.split("shard", -1);
+                check(false, "a negative color must be refused");
             } catch (IllegalArgumentException expected) {
                 // refused before anything is exchanged
             }
+            // A second split of the same name is a group of its own: every rank together.
+            ProcessGroup everyone = world.split("shard", 0);
+            NDArray count = manager.create(new float[] {1f});
+            everyone.allReduce(count, ReduceOp.SUM);
+            check(count.getFloat(0) == 4f && everyone.getSize() == 4, "a second split");
+            everyone.close();
 
             // All-reduce in each kind of group: shard groups sum {0,1} and {2,3}.
             NDArray value = manager.create(new float[] {rank + 1f});
