@@ -222,7 +222,11 @@ record Scenario(
                         .optShardingStrategy(strategy)
                         .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
                         .optActivationCheckpointing(recompute);
-        if (strategy.isHybrid()) {
+        // Where each node runs HYBRID_SHARD_GROUP ranks (HybridTwoNodeTest), the default shard
+        // group, LOCAL_WORLD_SIZE, is the node; on one machine the test sets it.
+        boolean nodeIsShardGroup =
+                Integer.toString(HYBRID_SHARD_GROUP).equals(System.getenv("LOCAL_WORLD_SIZE"));
+        if (strategy.isHybrid() && !nodeIsShardGroup) {
             builder.optShardGroupSize(Math.min(HYBRID_SHARD_GROUP, worldSize));
         }
         FsdpConfig config = builder.build();

@@ -134,14 +134,16 @@ public final class TrainBenchRank implements Callable<Integer> {
         if (group == null) {
             return model.newTrainer(config);
         }
-        FsdpConfig fsdp =
+        FsdpConfig.Builder fsdp =
                 GptRank.fsdpConfig()
                         .optShardingStrategy(ShardingStrategy.valueOf(settings.sharding()))
                         .optReshardAfterForward(settings.reshardsAfterForward())
                         .optActivationCheckpointing(settings.recomputes())
-                        .optMixedPrecision(MixedPrecision.of(settings.precision()))
-                        .build();
-        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
+                        .optMixedPrecision(MixedPrecision.of(settings.precision()));
+        if (settings.shardGroupSize() > 0) {
+            fsdp.optShardGroupSize(settings.shardGroupSize());
+        }
+        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp.build());
     }
 
     /** The timed steps' mean duration and the loss of the last step. */
