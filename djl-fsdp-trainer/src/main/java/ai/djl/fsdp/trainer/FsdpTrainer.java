@@ -125,7 +125,7 @@ public class FsdpTrainer extends Trainer {
                         config,
                         options,
                         group,
-                        mesh.getShardGroup(),
+                        mesh,
                         optimizer,
                         getManager());
     }

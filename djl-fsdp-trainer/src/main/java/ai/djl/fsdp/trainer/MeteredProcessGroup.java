@@ -20,6 +20,7 @@ final class MeteredProcessGroup implements ProcessGroup {
     private final ProcessGroup group;
     private final AtomicLong sentBytes;
     private final AtomicLong waitNanos;
+    private final AtomicLong ownSentBytes = new AtomicLong();
 
     MeteredProcessGroup(ProcessGroup group) {
         this(group, new AtomicLong(), new AtomicLong());
@@ -34,6 +35,20 @@ final class MeteredProcessGroup implements ProcessGroup {
     /** Returns the bytes sent since the last call, and starts counting again from zero. */
     long takeSentBytes() {
         return sentBytes.getAndSet(0);
+    }
+
+    /**
+     * Returns the bytes sent in this group itself (not its parent or its other subgroups) since the
+     * last call, and starts counting again from zero.
+     */
+    long takeOwnSentBytes() {
+        return ownSentBytes.getAndSet(0);
+    }
+
+    /** Counts bytes this rank sends in this group, into its own figure and the shared one. */
+    private void sent(long bytes) {
+        sentBytes.addAndGet(bytes);
+        ownSentBytes.addAndGet(bytes);
     }
 
     /** Returns the nanoseconds spent waiting since the last call, and starts again from zero. */
@@ -102,25 +117,25 @@ final class MeteredProcessGroup implements ProcessGroup {
 
     @Override
     public Work allGatherAsync(NDArray input, NDArray output) {
-        sentBytes.addAndGet(bytes(input) * (getSize() - 1));
+        sent(bytes(input) * (getSize() - 1));
         return timed(group.allGatherAsync(input, output));
     }
 
     @Override
     public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-        sentBytes.addAndGet(bytes(output) * (getSize() - 1));
+        sent(bytes(output) * (getSize() - 1));
         return timed(group.reduceScatterAsync(input, output, op));
     }
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op) {
-        sentBytes.addAndGet(2 * bytes(array) * (getSize() - 1) / getSize());
+        sent(2 * bytes(array) * (getSize() - 1) / getSize());
         return timed(group.allReduceAsync(array, op));
     }
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op, Work after) {
-        sentBytes.addAndGet(2 * bytes(array) * (getSize() - 1) / getSize());
+        sent(2 * bytes(array) * (getSize() - 1) / getSize());
         Work inner = after instanceof TimedWork timedWork ? timedWork.work : after;
         return timed(group.allReduceAsync(array, op, inner));
     }
@@ -134,7 +149,7 @@ final class MeteredProcessGroup implements ProcessGroup {
     @Override
     public Work broadcastAsync(NDArray array, int root) {
         if (getSize() > 1 && getRank() != Math.floorMod(root - 1, getSize())) {
-            sentBytes.addAndGet(bytes(array));
+            sent(bytes(array));
         }
         return timed(group.broadcastAsync(array, root));
     }

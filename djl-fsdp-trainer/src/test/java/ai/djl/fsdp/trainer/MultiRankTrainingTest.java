@@ -165,6 +165,7 @@ class MultiRankTrainingTest {
         long unsharded = 0;
         long flats = 0;
         long sentPerMicroBatch = 0;
+        long acrossPerMicroBatch = 0;
         for (int unit = 0; unit < 4; unit++) {
             long[] sizes = unitSizes(scenario.freeze()).get(unit);
             // The root is gathered once per micro-batch; a unit resharded after forward twice
@@ -187,14 +188,15 @@ class MultiRankTrainingTest {
                     sentPerMicroBatch += gathers * (n - 1) * held;
                     if (trainable) {
                         sentPerMicroBatch += (n - 1) * held; // reduce-scatter
-                        sentPerMicroBatch += 2 * held * (replicas - 1) / replicas; // across
+                        acrossPerMicroBatch += 2 * held * (replicas - 1) / replicas;
                     }
                 } else if (trainable) {
                     sentPerMicroBatch += 2 * held * (n - 1) / n; // all-reduce
                 }
             }
         }
-        long sent = sentPerMicroBatch * scenario.accumulation();
+        long across = acrossPerMicroBatch * scenario.accumulation();
+        long sent = sentPerMicroBatch * scenario.accumulation() + across;
         if (sharded) {
             sent += 2 * 4 * (n - 1) / n; // the squared norm's all-reduce, measured every step
         }
@@ -208,6 +210,7 @@ class MultiRankTrainingTest {
                 stats.optimizerStateBytes(),
                 what + ": optimizer state bytes");
         assertEquals(sent, stats.sentBytesLastStep(), what + ": bytes sent per step");
+        assertEquals(across, stats.sentAcrossBytesLastStep(), what + ": bytes sent across");
         // Every step ends in at least one collective that the rank waits for.
         assertTrue(
                 sent == 0 || stats.waitNanosLastStep() > 0,

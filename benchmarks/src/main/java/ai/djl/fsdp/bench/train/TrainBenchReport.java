@@ -57,7 +57,7 @@ final class TrainBenchReport {
                     + " model_state_mb_per_rank=%.1f sent_mb_per_step=%.1f"
                     + " comm_wait_ms_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
                     + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f bf16_gflops_per_thread=%.1f"
-                    + " shard_group_size=%d",
+                    + " sent_across_mb_per_step=%.1f shard_group_size=%d",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -77,6 +77,7 @@ final class TrainBenchReport {
                 modelGflops / peakGflops,
                 peak.float32(),
                 peak.bfloat16(),
+                worst.get("sent_across_mb"),
                 settings.isHybrid() && settings.shardGroupSize() > 0
                         ? settings.shardGroupSize()
                         : settings.nproc());
