@@ -52,8 +52,42 @@ public interface ProcessGroup extends AutoCloseable {
     /** Copies {@code root}'s {@code array} into every other rank's {@code array}. */
     Work broadcastAsync(NDArray array, int root);
 
+    /**
+     * Reduces {@code array} element-wise across ranks, in place, once {@code after} is done: how a
+     * reduction in one group (a reduce-scatter inside a shard group) hands its result to another
+     * (the all-reduce across replicas) without the caller waiting in between. The default waits for
+     * {@code after} first, which on NCCL only orders the streams; the socket ring waits on its own
+     * communication thread. If {@code after} fails, so does this.
+     *
+     * @param array the array to reduce, written by {@code after}
+     * @param op the reduction
+     * @param after the work whose result {@code array} holds
+     * @return the all-reduce's work
+     */
+    default Work allReduceAsync(NDArray array, ReduceOp op, Work after) {
+        after.await();
+        return allReduceAsync(array, op);
+    }
+
     /** Returns once every rank has called it. */
     void barrier();
+
+    /**
+     * Splits this group: every rank calls it with the same {@code name} and a color, and the ranks
+     * that gave the same color form a new group, ranked in this group's order (PyTorch's {@code
+     * new_subgroups}, NCCL's {@code ncclCommSplit}). A collective over this group: every rank of
+     * the job makes its splits in the same order. The new group shares this group's store, timeouts
+     * and failure handling: a failure in either ends both, and its messages name the subgroup
+     * ({@link Subgroup#describe()}). This group closes its subgroups when it closes; a subgroup may
+     * be closed earlier.
+     *
+     * @param name the split's name in messages, the same on every rank
+     * @param color this rank's color, 0 or more
+     * @return this rank's subgroup
+     * @throws IllegalArgumentException if the name is blank or the color is negative
+     * @throws CollectiveException if the subgroup's ranks cannot connect within the timeout
+     */
+    ProcessGroup split(String name, int color);
 
     /** The synchronous form of {@link #allGatherAsync}. */
     default void allGather(NDArray input, NDArray output) {

@@ -4,6 +4,7 @@ import ai.djl.fsdp.checkpoint.GatheredUnit;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.ParameterArrays;
@@ -21,11 +22,15 @@ import java.util.function.Function;
 
 /**
  * The one place where the runtime's collectives start and complete: a unit's parameter gather, its
- * gradient reduction, and putting whole parameters back into the model.
+ * gradient reduction, and putting whole parameters back into the model. Gathers and reduce-scatters
+ * run in the mesh's shard group; under hybrid sharding each reduced gradient shard is then averaged
+ * across the replicate group, queued behind its reduce-scatter.
  */
 public final class Collectives {
 
-    private final ProcessGroup group;
+    private final ProcessGroup world;
+    private final ProcessGroup shardGroup;
+    private final ProcessGroup replicateGroup;
     private final MixedPrecision precision;
 
     /**
@@ -34,7 +39,7 @@ public final class Collectives {
      * @param group the ranks
      */
     public Collectives(ProcessGroup group) {
-        this(group, MixedPrecision.FP32);
+        this(ShardingMesh.flat(group), MixedPrecision.FP32);
     }
 
     /**
@@ -44,7 +49,20 @@ public final class Collectives {
      * @param precision the types parameters are gathered in and gradients reduced in
      */
     public Collectives(ProcessGroup group, MixedPrecision precision) {
-        this.group = group;
+        this(ShardingMesh.flat(group), precision);
+    }
+
+    /**
+     * Creates the collectives of a model sharded over the shard groups of {@code mesh}, replicated
+     * across its replicate groups.
+     *
+     * @param mesh the ranks
+     * @param precision the types parameters are gathered in and gradients reduced in
+     */
+    public Collectives(ShardingMesh mesh, MixedPrecision precision) {
+        this.world = mesh.getWorld();
+        this.shardGroup = mesh.getShardGroup();
+        this.replicateGroup = mesh.getReplicateGroup().orElse(null);
         this.precision = precision;
     }
 
@@ -53,9 +71,9 @@ public final class Collectives {
         return precision;
     }
 
-    /** Returns the ranks. */
+    /** Returns every rank of the job. */
     public ProcessGroup getGroup() {
-        return group;
+        return world;
     }
 
     /**
@@ -84,7 +102,7 @@ public final class Collectives {
                 // A staged buffer that is not split gets a copy of the shard as its full buffer.
                 NDArray full = flat.allocateFull(type, unit.isReleasable());
                 if (flat.isSharded()) {
-                    works.add(group.allGatherAsync(flat.shardIn(type), full));
+                    works.add(shardGroup.allGatherAsync(flat.shardIn(type), full));
                 }
             }
         } catch (RuntimeException | Error e) {
@@ -129,17 +147,33 @@ public final class Collectives {
             NDArray gradient = flatLeaves.flatGradient(precision.reduce(), scope);
             if (flat.isSharded()) {
                 NDArray shardGradient = precision.reduce().empty(scope, flat.getShard().getShape());
-                Work work = group.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
-                parts.add(new PendingReduction.Part(flat, work, shardGradient));
-            } else if (group.getSize() > 1) {
+                Work work = shardGroup.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
                 parts.add(
                         new PendingReduction.Part(
-                                flat, group.allReduceAsync(gradient, ReduceOp.AVG), gradient));
+                                flat, acrossReplicas(shardGradient, work), shardGradient));
             } else {
-                parts.add(new PendingReduction.Part(flat, null, gradient));
+                Work work =
+                        shardGroup.getSize() > 1
+                                ? shardGroup.allReduceAsync(gradient, ReduceOp.AVG)
+                                : null;
+                parts.add(
+                        new PendingReduction.Part(flat, acrossReplicas(gradient, work), gradient));
             }
         }
         return new PendingReduction(parts, scale);
+    }
+
+    /**
+     * Averages {@code reduced} across the replicate group once {@code before} (its reduction in the
+     * shard group, or null) is done; returns the work that completes last, null if none.
+     */
+    private Work acrossReplicas(NDArray reduced, Work before) {
+        if (replicateGroup == null) {
+            return before;
+        }
+        return before == null
+                ? replicateGroup.allReduceAsync(reduced, ReduceOp.AVG)
+                : replicateGroup.allReduceAsync(reduced, ReduceOp.AVG, before);
     }
 
     /**

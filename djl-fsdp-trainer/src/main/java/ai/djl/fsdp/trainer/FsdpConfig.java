@@ -7,6 +7,7 @@ import ai.djl.fsdp.wrap.UnitPlan;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.nn.Parameter;
 import java.util.Objects;
+import java.util.OptionalInt;
 import java.util.function.Predicate;
 
 /**
@@ -33,6 +34,8 @@ public final class FsdpConfig {
     private final boolean cpuOffload;
     private final boolean frozenInComputePrecision;
     private final Predicate<Parameter> buffers;
+    private final boolean hybrid;
+    private final int shardGroupSize;
 
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
@@ -47,6 +50,8 @@ public final class FsdpConfig {
         cpuOffload = builder.cpuOffload;
         frozenInComputePrecision = builder.frozenInComputePrecision;
         buffers = builder.buffers;
+        hybrid = builder.hybrid;
+        shardGroupSize = builder.shardGroupSize;
     }
 
     /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
@@ -110,6 +115,22 @@ public final class FsdpConfig {
         return frozenInComputePrecision ? mixedPrecision.param() : Precision.FLOAT32;
     }
 
+    /**
+     * Returns whether parameters are sharded within shard groups and replicated across them
+     * (HYBRID_SHARD, HYBRID_SHARD_ZERO2).
+     */
+    public boolean isHybrid() {
+        return hybrid;
+    }
+
+    /**
+     * Returns the ranks of one shard group under hybrid sharding; empty means the ranks of one node
+     * ({@code LOCAL_WORLD_SIZE}).
+     */
+    public OptionalInt getShardGroupSize() {
+        return shardGroupSize > 0 ? OptionalInt.of(shardGroupSize) : OptionalInt.empty();
+    }
+
     /** Returns how the runtime schedules passes. */
     public ExecutionOptions getExecutionOptions() {
         return execution;
@@ -117,11 +138,17 @@ public final class FsdpConfig {
 
     /**
      * Returns the strategy these settings amount to: {@code NO_SHARD} when nothing is split, {@code
-     * FULL_SHARD} when parameters are freed after forward, {@code SHARD_GRAD_OP} otherwise.
+     * FULL_SHARD} (or {@code HYBRID_SHARD}) when parameters are freed after forward, {@code
+     * SHARD_GRAD_OP} (or {@code HYBRID_SHARD_ZERO2}) otherwise.
      */
     public ShardingStrategy getShardingStrategy() {
         if (!sharded) {
             return ShardingStrategy.NO_SHARD;
+        }
+        if (hybrid) {
+            return isReshardAfterForward()
+                    ? ShardingStrategy.HYBRID_SHARD
+                    : ShardingStrategy.HYBRID_SHARD_ZERO2;
         }
         return isReshardAfterForward()
                 ? ShardingStrategy.FULL_SHARD
@@ -141,6 +168,8 @@ public final class FsdpConfig {
         private boolean cpuOffload;
         private boolean frozenInComputePrecision = true;
         private Predicate<Parameter> buffers = UnitPlan::isBuffer;
+        private boolean hybrid;
+        private int shardGroupSize;
 
         Builder() {}
 
@@ -156,6 +185,24 @@ public final class FsdpConfig {
             sharded = strategy.isSharded();
             reshardAfterForward = strategy.isReshardAfterForward();
             activationCheckpointing = strategy.isActivationCheckpointing();
+            hybrid = strategy.isHybrid();
+            return this;
+        }
+
+        /**
+         * Sets the ranks of one shard group for the hybrid strategies (default: the ranks of one
+         * node, {@code LOCAL_WORLD_SIZE}); it must divide the world size. Shard groups are
+         * consecutive ranks, which launchers number node by node.
+         *
+         * @param shardGroupSize the ranks that shard one copy of the model among themselves
+         * @return this builder
+         */
+        public Builder optShardGroupSize(int shardGroupSize) {
+            if (shardGroupSize < 1) {
+                throw new IllegalArgumentException(
+                        "A shard group holds at least one rank: " + shardGroupSize);
+            }
+            this.shardGroupSize = shardGroupSize;
             return this;
         }
 
@@ -296,6 +343,13 @@ public final class FsdpConfig {
             if (!sharded) {
                 // Nothing is freed or gathered when every rank holds everything.
                 reshardAfterForward = false;
+                hybrid = false;
+            }
+            if (shardGroupSize > 0 && !hybrid) {
+                throw new IllegalArgumentException(
+                        "optShardGroupSize is for the hybrid strategies: set"
+                                + " optShardingStrategy(ShardingStrategy.HYBRID_SHARD) or"
+                                + " HYBRID_SHARD_ZERO2, or drop the shard group size");
             }
             return new FsdpConfig(this);
         }

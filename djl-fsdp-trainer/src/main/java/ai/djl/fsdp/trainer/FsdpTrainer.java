@@ -8,6 +8,7 @@ import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.runtime.ShardedModel;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -55,6 +56,7 @@ import java.util.function.Predicate;
 public class FsdpTrainer extends Trainer {
 
     private final MeteredProcessGroup group;
+    private final ShardingMesh mesh;
     private final FsdpConfig config;
     private final TrainerOptions options;
     private final RankScopedTrainingConfig rankConfig;
@@ -80,6 +82,7 @@ public class FsdpTrainer extends Trainer {
         this.options = options;
         this.optimizer = trainingConfig.getOptimizer();
         ShardedTraining.checkOptions(config, options, optimizer);
+        this.mesh = ModelSharding.mesh(this.group, config);
         // What Model.newTrainer does before constructing DJL's trainer.
         for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
             if (pair.getKey() != null && pair.getValue() != null) {
@@ -87,7 +90,7 @@ public class FsdpTrainer extends Trainer {
             }
         }
         if (model.getBlock().isInitialized()) {
-            shard(ModelSharding.shard(model.getBlock(), config, options, this.group, getManager()));
+            shard(ModelSharding.shard(model.getBlock(), config, options, mesh, getManager()));
         }
     }
 
@@ -110,7 +113,7 @@ public class FsdpTrainer extends Trainer {
                         shapes,
                         config,
                         options,
-                        group,
+                        mesh,
                         getManager()));
     }
 
@@ -122,6 +125,7 @@ public class FsdpTrainer extends Trainer {
                         config,
                         options,
                         group,
+                        mesh,
                         optimizer,
                         getManager());
     }
@@ -440,6 +444,10 @@ public class FsdpTrainer extends Trainer {
                 sharded = null;
             }
         }
-        super.close();
+        try {
+            mesh.close();
+        } finally {
+            super.close();
+        }
     }
 }

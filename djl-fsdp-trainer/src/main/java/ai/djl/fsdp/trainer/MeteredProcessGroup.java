@@ -18,16 +18,37 @@ import java.util.concurrent.atomic.AtomicLong;
 final class MeteredProcessGroup implements ProcessGroup {
 
     private final ProcessGroup group;
-    private final AtomicLong sentBytes = new AtomicLong();
-    private final AtomicLong waitNanos = new AtomicLong();
+    private final AtomicLong sentBytes;
+    private final AtomicLong waitNanos;
+    private final AtomicLong ownSentBytes = new AtomicLong();
 
     MeteredProcessGroup(ProcessGroup group) {
+        this(group, new AtomicLong(), new AtomicLong());
+    }
+
+    private MeteredProcessGroup(ProcessGroup group, AtomicLong sentBytes, AtomicLong waitNanos) {
         this.group = group;
+        this.sentBytes = sentBytes;
+        this.waitNanos = waitNanos;
     }
 
     /** Returns the bytes sent since the last call, and starts counting again from zero. */
     long takeSentBytes() {
         return sentBytes.getAndSet(0);
+    }
+
+    /**
+     * Returns the bytes sent in this group itself (not its parent or its other subgroups) since the
+     * last call, and starts counting again from zero.
+     */
+    long takeOwnSentBytes() {
+        return ownSentBytes.getAndSet(0);
+    }
+
+    /** Counts bytes this rank sends in this group, into its own figure and the shared one. */
+    private void sent(long bytes) {
+        sentBytes.addAndGet(bytes);
+        ownSentBytes.addAndGet(bytes);
     }
 
     /** Returns the nanoseconds spent waiting since the last call, and starts again from zero. */
@@ -37,22 +58,31 @@ final class MeteredProcessGroup implements ProcessGroup {
 
     /** The collective's completion, timing every wait for it. */
     private Work timed(Work work) {
-        return new Work() {
-            @Override
-            public void await() {
-                long start = System.nanoTime();
-                try {
-                    work.await();
-                } finally {
-                    waitNanos.addAndGet(System.nanoTime() - start);
-                }
-            }
+        return new TimedWork(work);
+    }
 
-            @Override
-            public boolean isDone() {
-                return work.isDone();
+    /** A collective's completion whose waits are timed; the backend sees the work itself. */
+    private final class TimedWork implements Work {
+        private final Work work;
+
+        TimedWork(Work work) {
+            this.work = work;
+        }
+
+        @Override
+        public void await() {
+            long start = System.nanoTime();
+            try {
+                work.await();
+            } finally {
+                waitNanos.addAndGet(System.nanoTime() - start);
             }
-        };
+        }
+
+        @Override
+        public boolean isDone() {
+            return work.isDone();
+        }
     }
 
     private static long bytes(NDArray array) {
@@ -87,26 +117,39 @@ final class MeteredProcessGroup implements ProcessGroup {
 
     @Override
     public Work allGatherAsync(NDArray input, NDArray output) {
-        sentBytes.addAndGet(bytes(input) * (getSize() - 1));
+        sent(bytes(input) * (getSize() - 1));
         return timed(group.allGatherAsync(input, output));
     }
 
     @Override
     public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-        sentBytes.addAndGet(bytes(output) * (getSize() - 1));
+        sent(bytes(output) * (getSize() - 1));
         return timed(group.reduceScatterAsync(input, output, op));
     }
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op) {
-        sentBytes.addAndGet(2 * bytes(array) * (getSize() - 1) / getSize());
+        sent(2 * bytes(array) * (getSize() - 1) / getSize());
         return timed(group.allReduceAsync(array, op));
+    }
+
+    @Override
+    public Work allReduceAsync(NDArray array, ReduceOp op, Work after) {
+        sent(2 * bytes(array) * (getSize() - 1) / getSize());
+        Work inner = after instanceof TimedWork timedWork ? timedWork.work : after;
+        return timed(group.allReduceAsync(array, op, inner));
+    }
+
+    /** A subgroup's bytes and waits count with this group's. */
+    @Override
+    public ProcessGroup split(String name, int color) {
+        return new MeteredProcessGroup(group.split(name, color), sentBytes, waitNanos);
     }
 
     @Override
     public Work broadcastAsync(NDArray array, int root) {
         if (getSize() > 1 && getRank() != Math.floorMod(root - 1, getSize())) {
-            sentBytes.addAndGet(bytes(array));
+            sent(bytes(array));
         }
         return timed(group.broadcastAsync(array, root));
     }

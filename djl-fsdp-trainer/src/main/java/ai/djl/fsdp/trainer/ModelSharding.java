@@ -2,7 +2,9 @@ package ai.djl.fsdp.trainer;
 
 import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
+import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.runtime.Collectives;
 import ai.djl.fsdp.runtime.FsdpUnit;
@@ -39,7 +41,7 @@ final class ModelSharding {
 
     private final Block block;
     private final FsdpConfig config;
-    private final ProcessGroup group;
+    private final ShardingMesh mesh;
     private final NDManager manager;
     private final ShardLoader loader;
     private final Map<Integer, List<FlatParameter>> loaded = new HashMap<>();
@@ -48,19 +50,21 @@ final class ModelSharding {
             Block block,
             FsdpConfig config,
             TrainerOptions options,
-            ProcessGroup group,
+            ShardingMesh mesh,
             NDManager manager) {
         this.block = block;
         this.config = config;
-        this.group = group;
+        this.mesh = mesh;
         this.manager = manager;
-        int shardCount = config.isSharded() ? group.getSize() : 1;
+        ProcessGroup world = mesh.getWorld();
+        ProcessGroup shardGroup = mesh.getShardGroup();
+        int shardCount = config.isSharded() ? shardGroup.getSize() : 1;
         loader =
                 new ShardLoader(
                         shardCount,
-                        shardCount == 1 ? 0 : group.getRank(),
+                        shardCount == 1 ? 0 : shardGroup.getRank(),
                         manager,
-                        config.isSyncModuleStates() && group.getSize() > 1 ? group : null,
+                        config.isSyncModuleStates() && world.getSize() > 1 ? world : null,
                         options.getInitialValues(),
                         config.getFrozenStoragePrecision(),
                         config.isCpuOffload() ? Device.cpu() : null);
@@ -75,7 +79,7 @@ final class ModelSharding {
             Block block,
             FsdpConfig config,
             TrainerOptions options,
-            ProcessGroup group,
+            ShardingMesh mesh,
             NDManager manager) {
         if (!block.isInitialized()) {
             throw new IllegalStateException(
@@ -83,7 +87,7 @@ final class ModelSharding {
                             + " trainer.initialize(inputShapes) (or load the model) before training"
                             + " with FSDP.");
         }
-        ModelSharding sharding = new ModelSharding(block, config, options, group, manager);
+        ModelSharding sharding = new ModelSharding(block, config, options, mesh, manager);
         long peak = UnitInitialization.liveBytes(block);
         return new Sharded(
                 sharding.build(UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers())),
@@ -107,16 +111,16 @@ final class ModelSharding {
             Shape[] shapes,
             FsdpConfig config,
             TrainerOptions options,
-            ProcessGroup group,
+            ShardingMesh mesh,
             NDManager manager) {
         UnitPlan plan;
         try {
             plan = UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers());
         } catch (IllegalArgumentException e) {
             block.initialize(parameterManager, dataType, shapes);
-            return shard(block, config, options, group, manager);
+            return shard(block, config, options, mesh, manager);
         }
-        ModelSharding sharding = new ModelSharding(block, config, options, group, manager);
+        ModelSharding sharding = new ModelSharding(block, config, options, mesh, manager);
         List<PlannedUnit> units = plan.getUnits();
         try {
             long peak =
@@ -136,6 +140,28 @@ final class ModelSharding {
             block.getParameters().values().forEach(Parameter::close);
             throw e;
         }
+    }
+
+    /**
+     * Lays {@code world}'s ranks out as {@code config} asks: one shard group of every rank, or
+     * under hybrid sharding shard groups of the configured size (by default {@code
+     * LOCAL_WORLD_SIZE}, the ranks of one node) replicated across (a collective).
+     *
+     * @param world the job's ranks
+     * @param config the sharding settings
+     * @return the mesh
+     */
+    static ShardingMesh mesh(ProcessGroup world, FsdpConfig config) {
+        if (!config.isHybrid()) {
+            return ShardingMesh.flat(world);
+        }
+        int shardSize =
+                config.getShardGroupSize()
+                        .orElseGet(
+                                () ->
+                                        DistributedEnv.fromVariables(System.getenv())
+                                                .getLocalWorldSize());
+        return ShardingMesh.hybrid(world, shardSize);
     }
 
     /** Loads {@code planned}'s shards unless they are loaded. */
@@ -170,7 +196,7 @@ final class ModelSharding {
                                 planned.buffers()));
             }
             return new ShardedModel(
-                    new Collectives(group, config.getMixedPrecision()),
+                    new Collectives(mesh, config.getMixedPrecision()),
                     units,
                     config.getExecutionOptions());
         } catch (RuntimeException e) {

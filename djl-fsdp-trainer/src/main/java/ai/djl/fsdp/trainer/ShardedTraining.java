@@ -2,6 +2,7 @@ package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.optim.LossScaler;
 import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
@@ -30,6 +31,7 @@ final class ShardedTraining implements AutoCloseable {
     private static final Duration CHECKPOINT_TIMEOUT = Duration.ofMinutes(30);
 
     private final MeteredProcessGroup group;
+    private final MeteredProcessGroup across;
     private final TrainerOptions options;
     private final Optimizer optimizer;
     private final ShardedModel model;
@@ -42,6 +44,7 @@ final class ShardedTraining implements AutoCloseable {
     private final long initPeakBytes;
     private int microBatches;
     private long sentBytesLastStep;
+    private long sentAcrossBytesLastStep;
     private long waitNanosLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
     private int nonFiniteSteps;
@@ -53,9 +56,12 @@ final class ShardedTraining implements AutoCloseable {
             FsdpConfig config,
             TrainerOptions options,
             MeteredProcessGroup group,
+            ShardingMesh mesh,
             Optimizer optimizer,
             NDManager manager) {
         this.group = group;
+        // The mesh was split from the metered group: its subgroups are metered too.
+        across = (MeteredProcessGroup) mesh.getReplicateGroup().orElse(null);
         this.options = options;
         this.optimizer = optimizer;
         scaler =
@@ -72,7 +78,8 @@ final class ShardedTraining implements AutoCloseable {
                         model.getFlatParameters().stream()
                                 .filter(FlatParameter::isTrainable)
                                 .toList(),
-                        group,
+                        // Replicas hold the same averaged shards: each distinct shard counts once.
+                        mesh.getShardGroup(),
                         options.getMaxGradNorm(),
                         options.getParameterGroups(),
                         block);
@@ -87,6 +94,7 @@ final class ShardedTraining implements AutoCloseable {
         // The setup's broadcasts are not a step's traffic.
         group.takeSentBytes();
         group.takeWaitNanos();
+        takeAcrossBytes();
     }
 
     /**
@@ -166,6 +174,7 @@ final class ShardedTraining implements AutoCloseable {
         model.endStep();
         state.setStep(state.getStep() + 1);
         sentBytesLastStep = group.takeSentBytes();
+        sentAcrossBytesLastStep = takeAcrossBytes();
         waitNanosLastStep = group.takeWaitNanos();
         double norm = lastGradNorm.orElse(0);
         if (scaler != null && !scaler.update(overflow)) {
@@ -182,6 +191,10 @@ final class ShardedTraining implements AutoCloseable {
             throw new NonFiniteGradientException(state.getStep(), norm, nonFiniteSteps);
         }
         return true;
+    }
+
+    private long takeAcrossBytes() {
+        return across == null ? 0 : across.takeOwnSentBytes();
     }
 
     boolean isAtStepBoundary() {
@@ -201,6 +214,7 @@ final class ShardedTraining implements AutoCloseable {
                 model.getFlatParameters(),
                 shardedOptimizer.getStateBytes(),
                 sentBytesLastStep,
+                sentAcrossBytesLastStep,
                 waitNanosLastStep);
     }
 

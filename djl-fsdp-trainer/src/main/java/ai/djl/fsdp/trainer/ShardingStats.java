@@ -12,6 +12,9 @@ import java.util.List;
  * @param unshardedParameterBytes all of the model's parameters, unpadded: what one replica holds
  * @param sentBytesLastStep the bytes this rank sent during the last optimizer step (all its
  *     micro-batches and the step itself)
+ * @param sentAcrossBytesLastStep the part of {@code sentBytesLastStep} sent between shard groups
+ *     (the replicate groups' all-reduces of hybrid sharding, which cross between nodes when the
+ *     shard groups are the nodes); 0 without hybrid sharding
  * @param waitNanosLastStep the time this rank's host thread was blocked waiting for collectives
  *     during the last optimizer step: on the socket backend, the communication that compute did not
  *     hide; on NCCL a wait only orders the compute stream after the collective, so the host does
@@ -23,6 +26,7 @@ public record ShardingStats(
         long optimizerStateBytes,
         long unshardedParameterBytes,
         long sentBytesLastStep,
+        long sentAcrossBytesLastStep,
         long waitNanosLastStep) {
 
     /**
@@ -31,6 +35,7 @@ public record ShardingStats(
      * @param flats the rank's flat parameters
      * @param optimizerStateBytes the optimizer's state for them
      * @param sentBytesLastStep the bytes sent during the last optimizer step
+     * @param sentAcrossBytesLastStep the part of them sent between shard groups
      * @param waitNanosLastStep the time spent waiting for collectives during the last step
      * @return the figures
      */
@@ -38,6 +43,7 @@ public record ShardingStats(
             List<FlatParameter> flats,
             long optimizerStateBytes,
             long sentBytesLastStep,
+            long sentAcrossBytesLastStep,
             long waitNanosLastStep) {
         long parameters = 0;
         long gradients = 0;
@@ -53,6 +59,7 @@ public record ShardingStats(
                 optimizerStateBytes,
                 unsharded,
                 sentBytesLastStep,
+                sentAcrossBytesLastStep,
                 waitNanosLastStep);
     }
 

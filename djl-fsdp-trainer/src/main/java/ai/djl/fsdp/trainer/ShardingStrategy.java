@@ -1,8 +1,8 @@
 package ai.djl.fsdp.trainer;
 
 /**
- * Accelerate's and PyTorch FSDP1's names for three common combinations of {@link FsdpConfig}'s
- * settings; {@link FsdpConfig.Builder#optShardingStrategy} sets them all at once.
+ * Accelerate's and PyTorch FSDP1's names for common combinations of {@link FsdpConfig}'s settings;
+ * {@link FsdpConfig.Builder#optShardingStrategy} sets them all at once.
  */
 public enum ShardingStrategy {
     /**
@@ -20,17 +20,46 @@ public enum ShardingStrategy {
     SHARD_GRAD_OP(true, false, false),
 
     /** Nothing is sharded: every rank holds everything and gradients are all-reduced (DDP). */
-    NO_SHARD(false, false, false);
+    NO_SHARD(false, false, false),
+
+    /**
+     * {@link #FULL_SHARD} inside each shard group (by default the ranks of one node, {@link
+     * FsdpConfig.Builder#optShardGroupSize}), replicated across the shard groups: parameters are
+     * gathered within the shard group, gradients reduce-scattered within it and then each shard's
+     * gradient all-reduced (averaged) across the ranks holding the same shard in the other groups.
+     */
+    HYBRID_SHARD(true, true, true, true),
+
+    /** {@link #SHARD_GRAD_OP} inside each shard group, replicated across them (as HYBRID_SHARD). */
+    HYBRID_SHARD_ZERO2(true, false, false, true);
 
     private final boolean sharded;
     private final boolean reshardAfterForward;
     private final boolean activationCheckpointing;
+    private final boolean hybrid;
 
     ShardingStrategy(
             boolean sharded, boolean reshardAfterForward, boolean activationCheckpointing) {
+        this(sharded, reshardAfterForward, activationCheckpointing, false);
+    }
+
+    ShardingStrategy(
+            boolean sharded,
+            boolean reshardAfterForward,
+            boolean activationCheckpointing,
+            boolean hybrid) {
         this.sharded = sharded;
         this.reshardAfterForward = reshardAfterForward;
         this.activationCheckpointing = activationCheckpointing;
+        this.hybrid = hybrid;
+    }
+
+    /**
+     * Returns whether parameters are sharded within shard groups and replicated across them, rather
+     * than sharded over every rank.
+     */
+    public boolean isHybrid() {
+        return hybrid;
     }
 
     /** Returns whether flat parameters are split across the ranks. */

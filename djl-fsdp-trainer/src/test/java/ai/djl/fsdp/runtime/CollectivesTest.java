@@ -33,6 +33,11 @@ class CollectivesTest {
         boolean failAwait;
 
         @Override
+        public ProcessGroup split(String name, int color) {
+            throw new UnsupportedOperationException("not used by these tests");
+        }
+
+        @Override
         public Work allGatherAsync(NDArray input, NDArray output) {
             int index = inputs.size();
             if (index == failAtGather) {

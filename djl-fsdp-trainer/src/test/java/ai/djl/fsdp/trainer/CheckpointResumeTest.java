@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CheckpointResumeTest {
 
-    private static final int STEPS = 8;
+    static final int STEPS = 8;
 
     @Test
     void resumesExactlyOnTheSameRanksAndElasticallyOnOthers(@TempDir Path directory)
@@ -98,7 +98,7 @@ class CheckpointResumeTest {
                 6);
     }
 
-    private static void assertCurve(String what, double[] reference, double[] resumed, int from) {
+    static void assertCurve(String what, double[] reference, double[] resumed, int from) {
         for (int step = from; step < STEPS; step++) {
             double relative = Math.abs(reference[step] - resumed[step]) / Math.abs(reference[step]);
             assertTrue(
@@ -114,7 +114,7 @@ class CheckpointResumeTest {
     }
 
     /** The global batch's loss per step: the mean of the ranks' equal slices' losses. */
-    private static double[] mean(List<Map<Long, Double>> ranks) {
+    static double[] mean(List<Map<Long, Double>> ranks) {
         double[] mean = new double[STEPS];
         for (Map<Long, Double> losses : ranks) {
             losses.forEach((step, loss) -> mean[step.intValue()] += loss / ranks.size());
@@ -122,7 +122,11 @@ class CheckpointResumeTest {
         return mean;
     }
 
-    private static List<Map<Long, Double>> run(
+    /**
+     * Runs {@link ResumeRankMain} on {@code worldSize} ranks and returns each rank's loss by step;
+     * {@code more} are its optional arguments (the checkpoints to keep, the strategy).
+     */
+    static List<Map<Long, Double>> run(
             Path directory,
             String name,
             int worldSize,
@@ -132,13 +136,13 @@ class CheckpointResumeTest {
             String mode,
             String dropout,
             String accumulation,
-            String freeze)
+            String freeze,
+            String... more)
             throws Exception {
         Path out = directory.resolve(name);
-        try (RankProcesses job =
-                RankProcesses.builder(ResumeRankMain.class)
-                        .worldSize(worldSize)
-                        .args(
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
                                 out.toString(),
                                 Integer.toString(STEPS),
                                 resumeFrom,
@@ -147,7 +151,12 @@ class CheckpointResumeTest {
                                 mode,
                                 dropout,
                                 accumulation,
-                                freeze)
+                                freeze));
+        args.addAll(List.of(more));
+        try (RankProcesses job =
+                RankProcesses.builder(ResumeRankMain.class)
+                        .worldSize(worldSize)
+                        .args(args.toArray(String[]::new))
                         .timeout(Duration.ofMinutes(3))
                         .start()) {
             job.await().assertAllSucceeded();

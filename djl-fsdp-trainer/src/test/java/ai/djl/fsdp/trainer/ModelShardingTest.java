@@ -9,6 +9,7 @@ import ai.djl.Device;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -53,7 +54,7 @@ class ModelShardingTest {
                                             new Shape[] {input},
                                             config,
                                             TrainerOptions.defaults(),
-                                            group,
+                                            ShardingMesh.flat(group),
                                             manager));
             assertTrue(error.getMessage().contains("left uninitialized"), error.getMessage());
             assertFalse(block.isInitialized());

@@ -36,8 +36,9 @@ import java.util.Random;
  * checkpoint-<step>} into ({@code -}), the steps after which to save (comma-separated, {@code -}),
  * {@code sync} or {@code async}, the dropout rate, the gradient accumulation steps, and whether the
  * middle block's norm is frozen; optionally how many of the newest checkpoints to keep ({@code
- * save_total_limit}; all when absent). The steps after which to save may be {@code every}. The file
- * gets this rank's loss of every step it ran, by step.
+ * save_total_limit}; all when absent or 0) and the sharding strategy (FULL_SHARD when absent; the
+ * hybrid ones in shard groups of {@link Scenario#HYBRID_SHARD_GROUP}). The steps after which to
+ * save may be {@code every}. The file gets this rank's loss of every step it ran, by step.
  */
 public final class ResumeRankMain {
 
@@ -69,7 +70,10 @@ public final class ResumeRankMain {
                 Float.parseFloat(args[6]),
                 Integer.parseInt(args[7]),
                 Boolean.parseBoolean(args[8]),
-                args.length > 9 ? Integer.parseInt(args[9]) : 0);
+                args.length > 9 ? Integer.parseInt(args[9]) : 0,
+                args.length > 10
+                        ? ShardingStrategy.valueOf(args[10])
+                        : ShardingStrategy.FULL_SHARD);
     }
 
     /**
@@ -87,7 +91,18 @@ public final class ResumeRankMain {
             int accumulation,
             boolean freeze)
             throws Exception {
-        run(out, steps, resumeFrom, saveDir, saveAfter, async, dropout, accumulation, freeze, 0);
+        run(
+                out,
+                steps,
+                resumeFrom,
+                saveDir,
+                saveAfter,
+                async,
+                dropout,
+                accumulation,
+                freeze,
+                0,
+                ShardingStrategy.FULL_SHARD);
     }
 
     /**
@@ -95,6 +110,7 @@ public final class ResumeRankMain {
      *
      * @param out the output file; this rank's is it with {@code -<rank>} appended
      * @param keepNewest how many of the newest checkpoints to keep; 0 for all
+     * @param strategy how the model is sharded
      */
     static void run(
             Path out,
@@ -106,7 +122,8 @@ public final class ResumeRankMain {
             float dropout,
             int accumulation,
             boolean freeze,
-            int keepNewest)
+            int keepNewest,
+            ShardingStrategy strategy)
             throws Exception {
         List<String> lines = new ArrayList<>();
         Path file;
@@ -121,14 +138,18 @@ public final class ResumeRankMain {
                                             .optLearningRateTracker(Tracker.fixed(0.05f))
                                             .build())
                             .optDevices(new Device[] {Device.cpu()});
-            FsdpConfig fsdp =
+            FsdpConfig.Builder fsdp =
                     FsdpConfig.builder()
-                            .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
-                            .build();
+                            .optShardingStrategy(strategy)
+                            .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"));
+            if (strategy.isHybrid()) {
+                fsdp.optShardGroupSize(Scenario.HYBRID_SHARD_GROUP);
+            }
             TrainerOptions options =
                     TrainerOptions.builder().optGradientAccumulationSteps(accumulation).build();
             try (FsdpTrainer trainer =
-                    FullyShardedDataParallel.newTrainer(model, config, group, fsdp, options)) {
+                    FullyShardedDataParallel.newTrainer(
+                            model, config, group, fsdp.build(), options)) {
                 Engine.getInstance().setRandomSeed(1234);
                 if (freeze) {
                     ((TinyLm) model.getBlock()).freezeMiddleNorm();

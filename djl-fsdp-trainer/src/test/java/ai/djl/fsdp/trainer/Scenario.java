@@ -74,6 +74,10 @@ record Scenario(
     }
 
     static final int LOCAL_BATCH = 2;
+
+    /** The shard group of the hybrid strategies: 4 ranks are 2 "nodes" of 2. */
+    static final int HYBRID_SHARD_GROUP = 2;
+
     static final int SEQUENCE = 3;
 
     /**
@@ -213,12 +217,19 @@ record Scenario(
     }
 
     private FsdpTrainer newFsdpTrainer(Model model, ProcessGroup group) {
-        FsdpConfig config =
+        FsdpConfig.Builder builder =
                 FsdpConfig.builder()
                         .optShardingStrategy(strategy)
                         .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
-                        .optActivationCheckpointing(recompute)
-                        .build();
+                        .optActivationCheckpointing(recompute);
+        // Where each node runs HYBRID_SHARD_GROUP ranks (HybridTwoNodeTest), the default shard
+        // group, LOCAL_WORLD_SIZE, is the node; on one machine the test sets it.
+        boolean nodeIsShardGroup =
+                Integer.toString(HYBRID_SHARD_GROUP).equals(System.getenv("LOCAL_WORLD_SIZE"));
+        if (strategy.isHybrid() && !nodeIsShardGroup) {
+            builder.optShardGroupSize(Math.min(HYBRID_SHARD_GROUP, worldSize));
+        }
+        FsdpConfig config = builder.build();
         TrainerOptions.Builder options =
                 TrainerOptions.builder().optGradientAccumulationSteps(accumulation);
         if (maxGradNorm > 0) {

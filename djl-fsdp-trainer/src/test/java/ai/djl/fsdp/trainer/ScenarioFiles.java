@@ -66,6 +66,8 @@ final class ScenarioFiles {
                         + ' '
                         + s.sentBytesLastStep()
                         + ' '
+                        + s.sentAcrossBytesLastStep()
+                        + ' '
                         + s.waitNanosLastStep());
         StringBuilder arrays = new StringBuilder("arrays");
         for (int count : result.liveArrays()) {
@@ -108,7 +110,8 @@ final class ScenarioFiles {
                                     Long.parseLong(f[3]),
                                     Long.parseLong(f[4]),
                                     Long.parseLong(f[5]),
-                                    Long.parseLong(f[6]));
+                                    Long.parseLong(f[6]),
+                                    Long.parseLong(f[7]));
                     break;
                 case "arrays":
                     liveArrays = new int[f.length - 1];

@@ -97,15 +97,18 @@ public final class TrainBenchRank implements Callable<Integer> {
                 StepTimes times = timeSteps(settings, trainer);
                 long modelState;
                 long sent;
+                long across;
                 long waitNanos;
                 if (trainer instanceof FsdpTrainer) {
                     ShardingStats stats = ((FsdpTrainer) trainer).getShardingStats();
                     modelState = stats.modelStateBytes();
                     sent = stats.sentBytesLastStep();
+                    across = stats.sentAcrossBytesLastStep();
                     waitNanos = stats.waitNanosLastStep();
                 } else {
                     modelState = replicaModelState(model, config.getOptimizer());
                     sent = 0;
+                    across = 0;
                     waitNanos = 0;
                 }
                 rank.write(
@@ -114,12 +117,13 @@ public final class TrainBenchRank implements Callable<Integer> {
                                         Locale.ROOT,
                                         "step_ms=%.1f loss=%.6f peak_rss_mb=%.1f"
                                                 + " model_state_mb=%.1f sent_mb=%.1f"
-                                                + " comm_wait_ms=%.1f",
+                                                + " sent_across_mb=%.1f comm_wait_ms=%.1f",
                                         times.meanMillis(),
                                         times.lastLoss(),
                                         peakRssBytes() / 1e6,
                                         modelState / 1e6,
                                         sent / 1e6,
+                                        across / 1e6,
                                         waitNanos / 1e6)));
             }
         }
@@ -134,14 +138,16 @@ public final class TrainBenchRank implements Callable<Integer> {
         if (group == null) {
             return model.newTrainer(config);
         }
-        FsdpConfig fsdp =
+        FsdpConfig.Builder fsdp =
                 GptRank.fsdpConfig()
                         .optShardingStrategy(ShardingStrategy.valueOf(settings.sharding()))
                         .optReshardAfterForward(settings.reshardsAfterForward())
                         .optActivationCheckpointing(settings.recomputes())
-                        .optMixedPrecision(MixedPrecision.of(settings.precision()))
-                        .build();
-        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp);
+                        .optMixedPrecision(MixedPrecision.of(settings.precision()));
+        if (settings.shardGroupSize() > 0) {
+            fsdp.optShardGroupSize(settings.shardGroupSize());
+        }
+        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp.build());
     }
 
     /** The timed steps' mean duration and the loss of the last step. */

@@ -22,6 +22,8 @@ import java.util.Set;
  *     strategy does
  * @param loraRank 0 to train every parameter; else the rank of LoRA adapters on every linear
  *     projection but the head ({@code all-linear}, alpha twice the rank), the base frozen
+ * @param shardGroupSize the ranks of a shard group under the hybrid strategies; 0 for {@code
+ *     LOCAL_WORLD_SIZE} (all {@code nproc} ranks of this machine)
  */
 public record TrainBenchSettings(
         int nproc,
@@ -33,7 +35,8 @@ public record TrainBenchSettings(
         String precision,
         Boolean reshardAfterForward,
         Boolean activationCheckpointing,
-        int loraRank) {
+        int loraRank,
+        int shardGroupSize) {
 
     /** The {@code --sharding} value that runs DJL's plain trainer as the baseline. */
     static final String BASELINE = "NONE";
@@ -49,10 +52,25 @@ public record TrainBenchSettings(
                 throw new IllegalArgumentException(
                         "--sharding NONE runs DJL's plain trainer on one process: use --nproc 1");
             }
-        } else if (!Set.of("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD").contains(sharding)) {
+        } else if (!Set.of(
+                        "FULL_SHARD",
+                        "SHARD_GRAD_OP",
+                        "NO_SHARD",
+                        "HYBRID_SHARD",
+                        "HYBRID_SHARD_ZERO2")
+                .contains(sharding)) {
             throw new IllegalArgumentException(
-                    "--sharding must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or NONE, got "
+                    "--sharding must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD,"
+                            + " HYBRID_SHARD_ZERO2 or NONE, got "
                             + sharding);
+        }
+        if (shardGroupSize != 0 && !isHybrid()) {
+            throw new IllegalArgumentException(
+                    "--shard-group-size is for --sharding HYBRID_SHARD or HYBRID_SHARD_ZERO2");
+        }
+        if (shardGroupSize < 0 || shardGroupSize > 0 && nproc % shardGroupSize != 0) {
+            throw new IllegalArgumentException(
+                    "--shard-group-size must divide --nproc " + nproc + ", got " + shardGroupSize);
         }
         boolean overridden = reshardAfterForward != null || activationCheckpointing != null;
         if (overridden && BASELINE.equals(sharding)) {
@@ -90,6 +108,11 @@ public record TrainBenchSettings(
             throw new IllegalArgumentException(
                     "--lora-rank must be 0 (no LoRA) or positive, got " + loraRank);
         }
+    }
+
+    /** Returns whether the run shards within shard groups and replicates across them. */
+    boolean isHybrid() {
+        return sharding.startsWith("HYBRID_");
     }
 
     /** Returns whether units free their gathered parameters after forward in this run. */

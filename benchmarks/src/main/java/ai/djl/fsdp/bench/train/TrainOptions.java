@@ -14,9 +14,18 @@ final class TrainOptions {
             names = "--sharding",
             defaultValue = "FULL_SHARD",
             description =
-                    "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, or NONE for DJL's plain trainer"
-                            + " (default: ${DEFAULT-VALUE}).")
+                    "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2, or NONE"
+                            + " for DJL's plain trainer (default: ${DEFAULT-VALUE}).")
     private String sharding;
+
+    @Option(
+            names = "--shard-group-size",
+            defaultValue = "0",
+            description =
+                    "The ranks of one shard group under HYBRID_SHARD and HYBRID_SHARD_ZERO2,"
+                            + " which divides --nproc; 0: LOCAL_WORLD_SIZE, every rank of this"
+                            + " machine (default: ${DEFAULT-VALUE}).")
+    private int shardGroupSize;
 
     @Option(
             names = "--steps",
@@ -83,6 +92,7 @@ final class TrainOptions {
                 precision,
                 reshardAfterForward,
                 activationCheckpointing,
-                loraRank);
+                loraRank,
+                shardGroupSize);
     }
 }

@@ -24,10 +24,10 @@ class TrainBenchCommandTest {
                             + " activation_checkpointing=(?:true|false) tokens_per_s=[\\d.]+"
                             + " step_ms=[\\d.]+ loss=[\\d.]+ peak_rss_mb_per_rank=[\\d.]+"
                             + " model_state_mb_per_rank=([\\d.]+) sent_mb_per_step=([\\d.]+)"
-                            + " comm_wait_ms_per_step=[\\d.]+"
-                            + " model_gflops_per_s=[\\d.]+ peak_gflops=([\\d.]+)"
-                            + " peak_fraction=[\\d.]+ fp32_gflops_per_thread=[\\d.]+"
-                            + " bf16_gflops_per_thread=[\\d.]+");
+                            + " comm_wait_ms_per_step=[\\d.]+ model_gflops_per_s=[\\d.]+"
+                            + " peak_gflops=([\\d.]+) peak_fraction=[\\d.]+"
+                            + " fp32_gflops_per_thread=[\\d.]+ bf16_gflops_per_thread=[\\d.]+"
+                            + " sent_across_mb_per_step=([\\d.]+) shard_group_size=(\\d+)");
 
     private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();
@@ -131,6 +131,20 @@ class TrainBenchCommandTest {
         assertTrue(
                 bf16Sent < 0.7 * fp32Sent && bf16Sent > 0.35 * fp32Sent,
                 bf16Sent + " vs " + fp32Sent);
+    }
+
+    @Test
+    @Timeout(300)
+    void hybridShardOnTwoGroupsOfTwoHoldsWhatFullShardOnTwoHolds() {
+        Matcher full = run("2", "FULL_SHARD", "explicit");
+        Matcher hybrid = run("4", "HYBRID_SHARD", "explicit", "--shard-group-size", "2");
+        assertEquals("HYBRID_SHARD", hybrid.group(1));
+        assertEquals("2", hybrid.group(8));
+        assertEquals("2", full.group(8), "FULL_SHARD's shard group is every rank");
+        assertEquals(0.0, Double.parseDouble(full.group(7)), "nothing crosses between groups");
+        assertTrue(Double.parseDouble(hybrid.group(7)) > 0, "the replicas' all-reduces cross");
+        // Each rank of a shard group of 2 holds a half, as FULL_SHARD on 2 ranks does.
+        assertEquals(full.group(4), hybrid.group(4));
     }
 
     @Test

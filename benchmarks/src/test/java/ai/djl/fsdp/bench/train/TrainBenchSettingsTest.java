@@ -15,7 +15,7 @@ class TrainBenchSettingsTest {
     private static TrainBenchSettings settings(
             int nproc, String sharding, GptShape shape, String attention, String precision) {
         return new TrainBenchSettings(
-                nproc, sharding, 10, 2, shape, attention, precision, null, null, 0);
+                nproc, sharding, 10, 2, shape, attention, precision, null, null, 0, 0);
     }
 
     @Test
@@ -67,6 +67,24 @@ class TrainBenchSettingsTest {
         assertTrue(e.getMessage().contains("--precision fp32"), e.getMessage());
         settings(2, "SHARD_GRAD_OP", new GptShape(2, 64, 4, 1000, 8, 2), "explicit", "bf16")
                 .check();
+    }
+
+    /** Settings of 4 ranks with a shard group of {@code size}. */
+    private static TrainBenchSettings grouped(String sharding, int size) {
+        GptShape shape = new GptShape(2, 64, 4, 1000, 8, 2);
+        return new TrainBenchSettings(
+                4, sharding, 10, 2, shape, "explicit", "fp32", null, null, 0, size);
+    }
+
+    @Test
+    void shardGroupSizeIsForHybridStrategiesAndDividesTheRanks() {
+        grouped("HYBRID_SHARD", 2).check();
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class, grouped("HYBRID_SHARD_ZERO2", 3)::check);
+        assertTrue(e.getMessage().contains("must divide --nproc 4"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, grouped("FULL_SHARD", 2)::check);
+        assertTrue(e.getMessage().contains("HYBRID_SHARD"), e.getMessage());
     }
 
     @Test

@@ -6,6 +6,7 @@ import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.Subgroup;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.tensor.CudaLibraries;
@@ -17,9 +18,14 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.cuda.nccl.ncclComm;
+import org.bytedeco.cuda.nccl.ncclConfig_t;
 import org.bytedeco.cuda.nccl.ncclUniqueId;
 
 /**
@@ -52,9 +58,15 @@ public final class NcclProcessGroup implements ProcessGroup {
     private final int rank;
     private final int size;
     private final int localRank;
+    private final int[] jobRanks;
+    private final Subgroup subgroup;
+    private final NcclProcessGroup root;
+    private final List<NcclProcessGroup> subgroups = new CopyOnWriteArrayList<>();
+    private final AtomicLong splits = new AtomicLong();
     private final Device device;
     private final Communicator comm;
     private final Store store;
+    private final Duration timeout;
     private final NcclWatchdog watchdog;
     private final NDManager manager;
     private NcclStreams streams;
@@ -73,13 +85,43 @@ public final class NcclProcessGroup implements ProcessGroup {
      */
     NcclProcessGroup(
             DistributedEnv env, Device device, Communicator comm, Store store, Duration timeout) {
-        this.rank = env.getRank();
-        this.size = env.getWorldSize();
-        this.localRank = env.getLocalRank();
+        this(
+                null,
+                null,
+                env.getRank(),
+                IntStream.range(0, env.getWorldSize()).toArray(),
+                env.getLocalRank(),
+                device,
+                comm,
+                store,
+                timeout);
+    }
+
+    /**
+     * Takes over the job's communicator (no {@code subgroup}) or one split from {@code root}'s,
+     * which shares the root's store and timeout and has a watchdog of its own.
+     */
+    private NcclProcessGroup(
+            Subgroup subgroup,
+            NcclProcessGroup root,
+            int rank,
+            int[] jobRanks,
+            int localRank,
+            Device device,
+            Communicator comm,
+            Store store,
+            Duration timeout) {
+        this.subgroup = subgroup;
+        this.root = root == null ? this : root;
+        this.rank = rank;
+        this.size = jobRanks.length;
+        this.jobRanks = jobRanks;
+        this.localRank = localRank;
         this.device = device;
         this.comm = comm;
         this.store = store;
-        this.watchdog = new NcclWatchdog(comm, rank, timeout);
+        this.timeout = timeout;
+        this.watchdog = new NcclWatchdog(comm, jobRanks[rank], timeout);
         this.manager = NDManager.newBaseManager(device, "PyTorch");
     }
 
@@ -202,7 +244,7 @@ public final class NcclProcessGroup implements ProcessGroup {
                 nccl.ncclAllGather(
                         data(input), data(output), input.size(), type, comm.handle(), stream),
                 "ncclAllGather",
-                rank);
+                jobRanks[rank]);
         return queued("allGather", stream);
     }
 
@@ -221,7 +263,7 @@ public final class NcclProcessGroup implements ProcessGroup {
                         comm.handle(),
                         stream),
                 "ncclReduceScatter",
-                rank);
+                jobRanks[rank]);
         return queued("reduceScatter", stream);
     }
 
@@ -239,7 +281,7 @@ public final class NcclProcessGroup implements ProcessGroup {
                         comm.handle(),
                         stream),
                 "ncclAllReduce",
-                rank);
+                jobRanks[rank]);
         return queued("allReduce", stream);
     }
 
@@ -252,8 +294,50 @@ public final class NcclProcessGroup implements ProcessGroup {
                 nccl.ncclBroadcast(
                         data(array), data(array), array.size(), type, root, comm.handle(), stream),
                 "ncclBroadcast",
-                rank);
+                jobRanks[rank]);
         return queued("broadcast", stream);
+    }
+
+    /**
+     * Splits the communicator with {@code ncclCommSplit} (every rank of this group calls it; the
+     * members of each subgroup are agreed on through the store, for its messages), bounded by the
+     * timeout.
+     */
+    @Override
+    public synchronized ProcessGroup split(String name, int color) {
+        if (closed) {
+            throw new CollectiveException(
+                    "The NCCL group of rank " + jobRanks[rank] + " is closed");
+        }
+        Subgroup group =
+                Subgroup.agree(store, root.splits.getAndIncrement(), name, color, rank, jobRanks);
+        watchdog.check();
+        ncclComm child = new ncclComm();
+        int jobRank = jobRanks[rank];
+        int result =
+                BoundedInit.run(
+                        () -> {
+                            comm.bindThread();
+                            return nccl.ncclCommSplit(
+                                    comm.handle(), color, rank, child, (ncclConfig_t) null);
+                        },
+                        "ncclCommSplit of " + group.describe(),
+                        jobRank,
+                        timeout);
+        NcclStatus.checkNccl(result, "ncclCommSplit", jobRank);
+        NcclProcessGroup split =
+                new NcclProcessGroup(
+                        group,
+                        root,
+                        group.getRank(),
+                        group.getJobRanks(),
+                        localRank,
+                        device,
+                        new NcclCommunicator(child, device.getDeviceId()),
+                        store,
+                        timeout);
+        root.subgroups.add(split);
+        return split;
     }
 
     /**
@@ -288,6 +372,9 @@ public final class NcclProcessGroup implements ProcessGroup {
             return;
         }
         closed = true;
+        for (NcclProcessGroup child : subgroups) {
+            child.close();
+        }
         CollectiveException failure = null;
         try {
             comm.bindThread();
@@ -305,7 +392,11 @@ public final class NcclProcessGroup implements ProcessGroup {
                 streams.close();
             }
             manager.close();
-            store.close();
+            if (subgroup == null) {
+                store.close();
+            } else {
+                root.subgroups.remove(this);
+            }
         }
         if (failure != null) {
             throw failure;
@@ -335,7 +426,7 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     private CollectiveException failed(String call, int result) {
         return new CollectiveException(
-                call + " failed on rank " + rank + ": " + comm.describe(result));
+                call + " failed on rank " + jobRanks[rank] + ": " + comm.describe(result));
     }
 
     /** The group's two communication streams. */
@@ -352,7 +443,8 @@ public final class NcclProcessGroup implements ProcessGroup {
      */
     private CUstream_st enter(Stream which) {
         if (closed) {
-            throw new CollectiveException("The NCCL group of rank " + rank + " is closed");
+            throw new CollectiveException(
+                    "The NCCL group of rank " + jobRanks[rank] + " is closed");
         }
         watchdog.check();
         comm.bindThread();
@@ -366,7 +458,8 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     private Work queued(String collective, CUstream_st stream) {
         sequence++;
-        return new NcclWork(collective + " #" + sequence, device, stream, watchdog);
+        String where = subgroup == null ? "" : " in " + subgroup.describe();
+        return new NcclWork(collective + " #" + sequence + where, device, stream, watchdog);
     }
 
     private DevicePointer data(NDArray array) {

@@ -115,7 +115,9 @@ final class GroupFailure {
     private synchronized CollectiveException record(
             JobAbort.Cause agreed, Throwable cause, Supplier<String> where) {
         if (failure == null) {
-            ring.close();
+            if (ring != null) {
+                ring.close();
+            }
             failure =
                     new CollectiveException(
                             "Collective failed on rank "

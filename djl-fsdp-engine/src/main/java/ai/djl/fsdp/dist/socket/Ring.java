@@ -51,13 +51,14 @@ final class Ring implements AutoCloseable {
     Ring(
             int rank,
             int size,
+            int[] jobRanks,
             SocketChannel toNext,
             SocketChannel fromPrev,
             long prevPid,
             boolean nextPulls,
             Duration timeout)
             throws IOException {
-        links = new RingLinks(rank, size, toNext, fromPrev, timeout);
+        links = new RingLinks(rank, size, jobRanks, toNext, fromPrev, timeout);
         this.prevPid = prevPid;
         this.nextPulls = nextPulls;
     }
@@ -79,10 +80,10 @@ final class Ring implements AutoCloseable {
     /** Returns how the two links move data, for logs. */
     String describeLinks() {
         return "from rank "
-                + prev()
+                + links.jobRank(prev())
                 + (prevPid >= 0 ? " pulled" : " streamed")
                 + ", to rank "
-                + next()
+                + links.jobRank(next())
                 + (nextPulls ? " pulled" : " streamed");
     }
 
@@ -172,14 +173,14 @@ final class Ring implements AutoCloseable {
                     if (length == 0 && receive.hasRemaining()) {
                         throw new PeerFailure(
                                 "rank "
-                                        + prev()
+                                        + links.jobRank(prev())
                                         + " offered fewer bytes"
                                         + " than rank "
-                                        + links.rank()
+                                        + links.jobRank(links.rank())
                                         + " expects; the ranks disagree on a"
                                         + " collective's size",
                                 null,
-                                prev());
+                                links.jobRank(prev()));
                     }
                     pull(offerAddress, receive, length);
                     offerAddress += length;
@@ -218,14 +219,14 @@ final class Ring implements AutoCloseable {
         } catch (IOException e) {
             throw new PeerFailure(
                     "rank "
-                            + prev()
+                            + links.jobRank(prev())
                             + "'s memory could not be read ("
                             + e.getMessage()
                             + "): rank "
-                            + prev()
+                            + links.jobRank(prev())
                             + " exited or was killed",
                     e,
-                    prev());
+                    links.jobRank(prev()));
         }
     }
 

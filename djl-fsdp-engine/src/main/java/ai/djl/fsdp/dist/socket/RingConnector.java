@@ -57,13 +57,17 @@ final class RingConnector {
     /**
      * Connects this rank into the ring of {@code size} ranks and returns once every rank has.
      *
+     * @param keyPrefix the ring's own store keys: empty for the job's ring, a subgroup's prefix
+     * @param rank this rank's place in the ring
+     * @param jobRanks the job rank at each place of the ring, which messages name
      * @param localAddress the address of this machine that the other ranks can reach
      * @param socketBufferBytes the socket buffer size to ask for; 0 leaves it to the system
      */
     static Ring connect(
             Store store,
+            String keyPrefix,
             int rank,
-            int size,
+            int[] jobRanks,
             byte[] token,
             InetAddress localAddress,
             Duration timeout,
@@ -71,6 +75,7 @@ final class RingConnector {
             int socketBufferBytes,
             boolean peerCopy)
             throws IOException {
+        int size = jobRanks.length;
         int next = (rank + 1) % size;
         int prev = (rank + size - 1) % size;
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -95,32 +100,51 @@ final class RingConnector {
                 unix.bind(UnixDomainSocketAddress.of(path));
                 address += ' ' + path.toString();
             }
-            store.set(addressKey(rank), address.getBytes(StandardCharsets.UTF_8));
+            store.set(keyPrefix + addressKey(rank), address.getBytes(StandardCharsets.UTF_8));
             ByteBuffer probe =
-                    peerCopy && PeerMemory.available() ? publishProbe(store, rank) : null;
+                    peerCopy && PeerMemory.available()
+                            ? publishProbe(store, keyPrefix, rank)
+                            : null;
             if (probe == null) {
-                store.set(probeKey(rank), NO_PROBE);
+                store.set(keyPrefix + probeKey(rank), NO_PROBE);
             }
 
-            String nextAddress = new String(store.get(addressKey(next)), StandardCharsets.UTF_8);
+            String nextAddress =
+                    new String(store.get(keyPrefix + addressKey(next)), StandardCharsets.UTF_8);
             toNext = connect(nextAddress.split(" "), deadline);
             configure(toNext, socketBufferBytes);
             sendHello(toNext, rank, token);
-            fromPrev = acceptPrevious(listeners, prev, token, deadline);
+            fromPrev = acceptPrevious(listeners, prev, jobRanks[prev], token, deadline);
             configure(fromPrev, socketBufferBytes);
 
             boolean prevIsLocal = fromPrev.getLocalAddress() instanceof UnixDomainSocketAddress;
-            long prevPid = probe != null && prevIsLocal ? probePrevious(store, prev) : -1;
-            store.set(pullKey(rank), Long.toString(prevPid).getBytes(StandardCharsets.UTF_8));
+            long prevPid =
+                    probe != null && prevIsLocal
+                            ? probePrevious(store, keyPrefix, prev, jobRanks[prev])
+                            : -1;
+            store.set(
+                    keyPrefix + pullKey(rank),
+                    Long.toString(prevPid).getBytes(StandardCharsets.UTF_8));
             boolean nextPulls =
-                    Long.parseLong(new String(store.get(pullKey(next)), StandardCharsets.UTF_8))
+                    Long.parseLong(
+                                    new String(
+                                            store.get(keyPrefix + pullKey(next)),
+                                            StandardCharsets.UTF_8))
                             >= 0;
             // The next rank reads the probe until it has decided; keep it alive until all have.
-            store.barrier("socket-ring", rank, size);
+            store.barrier(keyPrefix + "socket-ring", rank, size);
             Reference.reachabilityFence(probe);
             Ring ring =
-                    new Ring(rank, size, toNext, fromPrev, prevPid, nextPulls, collectiveTimeout);
-            logger.debug("Rank {} ring links: {}", rank, ring.describeLinks());
+                    new Ring(
+                            rank,
+                            size,
+                            jobRanks,
+                            toNext,
+                            fromPrev,
+                            prevPid,
+                            nextPulls,
+                            collectiveTimeout);
+            logger.debug("Rank {} ring links: {}", jobRanks[rank], ring.describeLinks());
             return ring;
         } catch (IOException | RuntimeException e) {
             Ring.closeQuietly(toNext);
@@ -148,7 +172,7 @@ final class RingConnector {
      * Fills a buffer with random bytes and publishes this process's id, the buffer's address and
      * the bytes, so that the next rank can check that it may read this process's memory.
      */
-    private static ByteBuffer publishProbe(Store store, int rank) {
+    private static ByteBuffer publishProbe(Store store, String keyPrefix, int rank) {
         byte[] secret = new byte[PROBE_BYTES];
         new SecureRandom().nextBytes(secret);
         ByteBuffer probe = ByteBuffer.allocateDirect(PROBE_BYTES);
@@ -159,13 +183,14 @@ final class RingConnector {
                         + PeerMemory.address(probe)
                         + ' '
                         + Base64.getEncoder().encodeToString(secret);
-        store.set(probeKey(rank), description.getBytes(StandardCharsets.UTF_8));
+        store.set(keyPrefix + probeKey(rank), description.getBytes(StandardCharsets.UTF_8));
         return probe;
     }
 
     /** Returns the previous rank's process id if its memory can be read from here, else -1. */
-    private static long probePrevious(Store store, int prev) {
-        String description = new String(store.get(probeKey(prev)), StandardCharsets.UTF_8);
+    private static long probePrevious(Store store, String keyPrefix, int prev, int prevJobRank) {
+        String description =
+                new String(store.get(keyPrefix + probeKey(prev)), StandardCharsets.UTF_8);
         if (description.equals(new String(NO_PROBE, StandardCharsets.UTF_8))) {
             return -1;
         }
@@ -176,7 +201,7 @@ final class RingConnector {
         try {
             PeerMemory.read(pid, Long.parseLong(parts[1]), copy, expected.length);
         } catch (IOException e) {
-            logger.info("Rank {} streams through its socket: {}", prev, e.getMessage());
+            logger.info("Rank {} streams through its socket: {}", prevJobRank, e.getMessage());
             return -1;
         }
         byte[] actual = new byte[expected.length];
@@ -253,7 +278,11 @@ final class RingConnector {
     }
 
     private static SocketChannel acceptPrevious(
-            List<ServerSocketChannel> listeners, int prev, byte[] token, long deadline)
+            List<ServerSocketChannel> listeners,
+            int prev,
+            int prevJobRank,
+            byte[] token,
+            long deadline)
             throws IOException {
         try (Selector selector = Selector.open()) {
             for (ServerSocketChannel listener : listeners) {
@@ -281,7 +310,7 @@ final class RingConnector {
             }
         }
         throw new IOException(
-                "rank " + prev + " did not connect to this rank's ring link in" + " time");
+                "rank " + prevJobRank + " did not connect to this rank's ring link in time");
     }
 
     /** Returns why the connection's handshake is refused, or null when it is rank {@code prev}. */

@@ -22,6 +22,7 @@ final class RingLinks implements AutoCloseable {
 
     private final int rank;
     private final int size;
+    private final int[] jobRanks;
     private final SocketChannel toNext;
     private final SocketChannel fromPrev;
     private final Selector selector;
@@ -30,10 +31,22 @@ final class RingLinks implements AutoCloseable {
     private final long timeoutMillis;
     private final Duration timeout;
 
-    RingLinks(int rank, int size, SocketChannel toNext, SocketChannel fromPrev, Duration timeout)
+    /**
+     * @param rank this rank's place in the ring
+     * @param size the ring's length
+     * @param jobRanks the job rank at each place of the ring, which messages name
+     */
+    RingLinks(
+            int rank,
+            int size,
+            int[] jobRanks,
+            SocketChannel toNext,
+            SocketChannel fromPrev,
+            Duration timeout)
             throws IOException {
         this.rank = rank;
         this.size = size;
+        this.jobRanks = jobRanks.clone();
         this.toNext = toNext;
         this.fromPrev = fromPrev;
         this.timeout = timeout;
@@ -49,6 +62,11 @@ final class RingLinks implements AutoCloseable {
         return rank;
     }
 
+    /** Returns the job rank at place {@code position} of the ring. */
+    int jobRank(int position) {
+        return jobRanks[position];
+    }
+
     int next() {
         return (rank + 1) % size;
     }
@@ -62,7 +80,7 @@ final class RingLinks implements AutoCloseable {
         try {
             return toNext.write(send);
         } catch (IOException e) {
-            throw linkFailure(next(), "the link to rank " + next() + " broke", e);
+            throw linkFailure(next(), "the link to rank " + jobRank(next()) + " broke", e);
         }
     }
 
@@ -72,7 +90,7 @@ final class RingLinks implements AutoCloseable {
         try {
             n = fromPrev.read(receive);
         } catch (IOException e) {
-            throw linkFailure(prev(), "the link from rank " + prev() + " broke", e);
+            throw linkFailure(prev(), "the link from rank " + jobRank(prev()) + " broke", e);
         }
         if (n < 0) {
             throw closedBy(prev());
@@ -86,7 +104,7 @@ final class RingLinks implements AutoCloseable {
         try {
             n = toNext.read(receive);
         } catch (IOException e) {
-            throw linkFailure(next(), "the link to rank " + next() + " broke", e);
+            throw linkFailure(next(), "the link to rank " + jobRank(next()) + " broke", e);
         }
         if (n < 0) {
             throw closedBy(next());
@@ -99,7 +117,7 @@ final class RingLinks implements AutoCloseable {
         try {
             return fromPrev.write(send);
         } catch (IOException e) {
-            throw linkFailure(prev(), "the link from rank " + prev() + " broke", e);
+            throw linkFailure(prev(), "the link from rank " + jobRank(prev()) + " broke", e);
         }
     }
 
@@ -124,19 +142,20 @@ final class RingLinks implements AutoCloseable {
             }
         } catch (IOException | RuntimeException e) {
             // A closed selector or cancelled key: the group is shutting down.
-            throw new PeerFailure("the process group on rank " + rank + " was closed", e);
+            throw new PeerFailure("the process group on rank " + jobRank(rank) + " was closed", e);
         }
         if (!selector.isOpen()) {
-            throw new PeerFailure("the process group on rank " + rank + " was closed", null);
+            throw new PeerFailure(
+                    "the process group on rank " + jobRank(rank) + " was closed", null);
         }
-        int peer = readPrev || writePrev ? prev() : next();
+        int peer = jobRank(readPrev || writePrev ? prev() : next());
         throw new PeerFailure(
                 "rank "
                         + peer
                         + " did not take part for "
                         + timeout
                         + " while rank "
-                        + rank
+                        + jobRank(rank)
                         + " waited in a collective; it is alive (its heartbeats arrive) but"
                         + " busy for longer than the collective timeout, or not calling the same"
                         + " collectives",
@@ -144,20 +163,22 @@ final class RingLinks implements AutoCloseable {
                 peer);
     }
 
-    private PeerFailure closedBy(int peer) {
+    private PeerFailure closedBy(int position) {
+        int peer = jobRank(position);
         return new PeerFailure(
                 "rank "
                         + peer
                         + " closed its link with rank "
-                        + rank
+                        + jobRank(rank)
                         + " mid-collective (its process exited, was killed or gave up)",
                 null,
                 peer);
     }
 
-    private PeerFailure linkFailure(int peer, String what, IOException e) {
+    private PeerFailure linkFailure(int position, String what, IOException e) {
+        int peer = jobRank(position);
         if (e instanceof ClosedChannelException) {
-            return new PeerFailure("the process group on rank " + rank + " was closed", e);
+            return new PeerFailure("the process group on rank " + jobRank(rank) + " was closed", e);
         }
         return new PeerFailure(
                 what

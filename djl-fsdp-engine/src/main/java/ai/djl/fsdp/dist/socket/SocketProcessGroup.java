@@ -7,6 +7,7 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.Subgroup;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.StoreException;
@@ -19,12 +20,17 @@ import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import java.util.stream.IntStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,9 +61,17 @@ public final class SocketProcessGroup implements ProcessGroup {
     private final int rank;
     private final int size;
     private final int localRank;
+    private final int[] jobRanks;
+    private final Subgroup subgroup;
+    private final SocketProcessGroup root;
+    private final List<SocketProcessGroup> subgroups = new CopyOnWriteArrayList<>();
+    private final AtomicLong splits = new AtomicLong();
     private final Store store;
     private final Ring ring;
     private final RingCollectives collectives;
+    private final ProcessGroupOptions options;
+    private final byte[] token;
+    private final InetAddress localAddress;
     private final Duration timeout;
     private final ExecutorService communication;
     private final Set<SocketWork> outstanding = ConcurrentHashMap.newKeySet();
@@ -68,28 +82,53 @@ public final class SocketProcessGroup implements ProcessGroup {
     private volatile String lastRun = "before the first collective";
     private volatile boolean closed;
 
+    /**
+     * Makes the job's group (no {@code subgroup}: the root, with the watchdog) or a subgroup of
+     * {@code root} (the root's watchdog reports to it).
+     */
     private SocketProcessGroup(
-            DistributedEnv env, Store store, Ring ring, ProcessGroupOptions options) {
-        rank = env.getRank();
-        size = env.getWorldSize();
-        localRank = env.getLocalRank();
+            Subgroup subgroup,
+            SocketProcessGroup root,
+            int rank,
+            int[] jobRanks,
+            int localRank,
+            Store store,
+            Ring ring,
+            ProcessGroupOptions options,
+            byte[] token,
+            InetAddress localAddress) {
+        this.rank = rank;
+        this.size = jobRanks.length;
+        this.jobRanks = jobRanks;
+        this.localRank = localRank;
+        this.subgroup = subgroup;
+        this.root = root == null ? this : root;
         this.store = store;
         this.ring = ring;
+        this.options = options;
+        this.token = token;
+        this.localAddress = localAddress;
         timeout = options.getTimeout();
         collectives = new RingCollectives(ring, rank, size, options.getSocketChunkBytes());
+        int jobRank = jobRanks[rank];
+        String threadName =
+                "djl-fsdp-socket-rank"
+                        + jobRank
+                        + (subgroup == null
+                                ? ""
+                                : "-" + subgroup.getName() + '-' + subgroup.getColor());
         communication =
                 Executors.newSingleThreadExecutor(
                         task -> {
-                            Thread thread = new Thread(task, "djl-fsdp-socket-rank" + rank);
+                            Thread thread = new Thread(task, threadName);
                             thread.setDaemon(true);
                             return thread;
                         });
-        failure = new GroupFailure(store, rank, timeout, ring);
+        failure = new GroupFailure(store, jobRank, timeout, ring);
         watchdog =
-                ring == null
+                ring == null || subgroup != null
                         ? null
-                        : new Watchdog(
-                                store.newClient(timeout), rank, size, timeout, failure::abort);
+                        : new Watchdog(store.newClient(timeout), rank, size, timeout, this::abort);
     }
 
     /**
@@ -104,33 +143,106 @@ public final class SocketProcessGroup implements ProcessGroup {
             Store store,
             InetAddress localAddress,
             ProcessGroupOptions options) {
-        Ring ring = null;
-        if (env.getWorldSize() > 1) {
-            try {
-                ring =
-                        RingConnector.connect(
-                                store,
-                                env.getRank(),
-                                env.getWorldSize(),
-                                env.getJobToken().getBytes(StandardCharsets.UTF_8),
-                                localAddress,
-                                options.getTimeout(),
-                                options.getCollectiveTimeout(),
-                                options.getSocketBufferBytes(),
-                                options.isPeerMemoryCopy());
-            } catch (IOException | RuntimeException e) {
-                throw new CollectiveException(
-                        "Rank "
-                                + env.getRank()
-                                + " could not join the socket"
-                                + " ring of "
-                                + env.getWorldSize()
-                                + " ranks: "
-                                + e.getMessage(),
-                        e);
-            }
+        int[] jobRanks = IntStream.range(0, env.getWorldSize()).toArray();
+        byte[] token = env.getJobToken().getBytes(StandardCharsets.UTF_8);
+        Ring ring =
+                connectRing(
+                        store, "", env.getRank(), jobRanks, token, localAddress, options, () -> "");
+        return new SocketProcessGroup(
+                null,
+                null,
+                env.getRank(),
+                jobRanks,
+                env.getLocalRank(),
+                store,
+                ring,
+                options,
+                token,
+                localAddress);
+    }
+
+    /** Forms a ring of {@code jobRanks.length} ranks, or returns null for a group of one. */
+    private static Ring connectRing(
+            Store store,
+            String keyPrefix,
+            int rank,
+            int[] jobRanks,
+            byte[] token,
+            InetAddress localAddress,
+            ProcessGroupOptions options,
+            Supplier<String> which) {
+        if (jobRanks.length == 1) {
+            return null;
         }
-        return new SocketProcessGroup(env, store, ring, options);
+        try {
+            return RingConnector.connect(
+                    store,
+                    keyPrefix,
+                    rank,
+                    jobRanks,
+                    token,
+                    localAddress,
+                    options.getTimeout(),
+                    options.getCollectiveTimeout(),
+                    options.getSocketBufferBytes(),
+                    options.isPeerMemoryCopy());
+        } catch (IOException | RuntimeException e) {
+            throw new CollectiveException(
+                    "Rank "
+                            + jobRanks[rank]
+                            + " could not join the socket ring of "
+                            + jobRanks.length
+                            + " ranks"
+                            + which.get()
+                            + ": "
+                            + e.getMessage(),
+                    e);
+        }
+    }
+
+    /**
+     * Splits the group: the ranks that give the same color form a ring of their own, which finds
+     * its members' addresses in the job's store under the subgroup's keys.
+     */
+    @Override
+    public ProcessGroup split(String name, int color) {
+        if (closed) {
+            throw closedError();
+        }
+        Subgroup group =
+                Subgroup.agree(store, root.splits.getAndIncrement(), name, color, rank, jobRanks);
+        Ring subRing =
+                connectRing(
+                        store,
+                        group.getKeyPrefix(),
+                        group.getRank(),
+                        group.getJobRanks(),
+                        token,
+                        localAddress,
+                        options,
+                        () -> " of " + group.describe());
+        SocketProcessGroup child =
+                new SocketProcessGroup(
+                        group,
+                        root,
+                        group.getRank(),
+                        group.getJobRanks(),
+                        localRank,
+                        store,
+                        subRing,
+                        options,
+                        token,
+                        localAddress);
+        root.subgroups.add(child);
+        return child;
+    }
+
+    /** The watchdog's report: the job failed, so this group and every subgroup fail with it. */
+    private void abort(JobAbort.Cause cause) {
+        failure.abort(cause);
+        for (SocketProcessGroup child : subgroups) {
+            child.failure.abort(cause);
+        }
     }
 
     @Override
@@ -183,12 +295,23 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op) {
+        return allReduceAsync(array, op, null);
+    }
+
+    /** Queues the all-reduce at once; the communication thread waits for {@code after} first. */
+    @Override
+    public Work allReduceAsync(NDArray array, ReduceOp op, Work after) {
         ElementReduction reduction = ElementReduction.of(TensorMemory.dataType(array));
         ByteBuffer memory = TensorMemory.hostBuffer(array, "allReduce array");
         int divisor = divisor(op);
         return submit(
                 "allReduce of " + memory.capacity() + " bytes",
-                () -> collectives.allReduce(memory, reduction, divisor));
+                () -> {
+                    if (after != null) {
+                        after.await();
+                    }
+                    collectives.allReduce(memory, reduction, divisor);
+                });
     }
 
     @Override
@@ -224,10 +347,12 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     private Work submit(String description, Collective collective) {
         SocketWork work;
+        String where = subgroup == null ? "" : " in " + subgroup.describe();
         synchronized (this) {
             work =
                     new SocketWork(
-                            (description + ' ').replaceFirst(" ", " #" + ++sequence + ' ').trim());
+                            (description + ' ').replaceFirst(" ", " #" + ++sequence + ' ').trim()
+                                    + where);
         }
         outstanding.add(work);
         try {
@@ -279,7 +404,11 @@ public final class SocketProcessGroup implements ProcessGroup {
     }
 
     private CollectiveException closedError() {
-        return new CollectiveException("The process group on rank " + rank + " is closed");
+        return new CollectiveException(
+                "The process group on rank "
+                        + jobRanks[rank]
+                        + (subgroup == null ? "" : " of " + subgroup.describe())
+                        + " is closed");
     }
 
     /**
@@ -292,6 +421,9 @@ public final class SocketProcessGroup implements ProcessGroup {
             return;
         }
         closed = true;
+        for (SocketProcessGroup child : subgroups) {
+            child.close();
+        }
         if (watchdog != null) {
             watchdog.close();
         }
@@ -306,6 +438,11 @@ public final class SocketProcessGroup implements ProcessGroup {
             communication.awaitTermination(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        if (subgroup != null) {
+            // The store is the job's group's.
+            root.subgroups.remove(this);
+            return;
         }
         try {
             if (!failure.isStoreLost()) {

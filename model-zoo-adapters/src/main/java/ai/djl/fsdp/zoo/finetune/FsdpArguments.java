@@ -115,6 +115,10 @@ final class FsdpArguments {
                 return ShardingStrategy.SHARD_GRAD_OP;
             case "3":
                 return ShardingStrategy.NO_SHARD;
+            case "4":
+                return ShardingStrategy.HYBRID_SHARD;
+            case "5":
+                return ShardingStrategy.HYBRID_SHARD_ZERO2;
             default:
                 try {
                     return ShardingStrategy.valueOf(value);
@@ -123,8 +127,7 @@ final class FsdpArguments {
                             "--sharding_strategy "
                                     + shardingStrategy
                                     + " is not one of FULL_SHARD (1), SHARD_GRAD_OP (2), NO_SHARD"
-                                    + " (3); HYBRID_SHARD (4, 5) needs several nodes with a"
-                                    + " node-local group, which is not supported");
+                                    + " (3), HYBRID_SHARD (4), HYBRID_SHARD_ZERO2 (5)");
                 }
         }
     }

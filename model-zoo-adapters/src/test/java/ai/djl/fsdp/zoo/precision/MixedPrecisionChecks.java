@@ -61,6 +61,19 @@ final class MixedPrecisionChecks {
 
     private static final int SEED = 11;
 
+    /** The shard group of the hybrid checks: 4 ranks as 2 "nodes" of 2. */
+    static final int HYBRID_SHARD_GROUP = 2;
+
+    /**
+     * Hybrid sharding against FULL_SHARD on the same ranks computes the same step but for the order
+     * the gradients are summed in (a reduce-scatter in each shard group, then an all-reduce across
+     * them): float32 rounding of the gradient, far below these bounds (measured: see {@link
+     * #runHybrid}'s output).
+     */
+    private static final double HYBRID_LOSS_BOUND = 1e-6;
+
+    private static final double HYBRID_UPDATE_BOUND = 1e-5;
+
     private MixedPrecisionChecks() {}
 
     /**
@@ -70,7 +83,11 @@ final class MixedPrecisionChecks {
      */
     public static void main(String[] args) {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment())) {
-            runAll(group);
+            if (args.length > 0 && "hybrid".equals(args[0])) {
+                runHybrid(group);
+            } else {
+                runAll(group);
+            }
         }
         System.out.println("checks passed");
     }
@@ -78,6 +95,9 @@ final class MixedPrecisionChecks {
     static void runAll(ProcessGroup group) {
         for (String name : List.of("gpt2-tiny", "llama-tiny")) {
             for (ShardingStrategy strategy : ShardingStrategy.values()) {
+                if (strategy.isHybrid()) {
+                    continue; // HybridShardingTest
+                }
                 for (boolean withLora : new boolean[] {false, true}) {
                     String what = name + " " + strategy + (withLora ? " LoRA" : "");
                     Step fp32 = step(name, strategy, withLora, MixedPrecision.FP32, group);
@@ -93,6 +113,40 @@ final class MixedPrecisionChecks {
                     checkSent(what, strategy, group, fp32.sent(), halfSent);
                 }
             }
+        }
+    }
+
+    /**
+     * One step of GPT-2 with HYBRID_SHARD on LoRA adapters in float32, and with HYBRID_SHARD_ZERO2
+     * in bfloat16, each against FULL_SHARD on the same ranks: the same loss and updates within
+     * float32 rounding.
+     */
+    static void runHybrid(ProcessGroup group) {
+        record Case(ShardingStrategy strategy, boolean withLora, MixedPrecision precision) {}
+        for (Case c :
+                List.of(
+                        new Case(ShardingStrategy.HYBRID_SHARD, true, MixedPrecision.FP32),
+                        new Case(
+                                ShardingStrategy.HYBRID_SHARD_ZERO2, false, MixedPrecision.BF16))) {
+            String what =
+                    "gpt2-tiny "
+                            + c.strategy()
+                            + (c.withLora() ? " LoRA " : " ")
+                            + c.precision().param().getName()
+                            + " against FULL_SHARD";
+            Step full =
+                    step(
+                            "gpt2-tiny",
+                            ShardingStrategy.FULL_SHARD,
+                            c.withLora(),
+                            c.precision(),
+                            group);
+            Step hybrid = step("gpt2-tiny", c.strategy(), c.withLora(), c.precision(), group);
+            compare(
+                    what,
+                    new Tolerance(c.precision(), HYBRID_LOSS_BOUND, HYBRID_UPDATE_BOUND),
+                    full,
+                    hybrid);
         }
     }
 
@@ -226,7 +280,7 @@ final class MixedPrecisionChecks {
                         .optOptimizer(
                                 Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.5f)).build())
                         .optDevices(new Device[] {Device.cpu()});
-        FsdpConfig fsdp =
+        FsdpConfig.Builder fsdp =
                 FsdpConfig.builder()
                         .optShardingStrategy(strategy)
                         .optMixedPrecision(precision)
@@ -234,8 +288,10 @@ final class MixedPrecisionChecks {
                                 WrapPolicy.byLayerClass(
                                         ((CausalLM) model.getBlock())
                                                 .decoderLayerClass()
-                                                .getSimpleName()))
-                        .build();
-        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp, options);
+                                                .getSimpleName()));
+        if (strategy.isHybrid()) {
+            fsdp.optShardGroupSize(HYBRID_SHARD_GROUP);
+        }
+        return FullyShardedDataParallel.newTrainer(model, config, group, fsdp.build(), options);
     }
 }
