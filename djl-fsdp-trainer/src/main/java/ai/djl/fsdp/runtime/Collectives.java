@@ -21,7 +21,8 @@ import java.util.function.Function;
 
 /**
  * The one place where the runtime's collectives start and complete: a unit's parameter gather, its
- * gradient reduction, and putting whole parameters back into the model.
+ * gradient reduction, putting whole parameters back into the model, and a synchronized BatchNorm's
+ * statistics and gradient sums.
  */
 public final class Collectives {
 
@@ -143,6 +144,31 @@ public final class Collectives {
             }
         }
         return new PendingReduction(parts, scale);
+    }
+
+    /**
+     * Gathers every rank's {@code moments} (a synchronized BatchNorm's per-channel statistics of
+     * its slice), one rank's after the other.
+     *
+     * @param moments this rank's 1-D array, the same size on every rank
+     * @return the ranks' arrays, concatenated in rank order, in the manager of {@code moments}
+     */
+    NDArray gatherStatistics(NDArray moments) {
+        NDArray gathered =
+                moments.getManager()
+                        .create(new Shape(moments.size() * group.getSize()), moments.getDataType());
+        group.allGather(moments, gathered);
+        return gathered;
+    }
+
+    /**
+     * Sums {@code sums} (a synchronized BatchNorm's per-channel gradient sums) over the ranks, in
+     * place.
+     *
+     * @param sums this rank's 1-D array, the same size on every rank
+     */
+    void sumOverRanks(NDArray sums) {
+        group.allReduce(sums, ReduceOp.SUM);
     }
 
     /**

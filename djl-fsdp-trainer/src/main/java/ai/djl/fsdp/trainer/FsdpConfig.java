@@ -33,6 +33,7 @@ public final class FsdpConfig {
     private final boolean cpuOffload;
     private final boolean frozenInComputePrecision;
     private final Predicate<Parameter> buffers;
+    private final boolean syncBatchNorm;
 
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
@@ -47,6 +48,7 @@ public final class FsdpConfig {
         cpuOffload = builder.cpuOffload;
         frozenInComputePrecision = builder.frozenInComputePrecision;
         buffers = builder.buffers;
+        syncBatchNorm = builder.syncBatchNorm;
     }
 
     /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
@@ -62,6 +64,14 @@ public final class FsdpConfig {
     /** Returns which parameters are buffers, kept whole on every rank (see optBuffers). */
     public Predicate<Parameter> getBuffers() {
         return buffers;
+    }
+
+    /**
+     * Returns whether DJL's BatchNorm layers normalize with the statistics of the global batch
+     * (every rank's slice) in training, PyTorch's {@code SyncBatchNorm}.
+     */
+    public boolean isSyncBatchNorm() {
+        return syncBatchNorm;
     }
 
     /** Returns whether flat parameters are split across the ranks (false: replicated, DDP). */
@@ -141,6 +151,7 @@ public final class FsdpConfig {
         private boolean cpuOffload;
         private boolean frozenInComputePrecision = true;
         private Predicate<Parameter> buffers = UnitPlan::isBuffer;
+        private boolean syncBatchNorm;
 
         Builder() {}
 
@@ -218,6 +229,24 @@ public final class FsdpConfig {
          */
         public Builder optBuffers(Predicate<Parameter> buffers) {
             this.buffers = Objects.requireNonNull(buffers, "buffers");
+            return this;
+        }
+
+        /**
+         * Sets whether DJL's {@code BatchNorm} layers normalize each rank's slice with the mean and
+         * variance of the global batch in training (default false), PyTorch's {@code
+         * SyncBatchNorm}: the forward gathers each layer's per-channel statistics from every rank
+         * and its backward sums two per-channel gradient terms over the ranks, so training matches
+         * DJL's trainer on the global batch, running statistics included, at the cost of two small
+         * collectives per layer and step (three under activation checkpointing, which recomputes
+         * the forward). Without it each rank normalizes its slice with its own statistics and the
+         * running statistics are averaged over the ranks after each step.
+         *
+         * @param syncBatchNorm whether to synchronize the batch statistics
+         * @return this builder
+         */
+        public Builder optSyncBatchNorm(boolean syncBatchNorm) {
+            this.syncBatchNorm = syncBatchNorm;
             return this;
         }
 

@@ -172,7 +172,8 @@ final class ModelSharding {
             return new ShardedModel(
                     new Collectives(group, config.getMixedPrecision()),
                     units,
-                    config.getExecutionOptions());
+                    config.getExecutionOptions(),
+                    config.isSyncBatchNorm());
         } catch (RuntimeException e) {
             closeLoaded();
             throw e;
