@@ -23,7 +23,9 @@ import org.junit.jupiter.api.Test;
 class BatchStatisticsTest {
 
     private static final float MOMENTUM = 0.9f;
-    private static final float EPSILON = 1e-5f;
+
+    /** Large enough that a wrong use of it shows. */
+    private static final float EPSILON = 0.1f;
 
     /** Float32 summation order over a few hundred terms of order 1, with room. */
     private static final double TOLERANCE = 1e-5;
