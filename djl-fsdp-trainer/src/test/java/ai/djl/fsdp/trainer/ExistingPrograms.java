@@ -62,6 +62,8 @@ final class ExistingPrograms {
     /** The programs. */
     enum Program {
         RESNET(new Shape(3, 28, 28), 10, "ParallelBlock"),
+        /** The same ResNet with its convolutions as the units: every BatchNorm in the root. */
+        RESNET_CONVOLUTIONS(new Shape(3, 28, 28), 10, "Conv2d"),
         MLP(new Shape(20), 10, "Linear"),
         REGRESSION(new Shape(8), 0, "ParallelBlock"),
         /** Token ids through an embedding into a BatchNorm: what trains in float16 on a CPU. */
@@ -79,7 +81,7 @@ final class ExistingPrograms {
 
         Block block() {
             return switch (this) {
-                case RESNET ->
+                case RESNET, RESNET_CONVOLUTIONS ->
                         ResNetV1.builder()
                                 .setImageShape(input)
                                 .setNumLayers(20)

@@ -25,9 +25,9 @@ class ExistingProgramsTest {
 
     /**
      * How far the FSDP run's running statistics may be from DJL's on the global batch: each rank
-     * normalizes its half-batch with its own batch statistics (no synchronized BatchNorm), so the
-     * trajectories part a little: measured 0.072 (relative to values above 1, absolute below) after
-     * 8 steps, in every strategy.
+     * normalizes its half-batch with its own batch statistics (the default; SyncBatchNormTest
+     * covers the synchronized ones), so the trajectories part a little: measured 0.072 (relative to
+     * values above 1, absolute below) after 8 steps, in every strategy.
      */
     private static final double RUNNING_STATISTICS_TOLERANCE = 0.15;
 

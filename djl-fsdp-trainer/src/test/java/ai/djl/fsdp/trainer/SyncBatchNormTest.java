@@ -45,6 +45,7 @@ class SyncBatchNormTest {
             runs.add(Program.RESNET + ":" + strategy + ":fp32:sync");
         }
         runs.add(Program.RESNET + ":" + ShardingStrategy.NO_SHARD + ":fp32:local");
+        runs.add(Program.RESNET_CONVOLUTIONS + ":" + ShardingStrategy.FULL_SHARD + ":fp32:sync");
         directory = ExistingProgramsRankMain.runJob("fsdp-sync-batch-norm", WORLD_SIZE, runs);
     }
 
@@ -59,10 +60,16 @@ class SyncBatchNormTest {
                         new Variant(false, Variant.SMALL_LEARNING_RATE),
                         directory.resolve("plain"),
                         null);
+        List<String> runs = new ArrayList<>();
         for (ShardingStrategy strategy : ShardingStrategy.values()) {
-            String what = "ResNetV1 " + strategy + " synchronized";
-            Figures rank0 = rank(strategy, "sync", 0);
-            Figures rank1 = rank(strategy, "sync", 1);
+            runs.add(Program.RESNET + "-" + strategy);
+        }
+        // BatchNorm in the root: its calls are entries of the backward tape between the units'.
+        runs.add(Program.RESNET_CONVOLUTIONS + "-" + ShardingStrategy.FULL_SHARD);
+        for (String run : runs) {
+            String what = run + " synchronized";
+            Figures rank0 = rank(run + "-fp32-sync", 0);
+            Figures rank1 = rank(run + "-fp32-sync", 1);
             assertTrue(rank0.buffers.size() > 30, what + ": BatchNorm's statistics are buffers");
             double loss =
                     Math.max(
@@ -91,7 +98,7 @@ class SyncBatchNormTest {
             assertEquals(0, ExistingPrograms.maxDifference(trained, rank0.resumed), what);
         }
         // Each rank's own statistics (the default) are far outside the tolerance.
-        Figures local = rank(ShardingStrategy.NO_SHARD, "local", 0);
+        Figures local = rank(Program.RESNET + "-" + ShardingStrategy.NO_SHARD + "-fp32-local", 0);
         double localError = largestRelativeError(plain.buffers, local.buffers);
         System.out.printf(
                 "ResNetV1 NO_SHARD unsynchronized: running statistics %.3g%n", localError);
@@ -141,17 +148,7 @@ class SyncBatchNormTest {
         return Math.sqrt(difference / norm);
     }
 
-    private static Figures rank(ShardingStrategy strategy, String variant, int rank)
-            throws Exception {
-        return Figures.read(
-                directory.resolve(
-                        Program.RESNET
-                                + "-"
-                                + strategy
-                                + "-fp32-"
-                                + variant
-                                + "-rank"
-                                + rank
-                                + ".json"));
+    private static Figures rank(String run, int rank) throws Exception {
+        return Figures.read(directory.resolve(run + "-rank" + rank + ".json"));
     }
 }
