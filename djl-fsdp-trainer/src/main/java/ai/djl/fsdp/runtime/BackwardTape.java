@@ -9,18 +9,19 @@ import java.util.List;
 import java.util.function.Function;
 
 /**
- * The unit calls of a training forward, walked in reverse in backward. Reverse call order is a
- * topological order, so each call's output gradients are complete when it is reached: a
- * vector-Jacobian product through the call's graph (kept, refilled by a gather if its parameters
- * were released after forward, or rebuilt by recompute) from its output gradients fills its flat
- * gradients, whose reduction over the ranks then runs while the input gradients travel on through
- * the parent's graph and the previous call is recomputed.
+ * The unit calls of a training forward (and the root's synchronized BatchNorm calls, {@link
+ * NormCall}), walked in reverse in backward. Reverse call order is a topological order, so each
+ * call's output gradients are complete when it is reached: a vector-Jacobian product through the
+ * call's graph (kept, refilled by a gather if its parameters were released after forward, or
+ * rebuilt by recompute) from its output gradients fills its flat gradients, whose reduction over
+ * the ranks then runs while the input gradients travel on through the parent's graph and the
+ * previous call is recomputed.
  */
 final class BackwardTape {
 
     private final Collectives collectives;
     private final boolean prefetch;
-    private final List<UnitCall> calls = new ArrayList<>();
+    private final List<TapeEntry> calls = new ArrayList<>();
     private PendingReduction inFlight;
 
     BackwardTape(Collectives collectives, boolean prefetch) {
@@ -28,7 +29,7 @@ final class BackwardTape {
         this.prefetch = prefetch;
     }
 
-    void record(UnitCall call) {
+    void record(TapeEntry call) {
         calls.add(call);
     }
 
@@ -40,10 +41,15 @@ final class BackwardTape {
      */
     void run(Function<UnitCall, UnitGraph> recompute, float scale) {
         for (int i = calls.size() - 1; i >= 0; i--) {
-            if (prefetch && i > 0) {
-                collectives.startGather(calls.get(i - 1).unit());
+            TapeEntry entry = calls.remove(i);
+            if (entry instanceof NormCall norm) {
+                norm.backward(collectives);
+                continue;
             }
-            UnitCall call = calls.remove(i);
+            UnitCall call = (UnitCall) entry;
+            if (prefetch) {
+                startGatherBefore(i);
+            }
             UnitGraph graph = call.graph();
             if (graph == null) {
                 graph = recompute.apply(call);
@@ -52,6 +58,16 @@ final class BackwardTape {
                 collectives.gather(call.unit());
             }
             backwardThrough(call, graph, scale);
+        }
+    }
+
+    /** Starts gathering the unit of the last call before entry {@code index}, if any. */
+    private void startGatherBefore(int index) {
+        for (int i = index - 1; i >= 0; i--) {
+            if (calls.get(i) instanceof UnitCall previous) {
+                collectives.startGather(previous.unit());
+                return;
+            }
         }
     }
 
@@ -72,6 +88,11 @@ final class BackwardTape {
             }
             if (surrogate != null) {
                 Autograd.backward(surrogate, surrogate.onesLike());
+            }
+            // Synchronized BatchNorm cut the unit's graph: the last first, each pushes its input's
+            // gradient on towards the unit's inputs and the earlier ones.
+            for (int k = graph.norms().size() - 1; k >= 0; k--) {
+                graph.norms().get(k).backward(collectives);
             }
             PendingReduction reduction =
                     collectives.startReduction(call.unit(), graph.flatLeaves(), scale, scope);
@@ -106,8 +127,8 @@ final class BackwardTape {
     /** Drops the calls not walked, freeing the graphs they kept, after the reduction in flight. */
     void clear() {
         completeInFlight();
-        for (UnitCall call : calls) {
-            if (call.graph() != null) {
+        for (TapeEntry entry : calls) {
+            if (entry instanceof UnitCall call && call.graph() != null) {
                 call.graph().scope().close();
             }
         }

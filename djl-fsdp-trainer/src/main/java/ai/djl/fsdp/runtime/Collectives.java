@@ -22,9 +22,10 @@ import java.util.function.Function;
 
 /**
  * The one place where the runtime's collectives start and complete: a unit's parameter gather, its
- * gradient reduction, and putting whole parameters back into the model. Gathers and reduce-scatters
- * run in the mesh's shard group; under hybrid sharding each reduced gradient shard is then averaged
- * across the replicate group, queued behind its reduce-scatter.
+ * gradient reduction, putting whole parameters back into the model, and a synchronized BatchNorm's
+ * statistics and gradient sums. Gathers and reduce-scatters run in the mesh's shard group; under
+ * hybrid sharding each reduced gradient shard is then averaged across the replicate group, queued
+ * behind its reduce-scatter. A synchronized BatchNorm's collectives span all ranks.
  */
 public final class Collectives {
 
@@ -174,6 +175,31 @@ public final class Collectives {
         return before == null
                 ? replicateGroup.allReduceAsync(reduced, ReduceOp.AVG)
                 : replicateGroup.allReduceAsync(reduced, ReduceOp.AVG, before);
+    }
+
+    /**
+     * Gathers every rank's {@code moments} (a synchronized BatchNorm's per-channel statistics of
+     * its slice), one rank's after the other.
+     *
+     * @param moments this rank's 1-D array, the same size on every rank
+     * @return the ranks' arrays, concatenated in rank order, in the manager of {@code moments}
+     */
+    NDArray gatherStatistics(NDArray moments) {
+        NDArray gathered =
+                moments.getManager()
+                        .create(new Shape(moments.size() * world.getSize()), moments.getDataType());
+        world.allGather(moments, gathered);
+        return gathered;
+    }
+
+    /**
+     * Sums {@code sums} (a synchronized BatchNorm's per-channel gradient sums) over the ranks, in
+     * place.
+     *
+     * @param sums this rank's 1-D array, the same size on every rank
+     */
+    void sumOverRanks(NDArray sums) {
+        world.allReduce(sums, ReduceOp.SUM);
     }
 
     /**

@@ -5,7 +5,9 @@ import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.BlockChildren;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
+import ai.djl.nn.norm.BatchNorm;
 import ai.djl.training.ParameterStore;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -36,8 +38,14 @@ public final class ShardedModel implements AutoCloseable {
      * @param collectives the ranks' collectives
      * @param units the units, the root first (its block the model's top block)
      * @param options how passes are scheduled
+     * @param syncBatchNorm whether every DJL {@code BatchNorm} normalizes with the global batch's
+     *     statistics ({@link SyncBatchNorm} stands in for it)
      */
-    public ShardedModel(Collectives collectives, List<FsdpUnit> units, ExecutionOptions options) {
+    public ShardedModel(
+            Collectives collectives,
+            List<FsdpUnit> units,
+            ExecutionOptions options,
+            boolean syncBatchNorm) {
         options.checkDevice(collectives.getGroup().getDevice());
         this.collectives = collectives;
         this.units = List.copyOf(units);
@@ -53,12 +61,40 @@ public final class ShardedModel implements AutoCloseable {
                         BlockChildren.replace(
                                 unit.getParent(), unit.getBlock(), new UnitBlock(unit, executor)));
             }
+            if (syncBatchNorm) {
+                synchronizeBatchNorms(this.units.get(0).getBlock());
+            }
         } catch (RuntimeException e) {
             restoreBlockTree();
             throw e;
         }
         releaseParameterArrays();
         buffers.broadcast(collectives.getGroup(), 0);
+    }
+
+    /** Puts a {@link SyncBatchNorm} in the place of every DJL BatchNorm under {@code parent}. */
+    private void synchronizeBatchNorms(Block parent) {
+        Block holder = parent instanceof DelegatingBlock standIn ? standIn.inner() : parent;
+        for (Block child : parent.getChildren().values()) {
+            Block block = child instanceof UnitBlock unit ? unit.inner() : child;
+            if (block instanceof BatchNorm norm) {
+                if (block.getClass() != BatchNorm.class || block != child) {
+                    throw new IllegalArgumentException(
+                            "Synchronized batch statistics replace DJL's own BatchNorm blocks"
+                                    + " inside the units or the root, but "
+                                    + block.getClass().getName()
+                                    + (block != child
+                                            ? " is a unit: choose a wrap policy that puts it"
+                                                    + " inside one"
+                                            : " extends it: turn optSyncBatchNorm off"));
+                }
+                standIns.add(
+                        BlockChildren.replace(
+                                holder, norm, new SyncBatchNorm(norm, collectives, executor)));
+            } else {
+                synchronizeBatchNorms(child);
+            }
+        }
     }
 
     /** Returns the units, root first. */

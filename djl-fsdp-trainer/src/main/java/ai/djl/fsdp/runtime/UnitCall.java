@@ -24,4 +24,5 @@ record UnitCall(
         PairList<String, Object> params,
         long seed,
         NDList outputLeaves,
-        UnitGraph graph) {}
+        UnitGraph graph)
+        implements TapeEntry {}

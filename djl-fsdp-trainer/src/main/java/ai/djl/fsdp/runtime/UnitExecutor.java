@@ -39,6 +39,9 @@ final class UnitExecutor {
     private List<GradientLeaves> rootLeaves = List.of();
     private long peakGatheredBytes;
 
+    /** The synchronized BatchNorm calls of the unit call that runs now with a graph, or null. */
+    private List<NormCall> unitNorms;
+
     UnitExecutor(
             Collectives collectives,
             ExecutionOptions options,
@@ -222,7 +225,7 @@ final class UnitExecutor {
      * Materializes {@code unit}'s parameters in {@code scope}, seeds the generator when a seed is
      * given, and runs the unit's block with grad mode set to {@code withGraph}.
      */
-    private static UnitGraph run(
+    private UnitGraph run(
             FsdpUnit unit,
             Precision precision,
             ParameterStore parameterStore,
@@ -233,6 +236,8 @@ final class UnitExecutor {
             boolean training,
             PairList<String, Object> params) {
         List<GradientLeaves> flatLeaves = unit.materialize(withGraph, precision, scope);
+        List<NormCall> norms = new ArrayList<>();
+        unitNorms = withGraph ? norms : null;
         try {
             NDList outputs =
                     Autograd.withGradMode(
@@ -244,9 +249,30 @@ final class UnitExecutor {
                                 return unit.getBlock()
                                         .forward(parameterStore, inputLeaves, training, params);
                             });
-            return new UnitGraph(scope, inputLeaves, outputs, flatLeaves);
+            return new UnitGraph(scope, inputLeaves, outputs, flatLeaves, norms);
         } finally {
+            unitNorms = null;
             unit.clearViews();
+        }
+    }
+
+    /**
+     * Returns whether a synchronized BatchNorm called now must keep a {@link NormCall} for
+     * backward: in a training pass, where a graph is recorded.
+     */
+    boolean recordsNorms() {
+        return phase == Phase.RECORDING && Autograd.isGradMode();
+    }
+
+    /**
+     * Keeps a synchronized BatchNorm's call for backward: with the unit call that runs now, or on
+     * the tape when it runs in the root.
+     */
+    void record(NormCall norm) {
+        if (unitNorms != null) {
+            unitNorms.add(norm);
+        } else {
+            tape.record(norm);
         }
     }
 

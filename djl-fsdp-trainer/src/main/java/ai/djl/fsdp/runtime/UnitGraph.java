@@ -12,6 +12,11 @@ import java.util.List;
  * @param inputLeaves the detached copies of the call's inputs the graph starts from
  * @param outputs the unit's outputs, attached to the graph
  * @param flatLeaves the trainable flat buffers' parameter leaves (null for frozen ones)
+ * @param norms the synchronized BatchNorm calls inside the unit, in call order
  */
 record UnitGraph(
-        NDManager scope, NDList inputLeaves, NDList outputs, List<GradientLeaves> flatLeaves) {}
+        NDManager scope,
+        NDList inputLeaves,
+        NDList outputs,
+        List<GradientLeaves> flatLeaves,
+        List<NormCall> norms) {}

@@ -10,6 +10,8 @@
  * code before a unit's backward is not available. Units are called on detached inputs and return
  * fresh leaves, a tape records the calls, and backward walks the tape in reverse with
  * vector-Jacobian products, through each unit's graph kept from forward or rebuilt by recompute
- * (activation checkpointing).
+ * (activation checkpointing). Synchronized batch statistics ({@link
+ * ai.djl.fsdp.runtime.SyncBatchNorm}) cut the graph the same way inside a unit: a BatchNorm hands
+ * on a fresh leaf, and its {@code NormCall} sums the gradient's terms over the ranks in backward.
  */
 package ai.djl.fsdp.runtime;

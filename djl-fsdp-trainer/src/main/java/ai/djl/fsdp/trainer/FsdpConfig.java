@@ -36,6 +36,7 @@ public final class FsdpConfig {
     private final Predicate<Parameter> buffers;
     private final boolean hybrid;
     private final int shardGroupSize;
+    private final boolean syncBatchNorm;
 
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
@@ -52,6 +53,7 @@ public final class FsdpConfig {
         buffers = builder.buffers;
         hybrid = builder.hybrid;
         shardGroupSize = builder.shardGroupSize;
+        syncBatchNorm = builder.syncBatchNorm;
     }
 
     /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
@@ -67,6 +69,14 @@ public final class FsdpConfig {
     /** Returns which parameters are buffers, kept whole on every rank (see optBuffers). */
     public Predicate<Parameter> getBuffers() {
         return buffers;
+    }
+
+    /**
+     * Returns whether DJL's BatchNorm layers normalize with the statistics of the global batch
+     * (every rank's slice) in training, PyTorch's {@code SyncBatchNorm}.
+     */
+    public boolean isSyncBatchNorm() {
+        return syncBatchNorm;
     }
 
     /** Returns whether flat parameters are split across the ranks (false: replicated, DDP). */
@@ -170,6 +180,7 @@ public final class FsdpConfig {
         private Predicate<Parameter> buffers = UnitPlan::isBuffer;
         private boolean hybrid;
         private int shardGroupSize;
+        private boolean syncBatchNorm;
 
         Builder() {}
 
@@ -265,6 +276,24 @@ public final class FsdpConfig {
          */
         public Builder optBuffers(Predicate<Parameter> buffers) {
             this.buffers = Objects.requireNonNull(buffers, "buffers");
+            return this;
+        }
+
+        /**
+         * Sets whether DJL's {@code BatchNorm} layers normalize each rank's slice with the mean and
+         * variance of the global batch in training (default false), PyTorch's {@code
+         * SyncBatchNorm}: the forward gathers each layer's per-channel statistics from every rank
+         * and its backward sums two per-channel gradient terms over the ranks, so training matches
+         * DJL's trainer on the global batch, running statistics included, at the cost of two small
+         * collectives per layer and step (three under activation checkpointing, which recomputes
+         * the forward). Without it each rank normalizes its slice with its own statistics and the
+         * running statistics are averaged over the ranks after each step.
+         *
+         * @param syncBatchNorm whether to synchronize the batch statistics
+         * @return this builder
+         */
+        public Builder optSyncBatchNorm(boolean syncBatchNorm) {
+            this.syncBatchNorm = syncBatchNorm;
             return this;
         }
 

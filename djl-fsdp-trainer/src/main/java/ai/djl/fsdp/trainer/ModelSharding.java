@@ -198,7 +198,8 @@ final class ModelSharding {
             return new ShardedModel(
                     new Collectives(mesh, config.getMixedPrecision()),
                     units,
-                    config.getExecutionOptions());
+                    config.getExecutionOptions(),
+                    config.isSyncBatchNorm());
         } catch (RuntimeException e) {
             closeLoaded();
             throw e;

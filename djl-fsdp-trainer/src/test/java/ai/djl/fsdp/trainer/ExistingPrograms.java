@@ -62,6 +62,8 @@ final class ExistingPrograms {
     /** The programs. */
     enum Program {
         RESNET(new Shape(3, 28, 28), 10, "ParallelBlock"),
+        /** The same ResNet with its convolutions as the units: every BatchNorm in the root. */
+        RESNET_CONVOLUTIONS(new Shape(3, 28, 28), 10, "Conv2d"),
         MLP(new Shape(20), 10, "Linear"),
         REGRESSION(new Shape(8), 0, "ParallelBlock"),
         /** Token ids through an embedding into a BatchNorm: what trains in float16 on a CPU. */
@@ -79,7 +81,7 @@ final class ExistingPrograms {
 
         Block block() {
             return switch (this) {
-                case RESNET ->
+                case RESNET, RESNET_CONVOLUTIONS ->
                         ResNetV1.builder()
                                 .setImageShape(input)
                                 .setNumLayers(20)
@@ -163,6 +165,33 @@ final class ExistingPrograms {
     private ExistingPrograms() {}
 
     /**
+     * How a run differs from the ordinary one.
+     *
+     * @param syncBatchNorm FSDP with synchronized batch statistics ({@code optSyncBatchNorm})
+     * @param learningRate SGD's learning rate
+     */
+    record Variant(boolean syncBatchNorm, float learningRate) {
+        static final Variant ORDINARY = new Variant(false, 0.05f);
+
+        /**
+         * The learning rate of {@link SyncBatchNormTest}: ResNet's training amplifies last-bit
+         * differences (one flips the ReLU of an activation near zero, and the step moves the
+         * weights by what that changes), by more the larger the learning rate; a small one keeps
+         * that drift well below what unsynchronized statistics change.
+         */
+        static final float SMALL_LEARNING_RATE = 0.002f;
+
+        /** {@code sync}: synchronized statistics, {@code local}: not; both at the small rate. */
+        static Variant of(String name) {
+            return switch (name) {
+                case "sync" -> new Variant(true, SMALL_LEARNING_RATE);
+                case "local" -> new Variant(false, SMALL_LEARNING_RATE);
+                default -> throw new IllegalArgumentException("variant sync or local: " + name);
+            };
+        }
+    }
+
+    /**
      * Trains {@code program} for {@link #EPOCHS} epochs: with DJL's trainer when {@code group} is
      * null, else with FSDP in {@code strategy} and {@code precision}, saving the model into {@code
      * directory} and a sharded checkpoint into {@code checkpoint} (a directory every rank shares).
@@ -172,11 +201,12 @@ final class ExistingPrograms {
             ProcessGroup group,
             ShardingStrategy strategy,
             MixedPrecision precision,
+            Variant variant,
             Path directory,
             Path checkpoint)
             throws Exception {
         DefaultTrainingConfig config =
-                config(program).addTrainingListeners(TrainingListener.Defaults.basic());
+                config(program, variant).addTrainingListeners(TrainingListener.Defaults.basic());
         if (program.classes > 0) {
             config.addEvaluator(new Accuracy());
         }
@@ -195,12 +225,7 @@ final class ExistingPrograms {
                                     model,
                                     config,
                                     group,
-                                    FsdpConfig.builder()
-                                            .optShardingStrategy(strategy)
-                                            .optMixedPrecision(precision)
-                                            .optWrapPolicy(
-                                                    WrapPolicy.byLayerClass(program.unitClass))
-                                            .build())) {
+                                    fsdpConfig(program, strategy, precision, variant))) {
                 Engine.getInstance().setRandomSeed(1234);
                 trainer.initialize(new Shape(GLOBAL_BATCH).addAll(program.input));
                 EasyTrain.fit(trainer, EPOCHS, train, validation);
@@ -234,41 +259,47 @@ final class ExistingPrograms {
                             new NDList(validation.get(manager, 0).getData().head().expandDims(0)));
         }
         if (group != null) {
-            figures.resumed = resume(program, group, strategy, precision, checkpoint);
+            figures.resumed =
+                    resume(
+                            program,
+                            group,
+                            fsdpConfig(program, strategy, precision, variant),
+                            checkpoint);
         }
         return figures;
     }
 
-    /** The program's loss, SGD and the CPU. */
-    private static DefaultTrainingConfig config(Program program) {
+    private static FsdpConfig fsdpConfig(
+            Program program, ShardingStrategy strategy, MixedPrecision precision, Variant variant) {
+        return FsdpConfig.builder()
+                .optShardingStrategy(strategy)
+                .optMixedPrecision(precision)
+                .optSyncBatchNorm(variant.syncBatchNorm())
+                .optWrapPolicy(WrapPolicy.byLayerClass(program.unitClass))
+                .build();
+    }
+
+    /** The program's loss, SGD at the variant's learning rate, and the CPU. */
+    private static DefaultTrainingConfig config(Program program, Variant variant) {
         return new DefaultTrainingConfig(
                         program.classes > 0 ? Loss.softmaxCrossEntropyLoss() : Loss.l2Loss())
-                .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.05f)).build())
+                .optOptimizer(
+                        Optimizer.sgd()
+                                .setLearningRateTracker(Tracker.fixed(variant.learningRate()))
+                                .build())
                 .optDevices(new Device[] {Device.cpu()});
     }
 
     /** A fresh model and trainer that load the checkpoint: its values, gathered on close. */
     private static Map<String, float[]> resume(
-            Program program,
-            ProcessGroup group,
-            ShardingStrategy strategy,
-            MixedPrecision precision,
-            Path checkpoint)
+            Program program, ProcessGroup group, FsdpConfig fsdp, Path checkpoint)
             throws Exception {
-        DefaultTrainingConfig config = config(program);
+        DefaultTrainingConfig config = config(program, Variant.ORDINARY);
         Map<String, float[]> values = new LinkedHashMap<>();
         try (Model model = Model.newInstance(program.name(), Device.cpu())) {
             model.setBlock(program.block());
             try (FsdpTrainer trainer =
-                    FullyShardedDataParallel.newTrainer(
-                            model,
-                            config,
-                            group,
-                            FsdpConfig.builder()
-                                    .optShardingStrategy(strategy)
-                                    .optMixedPrecision(precision)
-                                    .optWrapPolicy(WrapPolicy.byLayerClass(program.unitClass))
-                                    .build())) {
+                    FullyShardedDataParallel.newTrainer(model, config, group, fsdp)) {
                 Engine.getInstance().setRandomSeed(99);
                 trainer.initialize(new Shape(GLOBAL_BATCH).addAll(program.input));
                 trainer.loadCheckpoint(checkpoint);
