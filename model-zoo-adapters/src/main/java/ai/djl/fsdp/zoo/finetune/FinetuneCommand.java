@@ -174,9 +174,7 @@ public final class FinetuneCommand implements Subcommand {
                                 args.exactMatchSamples,
                                 recipe.tokenizer,
                                 recipe.chatFormat,
-                                recipe.endOfTurn,
-                                recipe.padId,
-                                Math.max(1, args.perDeviceEvalBatchSize * 4));
+                                recipe.endOfTurn);
         print(RunReport.describe(match, when));
         return match;
     }

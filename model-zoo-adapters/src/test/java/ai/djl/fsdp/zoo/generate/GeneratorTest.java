@@ -58,6 +58,26 @@ class GeneratorTest {
     }
 
     @Test
+    void leftPaddedBatchMatchesEachPromptAlone() {
+        List<long[]> prompts = List.of(new long[] {464, 3290}, PROMPT, new long[] {42});
+        for (String name : List.of("gpt2-tiny", "llama-tiny")) {
+            try (NDManager manager = TestModels.newManager()) {
+                Generator generator = new Generator(TestModels.seeded(name, manager, 25));
+                GenerationConfig greedy = GenerationConfig.builder().optMaxNewTokens(6).build();
+                List<Integer> steps = new java.util.ArrayList<>();
+                long[][] batched = generator.generate(manager, prompts, greedy, steps::add);
+                for (int row = 0; row < prompts.size(); row++) {
+                    assertArrayEquals(
+                            generator.generate(manager, prompts.get(row), greedy),
+                            batched[row],
+                            name + " row " + row);
+                }
+                assertEquals(List.of(1, 2, 3, 4, 5, 6), steps);
+            }
+        }
+    }
+
+    @Test
     void samplingIsReproducibleBySeed() {
         try (NDManager manager = TestModels.newManager()) {
             CausalLM model = TestModels.seeded("gpt2-tiny", manager, 22);
