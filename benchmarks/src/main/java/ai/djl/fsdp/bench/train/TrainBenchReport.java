@@ -56,7 +56,8 @@ final class TrainBenchReport {
                     + " step_ms=%.1f loss=%.4f peak_rss_mb_per_rank=%.1f"
                     + " model_state_mb_per_rank=%.1f sent_mb_per_step=%.1f"
                     + " comm_wait_ms_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
-                    + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f bf16_gflops_per_thread=%.1f",
+                    + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f bf16_gflops_per_thread=%.1f"
+                    + " ideal_mb_per_rank=%.1f peak_rss_over_ideal=%.3f",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -75,6 +76,8 @@ final class TrainBenchReport {
                 peakGflops,
                 modelGflops / peakGflops,
                 peak.float32(),
-                peak.bfloat16());
+                peak.bfloat16(),
+                worst.get("ideal_mb"),
+                worst.get("rss_over_ideal"));
     }
 }
