@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
@@ -14,6 +15,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
@@ -174,5 +176,33 @@ class GeneratorTest {
         assertEquals(0, exit);
         assertTrue(out.toString().startsWith("Hello world"), out.toString());
         assertTrue(out.toString().length() > "Hello world\n".length(), out.toString());
+    }
+
+    @Test
+    void generateOnTwoRanksPrintsWhatOneProcessPrints() throws Exception {
+        Path tokenizer = TestModels.sharedData("gpt2-tokenizer.json");
+        try (NDManager manager = TestModels.newManager()) {
+            HfCheckpoint.save(TestModels.seeded("gpt2-tiny", manager, 26), dir);
+        }
+        Files.copy(tokenizer, dir.resolve("tokenizer.json"));
+        String[] args = {
+            "--model", dir.toString(), "--prompt", "In the beginning", "--max_new_tokens", "6"
+        };
+        StringWriter out = new StringWriter();
+        assertEquals(
+                0,
+                new CommandLine(new GenerateCommand()).setOut(new PrintWriter(out)).execute(args));
+        try (RankProcesses job =
+                RankProcesses.builder(ShardedGenerateMain.class)
+                        .worldSize(2)
+                        .args(args)
+                        .timeout(Duration.ofMinutes(3))
+                        .start()) {
+            RankProcesses.Results results = job.await().assertAllSucceeded();
+            String expected = out.toString().trim();
+            assertTrue(expected.startsWith("In the beginning"), expected);
+            assertTrue(results.rank(0).output().contains(expected), results.rank(0).output());
+            assertFalse(results.rank(1).output().contains(expected), "only rank 0 prints");
+        }
     }
 }
