@@ -152,11 +152,7 @@ class GeneratorTest {
 
     @Test
     void generateSubcommandPrintsTheContinuation() throws Exception {
-        Path tokenizer = TestModels.sharedData("gpt2-tokenizer.json");
-        try (NDManager manager = TestModels.newManager()) {
-            HfCheckpoint.save(TestModels.seeded("gpt2-tiny", manager, 24), dir);
-        }
-        Files.copy(tokenizer, dir.resolve("tokenizer.json"));
+        saveWithTokenizer(24);
         StringWriter out = new StringWriter();
         CommandLine command = new CommandLine(new GenerateCommand()).setOut(new PrintWriter(out));
         int exit =
@@ -180,11 +176,7 @@ class GeneratorTest {
 
     @Test
     void generateOnTwoRanksPrintsWhatOneProcessPrints() throws Exception {
-        Path tokenizer = TestModels.sharedData("gpt2-tokenizer.json");
-        try (NDManager manager = TestModels.newManager()) {
-            HfCheckpoint.save(TestModels.seeded("gpt2-tiny", manager, 26), dir);
-        }
-        Files.copy(tokenizer, dir.resolve("tokenizer.json"));
+        saveWithTokenizer(26);
         String[] args = {
             "--model", dir.toString(), "--prompt", "In the beginning", "--max_new_tokens", "6"
         };
@@ -204,5 +196,16 @@ class GeneratorTest {
             assertTrue(results.rank(0).output().contains(expected), results.rank(0).output());
             assertFalse(results.rank(1).output().contains(expected), "only rank 0 prints");
         }
+    }
+
+    /**
+     * Saves a seeded GPT-2 with GPT-2's tokenizer in {@link #dir} (skips without the tokenizer).
+     */
+    private void saveWithTokenizer(int seed) throws Exception {
+        Path tokenizer = TestModels.sharedData("gpt2-tokenizer.json");
+        try (NDManager manager = TestModels.newManager()) {
+            HfCheckpoint.save(TestModels.seeded("gpt2-tiny", manager, seed), dir);
+        }
+        Files.copy(tokenizer, dir.resolve("tokenizer.json"));
     }
 }
