@@ -143,7 +143,13 @@ public final class CheckpointMetadata {
                 String name = names.get(flat.getParameters().get(i));
                 for (String prefix : prefixes) {
                     Tensor tensor = new Tensor();
-                    tensor.dtype = Dtype.of(flat.getDataType()).name();
+                    // The parameter in its shard's stored type (a frozen base in bfloat16 stays
+                    // bfloat16); its optimizer state in the parameter's own.
+                    tensor.dtype =
+                            (prefix.isEmpty()
+                                            ? Dtype.ofArray(flat.getShard())
+                                            : Dtype.of(flat.getDataType()))
+                                    .name();
                     tensor.shape = layout.getShape(i).getShape();
                     for (int shard = 0; shard < layout.getShardCount(); shard++) {
                         FlatLayout.Overlap overlap = layout.overlap(i, shard);

@@ -10,7 +10,6 @@ import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.optimizer.Optimizer;
@@ -25,14 +24,15 @@ import java.util.Map;
  * optimizer's state for it (see {@link CheckpointMetadata} for the names), fixed at once so that
  * training can go on while the file is written. What training changes (trainable shards and their
  * optimizer state) is copied in native memory when the snapshot is taken; frozen shards never
- * change and are read in place. The file is streamed one piece at a time from that memory (a frozen
- * piece stored narrower is widened alone), so writing holds no more than one piece beyond the
+ * change and are read in place. Every piece is written in the type its shard is stored in (a frozen
+ * base held in bfloat16 is saved in bfloat16, half float32's bytes; readers widen it exactly), and
+ * the file is streamed one piece at a time from that memory, so writing holds nothing beyond the
  * copies.
  */
 public final class ShardSnapshot {
 
     /** One tensor of the file: elements {@code [from, to)} of a shard-shaped array. */
-    private record Piece(String name, NDArray source, long from, long to, DataType type) {}
+    private record Piece(String name, NDArray source, long from, long to) {}
 
     private final SafetensorsWriter writer;
     private final List<Piece> pieces;
@@ -74,8 +74,8 @@ public final class ShardSnapshot {
         NDManager copies = flats.get(0).getShard().getManager().newSubManager(Device.cpu());
         copies.setName("fsdp-checkpoint-snapshot");
         for (FlatParameter flat : flats) {
-            // Saved in the parameters' own type: the files do not depend on how shards are
-            // stored (a bfloat16 frozen shard widens exactly), so any precision resumes them.
+            // Saved in the type the shard is stored in: a bfloat16 frozen shard widens exactly to
+            // float32 when read, so any precision resumes it.
             NDArray shard = flat.getShard();
             add(writer, pieces, flat, flat.isTrainable() ? copy(shard, copies) : shard, "", names);
             if (flat.isTrainable()) {
@@ -140,14 +140,13 @@ public final class ShardSnapshot {
                 continue;
             }
             String name = prefix + names.get(flat.getParameters().get(i));
-            writer.declare(name, Dtype.of(flat.getDataType()), new Shape(overlap.size()));
+            writer.declare(name, Dtype.ofArray(shardArray), new Shape(overlap.size()));
             pieces.add(
                     new Piece(
                             name,
                             shardArray,
                             overlap.shardOffset(),
-                            overlap.shardOffset() + overlap.size(),
-                            flat.getDataType()));
+                            overlap.shardOffset() + overlap.size()));
         }
     }
 
@@ -169,14 +168,7 @@ public final class ShardSnapshot {
             for (Piece piece : pieces) {
                 try (NDArray slice =
                         piece.source().get(new NDIndex("{}:{}", piece.from(), piece.to()))) {
-                    NDArray stored = Precision.cast(slice, piece.type());
-                    try {
-                        out.write(piece.name(), stored);
-                    } finally {
-                        if (stored != slice) {
-                            stored.close();
-                        }
-                    }
+                    out.write(piece.name(), slice);
                 }
             }
             out.commit();

@@ -27,6 +27,7 @@ import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
+import ai.djl.util.PairList;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -227,7 +228,22 @@ public class FsdpTrainer extends Trainer {
 
     @Override
     public NDList evaluate(NDList input) {
-        return run(input, false, store -> getModel().getBlock().forward(store, input, false));
+        return evaluate(input, null);
+    }
+
+    /**
+     * Runs the model's forward for inference, as {@link #evaluate(NDList)}, with parameters for the
+     * block's call ({@link ai.djl.nn.Block#forward(ParameterStore, NDList, boolean, PairList)}): a
+     * language model's key-value cache, for one. A collective: every rank calls it, as many times,
+     * each gathering every unit once; the ranks' inputs may differ in shape.
+     *
+     * @param input the model's input
+     * @param params the block's call parameters, or null
+     * @return the outputs
+     */
+    public NDList evaluate(NDList input, PairList<String, Object> params) {
+        return run(
+                input, false, store -> getModel().getBlock().forward(store, input, false, params));
     }
 
     private NDList run(NDList data, boolean training, Function<ParameterStore, NDList> pass) {

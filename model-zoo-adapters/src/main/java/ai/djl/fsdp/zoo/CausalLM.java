@@ -17,7 +17,9 @@ import ai.djl.util.PairList;
  * earlier tokens of its own document, and position ids count those, so left- and right-padded
  * batches both work and each packed document is computed as if it were alone. The decoder layers
  * are child blocks called through {@link ai.djl.nn.Block#forward}, one call per layer per pass, and
- * are pure functions of their inputs and parameters: they are the FSDP units.
+ * are pure functions of their inputs and parameters: they are the FSDP units. A key-value cache
+ * travels in the call's parameters ({@link KvCache#asParams()}): the mask then covers the cached
+ * positions and the new ones, {@code [B, cached + T]}.
  */
 public abstract class CausalLM extends HfBlock {
 
@@ -94,7 +96,7 @@ public abstract class CausalLM extends HfBlock {
                             + " arrays");
         }
         NDArray mask = inputs.size() == 2 ? inputs.get(1) : null;
-        return new NDList(forward(ps, inputs.get(0), mask, null, training));
+        return new NDList(forward(ps, inputs.get(0), mask, KvCache.of(params), training));
     }
 
     @Override

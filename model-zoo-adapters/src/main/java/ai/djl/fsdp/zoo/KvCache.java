@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.util.PairList;
 
 /**
  * The keys and values of every decoder layer for the positions processed so far, so that generation
@@ -13,8 +14,16 @@ import ai.djl.ndarray.types.Shape;
  * inputs and return the updated ones as outputs, and {@link CausalLM#forward} moves them in and out
  * of this object. A layer therefore keeps no state between calls, which the FSDP units (recomputed
  * in backward) rely on. The cache owns its arrays; close it when generation ends.
+ *
+ * <p>Through {@link ai.djl.nn.Block#forward(ai.djl.training.ParameterStore, NDList, boolean,
+ * PairList)} (a trainer's forward, for one) the cache travels in the call's parameters under {@link
+ * #PARAMETER}, Hugging Face's name for it: {@code block.forward(ps, inputs, false,
+ * cache.asParams())}.
  */
 public final class KvCache implements AutoCloseable {
+
+    /** The name of a forward call's parameter that carries the cache. */
+    public static final String PARAMETER = "past_key_values";
 
     private final NDManager manager;
     private final NDArray[] keys;
@@ -80,6 +89,36 @@ public final class KvCache implements AutoCloseable {
         if (layer == keys.length - 1) {
             length = k.getShape().get(2);
         }
+    }
+
+    /**
+     * Returns the parameters of a block's forward call that carry this cache.
+     *
+     * @return {@code [(PARAMETER, this)]}
+     */
+    public PairList<String, Object> asParams() {
+        PairList<String, Object> params = new PairList<>();
+        params.add(PARAMETER, this);
+        return params;
+    }
+
+    /**
+     * Returns the cache a forward call's parameters carry.
+     *
+     * @param params the call's parameters, or null
+     * @return the cache, or null when the call runs without one
+     * @throws IllegalArgumentException if {@link #PARAMETER} holds something else
+     */
+    public static KvCache of(PairList<String, Object> params) {
+        Object value = params == null ? null : params.get(PARAMETER);
+        if (value == null || value instanceof KvCache) {
+            return (KvCache) value;
+        }
+        throw new IllegalArgumentException(
+                "the forward parameter "
+                        + PARAMETER
+                        + " must be a KvCache, got "
+                        + value.getClass().getName());
     }
 
     /** {@inheritDoc} */

@@ -1,11 +1,16 @@
 package ai.djl.fsdp.zoo;
 
+import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.finetune.CausalLmLoss;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.ParameterStore;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.training.tracker.Tracker;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -37,6 +42,14 @@ public final class TestModels {
     /** Returns the wrap policy that makes each of the model's decoder layers an FSDP unit. */
     public static WrapPolicy decoderLayers(CausalLM model) {
         return WrapPolicy.byLayerClass(model.decoderLayerClass().getSimpleName());
+    }
+
+    /** Returns the training configuration of a CPU rank: the causal LM loss, AdamW at 1e-3. */
+    public static DefaultTrainingConfig trainingConfig() {
+        return new DefaultTrainingConfig(new CausalLmLoss())
+                .optOptimizer(
+                        Optimizer.adamW().optLearningRateTracker(Tracker.fixed(1e-3f)).build())
+                .optDevices(new Device[] {Device.cpu()});
     }
 
     /** Runs the model without a cache, as training does. */

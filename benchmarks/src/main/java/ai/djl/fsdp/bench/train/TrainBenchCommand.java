@@ -17,9 +17,12 @@ import picocli.CommandLine.Mixin;
  * {@code sharding=S nproc=N attention=K precision=P lora_rank=R reshard_after_forward=B
  * activation_checkpointing=B tokens_per_s=.. step_ms=.. loss=.. peak_rss_mb_per_rank=..
  * model_state_mb_per_rank=.. sent_mb_per_step=.. comm_wait_ms_per_step=.. model_gflops_per_s=..
- * peak_gflops=.. peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..}. The slowest
- * rank's step time counts, the ranks' mean loss, and the largest rank's memory, traffic and wait.
- * Before the ranks start it measures this machine's matrix-product rate per thread ({@link
+ * peak_gflops=.. peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..
+ * ideal_mb_per_rank=.. peak_rss_over_ideal=..}. The slowest rank's step time counts, the ranks'
+ * mean loss, and the largest rank's memory, traffic and wait. The ranks start as {@code finetune}
+ * does ({@code ShardedStart}: unit by unit, adapters added before, the frozen base in the compute
+ * type); the ideal is a rank's model state plus the largest unit's full parameters in the compute
+ * type. Before the ranks start it measures this machine's matrix-product rate per thread ({@link
  * MatMulPeak}); the peak is that rate in the run's compute precision times the threads all ranks
  * use.
  */

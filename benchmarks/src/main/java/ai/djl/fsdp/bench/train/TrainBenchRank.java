@@ -18,10 +18,10 @@ import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.finetune.CausalLmLoss;
 import ai.djl.fsdp.zoo.finetune.PeakMemory;
+import ai.djl.fsdp.zoo.finetune.ShardedStart;
 import ai.djl.fsdp.zoo.gpt2.GPT2LMHeadModel;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
@@ -75,69 +75,84 @@ public final class TrainBenchRank implements Callable<Integer> {
             GPT2LMHeadModel network = shape.modelConfig().newModel();
             AttentionKernel.of(settings.attention()).applyTo(network);
             int loraRank = settings.loraRank();
-            if (loraRank > 0) {
-                // Adapters need the base's weights: initialize first, the trainer then shards.
-                network.initialize(
-                        model.getNDManager(),
-                        DataType.FLOAT32,
-                        new Shape(shape.batch(), shape.sequence()));
-                Lora.apply(
-                        network,
-                        LoraConfig.builder()
-                                .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
-                                .optRank(loraRank)
-                                .optAlpha(2 * loraRank)
-                                .build());
-            }
-            model.setBlock(network);
-            try (Trainer trainer = newTrainer(settings, model, config, group)) {
-                if (!network.isInitialized()) {
-                    trainer.initialize(new Shape(shape.batch(), shape.sequence()));
+            LoraConfig lora =
+                    loraRank == 0
+                            ? null
+                            : LoraConfig.builder()
+                                    .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
+                                    .optRank(loraRank)
+                                    .optAlpha(2 * loraRank)
+                                    .build();
+            ShardedStart start = null;
+            Trainer trainer;
+            if (group == null) {
+                // DJL's own trainer holds the whole model: the baseline the shards are held to.
+                if (lora != null) {
+                    Lora.apply(network, lora);
                 }
+                model.setBlock(network);
+                trainer = model.newTrainer(config);
+                trainer.initialize(new Shape(shape.batch(), shape.sequence()));
+            } else {
+                // As finetune starts: unit by unit, each rank keeping only its shards.
+                start =
+                        ShardedStart.initialize(
+                                model,
+                                network,
+                                null,
+                                lora,
+                                (m, lm, source) -> newTrainer(settings, m, config, group));
+                trainer = start.trainer();
+            }
+            try (trainer) {
                 StepTimes times = timeSteps(settings, trainer);
                 long modelState;
                 long sent;
                 long across;
                 long waitNanos;
-                if (trainer instanceof FsdpTrainer) {
-                    ShardingStats stats = ((FsdpTrainer) trainer).getShardingStats();
+                long ideal;
+                if (start != null) {
+                    ShardingStats stats = start.trainer().getShardingStats();
                     modelState = stats.modelStateBytes();
                     sent = stats.sentBytesLastStep();
                     across = stats.sentAcrossBytesLastStep();
                     waitNanos = stats.waitNanosLastStep();
+                    ideal = start.idealBytes();
                 } else {
                     modelState = replicaModelState(model, config.getOptimizer());
                     sent = 0;
                     across = 0;
                     waitNanos = 0;
+                    ideal = modelState;
                 }
+                long peakRss = peakRssBytes();
                 rank.write(
                         List.of(
                                 String.format(
                                         Locale.ROOT,
                                         "step_ms=%.1f loss=%.6f peak_rss_mb=%.1f"
                                                 + " model_state_mb=%.1f sent_mb=%.1f"
-                                                + " sent_across_mb=%.1f comm_wait_ms=%.1f",
+                                                + " sent_across_mb=%.1f comm_wait_ms=%.1f"
+                                                + " ideal_mb=%.1f rss_over_ideal=%.3f",
                                         times.meanMillis(),
                                         times.lastLoss(),
-                                        peakRssBytes() / 1e6,
+                                        peakRss / 1e6,
                                         modelState / 1e6,
                                         sent / 1e6,
                                         across / 1e6,
-                                        waitNanos / 1e6)));
+                                        waitNanos / 1e6,
+                                        ideal / 1e6,
+                                        peakRss / (double) ideal)));
             }
         }
         return 0;
     }
 
-    private static Trainer newTrainer(
+    private static FsdpTrainer newTrainer(
             TrainBenchSettings settings,
             Model model,
             DefaultTrainingConfig config,
             ProcessGroup group) {
-        if (group == null) {
-            return model.newTrainer(config);
-        }
         FsdpConfig.Builder fsdp =
                 GptRank.fsdpConfig()
                         .optShardingStrategy(ShardingStrategy.valueOf(settings.sharding()))

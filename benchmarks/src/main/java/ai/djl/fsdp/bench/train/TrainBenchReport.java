@@ -57,7 +57,8 @@ final class TrainBenchReport {
                     + " model_state_mb_per_rank=%.1f sent_mb_per_step=%.1f"
                     + " comm_wait_ms_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
                     + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f bf16_gflops_per_thread=%.1f"
-                    + " sent_across_mb_per_step=%.1f shard_group_size=%d",
+                    + " sent_across_mb_per_step=%.1f shard_group_size=%d ideal_mb_per_rank=%.1f"
+                    + " peak_rss_over_ideal=%.3f",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -80,6 +81,8 @@ final class TrainBenchReport {
                 worst.get("sent_across_mb"),
                 settings.isHybrid() && settings.shardGroupSize() > 0
                         ? settings.shardGroupSize()
-                        : settings.nproc());
+                        : settings.nproc(),
+                worst.get("ideal_mb"),
+                worst.get("rss_over_ideal"));
     }
 }

@@ -27,7 +27,8 @@ class TrainBenchCommandTest {
                             + " comm_wait_ms_per_step=[\\d.]+ model_gflops_per_s=[\\d.]+"
                             + " peak_gflops=([\\d.]+) peak_fraction=[\\d.]+"
                             + " fp32_gflops_per_thread=[\\d.]+ bf16_gflops_per_thread=[\\d.]+"
-                            + " sent_across_mb_per_step=([\\d.]+) shard_group_size=(\\d+)");
+                            + " sent_across_mb_per_step=([\\d.]+) shard_group_size=(\\d+)"
+                            + " ideal_mb_per_rank=[\\d.]+ peak_rss_over_ideal=[\\d.]+");
 
     private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();

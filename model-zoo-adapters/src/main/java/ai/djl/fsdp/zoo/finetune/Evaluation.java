@@ -3,15 +3,19 @@ package ai.djl.fsdp.zoo.finetune;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.finetune.data.ChatFormat;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
+import ai.djl.fsdp.zoo.finetune.report.Progress;
+import ai.djl.fsdp.zoo.generate.GenerationConfig;
+import ai.djl.fsdp.zoo.generate.Generator;
+import ai.djl.fsdp.zoo.generate.ShardedDecoder;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.Shape;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -31,8 +35,9 @@ final class Evaluation {
      * @param total questions asked
      * @param question rank 0's first question
      * @param reply the model's reply to it
+     * @param seconds the evaluation's wall time
      */
-    record ExactMatch(long correct, long total, String question, String reply) {
+    record ExactMatch(long correct, long total, String question, String reply, double seconds) {
         double accuracy() {
             return total == 0 ? Double.NaN : correct / (double) total;
         }
@@ -82,15 +87,16 @@ final class Evaluation {
 
     /**
      * Asks the model each held-out question (the conversation up to its last reply) and compares
-     * its greedy reply, up to the end-of-turn token, with the reference.
+     * its greedy reply, up to the end-of-turn token, with the reference. Each rank decodes all of
+     * its questions together as one batch with a key-value cache ({@link ShardedDecoder}): a step
+     * gathers each unit once for every question of the rank. Rank 0 shows the steps on a progress
+     * bar.
      *
      * @param documents the eval conversations
      * @param samples the most questions to ask
      * @param tokenizer the tokenizer with the chat template's tokens
      * @param format how the questions are put to the model
      * @param endOfTurn the end-of-turn token id
-     * @param padId the padding input id
-     * @param chunk questions per rank and forward
      * @return the result
      */
     ExactMatch exactMatch(
@@ -98,9 +104,8 @@ final class Evaluation {
             int samples,
             HuggingFaceTokenizer tokenizer,
             ChatFormat format,
-            long endOfTurn,
-            long padId,
-            int chunk) {
+            long endOfTurn) {
+        long begin = System.nanoTime();
         List<long[]> prompts = new ArrayList<>();
         List<String> answers = new ArrayList<>();
         List<String> questions = new ArrayList<>();
@@ -121,80 +126,54 @@ final class Evaluation {
             maxAnswer = Math.max(maxAnswer, tokenizer.encode(last.get("content")).getIds().length);
         }
         if (prompts.isEmpty()) {
-            return new ExactMatch(0, 0, null, null);
+            return new ExactMatch(0, 0, null, null, 0);
         }
-        // Every rank runs the same number of forwards: its share, padded with repeats not counted.
-        int perRank = (prompts.size() + group.getSize() - 1) / group.getSize();
+        // Question i is rank (i % ranks)'s; a rank with fewer than the others asks one of them
+        // again, not counted, so that no rank's batch is empty.
+        List<Integer> mine = new ArrayList<>();
+        for (int i = group.getRank(); i < prompts.size(); i += group.getSize()) {
+            mine.add(i);
+        }
+        if (mine.isEmpty()) {
+            mine.add(group.getRank() % prompts.size());
+        }
+        List<long[]> batch = new ArrayList<>();
+        mine.forEach(i -> batch.add(prompts.get(i)));
+        GenerationConfig greedy =
+                GenerationConfig.builder()
+                        .optMaxNewTokens(maxAnswer + 1)
+                        .optStopTokens(List.of(endOfTurn))
+                        .build();
+        CausalLM model = (CausalLM) trainer.getModel().getBlock();
+        Generator generator = new Generator(new ShardedDecoder(trainer, model.getConfig(), group));
+        long[][] replies;
+        try (NDManager manager = trainer.getManager().newSubManager();
+                Progress progress =
+                        Progress.open(
+                                "exact match", greedy.getMaxNewTokens(), group.getRank() == 0)) {
+            replies = generator.generate(manager, batch, greedy, step -> progress.update(step, ""));
+        }
         long correct = 0;
         String firstReply = null;
-        for (int start = 0; start < perRank; start += chunk) {
-            int rows = Math.min(chunk, perRank - start);
-            int[] which = new int[rows];
-            for (int row = 0; row < rows; row++) {
-                which[row] = ((start + row) * group.getSize() + group.getRank()) % prompts.size();
+        for (int row = 0; row < replies.length; row++) {
+            long[] reply = replies[row];
+            if (reply.length > 0 && reply[reply.length - 1] == endOfTurn) {
+                reply = Arrays.copyOf(reply, reply.length - 1);
             }
-            long[][] replies = generate(prompts, which, maxAnswer + 1, endOfTurn, padId);
-            for (int row = 0; row < rows; row++) {
-                boolean counted =
-                        (start + row) * group.getSize() + group.getRank() < prompts.size();
-                String reply = tokenizer.decode(replies[row]).trim();
-                if (counted && reply.equals(answers.get(which[row]).trim())) {
-                    correct++;
-                }
-                if (firstReply == null) {
-                    firstReply = reply;
-                }
+            String text = tokenizer.decode(reply).trim();
+            int question = mine.get(row);
+            if (question % group.getSize() == group.getRank()
+                    && text.equals(answers.get(question).trim())) {
+                correct++;
+            }
+            if (firstReply == null) {
+                firstReply = text;
             }
         }
         double[] totals = allReduceSum(correct, 0);
-        return new ExactMatch((long) totals[0], prompts.size(), questions.get(0), firstReply);
-    }
-
-    /** Greedy continuation of each prompt, without the end-of-turn token. */
-    private long[][] generate(
-            List<long[]> prompts, int[] which, int maxNew, long endOfTurn, long padId) {
-        int rows = which.length;
-        long[][] tokens = new long[rows][];
-        int[] lengths = new int[rows];
-        int[] promptLengths = new int[rows];
-        boolean[] done = new boolean[rows];
-        int width = 0;
-        for (int row = 0; row < rows; row++) {
-            long[] prompt = prompts.get(which[row]);
-            tokens[row] = Arrays.copyOf(prompt, prompt.length + maxNew);
-            lengths[row] = prompt.length;
-            promptLengths[row] = prompt.length;
-            width = Math.max(width, prompt.length + maxNew);
-        }
-        for (int step = 0; step < maxNew; step++) {
-            int length = Arrays.stream(lengths).max().orElse(1);
-            long[] flat = new long[rows * length];
-            Arrays.fill(flat, padId);
-            for (int row = 0; row < rows; row++) {
-                System.arraycopy(tokens[row], 0, flat, row * length, lengths[row]);
-            }
-            long[] next;
-            try (NDManager manager = trainer.getManager().newSubManager()) {
-                NDArray input = manager.create(flat, new Shape(rows, length));
-                NDArray logits = trainer.evaluate(new NDList(input)).head();
-                next = logits.argMax(2).toLongArray();
-            }
-            // Right padding never changes a row's own positions: attention is causal.
-            for (int row = 0; row < rows; row++) {
-                if (!done[row]) {
-                    long token = next[row * length + lengths[row] - 1];
-                    done[row] = token == endOfTurn;
-                    if (!done[row]) {
-                        tokens[row][lengths[row]++] = token;
-                    }
-                }
-            }
-        }
-        long[][] replies = new long[rows][];
-        for (int row = 0; row < rows; row++) {
-            replies[row] = Arrays.copyOfRange(tokens[row], promptLengths[row], lengths[row]);
-        }
-        return replies;
+        double seconds = (System.nanoTime() - begin) / 1e9;
+        return new ExactMatch(
+                (long) totals[0], prompts.size(), questions.get(0), firstReply, seconds);
     }
 
     private double[] allReduceSum(double a, double b) {

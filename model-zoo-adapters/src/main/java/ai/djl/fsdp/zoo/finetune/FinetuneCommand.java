@@ -18,10 +18,8 @@ import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
-import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
-import ai.djl.ndarray.types.Shape;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -116,28 +114,18 @@ public final class FinetuneCommand implements Subcommand {
 
     private void train(FinetuneRecipe recipe, Model model, boolean hasWeights, Path checkpoint)
             throws IOException {
-        // Not initialized here: the trainer initializes the model one unit at a time on the rank's
-        // device, keeping only this rank's shards, read straight from the checkpoint's files when
-        // there is one. No rank ever holds the whole model.
+        // Not initialized here: ShardedStart (bench train's path too) has the trainer initialize
+        // the model one unit at a time on the rank's device, keeping only this rank's shards, read
+        // straight from the checkpoint's files when there is one. No rank holds the whole model.
         CausalLM lm =
                 hasWeights
                         ? Models.forCheckpoint(recipe.architecture)
                         : recipe.architecture.newModel();
-        model.setBlock(lm);
-        LoraConfig lora;
-        FsdpTrainer trainer;
-        try (CheckpointShardSource shards =
-                hasWeights ? HfCheckpoint.shardSource(lm, checkpoint) : null) {
-            // Adapters come after the source has matched the base parameters to the files.
-            lora = args.usePeftLora ? applyLora(lm) : null;
-            trainer = recipe.newTrainer(model, lm, shards);
-            try {
-                trainer.initialize(new Shape(1, 1));
-            } catch (RuntimeException e) {
-                trainer.close();
-                throw e;
-            }
-        }
+        LoraConfig lora = args.usePeftLora ? loraConfig() : null;
+        FsdpTrainer trainer =
+                ShardedStart.initialize(
+                                model, lm, hasWeights ? checkpoint : null, lora, recipe::newTrainer)
+                        .trainer();
         if (lora != null) {
             print(Lora.count(lm).toString());
         }
@@ -174,9 +162,7 @@ public final class FinetuneCommand implements Subcommand {
                                 args.exactMatchSamples,
                                 recipe.tokenizer,
                                 recipe.chatFormat,
-                                recipe.endOfTurn,
-                                recipe.padId,
-                                Math.max(1, args.perDeviceEvalBatchSize * 4));
+                                recipe.endOfTurn);
         print(RunReport.describe(match, when));
         return match;
     }
@@ -296,17 +282,14 @@ public final class FinetuneCommand implements Subcommand {
                 || Files.exists(checkpoint.resolve(SafetensorsCheckpoint.INDEX_FILE));
     }
 
-    private LoraConfig applyLora(CausalLM lm) {
-        LoraConfig lora =
-                LoraConfig.builder()
-                        .setTargetModules(args.loraTargetModules)
-                        .optRank(args.loraR)
-                        .optAlpha(args.loraAlpha)
-                        .optDropout(args.loraDropout)
-                        .optBaseModelNameOrPath(args.modelNameOrPath)
-                        .build();
-        Lora.apply(lm, lora);
-        return lora;
+    private LoraConfig loraConfig() {
+        return LoraConfig.builder()
+                .setTargetModules(args.loraTargetModules)
+                .optRank(args.loraR)
+                .optAlpha(args.loraAlpha)
+                .optDropout(args.loraDropout)
+                .optBaseModelNameOrPath(args.modelNameOrPath)
+                .build();
     }
 
     /**

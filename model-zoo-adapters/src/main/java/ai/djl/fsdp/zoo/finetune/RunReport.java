@@ -136,11 +136,12 @@ final class RunReport implements AutoCloseable {
     static String describe(Evaluation.ExactMatch match, String when) {
         return String.format(
                 Locale.ROOT,
-                "exact_match %s: %d/%d = %.1f%% | sample: %s -> %s",
+                "exact_match %s: %d/%d = %.1f%% in %.1f s | sample: %s -> %s",
                 when,
                 match.correct(),
                 match.total(),
                 100 * match.accuracy(),
+                match.seconds(),
                 match.question(),
                 match.reply().isEmpty() ? "(empty reply)" : match.reply());
     }

@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
  * unless asked otherwise, as Hugging Face saves) and {@code --max_shard_size} (Hugging Face's size
  * strings).
  */
-final class SaveFormat {
+public final class SaveFormat {
 
     private static final Pattern SIZE =
             Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?");
@@ -45,8 +45,14 @@ final class SaveFormat {
         return type;
     }
 
-    /** The {@code torch_dtype} of a checkpoint's {@code config.json}, float32 when it has none. */
-    private static Dtype torchDtype(Path checkpoint) {
+    /**
+     * Returns the {@code torch_dtype} of a checkpoint's {@code config.json}, float32 when it has
+     * none.
+     *
+     * @param checkpoint the checkpoint directory
+     * @return the type
+     */
+    public static Dtype torchDtype(Path checkpoint) {
         Path config = checkpoint.resolve("config.json");
         try {
             JsonElement json = JsonParser.parseString(Files.readString(config));

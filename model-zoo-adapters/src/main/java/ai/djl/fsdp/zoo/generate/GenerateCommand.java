@@ -1,17 +1,34 @@
 package ai.djl.fsdp.zoo.generate;
 
+import ai.djl.Device;
+import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.runtime.MixedPrecision;
+import ai.djl.fsdp.trainer.FsdpConfig;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.TrainerOptions;
+import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.finetune.CausalLmLoss;
+import ai.djl.fsdp.zoo.finetune.SaveFormat;
+import ai.djl.fsdp.zoo.finetune.ShardedStart;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDManager;
+import ai.djl.training.DefaultTrainingConfig;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -98,9 +115,11 @@ public final class GenerateCommand implements Subcommand {
         }
         Path directory = checkpoint ? location.tokenizerDirectory() : null;
         Path tokenizerPath = tokenizer != null ? tokenizer : directory.resolve(Tokenizers.FILE);
-        try (NDManager manager =
-                        Engine.getEngine("PyTorch")
-                                .newBaseManager(RankDevice.of(DistributedEnv.fromEnvironment()));
+        DistributedEnv env = DistributedEnv.fromEnvironment();
+        if (env.getWorldSize() > 1) {
+            return generateSharded(env, location, directory, tokenizerPath);
+        }
+        try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager(RankDevice.of(env));
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             CausalLM lm =
                     checkpoint
@@ -109,70 +128,158 @@ public final class GenerateCommand implements Subcommand {
             if (checkpoint && location.adapters() != null) {
                 Lora.load(lm, location.adapters());
             }
-            JinjaChatTemplate chat =
-                    checkpoint
-                            ? JinjaChatTemplate.read(directory.resolve(ChatTemplate.CONFIG_FILE))
-                            : null;
-            List<Long> stops = new ArrayList<>(lm.getConfig().eosTokenIds());
-            long[] promptIds;
-            if (chat != null) {
-                // A chat model answers the prompt as a user's message, in its own template.
-                String text =
-                        chat.generationPrompt(List.of(Map.of("role", "user", "content", prompt)));
-                promptIds = tok.encode(text).getIds();
-                long[] end =
-                        chat.endOfTurn() == null
-                                ? new long[0]
-                                : tok.encode(chat.endOfTurn()).getIds();
-                if (end.length == 1) {
-                    stops.add(end[0]);
-                }
-            } else {
-                promptIds = tok.encode(prompt).getIds();
-            }
-            int room = lm.getConfig().maxPositions() - promptIds.length;
-            int newTokens = Math.min(maxNewTokens, Math.max(room, 0));
-            PrintWriter err = spec.commandLine().getErr();
-            if (newTokens < maxNewTokens) {
-                err.println(
-                        "warning: the model has "
-                                + lm.getConfig().maxPositions()
-                                + " positions and the prompt takes "
-                                + promptIds.length
-                                + ": generating at most "
-                                + newTokens
-                                + " of --max_new_tokens "
-                                + maxNewTokens);
-                err.flush();
-            }
-            GenerationConfig config =
-                    GenerationConfig.builder()
-                            .optMaxNewTokens(newTokens)
-                            .optTemperature(temperature)
-                            .optTopK(topK)
-                            .optTopP(topP)
-                            .optSeed(seed)
-                            .optStopTokens(stops)
-                            .build();
-            long[] generated = new Generator(lm).generate(manager, promptIds, config);
-            PrintWriter out = spec.commandLine().getOut();
-            if (chat != null) {
-                long[] reply = generated;
-                if (reply.length > 0 && stops.contains(reply[reply.length - 1])) {
-                    reply = java.util.Arrays.copyOf(reply, reply.length - 1);
-                }
-                out.println(tok.decode(reply).trim());
-            } else {
-                // Decode prompt and continuation together: a character's bytes may span them.
-                long[] all =
-                        java.util.stream.LongStream.concat(
-                                        java.util.Arrays.stream(promptIds),
-                                        java.util.Arrays.stream(generated))
-                                .toArray();
-                out.println(tok.decode(all));
-            }
-            out.flush();
+            generate(manager, tok, directory, lm.getConfig(), new Generator(lm), true);
         }
         return 0;
+    }
+
+    /**
+     * Generates with the model sharded over the launched ranks, as FSDP trains it: each rank holds
+     * its shard of the weights (in the checkpoint's {@code torch_dtype}) and every decoding step
+     * gathers one unit at a time; rank 0 prints.
+     */
+    private int generateSharded(
+            DistributedEnv env, ModelLocation location, Path directory, Path tokenizerPath)
+            throws IOException {
+        if (location == null || location.adapters() != null) {
+            throw new IllegalArgumentException(
+                    "--model "
+                            + model
+                            + ": on several ranks generate reads a whole checkpoint directory"
+                            + " (a LoRA run's merged/), not a built-in model or separate adapters;"
+                            + " give the merged model, or run on one process");
+        }
+        Path weights = location.checkpoint();
+        try (ProcessGroup group = ProcessGroups.init(env);
+                Model holder = Model.newInstance("generate", group.getDevice());
+                NDManager manager = NDManager.newBaseManager(group.getDevice());
+                HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
+            CausalLM lm = Models.forCheckpoint(ConfigJson.read(weights));
+            // Nothing trains: every shard is frozen, held in the checkpoint's own type.
+            lm.freezeParameters(true);
+            MixedPrecision precision =
+                    switch (SaveFormat.torchDtype(weights)) {
+                        case BF16 -> MixedPrecision.BF16;
+                        case F16 -> MixedPrecision.FP16;
+                        default -> MixedPrecision.FP32;
+                    };
+            try (FsdpTrainer trainer =
+                    ShardedStart.initialize(
+                                    holder,
+                                    lm,
+                                    weights,
+                                    null,
+                                    (m, network, source) ->
+                                            FullyShardedDataParallel.newTrainer(
+                                                    m,
+                                                    new DefaultTrainingConfig(new CausalLmLoss())
+                                                            .optDevices(
+                                                                    new Device[] {
+                                                                        group.getDevice()
+                                                                    }),
+                                                    group,
+                                                    FsdpConfig.builder()
+                                                            .optWrapPolicy(
+                                                                    WrapPolicy.byLayerClass(
+                                                                            network.decoderLayerClass()
+                                                                                    .getSimpleName()))
+                                                            .optMixedPrecision(precision)
+                                                            .build(),
+                                                    TrainerOptions.builder()
+                                                            .optInitialValues(source)
+                                                            .optGatherOnClose(false)
+                                                            .build()))
+                            .trainer()) {
+                generate(
+                        manager,
+                        tok,
+                        directory,
+                        lm.getConfig(),
+                        new Generator(new ShardedDecoder(trainer, lm.getConfig(), group)),
+                        group.getRank() == 0);
+            }
+        }
+        return 0;
+    }
+
+    private void generate(
+            NDManager manager,
+            HuggingFaceTokenizer tok,
+            Path directory,
+            ModelConfig modelConfig,
+            Generator generator,
+            boolean prints)
+            throws IOException {
+        JinjaChatTemplate chat =
+                directory != null
+                        ? JinjaChatTemplate.read(directory.resolve(ChatTemplate.CONFIG_FILE))
+                        : null;
+        List<Long> stops = new ArrayList<>(modelConfig.eosTokenIds());
+        long[] promptIds;
+        if (chat != null) {
+            // A chat model answers the prompt as a user's message, in its own template.
+            String text = chat.generationPrompt(List.of(Map.of("role", "user", "content", prompt)));
+            promptIds = tok.encode(text).getIds();
+            long[] end =
+                    chat.endOfTurn() == null ? new long[0] : tok.encode(chat.endOfTurn()).getIds();
+            if (end.length == 1) {
+                stops.add(end[0]);
+            }
+        } else {
+            promptIds = tok.encode(prompt).getIds();
+        }
+        int room = modelConfig.maxPositions() - promptIds.length;
+        int newTokens = Math.min(maxNewTokens, Math.max(room, 0));
+        PrintWriter err = spec.commandLine().getErr();
+        if (newTokens < maxNewTokens && prints) {
+            err.println(
+                    "warning: the model has "
+                            + modelConfig.maxPositions()
+                            + " positions and the prompt takes "
+                            + promptIds.length
+                            + ": generating at most "
+                            + newTokens
+                            + " of --max_new_tokens "
+                            + maxNewTokens);
+            err.flush();
+        }
+        GenerationConfig config =
+                GenerationConfig.builder()
+                        .optMaxNewTokens(newTokens)
+                        .optTemperature(temperature)
+                        .optTopK(topK)
+                        .optTopP(topP)
+                        .optSeed(seed)
+                        .optStopTokens(stops)
+                        .build();
+        long[] generated = generator.generate(manager, promptIds, config);
+        if (prints) {
+            print(chat != null, stops, promptIds, generated, tok);
+        }
+    }
+
+    private void print(
+            boolean chat,
+            List<Long> stops,
+            long[] promptIds,
+            long[] generated,
+            HuggingFaceTokenizer tok) {
+        PrintWriter out = spec.commandLine().getOut();
+        if (chat) {
+            long[] reply = generated;
+            if (reply.length > 0 && stops.contains(reply[reply.length - 1])) {
+                reply = java.util.Arrays.copyOf(reply, reply.length - 1);
+            }
+            out.println(tok.decode(reply).trim());
+        } else {
+            // Decode prompt and continuation together: a character's bytes may span them.
+            long[] all =
+                    java.util.stream.LongStream.concat(
+                                    java.util.Arrays.stream(promptIds),
+                                    java.util.Arrays.stream(generated))
+                            .toArray();
+            out.println(tok.decode(all));
+        }
+        out.flush();
     }
 }

@@ -1,17 +1,22 @@
 package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.fsdp.tensor.OwnedArrays;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.KvCache;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.training.ParameterStore;
 import java.util.Arrays;
+import java.util.List;
+import java.util.function.IntConsumer;
 
 /**
- * Autoregressive decoding of one sequence with a key-value cache: the prompt is processed once,
- * then each step feeds only the newest token.
+ * Autoregressive decoding with a key-value cache: the prompts are processed once, then each step
+ * feeds only the newest token of each. Several prompts are decoded together as one batch, left
+ * padded (the attention mask keeps a row's padding out of its attention and its position ids), so
+ * each step runs the model once for all of them: under FSDP ({@link ShardedDecoder}) one gather of
+ * each unit serves every prompt.
  *
  * <pre>{@code
  * long[] next = new Generator(model).generate(manager, promptIds,
@@ -20,15 +25,24 @@ import java.util.Arrays;
  */
 public final class Generator {
 
-    private final CausalLM model;
+    private final Decoder decoder;
+
+    /**
+     * Creates a generator for an initialized model in this process.
+     *
+     * @param model the model
+     */
+    public Generator(CausalLM model) {
+        this(Decoder.of(model));
+    }
 
     /**
      * Creates a generator.
      *
-     * @param model an initialized model
+     * @param decoder the model's forward
      */
-    public Generator(CausalLM model) {
-        this.model = model;
+    public Generator(Decoder decoder) {
+        this.decoder = decoder;
     }
 
     /**
@@ -41,43 +55,115 @@ public final class Generator {
      *     the model's positions run out
      */
     public long[] generate(NDManager manager, long[] prompt, GenerationConfig config) {
-        if (prompt.length == 0) {
-            throw new IllegalArgumentException(
-                    "the prompt is empty: generation needs at least one token");
+        return generate(manager, List.of(prompt), config, step -> {})[0];
+    }
+
+    /**
+     * Generates tokens after each of several prompts, decoded together as one batch. Row {@code i}
+     * samples with the seed {@code config.getSeed() + i}; greedy rows get what each prompt gets
+     * alone.
+     *
+     * @param manager the manager for the cache and the work arrays (all freed before returning)
+     * @param prompts the prompts' token ids, each at least one
+     * @param config how to pick tokens
+     * @param onStep told the number of steps taken after each step
+     * @return each prompt's generated tokens (without the prompt), each ending after a stop token
+     *     or when the budget or the model's positions (counted from the longest prompt) run out
+     */
+    public long[][] generate(
+            NDManager manager, List<long[]> prompts, GenerationConfig config, IntConsumer onStep) {
+        int rows = prompts.size();
+        if (rows == 0) {
+            throw new IllegalArgumentException("no prompts: generation needs at least one");
         }
-        int budget =
-                Math.min(
-                        config.getMaxNewTokens(), model.getConfig().maxPositions() - prompt.length);
-        if (budget < 0) {
+        int width = 0;
+        for (long[] prompt : prompts) {
+            if (prompt.length == 0) {
+                throw new IllegalArgumentException(
+                        "a prompt is empty: generation needs at least one token");
+            }
+            width = Math.max(width, prompt.length);
+        }
+        int positions = decoder.getConfig().maxPositions();
+        if (width > positions) {
             throw new IllegalArgumentException(
-                    "the prompt has "
-                            + prompt.length
+                    "a prompt has "
+                            + width
                             + " tokens, more than the model's "
-                            + model.getConfig().maxPositions()
+                            + positions
                             + " positions");
         }
-        Sampler sampler = new Sampler(config);
-        long[] generated = new long[budget];
-        int count = 0;
+        int budget = decoder.agreeOnSteps(Math.min(config.getMaxNewTokens(), positions - width));
+        Sampler[] samplers = new Sampler[rows];
+        long[][] generated = new long[rows][budget];
+        int[] counts = new int[rows];
+        int[] pads = new int[rows];
+        boolean[] done = new boolean[rows];
+        // Left padding: every row's newest token is in the last column.
+        long[] input = new long[rows * width];
+        boolean padded = false;
+        for (int row = 0; row < rows; row++) {
+            long[] prompt = prompts.get(row);
+            pads[row] = width - prompt.length;
+            padded |= pads[row] > 0;
+            System.arraycopy(prompt, 0, input, row * width + pads[row], prompt.length);
+            samplers[row] = new Sampler(config, config.getSeed() + row);
+        }
+        int steps = 0;
+        boolean active = budget > 0;
         try (NDManager scope = manager.newSubManager();
-                KvCache cache = new KvCache(scope, model.getConfig().numLayers())) {
-            ParameterStore ps = new ParameterStore(scope, false);
-            long[] input = prompt;
-            while (count < budget) {
-                float[] logits;
+                KvCache cache = new KvCache(scope, decoder.getConfig().numLayers())) {
+            while (decoder.anyActive(active) && steps < budget) {
+                long[] next;
+                // Everything a step makes but the cache is freed with it.
                 try (NDManager step = scope.newSubManager()) {
-                    NDArray ids = OwnedArrays.create(step, input, new Shape(1, input.length));
-                    NDArray out = model.forward(ps, ids, null, cache, false);
-                    logits = out.get(0, input.length - 1).toFloatArray();
+                    int length = input.length / rows;
+                    NDArray ids = OwnedArrays.create(step, input, new Shape(rows, length));
+                    NDArray mask = padded ? mask(step, pads, width + steps) : null;
+                    NDArray last = decoder.forward(ids, mask, cache).get(":, -1, :");
+                    next =
+                            config.getTemperature() == 0
+                                    ? last.argMax(1).toLongArray()
+                                    : sample(last, samplers);
                 }
-                long token = sampler.next(logits);
-                generated[count++] = token;
-                if (config.getStopTokens().contains(token)) {
-                    break;
+                steps++;
+                active = false;
+                for (int row = 0; row < rows; row++) {
+                    if (!done[row]) {
+                        generated[row][counts[row]++] = next[row];
+                        done[row] = config.getStopTokens().contains(next[row]);
+                        active |= !done[row];
+                    }
                 }
-                input = new long[] {token};
+                onStep.accept(steps);
+                // A finished row is fed its last token again; what follows it is not read.
+                input = next;
             }
         }
-        return Arrays.copyOf(generated, count);
+        long[][] replies = new long[rows][];
+        for (int row = 0; row < rows; row++) {
+            replies[row] = Arrays.copyOf(generated[row], counts[row]);
+        }
+        return replies;
+    }
+
+    /** The attention mask {@code [rows, columns]}: each row's left padding 0, its tokens 1. */
+    private static NDArray mask(NDManager manager, int[] pads, int columns) {
+        long[] mask = new long[pads.length * columns];
+        for (int row = 0; row < pads.length; row++) {
+            Arrays.fill(mask, row * columns + pads[row], (row + 1) * columns, 1);
+        }
+        return manager.create(mask, new Shape(pads.length, columns));
+    }
+
+    /** Samples each row's next token from its logits {@code [rows, vocab]} on the host. */
+    private static long[] sample(NDArray logits, Sampler[] samplers) {
+        float[] all = Precision.FLOAT32.cast(logits).toFloatArray();
+        int vocab = all.length / samplers.length;
+        long[] next = new long[samplers.length];
+        for (int row = 0; row < samplers.length; row++) {
+            next[row] = samplers[row].next(Arrays.copyOfRange(all, row * vocab, (row + 1) * vocab));
+        }
+        return next;
     }
 }

@@ -14,8 +14,12 @@ final class Sampler {
     private final Random random;
 
     Sampler(GenerationConfig config) {
+        this(config, config.getSeed());
+    }
+
+    Sampler(GenerationConfig config, long seed) {
         this.config = config;
-        random = new Random(config.getSeed());
+        random = new Random(seed);
     }
 
     int next(float[] logits) {

@@ -95,9 +95,13 @@ public final class Attention {
      *
      * @param past the cached {@code [B, H, P, D]}
      * @param present the new {@code [B, H, T, D]}
-     * @return {@code [B, H, P + T, D]}
+     * @return {@code [B, H, P + T, D]}; the new ones themselves when nothing is cached yet (so the
+     *     cache takes the compute type, bfloat16 under mixed precision, not the empty past's)
      */
     public static NDArray appendToPast(NDArray past, NDArray present) {
+        if (past.getShape().get(2) == 0) {
+            return present;
+        }
         return past.concat(present, 2);
     }
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
@@ -14,6 +15,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
@@ -53,6 +55,26 @@ class GeneratorTest {
                 }
                 assertArrayEquals(
                         Arrays.copyOfRange(sequence, PROMPT.length, sequence.length), cached, name);
+            }
+        }
+    }
+
+    @Test
+    void leftPaddedBatchMatchesEachPromptAlone() {
+        List<long[]> prompts = List.of(new long[] {464, 3290}, PROMPT, new long[] {42});
+        for (String name : List.of("gpt2-tiny", "llama-tiny")) {
+            try (NDManager manager = TestModels.newManager()) {
+                Generator generator = new Generator(TestModels.seeded(name, manager, 25));
+                GenerationConfig greedy = GenerationConfig.builder().optMaxNewTokens(6).build();
+                List<Integer> steps = new java.util.ArrayList<>();
+                long[][] batched = generator.generate(manager, prompts, greedy, steps::add);
+                for (int row = 0; row < prompts.size(); row++) {
+                    assertArrayEquals(
+                            generator.generate(manager, prompts.get(row), greedy),
+                            batched[row],
+                            name + " row " + row);
+                }
+                assertEquals(List.of(1, 2, 3, 4, 5, 6), steps);
             }
         }
     }
@@ -130,11 +152,7 @@ class GeneratorTest {
 
     @Test
     void generateSubcommandPrintsTheContinuation() throws Exception {
-        Path tokenizer = TestModels.sharedData("gpt2-tokenizer.json");
-        try (NDManager manager = TestModels.newManager()) {
-            HfCheckpoint.save(TestModels.seeded("gpt2-tiny", manager, 24), dir);
-        }
-        Files.copy(tokenizer, dir.resolve("tokenizer.json"));
+        saveWithTokenizer(24);
         StringWriter out = new StringWriter();
         CommandLine command = new CommandLine(new GenerateCommand()).setOut(new PrintWriter(out));
         int exit =
@@ -154,5 +172,40 @@ class GeneratorTest {
         assertEquals(0, exit);
         assertTrue(out.toString().startsWith("Hello world"), out.toString());
         assertTrue(out.toString().length() > "Hello world\n".length(), out.toString());
+    }
+
+    @Test
+    void generateOnTwoRanksPrintsWhatOneProcessPrints() throws Exception {
+        saveWithTokenizer(26);
+        String[] args = {
+            "--model", dir.toString(), "--prompt", "In the beginning", "--max_new_tokens", "6"
+        };
+        StringWriter out = new StringWriter();
+        assertEquals(
+                0,
+                new CommandLine(new GenerateCommand()).setOut(new PrintWriter(out)).execute(args));
+        try (RankProcesses job =
+                RankProcesses.builder(ShardedGenerateMain.class)
+                        .worldSize(2)
+                        .args(args)
+                        .timeout(Duration.ofMinutes(3))
+                        .start()) {
+            RankProcesses.Results results = job.await().assertAllSucceeded();
+            String expected = out.toString().trim();
+            assertTrue(expected.startsWith("In the beginning"), expected);
+            assertTrue(results.rank(0).output().contains(expected), results.rank(0).output());
+            assertFalse(results.rank(1).output().contains(expected), "only rank 0 prints");
+        }
+    }
+
+    /**
+     * Saves a seeded GPT-2 with GPT-2's tokenizer in {@link #dir} (skips without the tokenizer).
+     */
+    private void saveWithTokenizer(int seed) throws Exception {
+        Path tokenizer = TestModels.sharedData("gpt2-tokenizer.json");
+        try (NDManager manager = TestModels.newManager()) {
+            HfCheckpoint.save(TestModels.seeded("gpt2-tiny", manager, seed), dir);
+        }
+        Files.copy(tokenizer, dir.resolve("tokenizer.json"));
     }
 }

@@ -20,16 +20,12 @@ import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
-import ai.djl.fsdp.zoo.finetune.CausalLmLoss;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Parameter;
-import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
-import ai.djl.training.optimizer.Optimizer;
-import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
 import com.google.gson.JsonObject;
 import java.io.IOException;
@@ -221,13 +217,6 @@ final class SaveMemoryChecks {
     }
 
     private static FsdpTrainer newTrainer(Model model, ProcessGroup group) {
-        DefaultTrainingConfig config =
-                new DefaultTrainingConfig(new CausalLmLoss())
-                        .optOptimizer(
-                                Optimizer.adamW()
-                                        .optLearningRateTracker(Tracker.fixed(1e-3f))
-                                        .build())
-                        .optDevices(new Device[] {Device.cpu()});
         FsdpConfig fsdp =
                 FsdpConfig.builder()
                         .optShardingStrategy(ShardingStrategy.FULL_SHARD)
@@ -236,7 +225,7 @@ final class SaveMemoryChecks {
                         .optWrapPolicy(TestModels.decoderLayers((CausalLM) model.getBlock()))
                         .build();
         return FullyShardedDataParallel.newTrainer(
-                model, config, group, fsdp, TrainerOptions.builder().build());
+                model, TestModels.trainingConfig(), group, fsdp, TrainerOptions.builder().build());
     }
 
     private static void step(FsdpTrainer trainer, NDManager manager) {

@@ -22,8 +22,11 @@ import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Parameter;
 import ai.djl.util.Pair;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A LoRA model under bfloat16 mixed precision keeps its frozen base in bfloat16 only: the bytes
@@ -85,15 +88,24 @@ class FrozenBf16Test {
         assertTrue(ratio <= 0.55, "bf16/fp32 LoRA model state " + ratio);
     }
 
+    /**
+     * The checks on two ranks; then one rank resumes the sharded checkpoint they saved, its frozen
+     * base stored in bfloat16, exactly.
+     */
     @Test
-    void twoRanks() {
+    void twoRanks(@TempDir Path directory) throws IOException {
+        Path checkpoint = directory.resolve("checkpoint-2");
         try (RankProcesses job =
                 RankProcesses.builder(LoraBf16Checks.class)
                         .worldSize(2)
+                        .args(checkpoint.toString())
                         .timeout(Duration.ofMinutes(6))
                         .start()) {
             RankProcesses.Results results = job.await().assertAllSucceeded();
             assertTrue(results.rank(1).output().contains("checks passed"));
+        }
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
+            LoraBf16Checks.resumesWhatTwoRanksSaved(group, checkpoint);
         }
     }
 

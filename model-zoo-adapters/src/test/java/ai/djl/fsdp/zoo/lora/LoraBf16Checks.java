@@ -3,7 +3,9 @@ package ai.djl.fsdp.zoo.lora;
 import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
+import ai.djl.fsdp.checkpoint.CheckpointMetadata;
 import ai.djl.fsdp.checkpoint.ParameterSource;
+import ai.djl.fsdp.checkpoint.ShardedCheckpointReader;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
@@ -12,6 +14,7 @@ import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
+import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.trainer.FsdpConfig;
@@ -66,7 +69,8 @@ final class LoraBf16Checks {
     /**
      * Runs the checks on one rank of a job described by the environment.
      *
-     * @param args none
+     * @param args optionally a directory where the round trip also leaves its sharded checkpoint,
+     *     for another number of ranks to resume from ({@link #resumesWhatTwoRanksSaved})
      */
     public static void main(String[] args) throws IOException {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment())) {
@@ -74,7 +78,7 @@ final class LoraBf16Checks {
                     List.of(ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP)) {
                 stepFollowsFloat32(strategy, group);
             }
-            roundTrips(group);
+            roundTrips(group, args.length > 0 ? Path.of(args[0]) : null);
             loadsFromAFloat32HubCheckpoint(group);
         }
         System.out.println("checks passed");
@@ -151,9 +155,12 @@ final class LoraBf16Checks {
     /**
      * With the base in bfloat16 after two AdamW steps: the adapters saved in PEFT's layout load
      * back exactly; a sharded checkpoint resumes a fresh trainer exactly (the base included); the
-     * merged model is written in float32 from the bfloat16 base plus the float32 delta.
+     * merged model is written in float32 from the bfloat16 base plus the float32 delta. The sharded
+     * checkpoint stores the frozen base in bfloat16, the adapters and AdamW's moments in float32.
+     *
+     * @param keep where to leave a copy of the sharded checkpoint, or null
      */
-    private static void roundTrips(ProcessGroup group) throws IOException {
+    private static void roundTrips(ProcessGroup group, Path keep) throws IOException {
         Path directory = sharedTempDirectory(group);
         try (Model model = Model.newInstance(NAME, Device.cpu());
                 Model resumed = Model.newInstance(NAME, Device.cpu());
@@ -178,6 +185,9 @@ final class LoraBf16Checks {
                 step(trainer, manager, SEED + 2);
                 step(trainer, manager, SEED + 3);
                 trainer.saveCheckpoint(directory.resolve("sharded"));
+                if (keep != null) {
+                    trainer.saveCheckpoint(keep);
+                }
                 HfCheckpoint.saveAdapters(trainer, lora(4), directory.resolve("adapters"));
                 HfCheckpoint.saveMerged(trainer, lm, directory.resolve("merged"));
                 nextLoss = step(trainer, manager, SEED + 4);
@@ -203,6 +213,7 @@ final class LoraBf16Checks {
                     (name, value) ->
                             assertEquals("resumed " + name, value, resumedValues.get(name)));
             if (group.getRank() == 0) {
+                checkStoredTypes(directory.resolve("sharded"));
                 checkAdaptersAndMerged(directory, manager);
             }
             group.barrier();
@@ -212,6 +223,81 @@ final class LoraBf16Checks {
             }
         }
         System.out.println("adapters, sharded checkpoint and merged model round trip");
+    }
+
+    /**
+     * The sharded checkpoint's files hold each tensor in the type its shard is stored in: the
+     * frozen base in bfloat16, the adapters and their optimizer state in float32.
+     */
+    private static void checkStoredTypes(Path checkpoint) throws IOException {
+        CheckpointMetadata metadata = CheckpointMetadata.read(checkpoint);
+        int frozen = 0;
+        for (Map.Entry<String, CheckpointMetadata.Tensor> entry :
+                metadata.getTensors().entrySet()) {
+            String name = entry.getKey();
+            Dtype expected =
+                    name.contains("lora_") || name.startsWith(CheckpointMetadata.OPTIMIZER_PREFIX)
+                            ? Dtype.F32
+                            : Dtype.BF16;
+            frozen += expected == Dtype.BF16 ? 1 : 0;
+            for (CheckpointMetadata.Chunk chunk : entry.getValue().getChunks()) {
+                try (SafetensorsFile file =
+                        SafetensorsFile.open(checkpoint.resolve(chunk.getFile()))) {
+                    Dtype stored = file.info(chunk.getKey()).dtype();
+                    if (!entry.getValue().getDtype().equals(expected.name())
+                            || stored != expected) {
+                        throw new AssertionError(
+                                name
+                                        + " is "
+                                        + entry.getValue().getDtype()
+                                        + " in metadata.json and "
+                                        + stored
+                                        + " in its file, not "
+                                        + expected);
+                    }
+                }
+            }
+        }
+        if (frozen == 0) {
+            throw new AssertionError("the checkpoint holds no frozen tensor");
+        }
+    }
+
+    /**
+     * On one rank: a fresh trainer resumes the checkpoint two ranks saved (the frozen base stored
+     * in bfloat16) and holds exactly its values, as a plain model reading it whole does.
+     *
+     * @param group a one-rank group
+     * @param checkpoint the checkpoint {@link #main} left
+     * @throws IOException if it cannot be read
+     */
+    static void resumesWhatTwoRanksSaved(ProcessGroup group, Path checkpoint) throws IOException {
+        checkStoredTypes(checkpoint);
+        try (Model resumed = Model.newInstance(NAME, Device.cpu());
+                NDManager manager = TestModels.newManager()) {
+            CausalLM other = TestModels.seeded(NAME, resumed.getNDManager(), SEED + 11);
+            Lora.apply(other, lora(4));
+            resumed.setBlock(other);
+            try (FsdpTrainer trainer =
+                    newTrainer(
+                            resumed,
+                            ShardingStrategy.FULL_SHARD,
+                            MixedPrecision.BF16,
+                            true,
+                            true,
+                            group,
+                            null)) {
+                trainer.loadCheckpoint(checkpoint);
+            }
+            CausalLM whole = TestModels.seeded(NAME, manager, SEED + 13);
+            Lora.apply(whole, lora(4));
+            ShardedCheckpointReader.loadInto(checkpoint, whole);
+            Map<String, float[]> expected = values(whole);
+            values(other)
+                    .forEach(
+                            (name, value) ->
+                                    assertEquals("resumed " + name, expected.get(name), value));
+        }
     }
 
     /** On rank 0: the saved adapters and merged model against the state before the third step. */

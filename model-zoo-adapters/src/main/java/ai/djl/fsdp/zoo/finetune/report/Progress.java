@@ -34,6 +34,19 @@ public final class Progress implements AutoCloseable {
      * @return the bar
      */
     public static Progress open(long total, boolean enabled) {
+        return open("finetune", total, enabled);
+    }
+
+    /**
+     * Opens a bar named {@code task} if this process has a terminal and {@code enabled}; otherwise
+     * one that does nothing.
+     *
+     * @param task the bar's name
+     * @param total the steps of the task
+     * @param enabled false on ranks other than 0
+     * @return the bar
+     */
+    public static Progress open(String task, long total, boolean enabled) {
         if (!enabled || System.getenv("FSDP_NO_PROGRESS") != null) {
             return new Progress(null, null);
         }
@@ -46,7 +59,7 @@ public final class Progress implements AutoCloseable {
         }
         ProgressBar bar =
                 new ProgressBarBuilder()
-                        .setTaskName("finetune")
+                        .setTaskName(task)
                         .setInitialMax(total)
                         .setStyle(ProgressBarStyle.ASCII)
                         .setUpdateIntervalMillis(500)
