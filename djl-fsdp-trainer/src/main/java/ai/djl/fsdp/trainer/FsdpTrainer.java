@@ -84,14 +84,20 @@ public class FsdpTrainer extends Trainer {
         this.optimizer = trainingConfig.getOptimizer();
         ShardedTraining.checkOptions(config, options, optimizer);
         this.mesh = ModelSharding.mesh(this.group, config);
-        // What Model.newTrainer does before constructing DJL's trainer.
-        for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
-            if (pair.getKey() != null && pair.getValue() != null) {
-                model.getBlock().setInitializer(pair.getKey(), pair.getValue());
+        try {
+            // What Model.newTrainer does before constructing DJL's trainer.
+            for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
+                if (pair.getKey() != null && pair.getValue() != null) {
+                    model.getBlock().setInitializer(pair.getKey(), pair.getValue());
+                }
             }
-        }
-        if (model.getBlock().isInitialized()) {
-            shard(ModelSharding.shard(model.getBlock(), config, options, mesh, getManager()));
+            if (model.getBlock().isInitialized()) {
+                shard(ModelSharding.shard(model.getBlock(), config, options, mesh, getManager()));
+            }
+        } catch (RuntimeException | Error e) {
+            // No trainer to close: free the subgroups' rings now.
+            mesh.close();
+            throw e;
         }
     }
 

@@ -29,7 +29,9 @@ final class FsdpArguments {
     @Option(
             names = {"--sharding_strategy", "--fsdp_sharding_strategy"},
             defaultValue = "FULL_SHARD",
-            description = "FULL_SHARD (1), SHARD_GRAD_OP (2) or NO_SHARD (3) (default FULL_SHARD).")
+            description =
+                    "FULL_SHARD (1), SHARD_GRAD_OP (2), NO_SHARD (3), HYBRID_SHARD (4) or"
+                            + " HYBRID_SHARD_ZERO2 (5) (default FULL_SHARD).")
     String shardingStrategy;
 
     @Option(
