@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.zoo.finetune.FinetuneCommand;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
@@ -58,6 +59,20 @@ record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, St
                             + merged);
         }
         String base = Lora.readConfig(directory).getBaseModelNameOrPath();
+        if (base != null
+                && Files.exists(Path.of(base).resolve(ConfigJson.FILE))
+                && !SafetensorsCheckpoint.existsIn(Path.of(base))) {
+            throw new IllegalArgumentException(
+                    "--model "
+                            + directory
+                            + " holds LoRA adapters, but no merged model ("
+                            + merged
+                            + ") and their base_model_name_or_path ("
+                            + base
+                            + ") has a config.json but no weights: the adapters were trained on"
+                            + " fresh weights that were never saved, so only the merged model"
+                            + " can generate; save it with finetune's merged output");
+        }
         if (base != null && Files.exists(Path.of(base).resolve(ConfigJson.FILE))) {
             Path tokenizers =
                     Files.exists(directory.resolve(Tokenizers.FILE)) ? directory : Path.of(base);

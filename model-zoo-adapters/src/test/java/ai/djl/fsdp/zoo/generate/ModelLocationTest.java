@@ -104,6 +104,17 @@ class ModelLocationTest {
         assertTrue(
                 noBase.getMessage().contains("pass the merged model's directory"),
                 noBase.getMessage());
+        Path fresh = Files.createDirectory(dir.resolve("fresh"));
+        ConfigJson.write(Models.builtin("gpt2-tiny"), fresh);
+        Files.writeString(
+                dir.resolve(Lora.CONFIG_FILE),
+                "{\"peft_type\": \"LORA\", \"r\": 8, \"lora_alpha\": 16, \"target_modules\":"
+                        + " [\"c_attn\"], \"base_model_name_or_path\": \""
+                        + fresh
+                        + "\"}");
+        IllegalArgumentException freshBase =
+                assertThrows(IllegalArgumentException.class, () -> ModelLocation.of(dir));
+        assertTrue(freshBase.getMessage().contains("never saved"), freshBase.getMessage());
         IllegalArgumentException empty =
                 assertThrows(
                         IllegalArgumentException.class,
