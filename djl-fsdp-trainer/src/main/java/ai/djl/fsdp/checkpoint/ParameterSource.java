@@ -27,4 +27,18 @@ public interface ParameterSource {
      * @throws IOException if reading fails
      */
     NDArray read(NDManager manager, Parameter parameter, long from, long to) throws IOException;
+
+    /**
+     * Returns a source that reads from this one, and from {@code other} the parameters this one
+     * does not hold (a base checkpoint, then the adapters saved apart from it).
+     *
+     * @param other the source of what this one lacks
+     * @return the combined source
+     */
+    default ParameterSource orElse(ParameterSource other) {
+        return (manager, parameter, from, to) -> {
+            NDArray value = read(manager, parameter, from, to);
+            return value != null ? value : other.read(manager, parameter, from, to);
+        };
+    }
 }

@@ -1,7 +1,6 @@
 package ai.djl.fsdp.lora;
 
 import ai.djl.fsdp.safetensors.AtomicFiles;
-import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.tensor.BlockChildren;
@@ -301,31 +300,14 @@ public final class Lora {
     public static LoraConfig load(Block root, Path directory) throws IOException {
         LoraConfig config = readConfig(directory);
         apply(root, config);
-        Map<String, Parameter> expected = new LinkedHashMap<>();
-        adapters(root)
-                .forEach(
-                        (path, lora) -> {
-                            expected.put(PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA());
-                            expected.put(PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB());
-                        });
-        try (SafetensorsFile file = SafetensorsFile.open(directory.resolve(WEIGHTS_FILE))) {
-            Set<String> missing = new TreeSet<>(expected.keySet());
-            missing.removeAll(file.getNames());
-            Set<String> unexpected = new TreeSet<>(file.getNames());
-            unexpected.removeAll(expected.keySet());
-            if (!missing.isEmpty() || !unexpected.isEmpty()) {
-                throw new IllegalArgumentException(
-                        "adapters in "
-                                + directory
-                                + " do not fit this model: missing "
-                                + missing
-                                + ", unexpected "
-                                + unexpected);
-            }
-            for (Map.Entry<String, Parameter> entry : expected.entrySet()) {
-                NDManager manager = entry.getValue().getArray().getManager();
-                try (NDArray value = file.read(manager, entry.getKey())) {
-                    StateDict.copyInto(entry.getKey(), entry.getValue(), value);
+        try (AdapterSource source = AdapterSource.open(root, directory)) {
+            for (Map.Entry<Parameter, String> entry : source.keys().entrySet()) {
+                Parameter parameter = entry.getKey();
+                NDManager manager = parameter.getArray().getManager();
+                try (NDArray flat =
+                                source.read(manager, parameter, 0, parameter.getShape().size());
+                        NDArray value = flat.reshape(parameter.getShape())) {
+                    StateDict.copyInto(entry.getValue(), parameter, value);
                 }
             }
         }

@@ -44,6 +44,18 @@ public final class SafetensorsCheckpoint implements AutoCloseable {
     }
 
     /**
+     * Returns whether a directory holds a checkpoint's weights ({@code model.safetensors} or {@code
+     * model.safetensors.index.json}), not only a configuration.
+     *
+     * @param directory the directory
+     * @return true if {@link #open} finds weights in it
+     */
+    public static boolean existsIn(Path directory) {
+        return Files.exists(directory.resolve(SINGLE_FILE))
+                || Files.exists(directory.resolve(INDEX_FILE));
+    }
+
+    /**
      * Opens a checkpoint.
      *
      * @param path a safetensors file, or a directory holding {@code model.safetensors.index.json}

@@ -105,7 +105,11 @@ public final class FinetuneCommand implements Subcommand {
             try (FinetuneRecipe recipe =
                             FinetuneRecipe.prepare(args, fsdp, group, source, this::note);
                     Model model = Model.newInstance("finetune", group.getDevice())) {
-                train(recipe, model, fromCheckpoint && hasWeights(checkpoint), checkpoint);
+                train(
+                        recipe,
+                        model,
+                        fromCheckpoint && SafetensorsCheckpoint.existsIn(checkpoint),
+                        checkpoint);
             }
             group.barrier();
         }
@@ -275,11 +279,6 @@ public final class FinetuneCommand implements Subcommand {
                         : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
             }
         };
-    }
-
-    private static boolean hasWeights(Path checkpoint) {
-        return Files.exists(checkpoint.resolve(SafetensorsCheckpoint.SINGLE_FILE))
-                || Files.exists(checkpoint.resolve(SafetensorsCheckpoint.INDEX_FILE));
     }
 
     private LoraConfig loraConfig() {

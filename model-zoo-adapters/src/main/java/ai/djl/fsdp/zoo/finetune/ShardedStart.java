@@ -2,6 +2,7 @@ package ai.djl.fsdp.zoo.finetune;
 
 import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.ParameterSource;
+import ai.djl.fsdp.lora.AdapterSource;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.statedict.StateDict;
@@ -63,16 +64,47 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
     public static ShardedStart initialize(
             Model model, CausalLM lm, Path checkpoint, LoraConfig lora, TrainerFactory factory)
             throws IOException {
+        return initialize(model, lm, checkpoint, lora, null, factory);
+    }
+
+    /**
+     * Sets {@code lm} as the model's block, adds the adapters, and initializes a trainer over it
+     * unit by unit, the adapters' values read from a PEFT adapter directory (each rank reading only
+     * its shards of them, as of the base). A collective: every rank calls it.
+     *
+     * @param model the model
+     * @param lm the language model, built without values ({@code Models.forCheckpoint} for a
+     *     checkpoint, else the architecture's {@code newModel})
+     * @param checkpoint the Hugging Face checkpoint directory to read the values from, or null for
+     *     fresh values
+     * @param lora the adapters to add, or null
+     * @param adapterValues the PEFT adapter directory whose {@code adapter_model.safetensors} holds
+     *     the adapters' values, or null for fresh adapters
+     * @param factory builds the trainer
+     * @return the initialized trainer and the size of its largest unit
+     * @throws IOException if the checkpoint or the adapters cannot be read
+     * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
+     */
+    public static ShardedStart initialize(
+            Model model,
+            CausalLM lm,
+            Path checkpoint,
+            LoraConfig lora,
+            Path adapterValues,
+            TrainerFactory factory)
+            throws IOException {
+        if (adapterValues != null && lora == null) {
+            throw new IllegalArgumentException("adapter values need the adapters' configuration");
+        }
         model.setBlock(lm);
         try (CheckpointShardSource shards =
-                checkpoint == null ? null : HfCheckpoint.shardSource(lm, checkpoint)) {
-            // Adapters come after the source has matched the base parameters to the files.
-            if (lora != null) {
-                Lora.apply(lm, lora);
-            }
+                        checkpoint == null ? null : HfCheckpoint.shardSource(lm, checkpoint);
+                AdapterSource adapters = adapters(lm, lora, adapterValues)) {
             // Counted while the tree still holds the layers themselves, not their units.
             long largestUnit = largestUnitElements(lm);
-            FsdpTrainer trainer = factory.newTrainer(model, lm, shards);
+            ParameterSource source =
+                    shards == null ? adapters : adapters == null ? shards : shards.orElse(adapters);
+            FsdpTrainer trainer = factory.newTrainer(model, lm, source);
             try {
                 trainer.initialize(new Shape(1, 1));
             } catch (RuntimeException e) {
@@ -81,6 +113,18 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             }
             return new ShardedStart(trainer, largestUnit);
         }
+    }
+
+    /**
+     * Adds the adapters, after the checkpoint's source has matched the base parameters to the
+     * files; returns the source of their saved values, or null.
+     */
+    private static AdapterSource adapters(CausalLM lm, LoraConfig lora, Path values)
+            throws IOException {
+        if (lora != null) {
+            Lora.apply(lm, lora);
+        }
+        return values == null ? null : AdapterSource.open(lm, values);
     }
 
     /**

@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.generate;
 import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
@@ -141,22 +142,23 @@ public final class GenerateCommand implements Subcommand {
     private int generateSharded(
             DistributedEnv env, ModelLocation location, Path directory, Path tokenizerPath)
             throws IOException {
-        if (location == null || location.adapters() != null) {
+        if (location == null) {
+            // A built-in model's random weights are drawn apart on each rank: there is no one
+            // model to shard.
             throw new IllegalArgumentException(
                     "--model "
                             + model
-                            + ": on several ranks generate reads a whole checkpoint directory"
-                            + " (a LoRA run's merged/), not a built-in model or separate adapters;"
-                            + " give the merged model, or run on one process");
+                            + ": on several ranks generate shards a checkpoint directory (or"
+                            + " adapters on their base checkpoint), not a built-in model with"
+                            + " random weights; save the model first, or run on one process");
         }
         Path weights = location.checkpoint();
+        Path adapters = location.adapters();
         try (ProcessGroup group = ProcessGroups.init(env);
                 Model holder = Model.newInstance("generate", group.getDevice());
                 NDManager manager = NDManager.newBaseManager(group.getDevice());
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             CausalLM lm = Models.forCheckpoint(ConfigJson.read(weights));
-            // Nothing trains: every shard is frozen, held in the checkpoint's own type.
-            lm.freezeParameters(true);
             MixedPrecision precision =
                     switch (SaveFormat.torchDtype(weights)) {
                         case BF16 -> MixedPrecision.BF16;
@@ -168,27 +170,10 @@ public final class GenerateCommand implements Subcommand {
                                     holder,
                                     lm,
                                     weights,
-                                    null,
+                                    adapters == null ? null : Lora.readConfig(adapters),
+                                    adapters,
                                     (m, network, source) ->
-                                            FullyShardedDataParallel.newTrainer(
-                                                    m,
-                                                    new DefaultTrainingConfig(new CausalLmLoss())
-                                                            .optDevices(
-                                                                    new Device[] {
-                                                                        group.getDevice()
-                                                                    }),
-                                                    group,
-                                                    FsdpConfig.builder()
-                                                            .optWrapPolicy(
-                                                                    WrapPolicy.byLayerClass(
-                                                                            network.decoderLayerClass()
-                                                                                    .getSimpleName()))
-                                                            .optMixedPrecision(precision)
-                                                            .build(),
-                                                    TrainerOptions.builder()
-                                                            .optInitialValues(source)
-                                                            .optGatherOnClose(false)
-                                                            .build()))
+                                            newTrainer(group, precision, m, network, source))
                             .trainer()) {
                 generate(
                         manager,
@@ -200,6 +185,28 @@ public final class GenerateCommand implements Subcommand {
             }
         }
         return 0;
+    }
+
+    /** A trainer that only generates: every shard, adapters included, frozen. */
+    private static FsdpTrainer newTrainer(
+            ProcessGroup group,
+            MixedPrecision precision,
+            Model model,
+            CausalLM lm,
+            ParameterSource source) {
+        // Nothing trains: every shard is frozen, held in the checkpoint's own type.
+        lm.freezeParameters(true);
+        return FullyShardedDataParallel.newTrainer(
+                model,
+                new DefaultTrainingConfig(new CausalLmLoss())
+                        .optDevices(new Device[] {group.getDevice()}),
+                group,
+                FsdpConfig.builder()
+                        .optWrapPolicy(
+                                WrapPolicy.byLayerClass(lm.decoderLayerClass().getSimpleName()))
+                        .optMixedPrecision(precision)
+                        .build(),
+                TrainerOptions.builder().optInitialValues(source).optGatherOnClose(false).build());
     }
 
     private void generate(

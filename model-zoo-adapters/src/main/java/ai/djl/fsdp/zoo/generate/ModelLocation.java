@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.zoo.finetune.FinetuneCommand;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
@@ -58,7 +59,8 @@ record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, St
                             + merged);
         }
         String base = Lora.readConfig(directory).getBaseModelNameOrPath();
-        if (base != null && Files.exists(Path.of(base).resolve(ConfigJson.FILE))) {
+        boolean baseConfig = base != null && Files.exists(Path.of(base).resolve(ConfigJson.FILE));
+        if (baseConfig && SafetensorsCheckpoint.existsIn(Path.of(base))) {
             Path tokenizers =
                     Files.exists(directory.resolve(Tokenizers.FILE)) ? directory : Path.of(base);
             return new ModelLocation(
@@ -74,9 +76,14 @@ record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, St
                         + merged
                         + ") and their base_model_name_or_path ("
                         + base
-                        + ") is not a checkpoint directory: pass the merged model's directory,"
-                        + " or set base_model_name_or_path in "
-                        + adapterConfig
-                        + " to the base checkpoint");
+                        + (baseConfig
+                                ? ") has a config.json but no weights: the adapters were trained"
+                                        + " on fresh weights that were never saved, so only the"
+                                        + " merged model can generate; pass the merged model's"
+                                        + " directory"
+                                : ") is not a checkpoint directory: pass the merged model's"
+                                        + " directory, or set base_model_name_or_path in "
+                                        + adapterConfig
+                                        + " to the base checkpoint"));
     }
 }

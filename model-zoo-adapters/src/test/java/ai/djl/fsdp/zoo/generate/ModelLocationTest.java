@@ -9,6 +9,7 @@ import ai.djl.engine.Engine;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraLinear;
+import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
@@ -26,6 +27,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -77,6 +79,13 @@ class ModelLocationTest {
         String[] merged = generate(dir.resolve("merged"));
         assertEquals(merged[0], onBase[0], "adapters on the base generate as the merged model");
         assertNotEquals(generate(base)[0], onBase[0], "the adapters change the continuation");
+        // Sharded over two ranks: the base frozen in its dtype, each rank reading its shards of
+        // the adapters too, prints token for token what one process prints.
+        String sharded = generateOnTwoRanks(adapters);
+        assertTrue(sharded.contains(onBase[0]), sharded);
+        assertTrue(sharded.contains("on their base " + base), sharded);
+        String shardedMerged = generateOnTwoRanks(dir.resolve("merged"));
+        assertTrue(shardedMerged.contains(onBase[0]), shardedMerged);
 
         Files.move(dir.resolve("merged"), adapters.resolve(FinetuneCommand.MERGED));
         String[] finetuneLayout = generate(adapters);
@@ -95,11 +104,34 @@ class ModelLocationTest {
         assertTrue(
                 noBase.getMessage().contains("pass the merged model's directory"),
                 noBase.getMessage());
+        Path fresh = Files.createDirectory(dir.resolve("fresh"));
+        ConfigJson.write(Models.builtin("gpt2-tiny"), fresh);
+        Files.writeString(
+                dir.resolve(Lora.CONFIG_FILE),
+                "{\"peft_type\": \"LORA\", \"r\": 8, \"lora_alpha\": 16, \"target_modules\":"
+                        + " [\"c_attn\"], \"base_model_name_or_path\": \""
+                        + fresh
+                        + "\"}");
+        IllegalArgumentException freshBase =
+                assertThrows(IllegalArgumentException.class, () -> ModelLocation.of(dir));
+        assertTrue(freshBase.getMessage().contains("never saved"), freshBase.getMessage());
         IllegalArgumentException empty =
                 assertThrows(
                         IllegalArgumentException.class,
                         () -> ModelLocation.of(Files.createDirectory(dir.resolve("empty"))));
         assertTrue(empty.getMessage().contains("holds neither config.json"), empty.getMessage());
+    }
+
+    /** Runs {@code generate} greedily on two ranks; returns what rank 0 printed. */
+    private static String generateOnTwoRanks(Path model) {
+        try (RankProcesses job =
+                RankProcesses.builder(ShardedGenerateMain.class)
+                        .worldSize(2)
+                        .args(arguments(model))
+                        .timeout(Duration.ofMinutes(3))
+                        .start()) {
+            return job.await().assertAllSucceeded().rank(0).output();
+        }
     }
 
     /** Runs {@code generate} greedily; returns its output and its error stream. */
@@ -110,10 +142,14 @@ class ModelLocationTest {
                 new CommandLine(new GenerateCommand())
                         .setOut(new PrintWriter(out))
                         .setErr(new PrintWriter(err));
-        int exit =
-                command.execute(
-                        "--model", model.toString(), "--prompt", "abc", "--max_new_tokens", "8");
+        int exit = command.execute(arguments(model));
         assertEquals(0, exit, err.toString());
         return new String[] {out.toString(), err.toString()};
+    }
+
+    private static String[] arguments(Path model) {
+        return new String[] {
+            "--model", model.toString(), "--prompt", "abc", "--max_new_tokens", "8"
+        };
     }
 }
