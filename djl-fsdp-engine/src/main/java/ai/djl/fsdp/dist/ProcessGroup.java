@@ -56,8 +56,9 @@ public interface ProcessGroup extends AutoCloseable {
      * Reduces {@code array} element-wise across ranks, in place, once {@code after} is done: how a
      * reduction in one group (a reduce-scatter inside a shard group) hands its result to another
      * (the all-reduce across replicas) without the caller waiting in between. The default waits for
-     * {@code after} first, which on NCCL only orders the streams; the socket ring waits on its own
-     * communication thread. If {@code after} fails, so does this.
+     * {@code after} first; the socket ring waits on its own communication thread, and NCCL makes
+     * its communication stream wait for {@code after}'s event on the GPU (the caller's compute
+     * stream never waits). If {@code after} fails, so does this.
      *
      * @param array the array to reduce, written by {@code after}
      * @param op the reduction

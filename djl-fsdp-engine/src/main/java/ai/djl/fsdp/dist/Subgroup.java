@@ -13,13 +13,16 @@ import java.util.stream.IntStream;
  */
 public final class Subgroup {
 
+    private final String parentKeyPrefix;
     private final long split;
     private final String name;
     private final int color;
     private final int[] jobRanks;
     private final int rank;
 
-    private Subgroup(long split, String name, int color, int[] jobRanks, int rank) {
+    private Subgroup(
+            String parentKeyPrefix, long split, String name, int color, int[] jobRanks, int rank) {
+        this.parentKeyPrefix = parentKeyPrefix;
         this.split = split;
         this.name = name;
         this.color = color;
@@ -31,8 +34,12 @@ public final class Subgroup {
      * Publishes this rank's color and reads every other rank's (a collective over the parent).
      *
      * @param store the job's store
-     * @param split how many splits this process made in the job before this one: every rank splits
-     *     in the same order, as it calls collectives, so the count tells splits apart
+     * @param parent the subgroup being split, or null for the job's group: its store keys prefix
+     *     the split's, so that subgroups split again (each its own way, at the same time) never
+     *     share a key
+     * @param split how many splits of the parent this process made before this one: every rank of
+     *     the parent splits it in the same order, as it calls collectives, so the count tells
+     *     splits apart
      * @param name the split's name, the same on every rank of the parent
      * @param color this rank's color: ranks of one color form one subgroup
      * @param parentRank this rank's place in the parent
@@ -41,9 +48,16 @@ public final class Subgroup {
      * @throws IllegalArgumentException if the color is negative or the name is blank
      */
     public static Subgroup agree(
-            Store store, long split, String name, int color, int parentRank, int[] parentJobRanks) {
+            Store store,
+            Subgroup parent,
+            long split,
+            String name,
+            int color,
+            int parentRank,
+            int[] parentJobRanks) {
         check(name, color);
-        String prefix = "split/" + split + '/';
+        String parentKeyPrefix = parent == null ? "" : parent.getKeyPrefix();
+        String prefix = parentKeyPrefix + "split/" + split + '/';
         store.set(prefix + parentRank, Integer.toString(color).getBytes(StandardCharsets.UTF_8));
         int[] members =
                 IntStream.range(0, parentJobRanks.length)
@@ -58,7 +72,7 @@ public final class Subgroup {
                         .toArray();
         int rank = Arrays.binarySearch(members, parentRank);
         int[] jobRanks = Arrays.stream(members).map(r -> parentJobRanks[r]).toArray();
-        return new Subgroup(split, name, color, jobRanks, rank);
+        return new Subgroup(parentKeyPrefix, split, name, color, jobRanks, rank);
     }
 
     /**
@@ -104,9 +118,12 @@ public final class Subgroup {
         return jobRanks.clone();
     }
 
-    /** Returns the prefix of the subgroup's own store keys (its ring's addresses, its barrier). */
+    /**
+     * Returns the prefix of the subgroup's own store keys (its ring's addresses, its barrier, its
+     * own splits'), under its parent's: unique in the job however deep the splits go.
+     */
     public String getKeyPrefix() {
-        return "group/" + split + '/' + color + '/';
+        return parentKeyPrefix + "group/" + split + '/' + color + '/';
     }
 
     /**

@@ -269,8 +269,30 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     @Override
     public synchronized Work allReduceAsync(NDArray array, ReduceOp op) {
+        return allReduceBehind(array, op, null);
+    }
+
+    /**
+     * Queues the all-reduce on the reduce stream behind {@code after}'s event when {@code after} is
+     * a collective of an NCCL group (a reduce-scatter in the shard group): the reduce stream waits
+     * on the GPU, and neither the host nor the caller's stream does, so the next unit's computation
+     * is never held up by the reduction. Other work is awaited first, as the default does.
+     */
+    @Override
+    public synchronized Work allReduceAsync(NDArray array, ReduceOp op, Work after) {
+        if (!(after instanceof NcclWork)) {
+            return ProcessGroup.super.allReduceAsync(array, op, after);
+        }
+        return allReduceBehind(array, op, (NcclWork) after);
+    }
+
+    /** Queues an all-reduce on the reduce stream, behind {@code after} when it is not null. */
+    private Work allReduceBehind(NDArray array, ReduceOp op, NcclWork after) {
         int type = elementType(TensorMemory.dataType(array));
         CUstream_st stream = enter(Stream.REDUCE);
+        if (after != null) {
+            after.orderBefore(stream);
+        }
         NcclStatus.checkNccl(
                 nccl.ncclAllReduce(
                         data(array),
@@ -310,7 +332,8 @@ public final class NcclProcessGroup implements ProcessGroup {
                     "The NCCL group of rank " + jobRanks[rank] + " is closed");
         }
         Subgroup group =
-                Subgroup.agree(store, root.splits.getAndIncrement(), name, color, rank, jobRanks);
+                Subgroup.agree(
+                        store, subgroup, splits.getAndIncrement(), name, color, rank, jobRanks);
         watchdog.check();
         ncclComm child = new ncclComm();
         int jobRank = jobRanks[rank];

@@ -48,6 +48,20 @@ final class NcclWork implements Work {
         NcclStreams.waitFor(compute(), event);
     }
 
+    /**
+     * Makes {@code stream} (another group's communication stream) wait on the GPU for this
+     * collective, so that a collective queued there next reads its result; neither the host nor the
+     * caller's stream waits. A collective already done orders nothing.
+     *
+     * @throws ai.djl.fsdp.dist.CollectiveException if this collective's communicator has failed
+     */
+    synchronized void orderBefore(CUstream_st stream) {
+        watchdog.check();
+        if (event != null) {
+            NcclStreams.waitFor(stream, event);
+        }
+    }
+
     @Override
     public boolean isDone() {
         watchdog.check();

@@ -210,7 +210,8 @@ public final class SocketProcessGroup implements ProcessGroup {
             throw closedError();
         }
         Subgroup group =
-                Subgroup.agree(store, root.splits.getAndIncrement(), name, color, rank, jobRanks);
+                Subgroup.agree(
+                        store, subgroup, splits.getAndIncrement(), name, color, rank, jobRanks);
         Ring subRing =
                 connectRing(
                         store,

@@ -18,10 +18,10 @@ import java.util.Arrays;
  * A rank of {@link SubgroupTest}'s 4-rank jobs, split as 2 shard groups of 2 (colors {@code rank /
  * 2}) and 2 replicate groups (colors {@code rank % 2}). With {@code check}, every collective runs
  * in both kinds of subgroup and the job's group alike, and a reduce-scatter in the shard group
- * hands its piece to an all-reduce across the replicate group; each rank prints {@code OK} or exits
- * 1 naming what differed. With {@code endless}, ranks all-reduce in their replicate group until a
- * collective fails, printing {@code RUNNING} after the first, then {@code FAILED: <message>} (exit
- * 3).
+ * hands its piece to an all-reduce across the replicate group; subgroups are split again (each
+ * shard group its own way at once, and 4 -> 2 -> 1); each rank prints {@code OK} or exits 1 naming
+ * what differed. With {@code endless}, ranks all-reduce in their replicate group until a collective
+ * fails, printing {@code RUNNING} after the first, then {@code FAILED: <message>} (exit 3).
  */
 public final class SubgroupMain {
 
@@ -58,6 +58,40 @@ public final class SubgroupMain {
             everyone.allReduce(count, ReduceOp.SUM);
             check(count.getFloat(0) == 4f && everyone.getSize() == 4, "a second split");
             everyone.close();
+
+            // Subgroups split again, each its own way at the same time: shard group {0, 1} into
+            // singletons, {2, 3} whole; then every shard and replicate group whole (one color in
+            // all of them: their keys differ by parent), and a pair down to singletons (4 -> 2 ->
+            // 1).
+            boolean first = rank / 2 == 0;
+            try (ProcessGroup nested = shard.split("nested", first ? shard.getRank() : 0)) {
+                NDArray sum = manager.create(new float[] {rank + 1f});
+                nested.allReduce(sum, ReduceOp.SUM);
+                check(
+                        nested.getSize() == (first ? 1 : 2)
+                                && sum.getFloat(0) == (first ? rank + 1f : 7f),
+                        "a shard group split its own way: size "
+                                + nested.getSize()
+                                + ", sum "
+                                + sum.getFloat(0));
+            }
+            try (ProcessGroup pair = shard.split("again", 0);
+                    ProcessGroup across2 = replicate.split("again", 0);
+                    ProcessGroup single = pair.split("single", pair.getRank())) {
+                NDArray sum = manager.create(new float[] {rank + 1f});
+                pair.allReduce(sum, ReduceOp.SUM);
+                check(sum.getFloat(0) == (first ? 3f : 7f), "a shard group split whole");
+                NDArray sumAcross = manager.create(new float[] {rank + 1f});
+                across2.allReduce(sumAcross, ReduceOp.SUM);
+                check(
+                        sumAcross.getFloat(0) == (rank % 2 == 0 ? 4f : 6f),
+                        "a replicate group split whole");
+                NDArray own = manager.create(new float[] {rank + 1f});
+                single.allReduce(own, ReduceOp.SUM);
+                check(
+                        single.getSize() == 1 && own.getFloat(0) == rank + 1f,
+                        "4 -> 2 -> 1: size " + single.getSize() + ", sum " + own.getFloat(0));
+            }
 
             // All-reduce in each kind of group: shard groups sum {0,1} and {2,3}.
             NDArray value = manager.create(new float[] {rank + 1f});
