@@ -139,6 +139,28 @@ public enum Collective {
     }
 
     /**
+     * Formats what one rank sends per collective on a hybrid layout, appended to {@link #report}:
+     * {@code group=shard|replicate ranks=.. sent_inside_mb=.. sent_across_mb=..}. A ring sends the
+     * bus bandwidth's bytes from every rank; a replicate group's ring links all join two shard
+     * groups (its members are in different ones), a shard group's none.
+     *
+     * @param bytes the larger buffer's size
+     * @param groupSize the ranks of the group it ran in
+     * @param across whether it ran in a replicate group
+     * @return the fields, with a leading space
+     */
+    public String hybridReport(long bytes, int groupSize, boolean across) {
+        double sentMegabytes = bytes * busFactor(groupSize) / 1e6;
+        return String.format(
+                Locale.ROOT,
+                " group=%s ranks=%d sent_inside_mb=%.3f sent_across_mb=%.3f",
+                across ? "replicate" : "shard",
+                groupSize,
+                across ? 0 : sentMegabytes,
+                across ? sentMegabytes : 0);
+    }
+
+    /**
      * Returns the collective with the given {@link #label}.
      *
      * @param label such as {@code all_reduce}

@@ -20,7 +20,12 @@ import picocli.CommandLine.Mixin;
         description = {
             "Times all_gather, reduce_scatter and all_reduce over float32 data across ranks on this"
                     + " machine, checks their results, and prints one line per collective:",
-            "op=all_gather bytes=.. time_ms=.. algbw_GBps=.. busbw_GBps=.. (nccl-tests' meanings)."
+            "op=all_gather bytes=.. time_ms=.. algbw_GBps=.. busbw_GBps=.. (nccl-tests' meanings).",
+            "With --shard-group-size S smaller than --nproc, as hybrid sharding runs them:"
+                + " all_gather and reduce_scatter inside shard groups of S ranks, all_reduce of a"
+                + " 1/S shard across the replicate groups, each line adding group=shard|replicate"
+                + " ranks=.. sent_inside_mb=.. sent_across_mb=.. (what one rank sends per"
+                + " collective)."
         })
 public final class CollectivesBenchCommand implements Callable<Integer> {
 

@@ -26,6 +26,17 @@ final class CollectivesOptions {
             description = "Untimed runs first (default: ${DEFAULT-VALUE}).")
     private int warmup;
 
+    @Option(
+            names = "--shard-group-size",
+            defaultValue = "0",
+            description =
+                    "Ranks of a shard group (0: one group of every rank). Less than the ranks:"
+                            + " all_gather and reduce_scatter run inside shard groups of this many"
+                            + " consecutive ranks, all_reduce across the replicate groups on"
+                            + " their 1/S shard of the buffer, as hybrid sharding runs them"
+                            + " (default: ${DEFAULT-VALUE}).")
+    private int shardGroupSize;
+
     /** Returns the larger buffer's size in bytes. */
     long bytes() {
         return bytes;
@@ -42,16 +53,34 @@ final class CollectivesOptions {
     }
 
     /**
+     * Returns the ranks of a shard group: {@code --shard-group-size}, or every rank when it is 0.
+     *
+     * @param worldSize the ranks
+     * @return the shard group's size
+     */
+    int shardGroupSize(int worldSize) {
+        return shardGroupSize == 0 ? worldSize : shardGroupSize;
+    }
+
+    /**
      * Rejects settings the benchmark cannot run with, before any rank starts.
      *
      * @param worldSize the ranks
      * @throws IllegalArgumentException naming the option and what it must be
      */
     void check(int worldSize) {
-        if (bytes <= 0 || bytes % ((long) Float.BYTES * worldSize) != 0) {
+        if (shardGroupSize < 0 || shardGroupSize > 0 && worldSize % shardGroupSize != 0) {
+            throw new IllegalArgumentException(
+                    "--shard-group-size must divide the "
+                            + worldSize
+                            + " ranks (or be 0 for one group of all), got "
+                            + shardGroupSize);
+        }
+        int ranks = shardGroupSize(worldSize);
+        if (bytes <= 0 || bytes % ((long) Float.BYTES * ranks) != 0) {
             throw new IllegalArgumentException(
                     "--bytes must be a positive multiple of 4 bytes (a float32) times "
-                            + worldSize
+                            + ranks
                             + " ranks, got "
                             + bytes);
         }
