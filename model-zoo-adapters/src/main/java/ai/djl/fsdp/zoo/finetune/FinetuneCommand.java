@@ -164,6 +164,7 @@ public final class FinetuneCommand implements Subcommand {
                         .exactMatch(
                                 recipe.evalDocuments,
                                 args.exactMatchSamples,
+                                args.exactMatchBatchSize(),
                                 recipe.tokenizer,
                                 recipe.chatFormat,
                                 recipe.endOfTurn);
@@ -214,6 +215,9 @@ public final class FinetuneCommand implements Subcommand {
         requirePositive(args.maxSeqLen, "--max_seq_len");
         requirePositive(args.perDeviceTrainBatchSize, "--per_device_train_batch_size");
         requirePositive(args.perDeviceEvalBatchSize, "--per_device_eval_batch_size");
+        if (args.exactMatchBatchSize != null) {
+            requirePositive(args.exactMatchBatchSize, "--exact_match_batch_size");
+        }
         requirePositive(args.gradientAccumulationSteps, "--gradient_accumulation_steps");
         requirePositive(args.maxNonFiniteSteps, "--max_non_finite_steps");
         if (args.maxSteps <= 0 && !(args.numTrainEpochs > 0)) {
