@@ -306,6 +306,17 @@ final class FinetuneArguments {
     String maxShardSize;
 
     @Option(
+            names = "--save_base_model",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "With LoRA, also save the frozen base model without its adapters in base/ (as"
+                            + " the merged model is saved) and name it as the adapters'"
+                            + " base_model_name_or_path: for a base from config.json alone (fresh"
+                            + " weights) the only copy of what the adapters were trained on.")
+    boolean saveBaseModel;
+
+    @Option(
             names = "--save_dtype",
             defaultValue = "auto",
             description =
