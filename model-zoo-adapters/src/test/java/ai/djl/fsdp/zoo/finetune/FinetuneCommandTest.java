@@ -159,7 +159,12 @@ class FinetuneCommandTest {
                 new CommandLine(new GenerateCommand())
                         .setOut(new PrintWriter(generated))
                         .setErr(new PrintWriter(notes))
-                        .execute("--model", output.toString(), "--prompt", "What is 1 + 1?");
+                        .execute(
+                                "--model",
+                                output.toString(),
+                                "--prompt",
+                                "What is 1 + 1?",
+                                "--print_token_ids");
         assertEquals(0, exit, "generate on the recipe's own output: " + notes);
         assertTrue(notes.toString().contains("merged model"), notes.toString());
         assertChatModel(output.resolve(FinetuneCommand.MERGED));
@@ -184,11 +189,19 @@ class FinetuneCommandTest {
                 new CommandLine(new GenerateCommand())
                         .setOut(new PrintWriter(onBase))
                         .setErr(new PrintWriter(onBaseNotes))
-                        .execute("--model", adaptersAlone.toString(), "--prompt", "What is 1 + 1?");
+                        .execute(
+                                "--model",
+                                adaptersAlone.toString(),
+                                "--prompt",
+                                "What is 1 + 1?",
+                                "--print_token_ids");
         assertEquals(0, exit, "generate on the saved base: " + onBaseNotes);
         assertTrue(
                 onBaseNotes.toString().contains("on their base " + base), onBaseNotes.toString());
         assertEquals(generated.toString(), onBase.toString());
+        String ids = notes.toString().replaceAll("(?s).*(token ids: \\[[^]]*]).*", "$1");
+        assertTrue(ids.startsWith("token ids: ["), notes.toString());
+        assertTrue(onBaseNotes.toString().contains(ids), onBaseNotes + " vs " + ids);
         List<JsonObject> rows = metrics(output);
         assertTrue(rows.stream().anyMatch(row -> row.has("eval_loss")), rows.toString());
     }
