@@ -6,8 +6,6 @@ import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
@@ -124,10 +122,21 @@ public final class ShardLoader {
                         : dataType;
         NDManager scratch = manager.newSubManager(parameters.get(0).getArray().getDevice());
         try {
+            if (syncFrom != null) {
+                // Rank 0's values, one parameter at a time, into the parameters' own arrays.
+                for (Parameter parameter : parameters) {
+                    syncFrom.broadcast(parameter.getArray(), 0);
+                }
+            }
+            // Straight into the shard's type, piece by piece: no flat copy of the whole buffer.
             NDArray shard =
-                    source != null
-                            ? readShard(layout, parameters, shardIndex, storage, source, scratch)
-                            : Precision.cast(cut(layout, parameters, dataType, scratch), storage);
+                    readShard(
+                            layout,
+                            parameters,
+                            shardIndex,
+                            storage,
+                            source != null ? source : (m, parameter, from, to) -> null,
+                            scratch);
             if (storageDevice != null) {
                 // The shard's owner takes it from the scratch manager.
                 shard = Precision.toDevice(shard, storageDevice, false);
@@ -137,29 +146,6 @@ public final class ShardLoader {
         } finally {
             scratch.close();
         }
-    }
-
-    /** Cuts this rank's shard from the parameters' arrays, broadcast from rank 0 if asked. */
-    private NDArray cut(
-            FlatLayout layout, List<Parameter> parameters, DataType dataType, NDManager scratch) {
-        NDList pieces = new NDList();
-        for (Parameter parameter : parameters) {
-            NDArray detached = parameter.getArray().stopGradient();
-            detached.attach(scratch);
-            pieces.add(detached.flatten());
-        }
-        if (layout.getPaddedNumel() > layout.getNumel()) {
-            pieces.add(
-                    scratch.zeros(
-                            new Shape(layout.getPaddedNumel() - layout.getNumel()), dataType));
-        }
-        NDArray flat = pieces.size() == 1 ? pieces.head() : NDArrays.concat(pieces);
-        flat.attach(scratch);
-        if (syncFrom != null) {
-            syncFrom.broadcast(flat, 0);
-        }
-        long start = layout.getShardStart(shardIndex);
-        return flat.get(new NDIndex("{}:{}", start, start + layout.getShardNumel())).duplicate();
     }
 
     /**
@@ -219,12 +205,12 @@ public final class ShardLoader {
                     "Cannot read the shard of parameter " + parameter.getName(), e);
         }
         if (piece == null) {
-            piece =
-                    parameter
-                            .getArray()
-                            .stopGradient()
-                            .flatten()
-                            .get(new NDIndex("{}:{}", from, to));
+            // Every intermediate in the scope: an alias left elsewhere keeps the whole array.
+            NDArray alias = parameter.getArray().stopGradient();
+            alias.attach(scope);
+            NDArray flat = alias.flatten();
+            flat.attach(scope);
+            piece = flat.get(new NDIndex("{}:{}", from, to));
             piece.attach(scope);
         }
         if (piece.size() != to - from) {

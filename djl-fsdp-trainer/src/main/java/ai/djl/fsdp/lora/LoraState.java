@@ -79,6 +79,18 @@ public final class LoraState {
     }
 
     /**
+     * Returns the state of the model the adapters are put on, for writing unit by unit: the base
+     * weights as they are, without the adapters, under the plain model's names (those {@link
+     * #merged} writes). A model without adapters is written as it is.
+     *
+     * @param root the model, adapted or not
+     * @return the transform
+     */
+    public static StateTransform base(Block root) {
+        return StateTransform.parameters(Lora.mergedParameters(root));
+    }
+
+    /**
      * Returns the adapters' state in PEFT's names ({@code
      * base_model.model.<module>.lora_A.weight}), for writing unit by unit: every rank's part of
      * every adapter, gathered.

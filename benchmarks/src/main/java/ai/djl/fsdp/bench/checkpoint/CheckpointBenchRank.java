@@ -46,8 +46,6 @@ import picocli.CommandLine.Mixin;
 @Command(name = "checkpoint-rank", mixinStandardHelpOptions = true)
 public final class CheckpointBenchRank implements Callable<Integer> {
 
-    private static final Path CLEAR_REFS = Path.of("/proc/self/clear_refs");
-
     @Mixin private GptOptions gpt = new GptOptions();
 
     @Mixin private CheckpointOptions checkpoint;
@@ -183,9 +181,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
     /** Resets the resident-set high-water mark to the current resident set; returns the time. */
     private long resetPeak() {
         phaseStartRss = PeakMemory.bytes("VmRSS");
-        try {
-            Files.writeString(CLEAR_REFS, "5");
-        } catch (IOException e) {
+        if (!PeakMemory.resetPeak()) {
             peakResets = false; // the peaks are then the process's, not the phase's
         }
         return System.nanoTime();

@@ -72,6 +72,9 @@ public final class TrainBenchRank implements Callable<Integer> {
         DefaultTrainingConfig config = rank.trainingConfig(new CausalLmLoss());
         try (Model model = rank.newModel("gpt2-bench");
                 ProcessGroup group = baseline ? null : ProcessGroups.init(rank.env())) {
+            // A JVM with libtorch loaded and the ranks linked, before any model: what any rank
+            // holds whatever FSDP does.
+            long idleRss = PeakMemory.bytes("VmRSS");
             GPT2LMHeadModel network = shape.modelConfig().newModel();
             AttentionKernel.of(settings.attention()).applyTo(network);
             int loraRank = settings.loraRank();
@@ -105,7 +108,11 @@ public final class TrainBenchRank implements Callable<Integer> {
                 trainer = start.trainer();
             }
             try (trainer) {
+                long initPeak = peakRssBytes();
+                boolean reset = PeakMemory.resetPeak();
                 StepTimes times = timeSteps(settings, trainer);
+                // Without the reset the steps' peak is the process's (initialization included).
+                long stepPeak = peakRssBytes();
                 long modelState;
                 long sent;
                 long across;
@@ -125,7 +132,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                     waitNanos = 0;
                     ideal = modelState;
                 }
-                long peakRss = peakRssBytes();
+                long peakRss = Math.max(initPeak, stepPeak);
                 rank.write(
                         List.of(
                                 String.format(
@@ -133,7 +140,10 @@ public final class TrainBenchRank implements Callable<Integer> {
                                         "step_ms=%.1f loss=%.6f peak_rss_mb=%.1f"
                                                 + " model_state_mb=%.1f sent_mb=%.1f"
                                                 + " sent_across_mb=%.1f comm_wait_ms=%.1f"
-                                                + " ideal_mb=%.1f rss_over_ideal=%.3f",
+                                                + " ideal_mb=%.1f rss_over_ideal=%.3f"
+                                                + " idle_rss_mb=%.1f init_peak_rss_mb=%.1f"
+                                                + " step_peak_rss_mb=%.1f"
+                                                + " above_idle_over_ideal=%.3f",
                                         times.meanMillis(),
                                         times.lastLoss(),
                                         peakRss / 1e6,
@@ -142,7 +152,11 @@ public final class TrainBenchRank implements Callable<Integer> {
                                         across / 1e6,
                                         waitNanos / 1e6,
                                         ideal / 1e6,
-                                        peakRss / (double) ideal)));
+                                        peakRss / (double) ideal,
+                                        idleRss / 1e6,
+                                        initPeak / 1e6,
+                                        reset ? stepPeak / 1e6 : Double.NaN,
+                                        (peakRss - idleRss) / (double) ideal)));
             }
         }
         return 0;

@@ -58,7 +58,9 @@ final class TrainBenchReport {
                     + " comm_wait_ms_per_step=%.1f model_gflops_per_s=%.1f peak_gflops=%.1f"
                     + " peak_fraction=%.3f fp32_gflops_per_thread=%.1f bf16_gflops_per_thread=%.1f"
                     + " sent_across_mb_per_step=%.1f shard_group_size=%d ideal_mb_per_rank=%.1f"
-                    + " peak_rss_over_ideal=%.3f",
+                    + " peak_rss_over_ideal=%.3f idle_rss_mb_per_rank=%.1f"
+                    + " init_peak_rss_mb_per_rank=%.1f step_peak_rss_mb_per_rank=%.1f"
+                    + " peak_above_idle_over_ideal=%.3f",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -83,6 +85,10 @@ final class TrainBenchReport {
                         ? settings.shardGroupSize()
                         : settings.nproc(),
                 worst.get("ideal_mb"),
-                worst.get("rss_over_ideal"));
+                worst.get("rss_over_ideal"),
+                worst.get("idle_rss_mb"),
+                worst.get("init_peak_rss_mb"),
+                worst.get("step_peak_rss_mb"),
+                worst.get("above_idle_over_ideal"));
     }
 }

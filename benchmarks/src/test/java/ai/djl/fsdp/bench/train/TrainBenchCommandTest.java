@@ -28,7 +28,10 @@ class TrainBenchCommandTest {
                             + " peak_gflops=([\\d.]+) peak_fraction=[\\d.]+"
                             + " fp32_gflops_per_thread=[\\d.]+ bf16_gflops_per_thread=[\\d.]+"
                             + " sent_across_mb_per_step=([\\d.]+) shard_group_size=(\\d+)"
-                            + " ideal_mb_per_rank=[\\d.]+ peak_rss_over_ideal=[\\d.]+");
+                            + " ideal_mb_per_rank=[\\d.]+ peak_rss_over_ideal=[\\d.]+"
+                            + " idle_rss_mb_per_rank=([\\d.]+) init_peak_rss_mb_per_rank=([\\d.]+)"
+                            + " step_peak_rss_mb_per_rank=(?:[\\d.]+|NaN)"
+                            + " peak_above_idle_over_ideal=[\\d.]+");
 
     private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();
@@ -82,6 +85,11 @@ class TrainBenchCommandTest {
         assertEquals(0.0, Double.parseDouble(baseline.group(5)));
         assertTrue(Double.parseDouble(sharded.group(5)) > 0, "FULL_SHARD sends");
         assertTrue(Double.parseDouble(sharded.group(6)) > 0, "the peak is measured");
+        double idle = Double.parseDouble(sharded.group(9));
+        assertTrue(
+                idle > 0 && idle < Double.parseDouble(sharded.group(10)),
+                "a rank's idle process holds less than its initialization's peak: "
+                        + sharded.group());
         // Half, plus at most one padding element per flat parameter.
         assertEquals(baselineState / 2, shardedState, 0.1);
     }

@@ -87,13 +87,14 @@ final class Evaluation {
 
     /**
      * Asks the model each held-out question (the conversation up to its last reply) and compares
-     * its greedy reply, up to the end-of-turn token, with the reference. Each rank decodes all of
-     * its questions together as one batch with a key-value cache ({@link ShardedDecoder}): a step
-     * gathers each unit once for every question of the rank. Rank 0 shows the steps on a progress
-     * bar.
+     * its greedy reply, up to the end-of-turn token, with the reference. Each rank decodes its
+     * questions together in batches of at most {@code maxRows} with a key-value cache ({@link
+     * ShardedDecoder}): a step gathers each unit once for every question of the batch, and the
+     * ranks agree on the number of batches. Rank 0 shows the steps on a progress bar.
      *
      * @param documents the eval conversations
      * @param samples the most questions to ask
+     * @param maxRows the most questions a rank decodes together
      * @param tokenizer the tokenizer with the chat template's tokens
      * @param format how the questions are put to the model
      * @param endOfTurn the end-of-turn token id
@@ -102,6 +103,7 @@ final class Evaluation {
     ExactMatch exactMatch(
             List<Document> documents,
             int samples,
+            int maxRows,
             HuggingFaceTokenizer tokenizer,
             ChatFormat format,
             long endOfTurn) {
@@ -147,11 +149,14 @@ final class Evaluation {
         CausalLM model = (CausalLM) trainer.getModel().getBlock();
         Generator generator = new Generator(new ShardedDecoder(trainer, model.getConfig(), group));
         long[][] replies;
+        // The most batches a rank takes: its share of the questions is at most the first rank's.
+        int shares = (prompts.size() + group.getSize() - 1) / group.getSize();
+        long steps = (long) Generator.batches(shares, maxRows) * greedy.getMaxNewTokens();
         try (NDManager manager = trainer.getManager().newSubManager();
-                Progress progress =
-                        Progress.open(
-                                "exact match", greedy.getMaxNewTokens(), group.getRank() == 0)) {
-            replies = generator.generate(manager, batch, greedy, step -> progress.update(step, ""));
+                Progress progress = Progress.open("exact match", steps, group.getRank() == 0)) {
+            replies =
+                    generator.generate(
+                            manager, batch, greedy, maxRows, step -> progress.update(step, ""));
         }
         long correct = 0;
         String firstReply = null;

@@ -236,6 +236,14 @@ final class FinetuneArguments {
     int exactMatchSamples;
 
     @Option(
+            names = "--exact_match_batch_size",
+            description =
+                    "The most exact-match questions a rank decodes together (their logits and"
+                            + " key-value cache grow with it); default 4 x"
+                            + " --per_device_eval_batch_size.")
+    Integer exactMatchBatchSize;
+
+    @Option(
             names = "--logging_steps",
             defaultValue = "10",
             description = "Steps between log lines and metrics.jsonl rows (default 10).")
@@ -298,6 +306,17 @@ final class FinetuneArguments {
     String maxShardSize;
 
     @Option(
+            names = "--save_base_model",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "With LoRA, also save the frozen base model without its adapters in base/ (as"
+                            + " the merged model is saved) and name it as the adapters'"
+                            + " base_model_name_or_path: for a base from config.json alone (fresh"
+                            + " weights) the only copy of what the adapters were trained on.")
+    boolean saveBaseModel;
+
+    @Option(
             names = "--save_dtype",
             defaultValue = "auto",
             description =
@@ -316,6 +335,15 @@ final class FinetuneArguments {
     /** Returns the train split's name. */
     String trainSplit() {
         return splitNames()[0];
+    }
+
+    /**
+     * Returns the most exact-match questions a rank decodes together: {@code
+     * --exact_match_batch_size}, or by default four eval batches (a question's prompt and reply are
+     * short beside {@code --max_seq_len}).
+     */
+    int exactMatchBatchSize() {
+        return exactMatchBatchSize != null ? exactMatchBatchSize : 4 * perDeviceEvalBatchSize;
     }
 
     /** Returns the eval split's name, or null when nothing is evaluated. */

@@ -56,6 +56,12 @@ public final class FinetuneCommand implements Subcommand {
     /** The subdirectory of a LoRA run's output that holds the merged model. */
     public static final String MERGED = "merged";
 
+    /**
+     * The subdirectory of a LoRA run's output that holds the base model with {@code
+     * --save_base_model}.
+     */
+    public static final String BASE = "base";
+
     @Spec private CommandSpec spec;
     @Mixin private FinetuneArguments args;
     @Mixin private FsdpArguments fsdp;
@@ -164,6 +170,7 @@ public final class FinetuneCommand implements Subcommand {
                         .exactMatch(
                                 recipe.evalDocuments,
                                 args.exactMatchSamples,
+                                args.exactMatchBatchSize(),
                                 recipe.tokenizer,
                                 recipe.chatFormat,
                                 recipe.endOfTurn);
@@ -211,9 +218,18 @@ public final class FinetuneCommand implements Subcommand {
             throw new IllegalArgumentException(
                     "--model_name_or_path " + args.modelNameOrPath + " has no " + ConfigJson.FILE);
         }
+        if (args.saveBaseModel && !args.usePeftLora) {
+            throw new IllegalArgumentException(
+                    "--save_base_model saves the base under LoRA adapters: it needs"
+                            + " --use_peft_lora True (without adapters the saved model is the"
+                            + " whole model)");
+        }
         requirePositive(args.maxSeqLen, "--max_seq_len");
         requirePositive(args.perDeviceTrainBatchSize, "--per_device_train_batch_size");
         requirePositive(args.perDeviceEvalBatchSize, "--per_device_eval_batch_size");
+        if (args.exactMatchBatchSize != null) {
+            requirePositive(args.exactMatchBatchSize, "--exact_match_batch_size");
+        }
         requirePositive(args.gradientAccumulationSteps, "--gradient_accumulation_steps");
         requirePositive(args.maxNonFiniteSteps, "--max_non_finite_steps");
         if (args.maxSteps <= 0 && !(args.numTrainEpochs > 0)) {
@@ -287,7 +303,10 @@ public final class FinetuneCommand implements Subcommand {
                 .optRank(args.loraR)
                 .optAlpha(args.loraAlpha)
                 .optDropout(args.loraDropout)
-                .optBaseModelNameOrPath(args.modelNameOrPath)
+                .optBaseModelNameOrPath(
+                        args.saveBaseModel
+                                ? args.outputDir.resolve(BASE).toAbsolutePath().toString()
+                                : args.modelNameOrPath)
                 .build();
     }
 
@@ -306,8 +325,16 @@ public final class FinetuneCommand implements Subcommand {
                         HfCheckpoint.saveAdapters(trainer, lora, directory);
                     }
                     HfCheckpoint.saveMerged(trainer, lm, model, saveDtype, maxShardBytes);
+                    if (args.saveBaseModel) {
+                        HfCheckpoint.saveBase(
+                                trainer, lm, directory.resolve(BASE), saveDtype, maxShardBytes);
+                    }
                     if (rankZero) {
                         report.writeTokenizer(directory, model);
+                        if (args.saveBaseModel) {
+                            Path base = directory.resolve(BASE);
+                            report.writeTokenizer(base, base);
+                        }
                         report.copyRunFiles(directory);
                     }
                 };

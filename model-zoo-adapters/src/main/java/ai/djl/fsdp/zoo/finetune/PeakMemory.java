@@ -12,12 +12,29 @@ import java.nio.file.Path;
 public final class PeakMemory {
 
     private static final Path STATUS = Path.of("/proc/self/status");
+    private static final Path CLEAR_REFS = Path.of("/proc/self/clear_refs");
 
     private PeakMemory() {}
 
     /** Returns {@code VmHWM} (the peak resident set) in bytes, or -1 where it is not reported. */
     public static long residentBytes() {
         return bytes("VmHWM");
+    }
+
+    /**
+     * Resets the peak resident set ({@code VmHWM}) to the current one, by writing {@code 5} to
+     * {@code /proc/self/clear_refs}, so that the next peak read is that of what runs from now on.
+     *
+     * @return whether it was reset (false where {@code /proc} does not allow it: the peak is then
+     *     still the process's)
+     */
+    public static boolean resetPeak() {
+        try {
+            Files.writeString(CLEAR_REFS, "5");
+            return true;
+        } catch (IOException | SecurityException e) {
+            return false;
+        }
     }
 
     /**

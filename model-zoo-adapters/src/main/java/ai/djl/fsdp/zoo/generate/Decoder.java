@@ -43,6 +43,17 @@ public interface Decoder {
     }
 
     /**
+     * Returns the decoding batches every process takes: the most of their counts (this one's on one
+     * process). A collective where the model is sharded.
+     *
+     * @param batches this process's batches
+     * @return the agreed batches
+     */
+    default int agreeOnBatches(int batches) {
+        return batches;
+    }
+
+    /**
      * Returns whether any process still has a sequence to continue (this one's answer on one
      * process). A collective where the model is sharded: every process calls it once per step.
      *

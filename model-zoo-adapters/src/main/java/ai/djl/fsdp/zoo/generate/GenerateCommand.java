@@ -95,6 +95,14 @@ public final class GenerateCommand implements Subcommand {
             description = "Sampling seed (default ${DEFAULT-VALUE}).")
     private long seed;
 
+    @Option(
+            names = "--print_token_ids",
+            description =
+                    "Also print the generated token ids on standard error: what the model chose"
+                        + " even where the tokenizer spells nothing for them (fresh weights over a"
+                        + " vocabulary larger than the tokenizer's).")
+    private boolean printTokenIds;
+
     @Option(names = "--tokenizer", description = "tokenizer.json (default: the one in --model).")
     private Path tokenizer;
 
@@ -272,6 +280,11 @@ public final class GenerateCommand implements Subcommand {
             long[] generated,
             HuggingFaceTokenizer tok) {
         PrintWriter out = spec.commandLine().getOut();
+        if (printTokenIds) {
+            PrintWriter err = spec.commandLine().getErr();
+            err.println("token ids: " + java.util.Arrays.toString(generated));
+            err.flush();
+        }
         if (chat) {
             long[] reply = generated;
             if (reply.length > 0 && stops.contains(reply[reply.length - 1])) {

@@ -72,6 +72,82 @@ public final class Generator {
      */
     public long[][] generate(
             NDManager manager, List<long[]> prompts, GenerationConfig config, IntConsumer onStep) {
+        return decode(manager, prompts, config, 0, onStep);
+    }
+
+    /**
+     * Generates tokens after each of several prompts in batches of at most {@code maxRows} rows,
+     * one batch after another, so that what a batch holds (the prompts' logits and the key-value
+     * cache, both growing with rows times length) is bounded. Where the model is sharded the
+     * processes agree on the number of batches ({@link Decoder#agreeOnBatches}); a process with
+     * fewer decodes its first prompt again for each missing batch and drops the tokens. Each row
+     * gets what it gets in one uncapped batch: row {@code i} samples with the seed {@code
+     * config.getSeed() + i}.
+     *
+     * @param manager the manager for the cache and the work arrays (all freed before returning)
+     * @param prompts the prompts' token ids, each at least one, at least one prompt
+     * @param config how to pick tokens
+     * @param maxRows the most rows a batch decodes together, at least one
+     * @param onStep told the number of steps taken over all batches so far after each step
+     * @return each prompt's generated tokens (without the prompt), as {@link #generate(NDManager,
+     *     List, GenerationConfig, IntConsumer)} returns them
+     */
+    public long[][] generate(
+            NDManager manager,
+            List<long[]> prompts,
+            GenerationConfig config,
+            int maxRows,
+            IntConsumer onStep) {
+        if (maxRows < 1) {
+            throw new IllegalArgumentException(
+                    "a decoding batch needs at least one row, got " + maxRows);
+        }
+        if (prompts.isEmpty()) {
+            throw new IllegalArgumentException("no prompts: generation needs at least one");
+        }
+        int batches = decoder.agreeOnBatches(batches(prompts.size(), maxRows));
+        long[][] replies = new long[prompts.size()][];
+        // The steps of the batches before this one, and this one's so far.
+        int[] steps = {0, 0};
+        for (int batch = 0; batch < batches; batch++) {
+            int from = Math.min(batch * maxRows, prompts.size());
+            int to = Math.min(from + maxRows, prompts.size());
+            // Past this process's own batches: its first prompt again, tokens dropped.
+            List<long[]> rows = from < to ? prompts.subList(from, to) : prompts.subList(0, 1);
+            steps[0] += steps[1];
+            steps[1] = 0;
+            long[][] decoded =
+                    decode(
+                            manager,
+                            rows,
+                            config,
+                            from,
+                            step -> {
+                                steps[1] = step;
+                                onStep.accept(steps[0] + step);
+                            });
+            System.arraycopy(decoded, 0, replies, from, to - from);
+        }
+        return replies;
+    }
+
+    /**
+     * Returns the batches of at most {@code maxRows} rows that {@code rows} rows take.
+     *
+     * @param rows the rows
+     * @param maxRows the most rows per batch
+     * @return the batches
+     */
+    public static int batches(int rows, int maxRows) {
+        return (rows + maxRows - 1) / maxRows;
+    }
+
+    private long[][] decode(
+            NDManager manager,
+            List<long[]> prompts,
+            GenerationConfig config,
+            int firstRow,
+            IntConsumer onStep) {
         int rows = prompts.size();
         if (rows == 0) {
             throw new IllegalArgumentException("no prompts: generation needs at least one");
@@ -107,7 +183,7 @@ public final class Generator {
             pads[row] = width - prompt.length;
             padded |= pads[row] > 0;
             System.arraycopy(prompt, 0, input, row * width + pads[row], prompt.length);
-            samplers[row] = new Sampler(config, config.getSeed() + row);
+            samplers[row] = new Sampler(config, config.getSeed() + firstRow + row);
         }
         int steps = 0;
         boolean active = budget > 0;

@@ -80,7 +80,8 @@ record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, St
                                 ? ") has a config.json but no weights: the adapters were trained"
                                         + " on fresh weights that were never saved, so only the"
                                         + " merged model can generate; pass the merged model's"
-                                        + " directory"
+                                        + " directory (finetune --save_base_model True saves the"
+                                        + " base with the adapters)"
                                 : ") is not a checkpoint directory: pass the merged model's"
                                         + " directory, or set base_model_name_or_path in "
                                         + adapterConfig

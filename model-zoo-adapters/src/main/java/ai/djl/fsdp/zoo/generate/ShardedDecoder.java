@@ -8,6 +8,8 @@ import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import java.util.Arrays;
 
 /**
  * The decoder of a model sharded by an {@link FsdpTrainer}: each step is one inference pass that
@@ -47,18 +49,27 @@ public final class ShardedDecoder implements Decoder {
 
     @Override
     public int agreeOnSteps(int budget) {
-        // The least budget: each rank puts its own in its slot of a sum.
-        float[] slots = new float[group.getSize()];
-        slots[group.getRank()] = budget;
-        try (NDManager scratch = NDManager.newBaseManager(group.getDevice())) {
-            NDArray all = scratch.create(slots);
-            group.allReduce(all, ReduceOp.SUM);
-            return (int) all.min().getFloat();
-        }
+        return Arrays.stream(everyRanks(budget)).min().orElse(budget);
+    }
+
+    @Override
+    public int agreeOnBatches(int batches) {
+        return Arrays.stream(everyRanks(batches)).max().orElse(batches);
     }
 
     @Override
     public boolean anyActive(boolean active) {
         return trainer.allReduce(active ? 1 : 0, ReduceOp.SUM) > 0;
+    }
+
+    /** Every rank's count, on the host: each rank puts its own in its slot of a sum. */
+    private int[] everyRanks(int count) {
+        float[] slots = new float[group.getSize()];
+        slots[group.getRank()] = count;
+        try (NDManager scratch = NDManager.newBaseManager(group.getDevice())) {
+            NDArray all = scratch.create(slots);
+            group.allReduce(all, ReduceOp.SUM);
+            return all.toType(DataType.INT32, false).toIntArray();
+        }
     }
 }

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.hf;
 
+import ai.djl.fsdp.checkpoint.StateTransform;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraState;
@@ -207,14 +208,48 @@ public final class HfCheckpoint {
             Dtype floatType,
             long maxShardBytes)
             throws IOException {
+        saveFull(trainer, model, LoraState.merged(model), directory, floatType, maxShardBytes);
+    }
+
+    /**
+     * Saves the base model under a LoRA model trained with FSDP, without its adapters, as a plain
+     * Hugging Face checkpoint directory the adapters can be put on again (for a base that had no
+     * weights before the run, the only copy of what the adapters were trained on), written as
+     * {@link #saveMerged(FsdpTrainer, CausalLM, Path, Dtype, long)} writes. A collective: every
+     * rank calls it; rank 0 writes.
+     *
+     * @param trainer the trainer of {@code model}
+     * @param model the model, adapted or not
+     * @param directory the directory (created if needed) on rank 0
+     * @param floatType {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
+     * @param maxShardBytes the most tensor bytes one file holds
+     * @throws IOException if writing fails
+     */
+    public static void saveBase(
+            FsdpTrainer trainer,
+            CausalLM model,
+            Path directory,
+            Dtype floatType,
+            long maxShardBytes)
+            throws IOException {
+        saveFull(trainer, model, LoraState.base(model), directory, floatType, maxShardBytes);
+    }
+
+    private static void saveFull(
+            FsdpTrainer trainer,
+            CausalLM model,
+            StateTransform state,
+            Path directory,
+            Dtype floatType,
+            long maxShardBytes)
+            throws IOException {
         if (trainer.getModel().getBlock() != model) {
             throw new IllegalArgumentException("the trainer does not train this model");
         }
         if (trainer.getRank() == 0) {
             Files.createDirectories(directory);
         }
-        trainer.saveFullState(
-                directory, LoraState.merged(model).withFloatsAs(floatType), maxShardBytes);
+        trainer.saveFullState(directory, state.withFloatsAs(floatType), maxShardBytes);
         if (trainer.getRank() == 0) {
             ConfigJson.write(model.getConfig(), directory, torchDtype(floatType));
         }

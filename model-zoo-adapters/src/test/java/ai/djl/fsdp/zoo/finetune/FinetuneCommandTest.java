@@ -20,6 +20,7 @@ import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.generate.GenerateCommand;
+import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.ndarray.NDManager;
 import com.google.gson.Gson;
 import com.google.gson.JsonObject;
@@ -126,7 +127,8 @@ class FinetuneCommandTest {
                         + " --use_reentrant False --dataset_text_field content --use_flash_attn"
                         + " True --use_peft_lora True --lora_r 8 --lora_alpha 16 --lora_dropout"
                         + " 0.1 --lora_target_modules all-linear --use_4bit_quantization False"
-                        + " --exact_match_samples 6 --fsdp_transformer_layer_cls_to_wrap"
+                        + " --exact_match_samples 5 --exact_match_batch_size 2"
+                        + " --save_base_model --fsdp_transformer_layer_cls_to_wrap"
                         + " LlamaDecoderLayer";
         RankProcesses.Results results = launch(Arrays.asList(recipe.split(" ")));
         String out = results.rank(0).output();
@@ -135,7 +137,8 @@ class FinetuneCommandTest {
             assertTrue(out.contains("note: " + note), note + " is noted: " + out);
         }
         assertFalse(results.rank(1).output().contains("note:"), "only rank 0 prints");
-        assertTrue(out.contains("exact_match before training: "), out);
+        // Five questions, 3 and 2 per rank in batches of 2: the ranks take 2 and 1 batches.
+        assertTrue(out.matches("(?s).*exact_match before training: \\d/5 = .*"), out);
         try (NDManager manager = TestModels.newManager()) {
             CausalLM merged = Models.load(output.resolve(FinetuneCommand.MERGED), manager);
             assertEquals(
@@ -146,7 +149,6 @@ class FinetuneCommandTest {
         JsonObject adapterConfig =
                 JsonParser.parseString(Files.readString(output.resolve(Lora.CONFIG_FILE)))
                         .getAsJsonObject();
-        assertEquals("llama-tiny", adapterConfig.get("base_model_name_or_path").getAsString());
         assertEquals(
                 "[\"down_proj\",\"gate_proj\",\"k_proj\",\"o_proj\",\"q_proj\",\"up_proj\",\"v_proj\"]",
                 adapterConfig.get("target_modules").toString(),
@@ -157,10 +159,49 @@ class FinetuneCommandTest {
                 new CommandLine(new GenerateCommand())
                         .setOut(new PrintWriter(generated))
                         .setErr(new PrintWriter(notes))
-                        .execute("--model", output.toString(), "--prompt", "What is 1 + 1?");
+                        .execute(
+                                "--model",
+                                output.toString(),
+                                "--prompt",
+                                "What is 1 + 1?",
+                                "--print_token_ids");
         assertEquals(0, exit, "generate on the recipe's own output: " + notes);
         assertTrue(notes.toString().contains("merged model"), notes.toString());
         assertChatModel(output.resolve(FinetuneCommand.MERGED));
+        // --save_base_model: the fresh base without its adapters in base/, named as the adapters'
+        // base; the adapters alone on it generate what the merged model generates.
+        Path base = output.resolve(FinetuneCommand.BASE);
+        assertEquals(
+                base.toAbsolutePath().toString(),
+                adapterConfig.get("base_model_name_or_path").getAsString());
+        Path adaptersAlone = Files.createDirectory(directory.resolve("adapters-alone"));
+        for (String file :
+                List.of(
+                        Lora.CONFIG_FILE,
+                        Lora.WEIGHTS_FILE,
+                        Tokenizers.FILE,
+                        ChatTemplate.CONFIG_FILE)) {
+            Files.copy(output.resolve(file), adaptersAlone.resolve(file));
+        }
+        StringWriter onBase = new StringWriter();
+        StringWriter onBaseNotes = new StringWriter();
+        exit =
+                new CommandLine(new GenerateCommand())
+                        .setOut(new PrintWriter(onBase))
+                        .setErr(new PrintWriter(onBaseNotes))
+                        .execute(
+                                "--model",
+                                adaptersAlone.toString(),
+                                "--prompt",
+                                "What is 1 + 1?",
+                                "--print_token_ids");
+        assertEquals(0, exit, "generate on the saved base: " + onBaseNotes);
+        assertTrue(
+                onBaseNotes.toString().contains("on their base " + base), onBaseNotes.toString());
+        assertEquals(generated.toString(), onBase.toString());
+        String ids = notes.toString().replaceAll("(?s).*(token ids: \\[[^]]*]).*", "$1");
+        assertTrue(ids.startsWith("token ids: ["), notes.toString());
+        assertTrue(onBaseNotes.toString().contains(ids), onBaseNotes + " vs " + ids);
         List<JsonObject> rows = metrics(output);
         assertTrue(rows.stream().anyMatch(row -> row.has("eval_loss")), rows.toString());
     }
@@ -262,6 +303,7 @@ class FinetuneCommandTest {
                 directory.resolve("nope").toString());
         assertFails("--max_seq_len 1024", "--max_seq_len", "1024");
         assertFails("--eval_steps", "--eval_strategy", "steps");
+        assertFails("--exact_match_batch_size must be positive", "--exact_match_batch_size", "0");
         assertFails("--lr_scheduler_type", "--lr_scheduler_type", "polynomial");
         Path typo =
                 Files.writeString(

@@ -53,6 +53,7 @@ final class ShardedGenerationChecks {
         for (String name : List.of("gpt2-tiny", "llama-tiny")) {
             batchedWithCacheMatchesEachPromptAloneWithout(name, MixedPrecision.FP32, group);
         }
+        cappedBatchesMatchOneBatch("llama-tiny", group);
         // Under bfloat16 the cache keeps the compute type; the outputs are not compared.
         batchedDecodingRuns("llama-tiny", MixedPrecision.BF16, group);
     }
@@ -103,6 +104,65 @@ final class ShardedGenerationChecks {
                 }
                 if (steps.isEmpty() || steps.get(steps.size() - 1) > NEW_TOKENS) {
                     throw new AssertionError(name + " took " + steps + " steps");
+                }
+            }
+        }
+    }
+
+    /**
+     * The rank's prompts decoded in batches of at most 1, 2 or 3 rows give what one batch gives; on
+     * two ranks the shares are 4 and 3 prompts, so the ranks have different numbers of batches (2
+     * and 1 at 3 rows) and agree on the most.
+     */
+    private static void cappedBatchesMatchOneBatch(String name, ProcessGroup group) {
+        List<long[]> all = prompts();
+        try (Model model = Model.newInstance(name, Device.cpu());
+                NDManager manager = TestModels.newManager()) {
+            CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
+            model.setBlock(lm);
+            try (FsdpTrainer trainer = newTrainer(model, MixedPrecision.FP32, group)) {
+                Generator generator =
+                        new Generator(new ShardedDecoder(trainer, lm.getConfig(), group));
+                List<long[]> mine = new ArrayList<>();
+                for (int i = group.getRank(); i < all.size(); i += group.getSize()) {
+                    mine.add(all.get(i));
+                }
+                GenerationConfig free =
+                        GenerationConfig.builder().optMaxNewTokens(NEW_TOKENS).build();
+                long[][] whole = generator.generate(manager, mine, free, step -> {});
+                // A stop token that ends one of this rank's rows early (its third token).
+                long stop = whole[0][2];
+                GenerationConfig config =
+                        GenerationConfig.builder()
+                                .optMaxNewTokens(NEW_TOKENS)
+                                .optStopTokens(List.of(stop))
+                                .build();
+                long[][] one = generator.generate(manager, mine, config, step -> {});
+                for (int maxRows = 1; maxRows <= 3; maxRows++) {
+                    List<Integer> steps = new ArrayList<>();
+                    long[][] capped =
+                            generator.generate(manager, mine, config, maxRows, steps::add);
+                    for (int row = 0; row < mine.size(); row++) {
+                        if (!Arrays.equals(one[row], capped[row])) {
+                            throw new AssertionError(
+                                    name
+                                            + " rank "
+                                            + group.getRank()
+                                            + " row "
+                                            + row
+                                            + " in batches of "
+                                            + maxRows
+                                            + ": "
+                                            + Arrays.toString(capped[row])
+                                            + ", in one batch "
+                                            + Arrays.toString(one[row]));
+                        }
+                    }
+                    for (int i = 1; i < steps.size(); i++) {
+                        if (steps.get(i) <= steps.get(i - 1)) {
+                            throw new AssertionError("steps reported out of order: " + steps);
+                        }
+                    }
                 }
             }
         }
