@@ -172,11 +172,11 @@ public final class CausalLmLoss extends Loss {
         NDArray rows = hidden.reshape(-1, width);
         long count = rows.getShape().get(0);
         boolean withGradient = Autograd.isGradMode();
-        // A frozen (LoRA) head needs no gradient of its own; hidden states always have one.
+        // Hidden states in training come from trained parameters (and DJL cannot tell an array in a
+        // graph from a constant); a frozen head (LoRA), a leaf that requires no gradient, needs
+        // no gradient of its own.
         NDArray hiddenGradient =
-                withGradient && hidden.hasGradient()
-                        ? Precision.FLOAT32.empty(manager, rows.getShape())
-                        : null;
+                withGradient ? Precision.FLOAT32.empty(manager, rows.getShape()) : null;
         NDArray weightGradient =
                 withGradient && weight.hasGradient()
                         ? Precision.FLOAT32.empty(manager, weightShape)

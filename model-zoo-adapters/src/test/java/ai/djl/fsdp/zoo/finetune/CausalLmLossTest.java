@@ -119,8 +119,12 @@ class CausalLmLossTest {
             CausalLmLoss loss = new CausalLmLoss();
             loss.setStepTokens(stepTokens);
             try (GradientCollector collector = h.getManager().getEngine().newGradientCollector()) {
+                // The hidden states are a graph's output, as a model's are, not a leaf.
+                NDArray states = h.mul(1f);
                 NDList predictions =
-                        fromHiddenStates ? new NDList(h, w) : new NDList(h.matMul(w.transpose()));
+                        fromHiddenStates
+                                ? new NDList(states, w)
+                                : new NDList(states.matMul(w.transpose()));
                 NDArray value = loss.evaluate(new NDList(labels), predictions);
                 collector.backward(value);
                 return new Result(
