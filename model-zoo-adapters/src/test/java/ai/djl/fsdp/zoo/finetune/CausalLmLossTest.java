@@ -120,7 +120,7 @@ class CausalLmLossTest {
             loss.setStepTokens(stepTokens);
             try (GradientCollector collector = h.getManager().getEngine().newGradientCollector()) {
                 // The hidden states are a graph's output, as a model's are, not a leaf.
-                NDArray states = h.mul(1f);
+                NDArray states = h.reshape(BATCH, LENGTH, WIDTH);
                 NDList predictions =
                         fromHiddenStates
                                 ? new NDList(states, w)
