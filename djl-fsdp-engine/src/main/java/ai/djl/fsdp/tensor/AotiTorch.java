@@ -68,6 +68,16 @@ interface AotiTorch extends Library {
     /** A second handle to the same tensor, as {@code new at::Tensor(*orig)}. */
     int aoti_torch_new_tensor_handle(Pointer orig, LongByReference newHandle);
 
+    /** {@code at::cpu::mm_out(out, self, mat2)}: a CPU matrix product into {@code out}. */
+    int aoti_torch_cpu_mm_out(Pointer out, Pointer self, Pointer mat2);
+
+    /**
+     * {@code at::cpu::addmm_out(out, self, mat1, mat2, beta, alpha)}: {@code out = beta self +
+     * alpha mat1 mat2} on the CPU; {@code out} may be {@code self} (PyTorch's {@code addmm_}).
+     */
+    int aoti_torch_cpu_addmm_out(
+            Pointer out, Pointer self, Pointer mat1, Pointer mat2, double beta, double alpha);
+
     /**
      * Calls an operator by its schema name through the dispatcher, autograd included. {@code stack}
      * holds one {@code StableIValue} per schema argument and receives the returns; see {@link

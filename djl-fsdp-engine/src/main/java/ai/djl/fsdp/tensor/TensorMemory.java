@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
+import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
@@ -198,6 +199,24 @@ public final class TensorMemory {
         check(
                 AotiTorch.cpu().aoti_torch_copy_(handle(target), handle(source), 0),
                 "aoti_torch_copy_");
+    }
+
+    /**
+     * Returns a second DJL array over the same libtorch tensor: the same memory, the same autograd
+     * identity (a gradient reaching either is the tensor's one gradient), owned by {@code manager}.
+     * Closing either array leaves the other open, so an array another component owns can be handed
+     * to code that attaches or closes what it is given.
+     *
+     * @param array a PyTorch-engine array
+     * @param manager the new array's manager, a PyTorch-engine manager
+     * @return the new array
+     */
+    public static NDArray newReference(NDArray array, NDManager manager) {
+        LongByReference reference = new LongByReference();
+        check(
+                AotiTorch.cpu().aoti_torch_new_tensor_handle(handle(array), reference),
+                "aoti_torch_new_tensor_handle");
+        return new PtNDArray((PtNDManager) manager, reference.getValue());
     }
 
     /**

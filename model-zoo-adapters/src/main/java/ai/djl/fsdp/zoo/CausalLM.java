@@ -1,6 +1,8 @@
 package ai.djl.fsdp.zoo;
 
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.fsdp.zoo.nn.HfBlock;
+import ai.djl.fsdp.zoo.nn.Linear;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
@@ -20,10 +22,20 @@ import ai.djl.util.PairList;
  * are pure functions of their inputs and parameters: they are the FSDP units. A key-value cache
  * travels in the call's parameters ({@link KvCache#asParams()}): the mask then covers the cached
  * positions and the new ones, {@code [B, cached + T]}.
+ *
+ * <p>With {@link #setFusedLossHead} on, a training pass without a cache returns {@code
+ * NDList(hiddenStates [B, T, C], headWeight [vocab, C])} instead: the final hidden states and the
+ * {@code lm_head} weight (the token embedding's when tied), for {@link
+ * ai.djl.fsdp.zoo.finetune.CausalLmLoss} to compute the head's product chunk by chunk with the
+ * loss, so that the logits {@code [B, T, vocab]} and their gradient never exist whole. Inference
+ * and passes with a cache (evaluation, generation) return logits either way.
  */
 public abstract class CausalLM extends HfBlock {
 
+    private static final String HEAD = "lm_head";
+
     private final ModelConfig config;
+    private boolean fusedLossHead;
 
     /**
      * Creates the model.
@@ -70,6 +82,26 @@ public abstract class CausalLM extends HfBlock {
     public abstract boolean isComputedBuffer(String name);
 
     /**
+     * Sets whether training passes hand the loss the final hidden states and the head's weight
+     * instead of logits (see the class description). A head that is not a bias-free {@link Linear}
+     * (a LoRA-adapted head, or a head made an FSDP unit of its own) computes logits as before.
+     *
+     * @param fused true to leave the head's product to the loss in training
+     */
+    public void setFusedLossHead(boolean fused) {
+        this.fusedLossHead = fused;
+    }
+
+    /**
+     * Returns whether training passes hand the loss the hidden states and the head's weight.
+     *
+     * @return true if the head's product is left to the loss in training
+     */
+    public boolean isFusedLossHead() {
+        return fusedLossHead;
+    }
+
+    /**
      * Runs the model on new tokens, optionally continuing from and extending a key-value cache.
      *
      * @param ps the parameter store
@@ -79,7 +111,27 @@ public abstract class CausalLM extends HfBlock {
      * @param training whether this is a training pass (dropout)
      * @return the logits {@code [B, T, vocab]}
      */
-    public abstract NDArray forward(
+    public NDArray forward(
+            ParameterStore ps,
+            NDArray inputIds,
+            NDArray attentionMask,
+            KvCache cache,
+            boolean training) {
+        NDArray hidden = hiddenStates(ps, inputIds, attentionMask, cache, training);
+        return call(HEAD, ps, hidden, training);
+    }
+
+    /**
+     * Runs the base model: the final hidden states, which {@code lm_head} maps to logits.
+     *
+     * @param ps the parameter store
+     * @param inputIds the new tokens {@code [B, T]}, int64
+     * @param attentionMask {@code [B, cached + T]}, or null when nothing is padded
+     * @param cache the cache to read and extend, or null to run without one
+     * @param training whether this is a training pass (dropout)
+     * @return the hidden states {@code [B, T, C]}
+     */
+    protected abstract NDArray hiddenStates(
             ParameterStore ps,
             NDArray inputIds,
             NDArray attentionMask,
@@ -96,7 +148,19 @@ public abstract class CausalLM extends HfBlock {
                             + " arrays");
         }
         NDArray mask = inputs.size() == 2 ? inputs.get(1) : null;
-        return new NDList(forward(ps, inputs.get(0), mask, KvCache.of(params), training));
+        KvCache cache = KvCache.of(params);
+        if (fusedLossHead
+                && training
+                && cache == null
+                && child(HEAD) instanceof Linear head
+                && !head.hasBias()) {
+            NDArray hidden = hiddenStates(ps, inputs.get(0), mask, null, true);
+            // A reference of the batch's own: callers attach or close the outputs they are given,
+            // and the weight belongs to the model (or to the FSDP root's gathered buffer).
+            NDArray weight = head.weightValue(ps, hidden, true);
+            return new NDList(hidden, TensorMemory.newReference(weight, hidden.getManager()));
+        }
+        return new NDList(forward(ps, inputs.get(0), mask, cache, training));
     }
 
     @Override

@@ -68,7 +68,7 @@ public final class TrainBenchRank implements Callable<Integer> {
         settings.check();
         GptShape shape = settings.shape();
         boolean baseline = TrainBenchSettings.BASELINE.equals(settings.sharding());
-        // The zoo's loss: log-softmax over the vocabulary in float32 at any precision.
+        // The zoo's loss: the head's product with log-softmax over the vocabulary (float32).
         DefaultTrainingConfig config = rank.trainingConfig(new CausalLmLoss());
         try (Model model = rank.newModel("gpt2-bench");
                 ProcessGroup group = baseline ? null : ProcessGroups.init(rank.env())) {
@@ -76,6 +76,8 @@ public final class TrainBenchRank implements Callable<Integer> {
             // holds whatever FSDP does.
             long idleRss = PeakMemory.bytes("VmRSS");
             GPT2LMHeadModel network = shape.modelConfig().newModel();
+            // The loss computes the tied head's product chunk by chunk, as finetune does.
+            network.setFusedLossHead(true);
             AttentionKernel.of(settings.attention()).applyTo(network);
             int loraRank = settings.loraRank();
             LoraConfig lora =

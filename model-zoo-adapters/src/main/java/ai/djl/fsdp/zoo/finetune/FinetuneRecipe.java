@@ -227,7 +227,8 @@ final class FinetuneRecipe implements AutoCloseable {
 
     /**
      * Builds the FSDP trainer: PyTorch's AdamW with the schedule (no weight decay on biases and
-     * normalization weights), the causal LM loss (the step's global token mean), and how to shard.
+     * normalization weights), the causal LM loss (the step's global token mean, computed with the
+     * head's product: {@link CausalLM#setFusedLossHead}), and how to shard.
      *
      * @param model the model, its block set
      * @param lm the block
@@ -235,6 +236,8 @@ final class FinetuneRecipe implements AutoCloseable {
      * @return the trainer
      */
     FsdpTrainer newTrainer(Model model, CausalLM lm, ParameterSource source) {
+        // The loss computes the head's product a chunk of rows at a time: no whole logits.
+        lm.setFusedLossHead(true);
         // PyTorch's AdamW, as Hugging Face's Trainer uses it.
         Optimizer adamW =
                 Adam.adamWBuilder()

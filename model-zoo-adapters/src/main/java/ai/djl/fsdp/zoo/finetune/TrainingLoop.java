@@ -116,8 +116,10 @@ final class TrainingLoop {
                         NDList batch = batches.get(micro);
                         try (NDManager manager = managers.get(micro);
                                 GradientCollector collector = trainer.newGradientCollector()) {
-                            NDList logits = trainer.forward(Sequences.modelInputs(batch));
-                            NDArray value = recipe.loss.evaluate(new NDList(batch.get(1)), logits);
+                            // Hidden states and the head's weight (CausalLM.setFusedLossHead).
+                            NDList predictions = trainer.forward(Sequences.modelInputs(batch));
+                            NDArray value =
+                                    recipe.loss.evaluate(new NDList(batch.get(1)), predictions);
                             collector.backward(value);
                             // Each micro-batch's share of the step's mean, on every rank.
                             loss += sumOverRanks(value);

@@ -43,14 +43,12 @@ public final class GPT2LMHeadModel extends CausalLM {
     }
 
     @Override
-    public NDArray forward(
+    protected NDArray hiddenStates(
             ParameterStore ps,
             NDArray inputIds,
             NDArray attentionMask,
             KvCache cache,
             boolean training) {
-        NDArray hidden =
-                ((GPT2Model) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
-        return call("lm_head", ps, hidden, training);
+        return ((GPT2Model) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
     }
 }

@@ -50,14 +50,12 @@ public final class LlamaForCausalLM extends CausalLM {
     }
 
     @Override
-    public NDArray forward(
+    protected NDArray hiddenStates(
             ParameterStore ps,
             NDArray inputIds,
             NDArray attentionMask,
             KvCache cache,
             boolean training) {
-        NDArray hidden =
-                ((LlamaModel) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
-        return call("lm_head", ps, hidden, training);
+        return ((LlamaModel) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
     }
 }

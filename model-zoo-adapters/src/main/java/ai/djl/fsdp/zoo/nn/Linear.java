@@ -59,6 +59,28 @@ public final class Linear extends HfBlock implements LinearProjection {
         return false;
     }
 
+    /**
+     * Returns whether the projection adds a bias.
+     *
+     * @return true if it has a bias
+     */
+    public boolean hasBias() {
+        return bias != null;
+    }
+
+    /**
+     * Returns the weight's value for this pass, {@code [out, in]}: what {@code forward} multiplies
+     * by, for a caller that computes the product itself (a loss that owns the head's product).
+     *
+     * @param ps the parameter store
+     * @param like an array on the device to use
+     * @param training whether this is a training pass
+     * @return the weight
+     */
+    public NDArray weightValue(ParameterStore ps, NDArray like, boolean training) {
+        return value(ps, weight, like, training);
+    }
+
     @Override
     public void addToWeight(NDArray delta) {
         StateDict.addInto(weight, delta);

@@ -94,6 +94,10 @@ final class ShardedZooChecks {
                 logitsDoNotDependOnSharding(name, strategy, group);
                 loraStartsAtTheBaseModel(name, strategy, group);
             }
+            for (ShardingStrategy strategy :
+                    List.of(ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP)) {
+                fusedHeadTrainsAsLogits(name, strategy, group);
+            }
             mergedEqualsAdaptedAfterTraining(name, group);
             closingWithoutGatheringLeavesNoFullParameters(name, group);
             for (boolean withLora : new boolean[] {false, true}) {
@@ -201,6 +205,31 @@ final class ShardedZooChecks {
         }
     }
 
+    /**
+     * Training with the loss computing the head's product from the hidden states (the head tied to
+     * the embedding in GPT-2, a root parameter) changes the model as training from logits does.
+     */
+    private static void fusedHeadTrainsAsLogits(
+            String name, ShardingStrategy strategy, ProcessGroup group) {
+        try (NDManager manager = TestModels.newManager()) {
+            NDArray ids = TestModels.tokens(manager, 2, 12, SEED + 1);
+            NDArray[] trained = new NDArray[2];
+            for (int fused = 0; fused < 2; fused++) {
+                try (Model model = Model.newInstance(name, Device.cpu())) {
+                    CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
+                    lm.setFusedLossHead(fused == 1);
+                    model.setBlock(lm);
+                    try (FsdpTrainer trainer = newTrainer(model, strategy, group, 1e-2f)) {
+                        train(trainer, manager, 2);
+                        trained[fused] = trainer.evaluate(new NDList(ids)).head();
+                        trained[fused].attach(manager);
+                    }
+                }
+            }
+            check(name + " " + strategy + " fused head", trained[0], trained[1], 1e-4f);
+        }
+    }
+
     private static void loraStartsAtTheBaseModel(
             String name, ShardingStrategy strategy, ProcessGroup group) {
         try (Model model = Model.newInstance(name, Device.cpu());
@@ -245,6 +274,8 @@ final class ShardedZooChecks {
             NDArray ids = TestModels.tokens(manager, 2, 12, SEED + 1);
             NDArray base = TestModels.logits(lm, ids, null);
             Lora.apply(lm, lora());
+            // The loss computes the frozen head's product itself; logits are read as usual.
+            lm.setFusedLossHead(true);
             model.setBlock(lm);
             NDArray adapted;
             try (FsdpTrainer trainer =

@@ -1,0 +1,108 @@
+package ai.djl.fsdp.tensor;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.pytorch.engine.PtNDManager;
+
+/**
+ * Operators that write into an array the caller already holds, which DJL's API lacks: a matrix
+ * product into a given array ({@code torch.mm(a, b, out=out)}), one added to it ({@code
+ * out.addmm_(a, b)}), the exponential in place ({@code out.exp_()}), and additions at flat
+ * positions ({@code out.put_(index, values, accumulate=True)}). Products into one array reused
+ * across a loop keep the loop from allocating (and the kernel from zeroing) a fresh array each
+ * time. They record no graph: call them outside grad mode, on arrays whose gradient nobody needs
+ * through them.
+ *
+ * <p>On the CPU the products are libtorch's CPU kernels through the C shim; elsewhere they fall
+ * back to DJL's product and a copy, with the same results.
+ */
+public final class InPlace {
+
+    private InPlace() {}
+
+    /**
+     * Writes {@code a b} into {@code out}.
+     *
+     * @param out a contiguous {@code [m, n]} array of the product's type
+     * @param a {@code [m, k]}, any strides (a transposed view reads without a copy)
+     * @param b {@code [k, n]}, any strides
+     */
+    public static void mm(NDArray out, NDArray a, NDArray b) {
+        if (onCpu(out)) {
+            TensorMemory.check(
+                    AotiTorch.cpu()
+                            .aoti_torch_cpu_mm_out(
+                                    TensorMemory.handle(out),
+                                    TensorMemory.handle(a),
+                                    TensorMemory.handle(b)),
+                    "aoti_torch_cpu_mm_out");
+            return;
+        }
+        try (NDArray product = a.matMul(b)) {
+            TensorMemory.copy(product, out);
+        }
+    }
+
+    /**
+     * Adds {@code a b} to {@code out} in place.
+     *
+     * @param out a contiguous {@code [m, n]} array of the product's type
+     * @param a {@code [m, k]}, any strides
+     * @param b {@code [k, n]}, any strides
+     */
+    public static void addMm(NDArray out, NDArray a, NDArray b) {
+        if (onCpu(out)) {
+            TensorMemory.check(
+                    AotiTorch.cpu()
+                            .aoti_torch_cpu_addmm_out(
+                                    TensorMemory.handle(out),
+                                    TensorMemory.handle(out),
+                                    TensorMemory.handle(a),
+                                    TensorMemory.handle(b),
+                                    1,
+                                    1),
+                    "aoti_torch_cpu_addmm_out");
+            return;
+        }
+        try (NDArray product = a.matMul(b)) {
+            out.addi(product);
+        }
+    }
+
+    /**
+     * Replaces every element of {@code out} by its exponential.
+     *
+     * @param out a floating-point array
+     */
+    public static void exp(NDArray out) {
+        // aten::exp_(Tensor(a!) self) -> Tensor(a!)
+        DispatcherCall.of("aten::exp_", 1)
+                .tensor(out)
+                .call((PtNDManager) out.getManager(), 1)[0]
+                .close();
+    }
+
+    /**
+     * Adds {@code values[i]} to the element at flat position {@code index[i]} of {@code out}, read
+     * as one row-major sequence ({@code out.put_(index, values, accumulate=True)}).
+     *
+     * @param out a contiguous array
+     * @param index int64 flat positions
+     * @param values as many values as positions, of {@code out}'s type
+     */
+    public static void putAdd(NDArray out, NDArray index, NDArray values) {
+        // aten::put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate) -> Tensor(a!)
+        NDArray[] self =
+                DispatcherCall.of("aten::put_", 4)
+                        .tensor(out)
+                        .tensor(index)
+                        .tensor(values)
+                        .bool(true)
+                        .call((PtNDManager) out.getManager(), 1);
+        self[0].close();
+    }
+
+    private static boolean onCpu(NDArray array) {
+        return Device.Type.CPU.equals(array.getDevice().getDeviceType());
+    }
+}

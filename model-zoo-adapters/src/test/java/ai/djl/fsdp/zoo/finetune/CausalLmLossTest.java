@@ -1,0 +1,150 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.finetune.data.Sequences;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.GradientCollector;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The loss from hidden states and the head's weight (the head's product chunk by chunk) against the
+ * loss from whole logits and against a plain float64 log-softmax: the loss and the gradients with
+ * respect to the hidden states and the weight. The vocabulary is GPT-2's and the rows more than one
+ * chunk holds, so several chunks (the last one short) add to the weight's gradient.
+ */
+class CausalLmLossTest {
+
+    private static final int VOCAB = 50257;
+    private static final int WIDTH = 16;
+    private static final int BATCH = 2;
+    private static final int LENGTH = 100;
+
+    /** float32 against float64: the summation order of 50257-wide rows and of 200 rows. */
+    private static final float TOLERANCE = 2e-5f;
+
+    @Test
+    void hiddenStatesGiveTheLossAndGradientsOfLogits() {
+        for (long stepTokens : new long[] {0, 500}) {
+            try (NDManager manager = TestModels.newManager()) {
+                Inputs in = Inputs.random(manager, 7);
+                Result reference = in.reference(stepTokens);
+                Result fromLogits = in.run(stepTokens, false, true);
+                Result fused = in.run(stepTokens, true, true);
+                reference.assertClose("logits", fromLogits);
+                reference.assertClose("hidden states", fused);
+            }
+        }
+    }
+
+    @Test
+    void aFrozenHeadGetsNoGradientAndEvaluationOnlyTheLoss() {
+        try (NDManager manager = TestModels.newManager()) {
+            Inputs in = Inputs.random(manager, 11);
+            Result reference = in.reference(0);
+            Result frozen = in.run(0, true, false);
+            assertEquals(reference.loss, frozen.loss, TOLERANCE);
+            assertTrue(TestModels.maxDiff(reference.hidden, frozen.hidden) <= TOLERANCE);
+            assertFalse(frozen.weightHasGradient);
+            CausalLmLoss loss = new CausalLmLoss();
+            float evaluated =
+                    loss.evaluate(new NDList(in.labels), new NDList(in.hidden, in.weight))
+                            .getFloat();
+            assertEquals(reference.loss, evaluated, TOLERANCE);
+        }
+    }
+
+    /** Hidden states, head weight and labels, a fifth of them ignored. */
+    private record Inputs(NDArray hidden, NDArray weight, NDArray labels) {
+
+        static Inputs random(NDManager manager, int seed) {
+            Random random = new Random(seed);
+            float[] h = new float[BATCH * LENGTH * WIDTH];
+            for (int i = 0; i < h.length; i++) {
+                h[i] = (float) random.nextGaussian();
+            }
+            float[] w = new float[VOCAB * WIDTH];
+            for (int i = 0; i < w.length; i++) {
+                w[i] = (float) (0.5 * random.nextGaussian());
+            }
+            long[] labels = new long[BATCH * LENGTH];
+            for (int i = 0; i < labels.length; i++) {
+                labels[i] = random.nextInt(5) == 0 ? Sequences.IGNORE : random.nextInt(VOCAB);
+            }
+            return new Inputs(
+                    manager.create(h, new Shape(BATCH, LENGTH, WIDTH)),
+                    manager.create(w, new Shape(VOCAB, WIDTH)),
+                    manager.create(labels, new Shape(BATCH, LENGTH)));
+        }
+
+        /** The loss and gradients in float64 with DJL's log-softmax, as a model would compute. */
+        Result reference(long stepTokens) {
+            NDArray h = hidden.toType(DataType.FLOAT64, true);
+            NDArray w = weight.toType(DataType.FLOAT64, true);
+            h.setRequiresGradient(true);
+            w.setRequiresGradient(true);
+            try (GradientCollector collector = h.getManager().getEngine().newGradientCollector()) {
+                NDArray logits = h.reshape(-1, WIDTH).matMul(w.transpose());
+                NDArray flat = labels.reshape(-1);
+                NDArray kept = flat.neq(Sequences.IGNORE);
+                NDArray mask = kept.toType(DataType.FLOAT64, false);
+                NDArray picked =
+                        logits.logSoftmax(1).gather(flat.mul(kept).reshape(-1, 1), 1).reshape(-1);
+                double divisor = stepTokens > 0 ? stepTokens : mask.sum().getDouble();
+                NDArray loss = picked.mul(mask).sum().neg().div(divisor);
+                collector.backward(loss);
+                return new Result(
+                        (float) loss.getDouble(),
+                        h.getGradient().toType(DataType.FLOAT32, true),
+                        w.getGradient().toType(DataType.FLOAT32, true),
+                        true);
+            }
+        }
+
+        /** The zoo's loss from logits {@code h W^T} or from {@code (h, W)}. */
+        Result run(long stepTokens, boolean fromHiddenStates, boolean trainWeight) {
+            NDArray h = hidden.duplicate();
+            NDArray w = weight.duplicate();
+            h.setRequiresGradient(true);
+            w.setRequiresGradient(trainWeight);
+            CausalLmLoss loss = new CausalLmLoss();
+            loss.setStepTokens(stepTokens);
+            try (GradientCollector collector = h.getManager().getEngine().newGradientCollector()) {
+                // The hidden states are a graph's output, as a model's are, not a leaf.
+                NDArray states = h.reshape(BATCH, LENGTH, WIDTH);
+                NDList predictions =
+                        fromHiddenStates
+                                ? new NDList(states, w)
+                                : new NDList(states.matMul(w.transpose()));
+                NDArray value = loss.evaluate(new NDList(labels), predictions);
+                collector.backward(value);
+                return new Result(
+                        value.getFloat(),
+                        h.getGradient(),
+                        trainWeight ? w.getGradient() : null,
+                        trainWeight && w.hasGradient());
+            }
+        }
+    }
+
+    private record Result(float loss, NDArray hidden, NDArray weight, boolean weightHasGradient) {
+
+        void assertClose(String what, Result actual) {
+            assertEquals(loss, actual.loss, TOLERANCE * Math.abs(loss), what + ": loss");
+            float h = TestModels.maxDiff(hidden, actual.hidden);
+            float w = TestModels.maxDiff(weight, actual.weight);
+            float scale = Precision.FLOAT32.cast(hidden).abs().max().getFloat();
+            assertTrue(h <= TOLERANCE * scale, what + ": hidden-state gradient off by " + h);
+            assertTrue(w <= TOLERANCE * scale, what + ": weight gradient off by " + w);
+        }
+    }
+}
