@@ -3,8 +3,6 @@ package ai.djl.fsdp.tensor;
 import ai.djl.ndarray.NDArray;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
-import com.sun.jna.Function;
-import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
 
@@ -56,7 +54,7 @@ final class DispatcherCall {
         if (array == null) {
             return push(0);
         }
-        Pointer slot = (Pointer) OperatorNew.FUNCTION.invoke(Pointer.class, new Object[] {8L});
+        Pointer slot = OperatorNew.allocate(8);
         slot.setLong(0, newHandle(array));
         return push(Pointer.nativeValue(slot));
     }
@@ -104,14 +102,5 @@ final class DispatcherCall {
                 AotiTorch.cpu().aoti_torch_new_tensor_handle(TensorMemory.handle(array), handle),
                 "aoti_torch_new_tensor_handle");
         return handle.getValue();
-    }
-
-    /** C++'s {@code operator new(size_t)}, whose memory the dispatcher call may {@code delete}. */
-    private static final class OperatorNew {
-
-        static final Function FUNCTION =
-                NativeLibrary.getInstance("libstdc++.so.6").getFunction("_Znwm");
-
-        private OperatorNew() {}
     }
 }

@@ -2,6 +2,7 @@ package ai.djl.fsdp.zoo.gpt2;
 
 import ai.djl.fsdp.lora.LinearProjection;
 import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.tensor.FusedLinear;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -61,8 +62,11 @@ public final class Conv1D extends HfBlock implements LinearProjection {
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
-        return new NDList(
-                x.matMul(value(ps, weight, x, training)).add(value(ps, bias, x, training)));
+        // Linear reads the transposed view of [in, out] in place and adds the bias inside the
+        // product (addmm). The graph keeps its own reference to the view: this handle can go.
+        try (NDArray transposed = value(ps, weight, x, training).transpose()) {
+            return new NDList(FusedLinear.apply(x, transposed, value(ps, bias, x, training)));
+        }
     }
 
     @Override
