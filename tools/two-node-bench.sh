@@ -13,8 +13,7 @@
 # (default 1gbit; --rate none leaves it unlimited). The ranks train `bench train`'s default shape
 # (6 layers, width 384, vocabulary 50257, sequence 128, batch 8 per rank) for W untimed and S timed
 # steps (default 1 and 2); RANK_ARGS are further TrainBenchRank options for every run (such as
-# --precision bf16). Needs root and a build (mvn -B -DskipTests package). Waits while
-# /work/BIG_RUN_IN_PROGRESS exists.
+# --precision bf16). Needs root and a build (mvn -B -DskipTests package).
 #
 # Bytes on the link: the veth pair's transmitted bytes in both directions (TCP/IP headers
 # included). A run also carries its start-up (store, rings, sharded initialization), so after the
@@ -59,6 +58,7 @@ veth=(tnb${id}a tnb${id}b)
 work=$(mktemp -d /tmp/two-node-bench.XXXXXX)
 cleanup() {
     for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null || true; done
+    ip link del "${veth[0]}" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -87,7 +87,6 @@ link_bytes() {
 # Runs one job: prints "link_bytes=.. seconds=.." and the ranks' report lines (rank=R ...).
 run_job() {
     local config=$1; shift
-    while [[ -e /work/BIG_RUN_IN_PROGRESS ]]; do sleep 20; done
     local report="$work/report-$RANDOM" before after start pids=() node
     before=$(link_bytes)
     start=$(date +%s.%N)
@@ -130,8 +129,18 @@ for index in "${!configs[@]}"; do
         | sed "s/^/round=one-step config=$index /" | tee -a "$log" >&2
 done
 
+# Tokens per rank and step: the bench's --batch x --seq (defaults 8 and 128) as passed to the ranks.
+batch=8 seq=128
+for ((i = 0; i < ${#rank_args[@]}; i++)); do
+    case ${rank_args[i]} in
+        --batch) batch=${rank_args[i + 1]} ;;
+        --batch=*) batch=${rank_args[i]#--batch=} ;;
+        --seq) seq=${rank_args[i + 1]} ;;
+        --seq=*) seq=${rank_args[i]#--seq=} ;;
+    esac
+done
 awk -v n="${#configs[@]}" -v steps="$((warmup + steps))" \
-    -v tokens_per_rank="$((8 * 128))" -v args="--warmup $warmup --steps $steps ${rank_args[*]}" '
+    -v tokens_per_rank="$((batch * seq))" -v args="--warmup $warmup --steps $steps ${rank_args[*]}" '
 function field(line, name,   m) { return match(line, " " name "=[^ ]*") ? substr(line, RSTART + length(name) + 2, RLENGTH - length(name) - 2) : "" }
 function median(values, count,   sorted, i, j, t) {
     for (i = 1; i <= count; i++) sorted[i] = values[i]

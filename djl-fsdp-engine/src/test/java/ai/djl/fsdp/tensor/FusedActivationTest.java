@@ -55,13 +55,34 @@ class FusedActivationTest {
     }
 
     @Test
-    void withoutAGraphNoGradientIsRecorded() {
+    void outsideAGraphItComputesTheSameValue() {
         NDArray x = manager.randomNormal(new Shape(5));
         NDArray y = FusedActivation.geluTanh(x);
         assertEquals(x.getShape(), y.getShape());
         assertEquals(DataType.FLOAT32, y.getDataType());
         float diff = y.sub(composed(x)).abs().max().getFloat();
         assertTrue(diff < 1e-6f, "differs by " + diff);
+    }
+
+    @Test
+    void theFallbackEqualsTheFusedKernel() {
+        String arch = System.getProperty("os.arch");
+        assertEquals(
+                System.getProperty("os.name").startsWith("Linux")
+                        && ("amd64".equals(arch) || "x86_64".equals(arch)),
+                FusedActivation.isFused(),
+                "the fused call is taken exactly on Linux x86-64");
+        NDArray x = manager.randomNormal(new Shape(4, 7, 33)).mul(3);
+        NDArray weights = manager.randomNormal(new Shape(4, 7, 33));
+        NDArray[] fused = valueAndGradient(x, weights, FusedActivation::geluTanh);
+        NDArray[] fallback = valueAndGradient(x, weights, FusedActivation::composedGeluTanh);
+        for (int i = 0; i < fused.length; i++) {
+            float diff = fused[i].sub(fallback[i]).abs().max().getFloat();
+            float scale = fallback[i].abs().max().getFloat();
+            assertTrue(diff <= 2e-6f * scale, "differs by " + diff);
+        }
+        NDArray reduced = FusedActivation.composedGeluTanh(Precision.BFLOAT16.cast(x));
+        assertEquals(Precision.BFLOAT16, Precision.ofArray(reduced), "keeps bfloat16");
     }
 
     @Test

@@ -84,7 +84,9 @@ public abstract class CausalLM extends HfBlock {
     /**
      * Sets whether training passes hand the loss the final hidden states and the head's weight
      * instead of logits (see the class description). A head that is not a bias-free {@link Linear}
-     * (a LoRA-adapted head, or a head made an FSDP unit of its own) computes logits as before.
+     * (a LoRA-adapted head, or a head made an FSDP unit of its own) computes logits as before. Only
+     * {@code CausalLmLoss} reads that pair: a model with this on must be trained with it, and a DJL
+     * evaluator or other loss given the pair would take the hidden states for logits.
      *
      * @param fused true to leave the head's product to the loss in training
      */

@@ -10,8 +10,8 @@ import ai.djl.util.PairList;
 
 /**
  * GPT-2's feed-forward block: {@code c_proj(gelu_tanh(c_fc(x)))}, the activation being GELU with
- * the tanh approximation GPT-2 was trained with ({@code gelu_new}), libtorch's fused kernel ({@link
- * FusedActivation#geluTanh}).
+ * the tanh approximation GPT-2 was trained with ({@code gelu_new}), libtorch's fused kernel where
+ * the platform allows ({@link FusedActivation#geluTanh}).
  */
 public final class GPT2MLP extends HfBlock {
 
