@@ -94,8 +94,7 @@ final class ShardedZooChecks {
                 logitsDoNotDependOnSharding(name, strategy, group);
                 loraStartsAtTheBaseModel(name, strategy, group);
             }
-            for (ShardingStrategy strategy :
-                    List.of(ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP)) {
+            for (ShardingStrategy strategy : ShardingStrategy.values()) {
                 fusedHeadTrainsAsLogits(name, strategy, group);
             }
             mergedEqualsAdaptedAfterTraining(name, group);
