@@ -16,7 +16,7 @@ limit=$((64 * 1024 * 1024))
 lib="$root/benchmarks/target/lib"
 glue_version=13.1-9.19-1.5.13
 tests_jar="$(ls "$root"/djl-fsdp-engine/target/djl-fsdp-engine-*-tests.jar 2>/dev/null | head -n 1)"
-modules="java.base,java.logging,java.management,java.naming,java.net.http,java.sql,java.xml,jdk.unsupported,jdk.zipfs"
+modules="java.base,java.logging,java.management,java.naming,java.net.http,java.sql,java.xml,jdk.jfr,jdk.unsupported,jdk.zipfs"
 
 fail() { echo "pack.sh: $*" >&2; exit 1; }
 [[ -f "$root/benchmarks/target/benchmarks.jar" && -d "$lib" && -n "$tests_jar" ]] \

@@ -23,7 +23,14 @@
 #   train-keep   FULL_SHARD without recompute in float32: units keep their graphs, their gathered
 #                parameters released after forward (CUDA virtual memory on GPUs)
 #   fsdp2-f32/bf16  PyTorch FSDP2 (fully_shard) on the same shape: tokens/s, peak GPU memory
-# Usage: [KIT_CALL=first|second|all] run-on-gpu.sh [RESULTS_DIR]   (default all; RESULTS_DIR:
+#  one: a single call for a 15-minute device budget, the steps ordered so that what proves most
+#   runs first and each of ours runs beside its FSDP2 twin; adds the GPT-2 124M shape (12 x 768,
+#   seq 512, batch 8): train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32.
+# KIT_STEPS="name ..." runs those steps instead; KIT_TRAIN_ARGS are added to every bench train of
+# the train-* steps (--warmup 20 --steps 30, say), KIT_FSDP2_ARGS replace fsdp2_bench.py's
+# "--steps 10 --warmup 2". KIT_DEADLINE=S: the call ends by S seconds from its
+# start: a running step is stopped there (exit 124) and the steps after it are skipped, said so.
+# Usage: [KIT_CALL=first|second|all|one] run-on-gpu.sh [RESULTS_DIR]   (default all; RESULTS_DIR:
 # $OUT, else ./gpu-kit-results). PYTHON (default python3): the Python with torch. NPROC (default:
 # the GPUs, at most 2). ENGINE_CACHE_DIR (default the kit's build/engine-cache): where DJL finds
 # the JNI built here.
@@ -45,7 +52,7 @@ classpath="$kit/lib/*"
 note() { echo "$*" | tee -a "$summary"; }
 
 call="${KIT_CALL:-all}"
-[[ "$call" =~ ^(first|second|all)$ ]] || { echo "KIT_CALL must be first, second or all, not '$call'" >&2; exit 2; }
+[[ "$call" =~ ^(first|second|all|one)$ ]] || { echo "KIT_CALL must be first, second, all or one, not '$call'" >&2; exit 2; }
 
 if [[ -z "${PYTORCH_LIBRARY_PATH:-}" ]]; then
     # The Python's torch: its lib/ and include/, its version (2.11.0+cu130: 2.11.0 and cu130).
@@ -124,7 +131,13 @@ step() {
     local name="$1"; shift
     local start=$SECONDS
     note "== $name: $*"
-    "$@" > "$results/$name.log" 2>&1
+    if [[ -n "${KIT_DEADLINE:-}" ]]; then
+        # The step ends (TERM, then KILL 10 s later) when the call's deadline comes.
+        # (through bash: the steps run the functions below, exported).
+        timeout -k 10 "$((KIT_DEADLINE - SECONDS))" bash -c '"$@"' step "$@" > "$results/$name.log" 2>&1
+    else
+        "$@" > "$results/$name.log" 2>&1
+    fi
     local rc=$?
     note "   exit $rc after $((SECONDS - start)) s; last lines:"
     tail -n 4 "$results/$name.log" | sed 's/^/   | /' | tee -a "$summary"
@@ -136,8 +149,11 @@ step() {
 
 fsdp() { "$java" -Xmx4g -cp "$classpath" ai.djl.fsdp.cli.Fsdp "$@"; }
 launch() { fsdp launch --nproc-per-node "$nproc" --jvm-opt=-Xmx4g -- "$@"; }
+export java classpath nproc gpus
+export -f fsdp launch with_gpu_memory
 small=(--layers 2 --width 128 --heads 2 --vocab 1000 --seq 32 --batch 2 --steps 2 --warmup 1)
 shape=(--layers 6 --width 384 --heads 6 --vocab 50257 --seq 128 --batch 8)
+shape124m=(--layers 12 --width 768 --heads 12 --vocab 50257 --seq 512 --batch 8)
 
 export DJL_FSDP_DEVICE="$device"
 # Builds DJL's JNI for this libtorch unless DJL already has one (either call may come first on a
@@ -156,52 +172,68 @@ build_jni() {
     fi
 }
 
-first() {
-    step probe-djl "$java" -Xmx2g -cp "$classpath" ai.djl.fsdp.examples.PlainFitExample
-    step probe fsdp bench train --nproc 1 --sharding NONE "${small[@]}"
-    if [[ "$device" == gpu ]]; then
-        step nccl-check launch ai.djl.fsdp.dist.nccl.NcclRankCheck
-        step collectives launch ai.djl.fsdp.dist.socket.CollectiveCheckMain
-    else
-        note "== nccl-check, collectives: skipped (KIT_DEVICE=cpu)"
-    fi
-    DJL_FSDP_DEVICE=cpu step fit-cpu launch ai.djl.fsdp.examples.FsdpFitExample
-    note "   CPU: $(grep -ho 'validation accuracy .*' "$results/fit-cpu.log" | tail -n 1)"
-    if [[ "$device" == gpu ]]; then
-        step fit-gpu launch ai.djl.fsdp.examples.FsdpFitExample
-        note "   GPU: $(grep -ho 'validation accuracy .*' "$results/fit-gpu.log" | tail -n 1)"
-    fi
-    step train-small with_gpu_memory "$results/train-small.mem" fsdp bench train --nproc "$nproc" "${small[@]}"
+# One step by name (the names above; train-124m-*, fsdp2-124m-*: the GPT-2 124M shape).
+run_named() {
+    local name="$1"
+    case "$name" in
+        probe-djl) step probe-djl "$java" -Xmx2g -cp "$classpath" ai.djl.fsdp.examples.PlainFitExample ;;
+        probe) step probe fsdp bench train --nproc 1 --sharding NONE "${small[@]}" ;;
+        nccl-check) gpu_only "$name" && step nccl-check launch ai.djl.fsdp.dist.nccl.NcclRankCheck ;;
+        collectives) gpu_only "$name" && step collectives launch ai.djl.fsdp.dist.socket.CollectiveCheckMain ;;
+        fit-cpu)
+            DJL_FSDP_DEVICE=cpu step fit-cpu launch ai.djl.fsdp.examples.FsdpFitExample
+            note "   CPU: $(grep -ho 'validation accuracy .*' "$results/fit-cpu.log" | tail -n 1)" ;;
+        fit-gpu)
+            gpu_only "$name" && step fit-gpu launch ai.djl.fsdp.examples.FsdpFitExample \
+                && note "   GPU: $(grep -ho 'validation accuracy .*' "$results/fit-gpu.log" | tail -n 1)" ;;
+        train-small) step train-small with_gpu_memory "$results/train-small.mem" fsdp bench train --nproc "$nproc" "${small[@]}" ;;
+        bench-coll) step bench-coll fsdp bench collectives --nproc "$nproc" --bytes 67108864 ;;
+        train-f32|train-124m-f32) train "$name" ;;
+        train-bf16|train-124m-bf16) train "$name" --precision bf16 ;;
+        train-keep|train-124m-keep) train "$name" --sharding FULL_SHARD --activation-checkpointing=false ;;
+        fsdp2-float32|fsdp2-bfloat16|fsdp2-124m-float32|fsdp2-124m-bfloat16)
+            gpu_only "$name" || return 0
+            local sizes=("${shape[@]}")
+            [[ "$name" == *-124m-* ]] && sizes=("${shape124m[@]}")
+            step "$name" with_gpu_memory "$results/$name.mem" "$python" -m torch.distributed.run \
+                --standalone --nproc-per-node "$nproc" "$kit/fsdp2_bench.py" "${sizes[@]}" ${KIT_FSDP2_ARGS:---steps 10 --warmup 2} \
+                --dtype "${name##*-}" ;;
+        *) note "== $name: no such step"; echo "   exit 2" >> "$summary" ;;
+    esac
 }
 
-second() {
-    if [[ "$device" != gpu ]]; then
-        # Training the full shape on a few CPU cores takes many minutes: the kit's CPU test is small.
-        shape=("${small[@]}")
-    fi
-    step bench-coll fsdp bench collectives --nproc "$nproc" --bytes 67108864
-    step train-f32 with_gpu_memory "$results/train-f32.mem" fsdp bench train --nproc "$nproc" "${shape[@]}"
-    step train-bf16 with_gpu_memory "$results/train-bf16.mem" fsdp bench train --nproc "$nproc" \
-        --precision bf16 "${shape[@]}"
-    step train-keep with_gpu_memory "$results/train-keep.mem" fsdp bench train --nproc "$nproc" \
-        --sharding FULL_SHARD --activation-checkpointing=false "${shape[@]}"
-    if [[ "$device" == gpu ]]; then
-        for dtype in float32 bfloat16; do
-            step "fsdp2-$dtype" with_gpu_memory "$results/fsdp2-$dtype.mem" "$python" -m torch.distributed.run \
-                --standalone --nproc-per-node "$nproc" "$kit/fsdp2_bench.py" "${shape[@]}" --steps 10 --warmup 2 \
-                --dtype "$dtype"
-        done
-    else
-        note "== fsdp2: skipped (KIT_DEVICE=cpu: PyTorch FSDP2 needs GPUs)"
-    fi
+gpu_only() {
+    [[ "$device" == gpu ]] && return 0
+    note "== $1: skipped (KIT_DEVICE=cpu)"
+    return 1
+}
+
+# bench train on the default shape (the GPT-2 124M shape for train-124m-*), the rest of the
+# arguments added; on the CPU the small shape (the full shapes take many minutes on a few cores).
+train() {
+    local name="$1"; shift
+    local sizes=("${shape[@]}")
+    [[ "$name" == train-124m-* ]] && sizes=("${shape124m[@]}")
+    [[ "$device" != gpu ]] && sizes=("${small[@]}")
+    step "$name" with_gpu_memory "$results/$name.mem" fsdp bench train --nproc "$nproc" "$@" "${sizes[@]}" \
+        ${KIT_TRAIN_ARGS:-}
 }
 
 build_jni
 case "$call" in
-    first) first ;;
-    second) second ;;
-    all) first; second ;;
+    first) steps="probe-djl probe nccl-check collectives fit-cpu fit-gpu train-small" ;;
+    second) steps="bench-coll train-f32 train-bf16 train-keep fsdp2-float32 fsdp2-bfloat16" ;;
+    all) steps="probe-djl probe nccl-check collectives fit-cpu fit-gpu train-small bench-coll train-f32 train-bf16 train-keep fsdp2-float32 fsdp2-bfloat16" ;;
+    # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
+    one) steps="probe-djl probe nccl-check train-f32 fsdp2-float32 train-bf16 fsdp2-bfloat16 fit-cpu fit-gpu train-keep train-124m-bf16 fsdp2-124m-bfloat16 train-124m-f32 fsdp2-124m-float32 collectives bench-coll train-small" ;;
 esac
+for name in ${KIT_STEPS:-$steps}; do
+    if [[ -n "${KIT_DEADLINE:-}" ]] && (( SECONDS + 20 > KIT_DEADLINE )); then
+        note "== $name: skipped, KIT_DEADLINE ($KIT_DEADLINE s) reached after $SECONDS s"
+        continue
+    fi
+    run_named "$name"
+done
 failed="$(grep -c '^   exit [1-9]' "$summary")"
 note "done: $results ($failed failed steps)"
 [[ "$failed" == 0 ]]

@@ -31,9 +31,19 @@ public final class RankDevice {
      *     GPU where there is none, or the node starts more ranks than it has GPUs
      */
     public static Device of(DistributedEnv env) {
+        return of(env.getLocalRank(), env.getLocalWorldSize());
+    }
+
+    /**
+     * Returns the device of local rank {@code localRank} of {@code localWorldSize} on this node, as
+     * {@link #of(DistributedEnv)} does for a rank: what a launcher uses before its ranks start.
+     *
+     * @throws IllegalArgumentException as {@link #of(DistributedEnv)} does
+     */
+    public static Device of(int localRank, int localWorldSize) {
         return select(
-                env.getLocalRank(),
-                env.getLocalWorldSize(),
+                localRank,
+                localWorldSize,
                 Engine.getEngine("PyTorch").getGpuCount(),
                 System.getenv(DEVICE_VARIABLE));
     }

@@ -4,6 +4,7 @@ import ai.djl.fsdp.bench.BenchRanks;
 import ai.djl.fsdp.bench.gpt.GptOptions;
 import ai.djl.fsdp.bench.gpt.GptRank;
 import ai.djl.fsdp.bench.gpt.GptShape;
+import ai.djl.fsdp.dist.RankDevice;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -22,9 +23,9 @@ import picocli.CommandLine.Mixin;
  * mean loss, and the largest rank's memory, traffic and wait. The ranks start as {@code finetune}
  * does ({@code ShardedStart}: unit by unit, adapters added before, the frozen base in the compute
  * type); the ideal is a rank's model state plus the largest unit's full parameters in the compute
- * type. Before the ranks start it measures this machine's matrix-product rate per thread ({@link
- * MatMulPeak}); the peak is that rate in the run's compute precision times the threads all ranks
- * use.
+ * type. Before the ranks start it measures the matrix-product rate of the ranks' device ({@link
+ * MatMulPeak}): per thread on the CPU, per device on GPUs; the peak is that rate in the run's
+ * compute precision times the threads all ranks use, or times the ranks on GPUs.
  */
 @Command(
         name = "train",
@@ -47,7 +48,7 @@ public final class TrainBenchCommand implements Callable<Integer> {
         TrainBenchSettings settings = training.settings(ranks.nproc(), gpt);
         settings.check();
         // Measured before the ranks start, so that nothing else runs beside it.
-        MatMulPeak peak = MatMulPeak.measure();
+        MatMulPeak peak = MatMulPeak.measure(RankDevice.of(0, ranks.nproc()));
         return ranks.run(
                 report ->
                         BenchRanks.rankCommand(

@@ -43,12 +43,16 @@ final class TrainBenchReport {
                 (double) settings.nproc() * settings.shape().batch() * settings.shape().sequence();
         double tokensPerSecond = tokens / (stepMillis / 1000);
         double modelGflops = tokensPerSecond * settings.modelFlopsPerToken() / 1e9;
-        // Every rank runs cores / ranks intra-op threads (at least one), as the launcher sets.
+        // Every rank runs on a GPU of its own, or on cores / ranks intra-op threads (at least
+        // one), as the launcher sets.
         int cores = Runtime.getRuntime().availableProcessors();
-        int threads = settings.nproc() * Math.max(1, cores / settings.nproc());
+        int units =
+                peak.device().isGpu()
+                        ? settings.nproc()
+                        : settings.nproc() * Math.max(1, cores / settings.nproc());
         // The matrix products run in the parameters' compute type.
         Precision compute = MixedPrecision.of(settings.precision()).param();
-        double peakGflops = peak.perThread(compute) * threads;
+        double peakGflops = peak.perUnit(compute) * units;
         return String.format(
                 Locale.ROOT,
                 "sharding=%s nproc=%d attention=%s precision=%s lora_rank=%d"

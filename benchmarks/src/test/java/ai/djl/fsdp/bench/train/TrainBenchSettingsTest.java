@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.Device;
 import ai.djl.fsdp.bench.gpt.GptShape;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import org.junit.jupiter.api.Test;
@@ -98,7 +99,7 @@ class TrainBenchSettingsTest {
 
     @Test
     void matMulPeakMeasuresBothPrecisions() {
-        MatMulPeak peak = MatMulPeak.measure();
+        MatMulPeak peak = MatMulPeak.measure(Device.cpu());
         assertTrue(peak.float32() > 0 && Double.isFinite(peak.float32()), peak.toString());
         assertTrue(peak.bfloat16() > 0 && Double.isFinite(peak.bfloat16()), peak.toString());
     }
