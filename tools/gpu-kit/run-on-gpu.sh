@@ -34,6 +34,7 @@
 # $OUT, else ./gpu-kit-results). PYTHON (default python3): the Python with torch. NPROC (default:
 # the GPUs, at most 2). ENGINE_CACHE_DIR (default the kit's build/engine-cache): where DJL finds
 # the JNI built here.
+# KIT_CLASSPATH replaces the kit's class path (lib/*): another build's jars first, for an A/B run.
 # KIT_DEVICE=cpu runs every step that can on the CPU (how the kit is rehearsed without a GPU:
 # rehearse-cpu.sh); then, where the Python has no torch, PYTORCH_LIBRARY_PATH, TORCH_INCLUDE and
 # PYTORCH_VERSION name a CPU libtorch with headers.
@@ -47,7 +48,7 @@ summary="$results/summary.txt"
 python="${PYTHON:-python3}"
 device="${KIT_DEVICE:-gpu}"
 java="$kit/runtime/bin/java"
-classpath="$kit/lib/*"
+classpath="${KIT_CLASSPATH:-$kit/lib/*}"
 
 note() { echo "$*" | tee -a "$summary"; }
 

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.optim;
 
 import ai.djl.Device;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -78,15 +79,17 @@ public final class Adam extends ElementwiseOptimizer {
         } else {
             addL2(grad, weight, step);
         }
-        try (NDArray square = grad.mul((float) (1 - b2)).muli(grad)) {
-            variance.muli(beta2).addi(square);
+        try (NDArray square = ScalarOps.mul(grad, (float) (1 - b2)).muli(grad)) {
+            ScalarOps.muli(variance, beta2).addi(square);
         }
         // The gradient is not needed after this: its memory holds (1 - beta1) * (g - m).
-        mean.addi(grad.subi(mean).muli((float) (1 - b1)));
+        mean.addi(ScalarOps.muli(grad.subi(mean), (float) (1 - b1)));
         double correction1 = 1 - Math.pow(b1, step.count());
         double correction2 = 1 - Math.pow(b2, step.count());
         try (NDArray denominator =
-                        variance.sqrt().divi((float) Math.sqrt(correction2)).addi(epsilon);
+                        ScalarOps.addi(
+                                ScalarOps.divi(variance.sqrt(), (float) Math.sqrt(correction2)),
+                                epsilon);
                 NDArray update = mean.div(denominator)) {
             weight.addi(
                     scaleInPlace(
@@ -107,16 +110,19 @@ public final class Adam extends ElementwiseOptimizer {
         if (decay.isUniform() && scale.isUniform()) {
             double factor = decay.getValue() * (double) scale.getValue();
             if (factor != 0) {
-                weight.muli((float) (1 - rateTimesDecay * factor));
+                ScalarOps.muli(weight, (float) (1 - rateTimesDecay * factor));
             }
             return;
         }
         NDArray product =
                 decay.isUniform()
-                        ? scale.getPerElement().mul((float) (-rateTimesDecay * decay.getValue()))
+                        ? ScalarOps.mul(
+                                scale.getPerElement(), (float) (-rateTimesDecay * decay.getValue()))
                         : scaleInPlace(
-                                decay.getPerElement().mul((float) -rateTimesDecay), scale, 1f);
-        try (NDArray multiplier = product.addi(1f)) {
+                                ScalarOps.mul(decay.getPerElement(), (float) -rateTimesDecay),
+                                scale,
+                                1f);
+        try (NDArray multiplier = ScalarOps.addi(product, 1f)) {
             weight.muli(multiplier);
         }
     }

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.optim;
 
 import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.ParameterTracker;
@@ -81,7 +82,7 @@ public abstract class ElementwiseOptimizer extends Optimizer {
                             + ") is not finite: check the schedule and the optimizer's settings");
         }
         if (rescaleGrad != 1f) {
-            grad.muli(rescaleGrad);
+            ScalarOps.muli(grad, rescaleGrad);
         }
         apply(
                 parameterId,
@@ -127,10 +128,10 @@ public abstract class ElementwiseOptimizer extends Optimizer {
     protected static NDArray scaleInPlace(NDArray array, ElementFactor factor, float scalar) {
         if (factor.isUniform()) {
             float product = factor.getValue() * scalar;
-            return product == 1f ? array : array.muli(product);
+            return product == 1f ? array : ScalarOps.muli(array, product);
         }
         array.muli(factor.getPerElement());
-        return scalar == 1f ? array : array.muli(scalar);
+        return scalar == 1f ? array : ScalarOps.muli(array, scalar);
     }
 
     /**
@@ -146,7 +147,8 @@ public abstract class ElementwiseOptimizer extends Optimizer {
         if (step.weightDecay() == 0 || decay.isUniform() && decay.getValue() == 0f) {
             return;
         }
-        try (NDArray term = scaleInPlace(weight.mul((float) step.weightDecay()), decay, 1f)) {
+        try (NDArray term =
+                scaleInPlace(ScalarOps.mul(weight, (float) step.weightDecay()), decay, 1f)) {
             grad.addi(term);
         }
     }

@@ -3,6 +3,7 @@ package ai.djl.fsdp.optim;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import java.util.List;
@@ -90,7 +91,7 @@ public final class LossScaler {
      */
     public NDArray scale(NDArray loss) {
         NDArray single = Precision.FLOAT32.cast(loss);
-        NDArray scaled = single.mul(scale);
+        NDArray scaled = ScalarOps.mul(single, scale);
         if (single != loss) {
             // The graph keeps what backward needs; the float32 copy itself is no longer used.
             single.close();
@@ -109,7 +110,7 @@ public final class LossScaler {
         float inverse = 1f / scale;
         boolean finite = true;
         for (NDArray gradient : gradients) {
-            gradient.muli(inverse);
+            ScalarOps.muli(gradient, inverse);
             // A sum is finite only if every element is (a float32 sum of unscaled float16
             // gradients does not overflow).
             try (NDArray sum = gradient.sum()) {

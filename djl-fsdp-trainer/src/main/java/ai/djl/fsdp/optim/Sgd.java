@@ -1,6 +1,7 @@
 package ai.djl.fsdp.optim;
 
 import ai.djl.Device;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -55,24 +56,24 @@ public final class Sgd extends ElementwiseOptimizer {
             NDArray buffer =
                     withDefaultState(momentumBuffers, parameterId, device, k -> grad.duplicate());
             if (!first) {
-                buffer.muli(momentum);
+                ScalarOps.muli(buffer, momentum);
                 if (dampening == 0f) {
                     buffer.addi(grad);
                 } else {
-                    try (NDArray damped = grad.mul((float) (1 - decimal(dampening)))) {
+                    try (NDArray damped = ScalarOps.mul(grad, (float) (1 - decimal(dampening)))) {
                         buffer.addi(damped);
                     }
                 }
             }
             if (nesterov) {
-                try (NDArray ahead = buffer.mul(momentum)) {
+                try (NDArray ahead = ScalarOps.mul(buffer, momentum)) {
                     grad.addi(ahead);
                 }
             } else {
                 direction = buffer;
             }
         }
-        try (NDArray update = direction.mul((float) -step.rate())) {
+        try (NDArray update = ScalarOps.mul(direction, (float) -step.rate())) {
             weight.addi(scaleInPlace(update, step.learningRateScale(), 1f));
         }
     }

@@ -4,6 +4,7 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.OptimizerStates;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -191,7 +192,7 @@ public final class ShardedOptimizer implements AutoCloseable {
         float coefficient = maxGradNorm / (norm + 1e-6f);
         if (coefficient < 1) {
             for (FlatParameter flat : trainable) {
-                flat.getGradient().muli(coefficient);
+                ScalarOps.muli(flat.getGradient(), coefficient);
             }
         }
     }

@@ -2,6 +2,7 @@ package ai.djl.fsdp.param;
 
 import ai.djl.fsdp.tensor.PinnedMemory;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
@@ -57,7 +58,7 @@ final class ShardGradient implements AutoCloseable {
      */
     void accumulate(NDArray shardGradient, float scale) {
         if (scale != 1f) {
-            shardGradient.muli(scale);
+            ScalarOps.muli(shardGradient, scale);
         }
         NDArray local = Precision.toDevice(shardGradient, manager.getDevice(), false);
         if (local != shardGradient) {

@@ -3,6 +3,7 @@ package ai.djl.fsdp.runtime;
 import ai.djl.Device;
 import ai.djl.fsdp.tensor.BatchNormSettings;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -109,7 +110,9 @@ final class SyncBatchNorm extends DelegatingBlock {
 
     private static void update(NDArray running, NDArray batch, float momentum) {
         NDArray typed = Precision.castLike(batch.reshape(running.getShape()), running);
-        running.muli(momentum).addi(typed.mul(1 - momentum));
+        try (NDArray share = ScalarOps.mul(typed, 1 - momentum)) {
+            ScalarOps.muli(running, momentum).addi(share);
+        }
     }
 
     @Override

@@ -108,7 +108,9 @@ public final class CausalLmLoss extends Loss {
         NDArray mask = trained.toType(DataType.FLOAT32, false);
         // A step (or batch) without target tokens has loss 0, not 0 / 0.
         NDArray divisor =
-                stepTokens > 0 ? manager.create((float) stepTokens) : mask.sum().maximum(1f);
+                stepTokens > 0
+                        ? manager.full(new Shape(), (float) stepTokens)
+                        : mask.sum().maximum(1f);
         return new Targets(flat.mul(trained), mask.reshape(-1, 1), divisor);
     }
 
@@ -273,7 +275,9 @@ public final class CausalLmLoss extends Loss {
         if (gradient) {
             NDArray scale = weights.div(all.divisor());
             z.muli(scale.div(total));
-            NDArray targets = scratch.arange(0, (int) rows, 1, DataType.INT64).mul(vocab).add(ids);
+            // The row width made on the device: a Number operand is copied from the host.
+            NDArray width = scratch.full(new Shape(), (float) vocab, DataType.INT64);
+            NDArray targets = scratch.arange(0, (int) rows, 1, DataType.INT64).mul(width).add(ids);
             InPlace.putAdd(z, targets, scale.neg().reshape(-1));
         }
         return sum;

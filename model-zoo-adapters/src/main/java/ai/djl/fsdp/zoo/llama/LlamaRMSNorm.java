@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.llama;
 
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -28,7 +29,7 @@ public final class LlamaRMSNorm extends HfBlock {
         // As Hugging Face's: normalized in float32, back to the input's type, then the weight.
         NDArray x32 = Precision.FLOAT32.cast(x);
         NDArray meanSquare = x32.square().mean(new int[] {-1}, true);
-        NDArray normalized = Precision.castLike(x32.div(meanSquare.add(eps).sqrt()), x);
+        NDArray normalized = Precision.castLike(x32.div(ScalarOps.add(meanSquare, eps).sqrt()), x);
         return new NDList(normalized.mul(value(ps, weight, x, training)));
     }
 }

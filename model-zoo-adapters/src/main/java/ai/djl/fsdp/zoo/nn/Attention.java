@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.nn;
 import ai.djl.fsdp.tensor.FusedAttention;
 import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -127,7 +128,7 @@ public final class Attention {
                 attentionMask == null
                         ? causal(manager, past, length)
                         : allowed(manager, attentionMask, batch, past, length);
-        return allowed.logicalNot().toType(DataType.FLOAT32, false).mul(MASKED);
+        return ScalarOps.mul(allowed.logicalNot().toType(DataType.FLOAT32, false), MASKED);
     }
 
     /**
