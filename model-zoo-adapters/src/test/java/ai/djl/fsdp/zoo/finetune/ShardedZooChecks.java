@@ -95,7 +95,9 @@ final class ShardedZooChecks {
                 loraStartsAtTheBaseModel(name, strategy, group);
             }
             for (ShardingStrategy strategy : ShardingStrategy.values()) {
-                fusedHeadTrainsAsLogits(name, strategy, group);
+                for (boolean withLora : new boolean[] {false, true}) {
+                    fusedHeadTrainsAsLogits(name, strategy, withLora, group);
+                }
             }
             mergedEqualsAdaptedAfterTraining(name, group);
             closingWithoutGatheringLeavesNoFullParameters(name, group);
@@ -206,16 +208,26 @@ final class ShardedZooChecks {
 
     /**
      * Training with the loss computing the head's product from the hidden states (the head tied to
-     * the embedding in GPT-2, a root parameter) changes the model as training from logits does.
+     * the embedding in GPT-2, a root parameter) changes the model as training from logits does;
+     * with LoRA adapters, whose frozen head needs no weight gradient, too.
      */
     private static void fusedHeadTrainsAsLogits(
-            String name, ShardingStrategy strategy, ProcessGroup group) {
+            String name, ShardingStrategy strategy, boolean withLora, ProcessGroup group) {
+        String what = name + " " + strategy + (withLora ? " LoRA" : "") + " fused head";
         try (NDManager manager = TestModels.newManager()) {
             NDArray ids = TestModels.tokens(manager, 2, 12, SEED + 1);
+            NDArray base = null;
             NDArray[] trained = new NDArray[2];
             for (int fused = 0; fused < 2; fused++) {
                 try (Model model = Model.newInstance(name, Device.cpu())) {
                     CausalLM lm = TestModels.seeded(name, model.getNDManager(), SEED);
+                    if (base == null) {
+                        base = TestModels.logits(lm, ids, null);
+                        base.attach(manager);
+                    }
+                    if (withLora) {
+                        Lora.apply(lm, lora());
+                    }
                     lm.setFusedLossHead(fused == 1);
                     model.setBlock(lm);
                     try (FsdpTrainer trainer = newTrainer(model, strategy, group, 1e-2f)) {
@@ -225,7 +237,10 @@ final class ShardedZooChecks {
                     }
                 }
             }
-            check(name + " " + strategy + " fused head", trained[0], trained[1], 1e-4f);
+            if (TestModels.maxDiff(base, trained[1]) < 1e-3f) {
+                throw new AssertionError(what + ": training did not change the logits");
+            }
+            check(what, trained[0], trained[1], 1e-4f);
         }
     }
 
