@@ -9,6 +9,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntConsumer;
 
 /**
@@ -72,7 +73,8 @@ public final class Generator {
      */
     public long[][] generate(
             NDManager manager, List<long[]> prompts, GenerationConfig config, IntConsumer onStep) {
-        return decode(manager, prompts, config, 0, onStep);
+        AtomicInteger steps = new AtomicInteger();
+        return decode(manager, prompts, config, 0, () -> onStep.accept(steps.incrementAndGet()));
     }
 
     /**
@@ -107,25 +109,20 @@ public final class Generator {
         }
         int batches = decoder.agreeOnBatches(batches(prompts.size(), maxRows));
         long[][] replies = new long[prompts.size()][];
-        // The steps of the batches before this one, and this one's so far.
-        int[] steps = {0, 0};
+        // Decoding steps of every batch so far, counted across batches.
+        AtomicInteger steps = new AtomicInteger();
         for (int batch = 0; batch < batches; batch++) {
             int from = Math.min(batch * maxRows, prompts.size());
             int to = Math.min(from + maxRows, prompts.size());
             // Past this process's own batches: its first prompt again, tokens dropped.
             List<long[]> rows = from < to ? prompts.subList(from, to) : prompts.subList(0, 1);
-            steps[0] += steps[1];
-            steps[1] = 0;
             long[][] decoded =
                     decode(
                             manager,
                             rows,
                             config,
                             from,
-                            step -> {
-                                steps[1] = step;
-                                onStep.accept(steps[0] + step);
-                            });
+                            () -> onStep.accept(steps.incrementAndGet()));
             System.arraycopy(decoded, 0, replies, from, to - from);
         }
         return replies;
@@ -147,7 +144,7 @@ public final class Generator {
             List<long[]> prompts,
             GenerationConfig config,
             int firstRow,
-            IntConsumer onStep) {
+            Runnable afterStep) {
         int rows = prompts.size();
         if (rows == 0) {
             throw new IllegalArgumentException("no prompts: generation needs at least one");
@@ -211,7 +208,7 @@ public final class Generator {
                         active |= !done[row];
                     }
                 }
-                onStep.accept(steps);
+                afterStep.run();
                 // A finished row is fed its last token again; what follows it is not read.
                 input = next;
             }
