@@ -8,7 +8,8 @@ import ai.djl.ndarray.types.DataType;
  * The element types of the safetensors format, by the names its header uses.
  *
  * <p>{@link #BF16} has no DJL counterpart that is safe to create (DJL's JNI aborts the JVM when
- * asked for a bfloat16 tensor), so readers widen it to float32 in Java; see {@link #readableAs()}.
+ * asked for a bfloat16 tensor), so readers widen it to float32 (through libtorch's shim); see
+ * {@link #readableAs()}.
  */
 public enum Dtype {
     BOOL(1, DataType.BOOLEAN),

@@ -1,14 +1,14 @@
 package ai.djl.fsdp.safetensors;
 
-import ai.djl.fsdp.tensor.OwnedArrays;
+import ai.djl.Device;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.ShortBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -19,8 +19,8 @@ import java.util.Set;
 
 /**
  * A safetensors file opened for reading: the header is parsed and checked once, and tensor data is
- * memory-mapped on demand, so a caller can read a few tensors, or a range of elements of one tensor
- * (a rank's shard), without touching the rest of the file.
+ * read (or memory-mapped) on demand, so a caller can read a few tensors, or a range of elements of
+ * one tensor (a rank's shard), without touching the rest of the file.
  *
  * <p>The format: an 8-byte little-endian header length {@code N}, {@code N} bytes of JSON mapping
  * each tensor name to {@code {"dtype", "shape", "data_offsets": [begin, end]}} (offsets relative to
@@ -163,6 +163,17 @@ public final class SafetensorsFile implements AutoCloseable {
      */
     public ByteBuffer map(String name, long from, long to) throws IOException {
         TensorInfo info = info(name);
+        long position = position(name, info, from, to);
+        long bytes = (to - from) * info.dtype().bytes();
+        return channel.map(FileChannel.MapMode.READ_ONLY, position, bytes)
+                .order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /**
+     * Checks a range of a tensor's elements, of at most 2 GiB (one Java buffer), and returns where
+     * its bytes begin in the file.
+     */
+    private long position(String name, TensorInfo info, long from, long to) {
         if (from < 0 || from > to || to > info.elements()) {
             throw new IndexOutOfBoundsException(
                     "elements ["
@@ -178,15 +189,13 @@ public final class SafetensorsFile implements AutoCloseable {
         long bytes = (to - from) * info.dtype().bytes();
         if (bytes > Integer.MAX_VALUE) {
             throw new IllegalArgumentException(
-                    "cannot map "
+                    "cannot read "
                             + bytes
                             + " bytes of \""
                             + name
                             + "\" at once (2 GiB at most): read it in ranges");
         }
-        long position = dataStart + info.begin() + from * info.dtype().bytes();
-        return channel.map(FileChannel.MapMode.READ_ONLY, position, bytes)
-                .order(ByteOrder.LITTLE_ENDIAN);
+        return dataStart + info.begin() + from * info.dtype().bytes();
     }
 
     /**
@@ -216,30 +225,28 @@ public final class SafetensorsFile implements AutoCloseable {
      * @throws IOException if reading fails
      */
     public NDArray read(NDManager manager, String name, long from, long to) throws IOException {
-        Dtype dtype = info(name).dtype();
-        ByteBuffer mapped = map(name, from, to);
+        TensorInfo info = info(name);
+        long position = position(name, info, from, to);
         Shape shape = new Shape(to - from);
-        if (dtype == Dtype.BF16) {
-            return OwnedArrays.create(manager, widenBf16(mapped.asShortBuffer()), shape);
+        // Straight from the file into memory libtorch owns, on the CPU: no mapping for the garbage
+        // collector to unmap, no copy on the Java heap or in a direct buffer. Each of those is
+        // freed only when the collector runs, so a checkpoint read piece by piece (a resume) left
+        // them behind by the hundreds of megabytes. The bytes are little-endian, as the hosts
+        // libtorch runs on.
+        try (NDManager cpu = manager.newSubManager(Device.cpu())) {
+            NDArray stored =
+                    info.dtype() == Dtype.BF16
+                            ? Precision.BFLOAT16.empty(cpu, shape)
+                            : cpu.create(shape, info.dtype().readableAs());
+            readFully(path, channel, TensorMemory.hostBuffer(stored, "tensor read"), position);
+            NDArray result =
+                    Precision.toDevice(
+                            Precision.cast(stored, info.dtype().readableAs()),
+                            manager.getDevice(),
+                            false);
+            result.attach(manager);
+            return result;
         }
-        // A heap copy, so that nothing aliases the mapping, moved into libtorch's memory: the
-        // reshaped view read(manager, name) returns must not borrow Java memory (see OwnedArrays).
-        ByteBuffer copy = ByteBuffer.allocate(mapped.remaining()).order(ByteOrder.nativeOrder());
-        copy.put(mapped).flip();
-        DataType type = dtype.readableAs();
-        return OwnedArrays.create(manager, copy, shape, type);
-    }
-
-    /**
-     * Widens bfloat16 values to float32: a bfloat16 is the top half of a float32's bits, so the
-     * conversion is exact.
-     */
-    static float[] widenBf16(ShortBuffer bf16) {
-        float[] out = new float[bf16.remaining()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = Float.intBitsToFloat((bf16.get() & 0xFFFF) << 16);
-        }
-        return out;
     }
 
     /** {@inheritDoc} */

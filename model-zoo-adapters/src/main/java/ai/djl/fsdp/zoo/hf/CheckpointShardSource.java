@@ -1,20 +1,17 @@
 package ai.djl.fsdp.zoo.hf;
 
 import ai.djl.fsdp.checkpoint.ParameterSource;
-import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.util.Map;
 
 /**
  * A Hugging Face checkpoint as the source FSDP reads each rank's shards from: a shard's elements of
- * a parameter are read from the memory-mapped safetensors file alone, touching only their bytes.
- * Made by {@link HfCheckpoint#shardSource}, which has matched the parameters to the tensors.
+ * a parameter are read from the safetensors file alone, touching only their bytes. Made by {@link
+ * HfCheckpoint#shardSource}, which has matched the parameters to the tensors.
  */
 public final class CheckpointShardSource implements ParameterSource, AutoCloseable {
 
@@ -35,17 +32,12 @@ public final class CheckpointShardSource implements ParameterSource, AutoCloseab
         if (tensor == null) {
             return null;
         }
-        if (checkpoint.info(tensor).dtype() != Dtype.F32) {
-            return checkpoint.read(manager, tensor, from, to); // widened on the way
-        }
-        // Copied from the mapped file straight into the tensor's own memory: no heap copy, which
-        // would grow the Java heap by the largest piece and keep it.
-        NDArray piece = manager.create(new Shape(to - from), DataType.FLOAT32);
-        piece.toByteBuffer(true).put(checkpoint.map(tensor, from, to));
-        return piece;
+        // Read straight into the tensor's own memory (bfloat16 widened by libtorch): nothing on
+        // the Java heap, nothing mapped.
+        return checkpoint.read(manager, tensor, from, to);
     }
 
-    /** Unmaps the checkpoint's files. */
+    /** Closes the checkpoint's files. */
     @Override
     public void close() throws IOException {
         checkpoint.close();

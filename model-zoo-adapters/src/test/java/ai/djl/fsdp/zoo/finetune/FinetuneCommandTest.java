@@ -367,6 +367,30 @@ class FinetuneCommandTest {
     }
 
     @Test
+    void withoutSaveBaseModelTheAdaptersNameTheModelTheyTrainedOn(@TempDir Path directory)
+            throws Exception {
+        Path output = directory.resolve("lora");
+        StringWriter out = new StringWriter();
+        CommandLine line = new CommandLine(new FinetuneCommand());
+        line.setOut(new PrintWriter(out));
+        int code =
+                line.execute(
+                        "--model_name_or_path", "llama-tiny",
+                        "--use_peft_lora", "True",
+                        "--max_steps", "1",
+                        "--eval_strategy", "no",
+                        "--exact_match_samples", "0",
+                        "--output_dir", output.toString());
+        assertEquals(0, code, out.toString());
+        JsonObject adapterConfig =
+                JsonParser.parseString(Files.readString(output.resolve(Lora.CONFIG_FILE)))
+                        .getAsJsonObject();
+        assertEquals("llama-tiny", adapterConfig.get("base_model_name_or_path").getAsString());
+        assertFalse(
+                Files.exists(output.resolve(FinetuneCommand.BASE)), "no base/ without the flag");
+    }
+
+    @Test
     void aDatasetSmallerThanOneGlobalBatchIsNoted(@TempDir Path directory) throws Exception {
         Path sixTokens = Files.writeString(directory.resolve("six.txt"), "abcdef\nghijkl\n");
         StringWriter out = new StringWriter();

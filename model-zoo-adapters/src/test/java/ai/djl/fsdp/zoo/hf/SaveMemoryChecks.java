@@ -74,19 +74,10 @@ final class SaveMemoryChecks {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment());
                 Model model = Model.newInstance("save-memory", Device.cpu());
                 NDManager manager = TestModels.newManager()) {
-            JsonObject json = LlamaConfig.of(LAYERS, WIDTH, 16, 16, INTERMEDIATE, 64).toJson();
-            json.addProperty("vocab_size", VOCAB);
-            Engine.getEngine("PyTorch").setRandomSeed(SEED);
-            CausalLM lm = Models.create(ConfigJson.parse(json), model.getNDManager());
+            CausalLM lm = newBase(model);
             long unitBytes = largestLayerBytes(lm);
             long modelBytes = floatBytes(lm);
-            Lora.apply(
-                    lm,
-                    LoraConfig.builder()
-                            .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
-                            .optRank(4)
-                            .build());
-            model.setBlock(lm);
+            addAdapters(model, lm);
             try (FsdpTrainer trainer = newTrainer(model, group)) {
                 step(trainer, manager);
                 // A first save warms up what is allocated once per process (the math library's
@@ -134,7 +125,26 @@ final class SaveMemoryChecks {
         System.out.println("checks passed");
     }
 
-    private static void check(String what, long growth, long unitBytes) {
+    /** The model of these checks, its parameters initialized, without adapters. */
+    static CausalLM newBase(Model model) {
+        JsonObject json = LlamaConfig.of(LAYERS, WIDTH, 16, 16, INTERMEDIATE, 64).toJson();
+        json.addProperty("vocab_size", VOCAB);
+        Engine.getEngine("PyTorch").setRandomSeed(SEED);
+        return Models.create(ConfigJson.parse(json), model.getNDManager());
+    }
+
+    /** Adds LoRA adapters on every linear layer and sets the model as {@code model}'s block. */
+    static void addAdapters(Model model, CausalLM lm) {
+        Lora.apply(
+                lm,
+                LoraConfig.builder()
+                        .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
+                        .optRank(4)
+                        .build());
+        model.setBlock(lm);
+    }
+
+    static void check(String what, long growth, long unitBytes) {
         if (growth > BOUND * unitBytes) {
             throw new AssertionError(
                     what
@@ -172,7 +182,7 @@ final class SaveMemoryChecks {
     }
 
     /** The largest decoder layer's float32 bytes (every layer is a unit; the root is smaller). */
-    private static long largestLayerBytes(CausalLM lm) {
+    static long largestLayerBytes(CausalLM lm) {
         Map<String, Long> layers = new HashMap<>();
         StateDict.parameters(lm)
                 .forEach(
@@ -196,14 +206,14 @@ final class SaveMemoryChecks {
         return bytes;
     }
 
-    /** What a save runs. */
+    /** What is measured: a save, or a load. */
     @FunctionalInterface
-    private interface Save {
+    interface Operation {
         void run() throws IOException;
     }
 
     /** The largest growth of the resident set while {@code save} runs, from just before it. */
-    private static long growthDuring(Save save) throws Exception {
+    static long growthDuring(Operation save) throws Exception {
         System.gc();
         ResidentMemory.Peak peak = ResidentMemory.watch();
         Thread.sleep(200);
@@ -216,7 +226,7 @@ final class SaveMemoryChecks {
         return Math.max(0, peak.get() - before);
     }
 
-    private static FsdpTrainer newTrainer(Model model, ProcessGroup group) {
+    static FsdpTrainer newTrainer(Model model, ProcessGroup group) {
         FsdpConfig fsdp =
                 FsdpConfig.builder()
                         .optShardingStrategy(ShardingStrategy.FULL_SHARD)
@@ -228,7 +238,7 @@ final class SaveMemoryChecks {
                 model, TestModels.trainingConfig(), group, fsdp, TrainerOptions.builder().build());
     }
 
-    private static void step(FsdpTrainer trainer, NDManager manager) {
+    static void step(FsdpTrainer trainer, NDManager manager) {
         try (NDManager scope = manager.newSubManager()) {
             long[] ids = new Random(SEED).longs(2 * 17, 0, VOCAB).toArray();
             NDArray tokens = scope.create(ids).reshape(2, 17);
