@@ -52,6 +52,18 @@ class InPlaceTest {
         assertArrayEquals(expected, Precision.FLOAT32.cast(out).toFloatArray(), 0f);
     }
 
+    @Test
+    void bfloat16AddedToFloat32InBlocksEqualsTheMixedAdd() {
+        // More rows than one block holds, and a partial last block.
+        long width = 7;
+        long rows = 2 * (InPlace.WIDEN_BLOCK_ELEMENTS / width) + 5;
+        NDArray out = manager.randomNormal(new Shape(rows, width));
+        NDArray values = Precision.BFLOAT16.cast(manager.randomNormal(new Shape(rows, width)));
+        float[] expected = out.add(Precision.FLOAT32.cast(values)).toFloatArray();
+        InPlace.addWidened(out, values);
+        assertArrayEquals(expected, out.toFloatArray(), 0f);
+    }
+
     /** {@code a w^T} into a fresh array against {@code matMul}. */
     private void compare(Shape left, Shape weight) {
         NDArray a = manager.randomNormal(left);

@@ -313,6 +313,7 @@ public final class CausalLmLoss extends Loss {
         private NDArray gradient;
         private NDArray transposed;
         private NDArray gradientWeight;
+        private NDArray weightProduct;
 
         HeadProducts(
                 NDArray rows,
@@ -347,6 +348,10 @@ public final class CausalLmLoss extends Loss {
             gradientWeight = gradientType.cast(weight);
             if (gradientWeight != weight) {
                 gradientWeight.attach(buffers);
+            }
+            if (weightGradient != null && gradientType != Precision.FLOAT32) {
+                // Each chunk's 16-bit product G^T h, one buffer for all chunks.
+                weightProduct = gradientType.empty(buffers, weightGradient.getShape());
             }
         }
 
@@ -394,11 +399,11 @@ public final class CausalLmLoss extends Loss {
                         InPlace.addMm(weightGradient, gt, h);
                     }
                 } else {
-                    NDArray product = attached(gt.matMul(h), scratch);
+                    InPlace.mm(weightProduct, gt, h);
                     if (first) {
-                        TensorMemory.copy(product, weightGradient);
+                        TensorMemory.copy(weightProduct, weightGradient);
                     } else {
-                        weightGradient.addi(product);
+                        InPlace.addWidened(weightGradient, weightProduct);
                     }
                 }
             }
