@@ -24,12 +24,12 @@ public final class InPlace {
 
     /**
      * The output columns one float32 CPU product writes at a time when its output is wider than
-     * twice this. MKL's float32 product of a few hundred rows into a very wide row-major output (a
-     * loss's {@code [rows, vocab]} logits) ran at 0.6x of its rate on square-ish shapes on this
-     * project's AVX-512 machine; in blocks of 1024 columns, each block's output rows written
-     * through the whole array's row stride, at 0.85x (docs/benchmarks.md). Every output element is
-     * still one dot product over the whole inner dimension. oneDNN's bfloat16 product gains nothing
-     * from it and is left whole.
+     * twice this. On this project's AVX-512 machine MKL's float32 product of a few hundred rows
+     * into a very wide row-major output (a loss's {@code [rows, vocab]} logits) ran at 58 to 68
+     * GFLOP/s on one thread, where the layers' shapes reach 97 to 103; in blocks of 1024 columns,
+     * each block a view with the whole output's row stride, at 68 to 85 (docs/benchmarks.md). Every
+     * output element is still one dot product over the whole inner dimension, so the values are the
+     * same. oneDNN's bfloat16 product gained nothing from it and is left whole.
      */
     static final long FLOAT32_COLUMN_BLOCK = 1024;
 
