@@ -29,6 +29,7 @@ import ai.djl.training.Trainer;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.util.Pair;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -145,7 +146,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                                                 + " ideal_mb=%.1f rss_over_ideal=%.3f"
                                                 + " idle_rss_mb=%.1f init_peak_rss_mb=%.1f"
                                                 + " step_peak_rss_mb=%.1f"
-                                                + " above_idle_over_ideal=%.3f",
+                                                + " above_idle_over_ideal=%.3f cpu_ms=%.1f",
                                         times.meanMillis(),
                                         times.lastLoss(),
                                         peakRss / 1e6,
@@ -158,7 +159,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                                         idleRss / 1e6,
                                         initPeak / 1e6,
                                         reset ? stepPeak / 1e6 : Double.NaN,
-                                        (peakRss - idleRss) / (double) ideal)));
+                                        (peakRss - idleRss) / (double) ideal,
+                                        times.cpuMillis())));
             }
         }
         return 0;
@@ -181,22 +183,39 @@ public final class TrainBenchRank implements Callable<Integer> {
         return FullyShardedDataParallel.newTrainer(model, config, group, fsdp.build());
     }
 
-    /** The timed steps' mean duration and the loss of the last step. */
-    private record StepTimes(double meanMillis, float lastLoss) {}
+    /**
+     * The timed steps' mean duration, the process's CPU time per timed step (every thread: compute,
+     * communication, the JVM's), and the loss of the last step.
+     */
+    private record StepTimes(double meanMillis, double cpuMillis, float lastLoss) {}
 
     /** Trains the warmup steps, then the timed steps. */
     private static StepTimes timeSteps(TrainBenchSettings settings, Trainer trainer) {
         int warmup = settings.warmup();
         int steps = settings.steps();
         long start = 0;
+        long cpuStart = 0;
         float loss = Float.NaN;
         for (int step = 0; step < warmup + steps; step++) {
             if (step == warmup) {
                 start = System.nanoTime();
+                cpuStart = processCpuNanos();
             }
             loss = GptRank.step(trainer, settings.shape(), step == warmup + steps - 1);
         }
-        return new StepTimes((System.nanoTime() - start) / 1e6 / steps, loss);
+        return new StepTimes(
+                (System.nanoTime() - start) / 1e6 / steps,
+                (processCpuNanos() - cpuStart) / 1e6 / steps,
+                loss);
+    }
+
+    /** The CPU time this process has used, all threads, or -1 where the JVM cannot tell. */
+    private static long processCpuNanos() {
+        if (ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.OperatingSystemMXBean os) {
+            return os.getProcessCpuTime();
+        }
+        return -1;
     }
 
     /**

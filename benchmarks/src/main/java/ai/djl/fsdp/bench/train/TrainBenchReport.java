@@ -17,8 +17,9 @@ final class TrainBenchReport {
 
     /**
      * Returns the summary line: the slowest rank's step time (the job moves at its pace), the
-     * largest rank's memory, traffic and wait for collectives in the last step, and the ranks' mean
-     * loss in the last step.
+     * largest rank's memory, traffic and wait for collectives in the last step, the ranks' mean
+     * loss in the last step, and the largest rank's CPU time per step (which the other processes of
+     * a shared machine move less than the step time).
      */
     static String summarize(TrainBenchSettings settings, MatMulPeak peak, Path report)
             throws IOException {
@@ -64,7 +65,7 @@ final class TrainBenchReport {
                     + " sent_across_mb_per_step=%.1f shard_group_size=%d ideal_mb_per_rank=%.1f"
                     + " peak_rss_over_ideal=%.3f idle_rss_mb_per_rank=%.1f"
                     + " init_peak_rss_mb_per_rank=%.1f step_peak_rss_mb_per_rank=%.1f"
-                    + " peak_above_idle_over_ideal=%.3f",
+                    + " peak_above_idle_over_ideal=%.3f cpu_ms_per_step=%.1f",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -93,6 +94,7 @@ final class TrainBenchReport {
                 worst.get("idle_rss_mb"),
                 worst.get("init_peak_rss_mb"),
                 worst.get("step_peak_rss_mb"),
-                worst.get("above_idle_over_ideal"));
+                worst.get("above_idle_over_ideal"),
+                worst.get("cpu_ms"));
     }
 }

@@ -186,7 +186,7 @@ public final class CausalLmLoss extends Loss {
         HeadProducts products =
                 new HeadProducts(
                         rows, weight, hiddenGradient, weightGradient, Precision.ofArray(rows));
-        long chunk = Math.min(count, Math.max(1, HEAD_CHUNK_ELEMENTS / vocab));
+        long chunk = evenChunk(count, Math.max(1, HEAD_CHUNK_ELEMENTS / vocab));
         NDArray sum =
                 Autograd.withGradMode(
                         false,
@@ -225,6 +225,19 @@ public final class CausalLmLoss extends Loss {
             carrier = carrier == null ? weightCarrier : carrier.add(weightCarrier);
         }
         return carrier == null ? loss : carrier.sub(carrier.stopGradient()).add(loss);
+    }
+
+    /**
+     * The rows per chunk when {@code count} rows are taken at most {@code limit} at a time in as
+     * few chunks as that allows, all of nearly one size: a short last chunk (28 of 1024 rows in
+     * chunks of 166) would run the head's three products on a few rows, at half their rate.
+     */
+    static long evenChunk(long count, long limit) {
+        if (count <= limit) {
+            return count;
+        }
+        long chunks = (count + limit - 1) / limit;
+        return (count + chunks - 1) / chunks;
     }
 
     /** The rows {@code start} (inclusive) to {@code end} (exclusive) of a chunk. */
@@ -304,6 +317,7 @@ public final class CausalLmLoss extends Loss {
         private NDArray gradient;
         private NDArray transposed;
         private NDArray gradientWeight;
+        private NDArray weightProduct;
 
         HeadProducts(
                 NDArray rows,
@@ -338,6 +352,10 @@ public final class CausalLmLoss extends Loss {
             gradientWeight = gradientType.cast(weight);
             if (gradientWeight != weight) {
                 gradientWeight.attach(buffers);
+            }
+            if (weightGradient != null && gradientType != Precision.FLOAT32) {
+                // Each chunk's 16-bit product G^T h, one buffer for all chunks.
+                weightProduct = gradientType.empty(buffers, weightGradient.getShape());
             }
         }
 
@@ -385,11 +403,11 @@ public final class CausalLmLoss extends Loss {
                         InPlace.addMm(weightGradient, gt, h);
                     }
                 } else {
-                    NDArray product = attached(gt.matMul(h), scratch);
+                    InPlace.mm(weightProduct, gt, h);
                     if (first) {
-                        TensorMemory.copy(product, weightGradient);
+                        TensorMemory.copy(weightProduct, weightGradient);
                     } else {
-                        weightGradient.addi(product);
+                        InPlace.addWidened(weightGradient, weightProduct);
                     }
                 }
             }

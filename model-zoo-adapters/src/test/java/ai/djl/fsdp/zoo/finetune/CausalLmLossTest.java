@@ -47,6 +47,14 @@ class CausalLmLossTest {
     }
 
     @Test
+    void headChunksAreOfNearlyOneSize() {
+        assertEquals(147, CausalLmLoss.evenChunk(1024, 166)); // 7 chunks: 6 of 147, one of 142
+        assertEquals(166, CausalLmLoss.evenChunk(166 * 6, 166));
+        assertEquals(10, CausalLmLoss.evenChunk(10, 166));
+        assertEquals(1, CausalLmLoss.evenChunk(5, 1));
+    }
+
+    @Test
     void aFrozenHeadGetsNoGradientAndEvaluationOnlyTheLoss() {
         try (NDManager manager = TestModels.newManager()) {
             Inputs in = Inputs.random(manager, 11);
