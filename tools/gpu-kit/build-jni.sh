@@ -50,8 +50,9 @@ fi
 cuda="${TORCH_CUDA:-$([[ -f "$TORCH_LIB/libtorch_cuda.so" ]] && echo 1 || echo 0)}"
 version_h="$TORCH_INCLUDE/torch/csrc/api/include/torch/version.h"
 # libtorch 2.11 defines the numbers in torch/headeronly/version.h, which version.h includes.
-version="$(cat "$version_h" "$TORCH_INCLUDE/torch/headeronly/version.h" 2>/dev/null \
-    | awk '/define TORCH_VERSION_(MAJOR|MINOR|PATCH) / {v = v (v == "" ? "" : ".") $3} END {print v}')"
+version="$(for header in "$version_h" "$TORCH_INCLUDE/torch/headeronly/version.h"; do
+        if [[ -f "$header" ]]; then cat "$header"; fi
+    done | awk '/define TORCH_VERSION_(MAJOR|MINOR|PATCH) / {v = v (v == "" ? "" : ".") $3} END {print v}')"
 [[ "$version" =~ ^[0-9]+\.[0-9]+ ]] || version="${PYTORCH_VERSION:-}"
 [[ -n "$version" ]] || fail "cannot read libtorch's version from $version_h: set PYTORCH_VERSION"
 

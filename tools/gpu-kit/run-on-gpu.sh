@@ -29,7 +29,8 @@
 # KIT_STEPS="name ..." runs those steps instead; KIT_TRAIN_ARGS are added to every bench train of
 # the train-* steps (--warmup 20 --steps 30, say), KIT_FSDP2_ARGS replace fsdp2_bench.py's
 # "--steps 10 --warmup 2". KIT_DEADLINE=S: the call ends by S seconds from its
-# start: a running step is stopped there (exit 124) and the steps after it are skipped, said so.
+# start: a running step is stopped there (exit 124; killed 10 s later if it ignores that) and the
+# steps after it are skipped, said so and counted.
 # Usage: [KIT_CALL=first|second|all|one] run-on-gpu.sh [RESULTS_DIR]   (default all; RESULTS_DIR:
 # $OUT, else ./gpu-kit-results). PYTHON (default python3): the Python with torch. NPROC (default:
 # the GPUs, at most 2). ENGINE_CACHE_DIR (default the kit's build/engine-cache): where DJL finds
@@ -133,6 +134,10 @@ step() {
     local start=$SECONDS
     note "== $name: $*"
     if [[ -n "${KIT_DEADLINE:-}" ]]; then
+        if (( KIT_DEADLINE - SECONDS < 1 )); then
+            note "   skipped: KIT_DEADLINE ($KIT_DEADLINE s) reached after $SECONDS s"
+            return 0
+        fi
         # The step ends (TERM, then KILL 10 s later) when the call's deadline comes.
         # (through bash: the steps run the functions below, exported).
         timeout -k 10 "$((KIT_DEADLINE - SECONDS))" bash -c '"$@"' step "$@" > "$results/$name.log" 2>&1
@@ -194,8 +199,8 @@ run_named() {
         train-keep|train-124m-keep) train "$name" --sharding FULL_SHARD --activation-checkpointing=false ;;
         fsdp2-float32|fsdp2-bfloat16|fsdp2-124m-float32|fsdp2-124m-bfloat16)
             gpu_only "$name" || return 0
-            local sizes=("${shape[@]}")
-            [[ "$name" == *-124m-* ]] && sizes=("${shape124m[@]}")
+            local sizes
+            sizes_for "$name"
             step "$name" with_gpu_memory "$results/$name.mem" "$python" -m torch.distributed.run \
                 --standalone --nproc-per-node "$nproc" "$kit/fsdp2_bench.py" "${sizes[@]}" ${KIT_FSDP2_ARGS:---steps 10 --warmup 2} \
                 --dtype "${name##*-}" ;;
@@ -209,13 +214,23 @@ gpu_only() {
     return 1
 }
 
-# bench train on the default shape (the GPT-2 124M shape for train-124m-*), the rest of the
-# arguments added; on the CPU the small shape (the full shapes take many minutes on a few cores).
+# Sets sizes to step $1's shape: the GPT-2 124M shape for *-124m-*, else the default; on the CPU
+# the small shape (the full shapes take many minutes on a few cores).
+sizes_for() {
+    if [[ "$device" != gpu ]]; then
+        sizes=("${small[@]}")
+    elif [[ "$1" == *-124m-* ]]; then
+        sizes=("${shape124m[@]}")
+    else
+        sizes=("${shape[@]}")
+    fi
+}
+
+# bench train on step $1's shape, the rest of the arguments added.
 train() {
     local name="$1"; shift
-    local sizes=("${shape[@]}")
-    [[ "$name" == train-124m-* ]] && sizes=("${shape124m[@]}")
-    [[ "$device" != gpu ]] && sizes=("${small[@]}")
+    local sizes
+    sizes_for "$name"
     step "$name" with_gpu_memory "$results/$name.mem" fsdp bench train --nproc "$nproc" "$@" "${sizes[@]}" \
         ${KIT_TRAIN_ARGS:-}
 }
@@ -236,5 +251,6 @@ for name in ${KIT_STEPS:-$steps}; do
     run_named "$name"
 done
 failed="$(grep -c '^   exit [1-9]' "$summary")"
-note "done: $results ($failed failed steps)"
+skipped="$(grep -c 'KIT_DEADLINE (.*) reached' "$summary")"
+note "done: $results ($failed failed steps, $skipped skipped at the deadline)"
 [[ "$failed" == 0 ]]

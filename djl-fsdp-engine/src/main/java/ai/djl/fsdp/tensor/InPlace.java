@@ -119,8 +119,12 @@ public final class InPlace {
     public static void addWidened(NDArray out, NDArray values) {
         Shape shape = out.getShape();
         long rows = shape.get(0);
+        if (rows == 0 || out.getDevice().isGpu()) {
+            out.addi(values); // on a GPU the mixed-type add is one kernel
+            return;
+        }
         long block = Math.max(1, WIDEN_BLOCK_ELEMENTS / Math.max(1, shape.size() / rows));
-        try (NDManager scratch = out.getManager().newSubManager()) {
+        try (NDManager scratch = out.getManager().newSubManager(out.getDevice())) {
             NDArray buffer =
                     Precision.FLOAT32.empty(
                             scratch, new Shape(Math.min(rows, block)).addAll(shape.slice(1)));

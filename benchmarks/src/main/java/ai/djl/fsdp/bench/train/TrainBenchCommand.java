@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench.train;
 
+import ai.djl.Device;
 import ai.djl.fsdp.bench.BenchRanks;
 import ai.djl.fsdp.bench.gpt.GptOptions;
 import ai.djl.fsdp.bench.gpt.GptRank;
@@ -23,7 +24,7 @@ import picocli.CommandLine.Mixin;
  * mean loss, and the largest rank's memory, traffic and wait. The ranks start as {@code finetune}
  * does ({@code ShardedStart}: unit by unit, adapters added before, the frozen base in the compute
  * type); the ideal is a rank's model state plus the largest unit's full parameters in the compute
- * type. Before the ranks start it measures the matrix-product rate of the ranks' device ({@link
+ * type. After the ranks end it measures the matrix-product rate of the ranks' device ({@link
  * MatMulPeak}): per thread on the CPU, per device on GPUs; the peak is that rate in the run's
  * compute precision times the threads all ranks use, or times the ranks on GPUs.
  */
@@ -47,13 +48,14 @@ public final class TrainBenchCommand implements Callable<Integer> {
     public Integer call() throws IOException, InterruptedException {
         TrainBenchSettings settings = training.settings(ranks.nproc(), gpt);
         settings.check();
-        // Measured before the ranks start, so that nothing else runs beside it.
-        MatMulPeak peak = MatMulPeak.measure(RankDevice.of(0, ranks.nproc()));
+        Device device = RankDevice.of(0, ranks.nproc());
         return ranks.run(
                 report ->
                         BenchRanks.rankCommand(
                                 TrainBenchRank.class, gpt, training, new GptRank(report)),
                 List.of("-Xmx1g"),
-                report -> TrainBenchReport.summarize(settings, peak, report));
+                // The peak is measured once the ranks have ended: nothing else runs beside it,
+                // and on a GPU this process holds no device memory while they train.
+                report -> TrainBenchReport.summarize(settings, MatMulPeak.measure(device), report));
     }
 }

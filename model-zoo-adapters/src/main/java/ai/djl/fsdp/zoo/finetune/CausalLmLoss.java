@@ -353,8 +353,11 @@ public final class CausalLmLoss extends Loss {
             if (gradientWeight != weight) {
                 gradientWeight.attach(buffers);
             }
-            if (weightGradient != null && gradientType != Precision.FLOAT32) {
-                // Each chunk's 16-bit product G^T h, one buffer for all chunks.
+            if (weightGradient != null
+                    && gradientType != Precision.FLOAT32
+                    && !weightGradient.getDevice().isGpu()) {
+                // Each chunk's 16-bit product G^T h, one buffer for all chunks: on the CPU,
+                // libtorch adds a 16-bit array to a float32 one element by element.
                 weightProduct = gradientType.empty(buffers, weightGradient.getShape());
             }
         }
@@ -401,6 +404,14 @@ public final class CausalLmLoss extends Loss {
                         InPlace.mm(weightGradient, gt, h);
                     } else {
                         InPlace.addMm(weightGradient, gt, h);
+                    }
+                } else if (weightProduct == null) {
+                    // On a GPU the mixed-type add is one kernel.
+                    NDArray product = attached(gt.matMul(h), scratch);
+                    if (first) {
+                        TensorMemory.copy(product, weightGradient);
+                    } else {
+                        weightGradient.addi(product);
                     }
                 } else {
                     InPlace.mm(weightProduct, gt, h);

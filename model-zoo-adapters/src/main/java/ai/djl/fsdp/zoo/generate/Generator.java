@@ -73,8 +73,7 @@ public final class Generator {
      */
     public long[][] generate(
             NDManager manager, List<long[]> prompts, GenerationConfig config, IntConsumer onStep) {
-        AtomicInteger steps = new AtomicInteger();
-        return decode(manager, prompts, config, 0, () -> onStep.accept(steps.incrementAndGet()));
+        return decode(manager, prompts, config, 0, counting(onStep));
     }
 
     /**
@@ -110,22 +109,22 @@ public final class Generator {
         int batches = decoder.agreeOnBatches(batches(prompts.size(), maxRows));
         long[][] replies = new long[prompts.size()][];
         // Decoding steps of every batch so far, counted across batches.
-        AtomicInteger steps = new AtomicInteger();
+        Runnable afterStep = counting(onStep);
         for (int batch = 0; batch < batches; batch++) {
             int from = Math.min(batch * maxRows, prompts.size());
             int to = Math.min(from + maxRows, prompts.size());
             // Past this process's own batches: its first prompt again, tokens dropped.
             List<long[]> rows = from < to ? prompts.subList(from, to) : prompts.subList(0, 1);
-            long[][] decoded =
-                    decode(
-                            manager,
-                            rows,
-                            config,
-                            from,
-                            () -> onStep.accept(steps.incrementAndGet()));
+            long[][] decoded = decode(manager, rows, config, from, afterStep);
             System.arraycopy(decoded, 0, replies, from, to - from);
         }
         return replies;
+    }
+
+    /** Returns a step callback that tells {@code onStep} the number of steps taken so far. */
+    private static Runnable counting(IntConsumer onStep) {
+        AtomicInteger steps = new AtomicInteger();
+        return () -> onStep.accept(steps.incrementAndGet());
     }
 
     /**
