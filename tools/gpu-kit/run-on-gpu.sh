@@ -27,7 +27,7 @@
 #   runs first and each of ours runs beside its FSDP2 twin; adds the GPT-2 124M shape (12 x 768,
 #   seq 512, batch 8): train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32.
 # KIT_STEPS="name ..." runs those steps instead; KIT_TRAIN_ARGS are added to every bench train of
-# the train-* steps (--warmup 20 --steps 30, say), KIT_FSDP2_ARGS replace fsdp2_bench.py's
+# the train-* steps on GPUs (--warmup 20 --steps 30, say; not on the CPU's small shape), KIT_FSDP2_ARGS replace fsdp2_bench.py's
 # "--steps 10 --warmup 2". KIT_DEADLINE=S: the call ends by S seconds from its
 # start: a running step is stopped there (exit 124; killed 10 s later if it ignores that) and the
 # steps after it are skipped, said so and counted.
@@ -231,8 +231,11 @@ train() {
     local name="$1"; shift
     local sizes
     sizes_for "$name"
+    # KIT_TRAIN_ARGS are for the GPU shapes: the CPU's small shape already names its steps.
+    local extra=()
+    [[ "$device" == gpu ]] && read -r -a extra <<< "${KIT_TRAIN_ARGS:-}"
     step "$name" with_gpu_memory "$results/$name.mem" fsdp bench train --nproc "$nproc" "$@" "${sizes[@]}" \
-        ${KIT_TRAIN_ARGS:-}
+        "${extra[@]}"
 }
 
 build_jni
