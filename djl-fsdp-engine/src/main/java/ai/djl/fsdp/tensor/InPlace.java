@@ -23,15 +23,22 @@ import ai.djl.pytorch.engine.PtNDManager;
 public final class InPlace {
 
     /**
-     * The output columns one float32 CPU product writes at a time when its output is wider than
-     * twice this. On this project's AVX-512 machine MKL's float32 product of a few hundred rows
-     * into a very wide row-major output (a loss's {@code [rows, vocab]} logits) ran at 58 to 68
-     * GFLOP/s on one thread, where the layers' shapes reach 97 to 103; in blocks of 1024 columns,
-     * each block a view with the whole output's row stride, at 68 to 85 (docs/benchmarks.md). Every
-     * output element is still one dot product over the whole inner dimension, so the values are the
-     * same. oneDNN's bfloat16 product gained nothing from it and is left whole.
+     * The output columns one float32 CPU product writes at a time, about, when its output is wider
+     * than {@link #FLOAT32_WIDE_COLUMNS}. On this project's AVX-512 machine MKL's float32 product
+     * of a few hundred rows into a very wide row-major output (a loss's {@code [rows, vocab]}
+     * logits) ran at 58 to 68 GFLOP/s on one thread, where the layers' shapes reach 97 to 103; in
+     * blocks of 1024 columns, each block a view with the whole output's row stride, at 68 to 85
+     * (docs/benchmarks.md). Every output element is still one dot product over the whole inner
+     * dimension, so the values are the same. oneDNN's bfloat16 product gained nothing from it and
+     * is left whole.
      */
     static final long FLOAT32_COLUMN_BLOCK = 1024;
+
+    /**
+     * The widest float32 output written whole: a vocabulary's logits are wider, a layer's width (up
+     * to 8192) is not, and the blocks were measured on the first only.
+     */
+    static final long FLOAT32_WIDE_COLUMNS = 8192;
 
     /**
      * The elements {@link #addWidened} converts at a time: 3 MiB of float32, below the ranks'
@@ -51,14 +58,15 @@ public final class InPlace {
     public static void mm(NDArray out, NDArray a, NDArray b) {
         if (onCpu(out)) {
             long columns = out.getShape().get(1);
-            if (out.getDataType() != DataType.FLOAT32 || columns <= 2 * FLOAT32_COLUMN_BLOCK) {
+            if (out.getDataType() != DataType.FLOAT32 || columns <= FLOAT32_WIDE_COLUMNS) {
                 mmOnCpu(out, a, b);
                 return;
             }
-            for (long start = 0; start < columns; start += FLOAT32_COLUMN_BLOCK) {
-                NDIndex block =
-                        new NDIndex(
-                                ":, {}:{}", start, Math.min(columns, start + FLOAT32_COLUMN_BLOCK));
+            // Blocks of nearly one size: no last block of a few columns.
+            long blocks = (columns + FLOAT32_COLUMN_BLOCK - 1) / FLOAT32_COLUMN_BLOCK;
+            long width = (columns + blocks - 1) / blocks;
+            for (long start = 0; start < columns; start += width) {
+                NDIndex block = new NDIndex(":, {}:{}", start, Math.min(columns, start + width));
                 try (NDArray outBlock = out.get(block);
                         NDArray bBlock = b.get(block)) {
                     mmOnCpu(outBlock, a, bBlock);

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Products into a given array against DJL's product: a float32 output wide enough to be written in
- * column blocks (with a partial last block) and a narrow one written whole, the right factor read
- * through a transposed view as the loss's head reads its weight.
+ * column blocks (of two sizes) and a narrow one written whole, the right factor read through a
+ * transposed view as the loss's head reads its weight.
  */
 class InPlaceTest {
 
@@ -33,7 +33,7 @@ class InPlaceTest {
 
     @Test
     void wideFloat32ProductInColumnBlocksEqualsTheProduct() {
-        long columns = 2 * InPlace.FLOAT32_COLUMN_BLOCK + 77;
+        long columns = InPlace.FLOAT32_WIDE_COLUMNS + 77;
         compare(new Shape(5, 24), new Shape(columns, 24));
     }
 
