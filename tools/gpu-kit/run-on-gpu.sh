@@ -239,10 +239,12 @@ train() {
 }
 
 build_jni
+first_steps="probe-djl probe nccl-check collectives fit-cpu fit-gpu train-small"
+second_steps="bench-coll train-f32 train-bf16 train-keep fsdp2-float32 fsdp2-bfloat16"
 case "$call" in
-    first) steps="probe-djl probe nccl-check collectives fit-cpu fit-gpu train-small" ;;
-    second) steps="bench-coll train-f32 train-bf16 train-keep fsdp2-float32 fsdp2-bfloat16" ;;
-    all) steps="probe-djl probe nccl-check collectives fit-cpu fit-gpu train-small bench-coll train-f32 train-bf16 train-keep fsdp2-float32 fsdp2-bfloat16" ;;
+    first) steps="$first_steps" ;;
+    second) steps="$second_steps" ;;
+    all) steps="$first_steps $second_steps" ;;
     # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
     one) steps="probe-djl probe nccl-check train-f32 fsdp2-float32 train-bf16 fsdp2-bfloat16 fit-cpu fit-gpu train-keep train-124m-bf16 fsdp2-124m-bfloat16 train-124m-f32 fsdp2-124m-float32 collectives bench-coll train-small" ;;
 esac

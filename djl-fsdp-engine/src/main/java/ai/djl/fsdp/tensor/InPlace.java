@@ -127,7 +127,7 @@ public final class InPlace {
     public static void addWidened(NDArray out, NDArray values) {
         Shape shape = out.getShape();
         long rows = shape.get(0);
-        if (rows == 0 || out.getDevice().isGpu()) {
+        if (rows == 0 || !onCpu(out)) {
             out.addi(values); // on a GPU the mixed-type add is one kernel
             return;
         }
