@@ -2,6 +2,7 @@ package ai.djl.fsdp.bench;
 
 import ai.djl.fsdp.bench.attention.AttentionBenchCommand;
 import ai.djl.fsdp.bench.checkpoint.CheckpointBenchCommand;
+import ai.djl.fsdp.bench.ops.OpsBenchCommand;
 import ai.djl.fsdp.bench.train.TrainBenchCommand;
 import ai.djl.fsdp.cli.Subcommand;
 import picocli.CommandLine.Command;
@@ -19,7 +20,8 @@ import picocli.CommandLine.Spec;
             CollectivesBenchCommand.class,
             TrainBenchCommand.class,
             AttentionBenchCommand.class,
-            CheckpointBenchCommand.class
+            CheckpointBenchCommand.class,
+            OpsBenchCommand.class
         })
 public final class BenchCommand implements Subcommand {
 

@@ -4,6 +4,7 @@ import ai.djl.Model;
 import ai.djl.fsdp.bench.gpt.GptOptions;
 import ai.djl.fsdp.bench.gpt.GptRank;
 import ai.djl.fsdp.bench.gpt.GptShape;
+import ai.djl.fsdp.bench.ops.OperatorTrace;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
@@ -136,6 +137,17 @@ public final class TrainBenchRank implements Callable<Integer> {
                     ideal = modelState;
                 }
                 long peakRss = Math.max(initPeak, stepPeak);
+                // Last, as it slows the step it profiles: every rank steps, rank 0 records.
+                int operators = -1;
+                if (training.opProfile() != null) {
+                    Runnable step = () -> GptRank.step(trainer, shape, false);
+                    if (rank.env().getRank() == 0) {
+                        operators =
+                                OperatorTrace.record(training.opProfile(), step).getTopLevelTotal();
+                    } else {
+                        step.run();
+                    }
+                }
                 rank.write(
                         List.of(
                                 String.format(
@@ -146,7 +158,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                                                 + " ideal_mb=%.1f rss_over_ideal=%.3f"
                                                 + " idle_rss_mb=%.1f init_peak_rss_mb=%.1f"
                                                 + " step_peak_rss_mb=%.1f"
-                                                + " above_idle_over_ideal=%.3f cpu_ms=%.1f",
+                                                + " above_idle_over_ideal=%.3f cpu_ms=%.1f"
+                                                + " ops=%d",
                                         times.meanMillis(),
                                         times.lastLoss(),
                                         peakRss / 1e6,
@@ -160,7 +173,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                                         initPeak / 1e6,
                                         reset ? stepPeak / 1e6 : Double.NaN,
                                         (peakRss - idleRss) / (double) ideal,
-                                        times.cpuMillis())));
+                                        times.cpuMillis(),
+                                        operators)));
             }
         }
         return 0;

@@ -19,7 +19,8 @@ final class TrainBenchReport {
      * Returns the summary line: the slowest rank's step time (the job moves at its pace), the
      * largest rank's memory, traffic and wait for collectives in the last step, the ranks' mean
      * loss in the last step, and the largest rank's CPU time per step (which the other processes of
-     * a shared machine move less than the step time).
+     * a shared machine move less than the step time); with {@code --op-profile}, the operators rank
+     * 0 called in its profiled step.
      */
     static String summarize(TrainBenchSettings settings, MatMulPeak peak, Path report)
             throws IOException {
@@ -65,7 +66,7 @@ final class TrainBenchReport {
                     + " sent_across_mb_per_step=%.1f shard_group_size=%d ideal_mb_per_rank=%.1f"
                     + " peak_rss_over_ideal=%.3f idle_rss_mb_per_rank=%.1f"
                     + " init_peak_rss_mb_per_rank=%.1f step_peak_rss_mb_per_rank=%.1f"
-                    + " peak_above_idle_over_ideal=%.3f cpu_ms_per_step=%.1f",
+                    + " peak_above_idle_over_ideal=%.3f cpu_ms_per_step=%.1f%s",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -95,6 +96,10 @@ final class TrainBenchReport {
                 worst.get("init_peak_rss_mb"),
                 worst.get("step_peak_rss_mb"),
                 worst.get("above_idle_over_ideal"),
-                worst.get("cpu_ms"));
+                worst.get("cpu_ms"),
+                // Rank 0's count, when it profiled a step (the others write -1).
+                worst.get("ops") >= 0
+                        ? String.format(Locale.ROOT, " ops_per_step=%.0f", worst.get("ops"))
+                        : "");
     }
 }

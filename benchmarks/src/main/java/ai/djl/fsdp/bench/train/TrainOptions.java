@@ -1,6 +1,7 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.bench.gpt.GptOptions;
+import java.nio.file.Path;
 import picocli.CommandLine.Option;
 
 /**
@@ -79,6 +80,21 @@ final class TrainOptions {
                             + " --precision bf16, stored in bfloat16 only (default:"
                             + " ${DEFAULT-VALUE}).")
     private int loraRank;
+
+    @Option(
+            names = "--op-profile",
+            paramLabel = "FILE",
+            description =
+                    "After the measured steps, one more step with libtorch's profiler on rank 0:"
+                            + " writes its trace (Chrome trace JSON, for bench ops) to FILE and"
+                            + " prints ops_per_step, the operators the host called into libtorch"
+                            + " (default: none).")
+    private Path opProfile;
+
+    /** Returns where rank 0 writes the profiled step's trace, or null for no profiled step. */
+    Path opProfile() {
+        return opProfile;
+    }
 
     /** Returns the settings of a run on {@code nproc} ranks with these and the shared options. */
     TrainBenchSettings settings(int nproc, GptOptions gpt) {
