@@ -4,7 +4,9 @@ the root sharded last, as FULL_SHARD. --dtype bfloat16 is FSDP2's mixed precisio
 --precision bf16 is: float32 parameters, optimizer state and gradient reduction, bfloat16
 all-gathers and compute (MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)).
 Rank 0 prints one line like bench train's, with tokens/s and the peak GPU memory PyTorch allocated
-on a rank. Run with torchrun (python -m torch.distributed.run).
+on a rank. --op-profile FILE then profiles one more step (torch.profiler, host operators only) and
+rank 0 writes its Chrome trace to FILE, for `bin/fsdp bench ops` beside bench train --op-profile's.
+Run with torchrun (python -m torch.distributed.run).
 """
 import argparse
 import os
@@ -55,6 +57,7 @@ def main():
                           ("batch", 8), ("steps", 10), ("warmup", 2)]:
         parser.add_argument("--" + name, type=int, default=default)
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--op-profile", metavar="FILE")
     args = parser.parse_args()
 
     dist.init_process_group("nccl")
@@ -96,6 +99,13 @@ def main():
         tokens_per_s = world * args.batch * args.seq / seconds
         print(f"fsdp2 dtype={args.dtype} nproc={world} tokens_per_s={tokens_per_s:.1f} step_ms={seconds * 1000:.1f}"
               f" peak_allocated_mb_per_rank={peak.item() / 1e6:.1f} loss={loss.item():.4f}", flush=True)
+    if args.op_profile:
+        # After the measurements, as it slows the step it profiles; every rank steps, rank 0 writes.
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+            step()
+        torch.cuda.synchronize()
+        if rank == 0:
+            profile.export_chrome_trace(args.op_profile)
     dist.destroy_process_group()
 
 

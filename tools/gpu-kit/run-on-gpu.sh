@@ -23,6 +23,9 @@
 #   train-keep   FULL_SHARD without recompute in float32: units keep their graphs, their gathered
 #                parameters released after forward (CUDA virtual memory on GPUs)
 #   fsdp2-f32/bf16  PyTorch FSDP2 (fully_shard) on the same shape: tokens/s, peak GPU memory
+#  ops-124m-bf16  the operators the host calls into libtorch in one step, ours (bench train
+#                --op-profile, sdpa attention) and FSDP2's (fsdp2_bench.py --op-profile), side by
+#                side (bin/fsdp bench ops): the 124M shape in bfloat16; ops-bf16 the default shape
 #  one: a single call for a 15-minute device budget, the steps ordered so that what proves most
 #   runs first and each of ours runs beside its FSDP2 twin; adds the GPT-2 124M shape (12 x 768,
 #   seq 512, batch 8): train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32.
@@ -155,8 +158,17 @@ step() {
 
 fsdp() { "$java" -Xmx4g -cp "$classpath" ai.djl.fsdp.cli.Fsdp "$@"; }
 launch() { fsdp launch --nproc-per-node "$nproc" --jvm-opt=-Xmx4g -- "$@"; }
-export java classpath nproc gpus
-export -f fsdp launch with_gpu_memory
+# Ours and FSDP2's operators per step on the shape given, in bfloat16: traces in $1-{ours,fsdp2}.json.
+ops_side_by_side() {
+    local prefix="$1"; shift
+    fsdp bench train --nproc "$nproc" --precision bf16 --attention sdpa --steps 3 --warmup 3 "$@" \
+        --op-profile "$prefix-ours.json" \
+        && "$python" -m torch.distributed.run --standalone --nproc-per-node "$nproc" "$kit/fsdp2_bench.py" \
+            "$@" --steps 3 --warmup 3 --dtype bfloat16 --op-profile "$prefix-fsdp2.json" \
+        && fsdp bench ops --top 60 "$prefix-ours.json" "$prefix-fsdp2.json"
+}
+export java classpath nproc gpus python kit
+export -f fsdp launch with_gpu_memory ops_side_by_side
 small=(--layers 2 --width 128 --heads 2 --vocab 1000 --seq 32 --batch 2 --steps 2 --warmup 1)
 shape=(--layers 6 --width 384 --heads 6 --vocab 50257 --seq 128 --batch 8)
 shape124m=(--layers 12 --width 768 --heads 12 --vocab 50257 --seq 512 --batch 8)
@@ -204,6 +216,11 @@ run_named() {
             step "$name" with_gpu_memory "$results/$name.mem" "$python" -m torch.distributed.run \
                 --standalone --nproc-per-node "$nproc" "$kit/fsdp2_bench.py" "${sizes[@]}" ${KIT_FSDP2_ARGS:---steps 10 --warmup 2} \
                 --dtype "${name##*-}" ;;
+        ops-bf16|ops-124m-bf16)
+            gpu_only "$name" || return 0
+            local sizes
+            sizes_for "$name"
+            step "$name" ops_side_by_side "$results/$name" "${sizes[@]}" ;;
         *) note "== $name: no such step"; echo "   exit 2" >> "$summary" ;;
     esac
 }
@@ -246,7 +263,7 @@ case "$call" in
     second) steps="$second_steps" ;;
     all) steps="$first_steps $second_steps" ;;
     # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
-    one) steps="probe-djl probe nccl-check train-f32 fsdp2-float32 train-bf16 fsdp2-bfloat16 fit-cpu fit-gpu train-keep train-124m-bf16 fsdp2-124m-bfloat16 train-124m-f32 fsdp2-124m-float32 collectives bench-coll train-small" ;;
+    one) steps="probe-djl probe nccl-check train-f32 fsdp2-float32 train-bf16 fsdp2-bfloat16 fit-cpu fit-gpu train-keep train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-124m-f32 fsdp2-124m-float32 collectives bench-coll train-small" ;;
 esac
 for name in ${KIT_STEPS:-$steps}; do
     if [[ -n "${KIT_DEADLINE:-}" ]] && (( SECONDS + 20 > KIT_DEADLINE )); then
