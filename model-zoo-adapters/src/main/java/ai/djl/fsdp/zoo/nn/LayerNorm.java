@@ -36,17 +36,11 @@ public final class LayerNorm extends HfBlock {
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
-        // Statistics in float32 whatever the compute type, as mixed precision wants; the result
-        // goes back to the input's type for the next projection.
-        NDArray x32 = Precision.FLOAT32.cast(x);
-        NDList y =
-                x32.getNDArrayInternal()
-                        .layerNorm(
-                                x32,
-                                weight.getShape(),
-                                Precision.FLOAT32.cast(value(ps, weight, x, training)),
-                                Precision.FLOAT32.cast(value(ps, bias, x, training)),
-                                eps);
-        return new NDList(Precision.castLike(y.singletonOrThrow(), x));
+        // One operator in the input's type: libtorch computes a 16-bit input's statistics and
+        // affine transform in float32 and rounds once at the end, as casting to float32 and back
+        // would, without the four casts and their backward nodes.
+        NDArray w = Precision.castLike(value(ps, weight, x, training), x);
+        NDArray b = Precision.castLike(value(ps, bias, x, training), x);
+        return x.getNDArrayInternal().layerNorm(x, weight.getShape(), w, b, eps);
     }
 }
