@@ -1,7 +1,7 @@
 package ai.djl.fsdp.param;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
 import java.util.ArrayList;
 import java.util.List;
@@ -124,13 +124,36 @@ public final class FlatLayout {
      * @return the views, in parameter order
      */
     public List<NDArray> viewsOf(NDArray base) {
-        List<NDArray> views = new ArrayList<>(shapes.size());
-        for (int i = 0; i < shapes.size(); i++) {
-            Shape shape = shapes.get(i);
-            long offset = offsets[i];
-            views.add(base.get(new NDIndex("{}:{}", offset, offset + shape.size())).reshape(shape));
+        // One split into every parameter's range (and the padding's), then each range's shape:
+        // one libtorch call per parameter and one more, not a slice and a reshape each.
+        int count = shapes.size();
+        boolean padded = paddedNumel > numel;
+        long[] boundaries = new long[count - 1 + (padded ? 1 : 0)];
+        for (int i = 1; i < count; i++) {
+            boundaries[i - 1] = offsets[i];
+        }
+        if (padded) {
+            boundaries[count - 1] = numel;
+        }
+        NDList ranges = base.split(boundaries, 0);
+        List<NDArray> views = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            NDArray range = ranges.get(i);
+            NDArray view = range.reshape(shapes.get(i));
+            views.add(view);
+            closeUnlessShared(range, base, view);
+        }
+        if (padded) {
+            closeUnlessShared(ranges.get(count), base, null);
         }
         return views;
+    }
+
+    /** Closes an intermediate range: not the base itself (a split into one piece) nor a view. */
+    private static void closeUnlessShared(NDArray range, NDArray base, NDArray view) {
+        if (range != base && range != view) {
+            range.close();
+        }
     }
 
     /**

@@ -3,10 +3,10 @@ package ai.djl.fsdp.runtime;
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.util.ArrayList;
@@ -20,7 +20,7 @@ import java.util.List;
  * <p>Not one leaf for the whole buffer sliced into the parameters' views: libtorch's backward of a
  * slice makes a zero-filled array the size of the whole buffer for each parameter and sums them (a
  * dozen buffer-sized fills and additions per unit, each on freshly faulted pages). Here each
- * parameter's gradient has its own size, and {@link #flatGradient} copies them once into the flat
+ * parameter's gradient has its own size, and {@link #flatGradient} concatenates them into the flat
  * array the reduction reads.
  */
 final class GradientLeaves {
@@ -69,28 +69,30 @@ final class GradientLeaves {
      */
     NDArray flatGradient(Precision type, NDManager scope) {
         long padded = layout.getPaddedNumel();
-        NDArray flat = type.empty(scope, new Shape(padded));
         try (NDManager scratch = scope.newSubManager()) {
-            NDArray zero = null;
-            List<NDArray> views = layout.viewsOf(flat);
+            // One concatenation of the gradients laid flat: a libtorch call per parameter (a view)
+            // and one or two more, not a view and a copy per parameter into a fresh buffer.
+            NDList pieces = new NDList(leaves.size() + 1);
             for (int i = 0; i < leaves.size(); i++) {
-                NDArray view = views.get(i);
-                view.attach(scratch);
                 NDArray gradient = Autograd.gradientOf(leaves.get(i));
+                NDArray piece;
                 if (gradient != null) {
                     gradient.attach(scratch);
-                    TensorMemory.copy(gradient, view);
+                    piece = gradient.reshape(-1);
                 } else {
-                    zero = zero != null ? zero : scratch.zeros(new Shape(), DataType.FLOAT32);
-                    TensorMemory.copy(zero, view);
+                    piece = scratch.zeros(new Shape(layout.getShape(i).size()), DataType.FLOAT32);
                 }
+                piece.attach(scratch);
+                pieces.add(piece);
             }
             if (padded > layout.getNumel()) {
-                NDArray padding = flat.get(new NDIndex("{}:", layout.getNumel()));
-                padding.attach(scratch);
-                TensorMemory.copy(scratch.zeros(new Shape(), DataType.FLOAT32), padding);
+                pieces.add(scratch.zeros(new Shape(padded - layout.getNumel()), DataType.FLOAT32));
             }
+            // libtorch promotes mixed types (a 16-bit gradient beside float32 zeros) to float32.
+            NDArray joined = NDArrays.concat(pieces);
+            NDArray flat = type.cast(joined);
+            flat.attach(scope);
+            return flat;
         }
-        return flat;
     }
 }

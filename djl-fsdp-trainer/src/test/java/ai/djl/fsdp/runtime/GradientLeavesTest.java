@@ -32,4 +32,34 @@ class GradientLeavesTest {
             assertArrayEquals(new float[] {0, 2, 4, 6, 0, 0, 0, 0}, flat.toFloatArray());
         }
     }
+
+    @Test
+    void bfloat16GradientsBecomeOneFloat32FlatGradient() {
+        // [2, 2] and [4] over 2 shards: 8 elements, no padding; and [2, 2], [3]: one padded.
+        for (FlatLayout layout :
+                List.of(
+                        new FlatLayout(List.of(new Shape(2, 2), new Shape(4)), 2),
+                        new FlatLayout(List.of(new Shape(2, 2), new Shape(3)), 2))) {
+            try (NDManager manager = NDManager.newBaseManager()) {
+                NDArray base = Precision.BFLOAT16.cast(manager.arange(0f, 8f));
+                GradientLeaves leaves = GradientLeaves.of(layout, base, manager);
+                NDArray first = leaves.views().get(0);
+                NDArray second = leaves.views().get(1);
+                NDArray loss =
+                        Autograd.withGradMode(
+                                true,
+                                () ->
+                                        Precision.FLOAT32.cast(
+                                                first.mul(first).sum().add(second.sum())));
+                Autograd.backward(loss, loss.onesLike());
+                NDArray flat = leaves.flatGradient(Precision.FLOAT32, manager);
+                assertEquals(Precision.FLOAT32, Precision.ofArray(flat));
+                float[] expected =
+                        layout.getPaddedNumel() > layout.getNumel()
+                                ? new float[] {0, 2, 4, 6, 1, 1, 1, 0}
+                                : new float[] {0, 2, 4, 6, 1, 1, 1, 1};
+                assertArrayEquals(expected, flat.toFloatArray());
+            }
+        }
+    }
 }
