@@ -1,6 +1,5 @@
 package ai.djl.fsdp.tensor;
 
-import ai.djl.engine.EngineException;
 import ai.djl.ndarray.NDArray;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
@@ -55,44 +54,54 @@ public final class Autograd {
     }
 
     /**
-     * Pushes {@code gradient} into {@code input} and through the graph that produced it.
+     * Returns whether {@code array} is part of a graph: a leaf that requires a gradient, or a
+     * result computed from one with grad mode on (it has a {@code grad_fn}).
      *
-     * <p>libtorch reports an array outside every graph (a data array, say) only by failing, and no
-     * DJL call tells an attached intermediate from a constant safely ({@code
-     * JniUtils.getGradientFunctionNames} crashes the JVM on a leaf), so the failure is the test.
+     * <p>DJL's {@code hasGradient} answers for leaves only (false for a result with a {@code
+     * grad_fn}) and keeps its first answer; whether an array is a leaf comes from libtorch's
+     * dispatcher ({@code aten::is_leaf}).
      *
-     * @param input an array that may be part of a graph
-     * @param gradient its gradient
-     * @return false if {@code input} is not part of a graph
+     * @param array any PyTorch-engine array
+     * @return whether a gradient can be pushed into it
      */
-    public static boolean pushInto(NDArray input, NDArray gradient) {
-        try {
-            backward(input, gradient);
-            return true;
-        } catch (EngineException e) {
-            if (String.valueOf(e.getMessage()).contains("does not require grad")) {
-                return false;
-            }
-            throw e;
-        }
+    public static boolean isInGraph(NDArray array) {
+        return JniUtils.requiresGrad((PtNDArray) array) || !isLeaf(array);
+    }
+
+    private static boolean isLeaf(NDArray array) {
+        // is_leaf(Tensor self) -> bool
+        return DispatcherCall.of("aten::is_leaf", 1).tensor(array).callForBoolean();
     }
 
     /**
-     * Returns the gradient backward left on {@code leaf}, or null if none reached it (DJL throws
-     * for a leaf whose {@code .grad} is undefined).
+     * Pushes {@code gradient} into {@code input} and through the graph that produced it.
+     *
+     * @param input an array that may be part of a graph
+     * @param gradient its gradient
+     * @return false if {@code input} is not part of a graph (nothing is done)
+     */
+    public static boolean pushInto(NDArray input, NDArray gradient) {
+        // Asked first: libtorch's refusal is an error whose message symbolizes a native stack
+        // trace, milliseconds of host time.
+        if (!isInGraph(input)) {
+            return false;
+        }
+        backward(input, gradient);
+        return true;
+    }
+
+    /**
+     * Returns the gradient backward left on {@code leaf}, or null if none reached it (DJL's {@code
+     * getGradient} would make zeros of its own type instead).
      *
      * @param leaf an array that requires a gradient
      * @return its gradient, or null
      */
     public static NDArray gradientOf(NDArray leaf) {
-        if (!leaf.hasGradient()) {
+        if (!JniUtils.requiresGrad((PtNDArray) leaf)) {
             return null;
         }
-        try {
-            return leaf.getGradient();
-        } catch (IllegalStateException e) {
-            return null;
-        }
+        return JniUtils.getGradient((PtNDArray) leaf);
     }
 
     /**

@@ -91,6 +91,20 @@ final class DispatcherCall {
         return results;
     }
 
+    /**
+     * Calls an operator whose schema returns one {@code bool}.
+     *
+     * @return what it returned
+     * @throws IllegalStateException if libtorch rejects the call
+     */
+    boolean callForBoolean() {
+        TensorMemory.check(
+                AotiTorch.cpu().aoti_torch_call_dispatcher(operator, "", stack),
+                "aoti_torch_call_dispatcher(" + operator + ")");
+        // libtorch writes a bool into the slot's first byte only: the others keep the argument's.
+        return (stack[0] & 0xFF) != 0;
+    }
+
     private DispatcherCall push(long value) {
         stack[arguments++] = value;
         return this;

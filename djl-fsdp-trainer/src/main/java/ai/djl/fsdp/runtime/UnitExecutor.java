@@ -276,13 +276,16 @@ final class UnitExecutor {
         }
     }
 
-    /** Detached copies of {@code inputs} in {@code scope}; float ones become leaves if asked. */
+    /**
+     * Detached copies of {@code inputs} in {@code scope}; if asked, those in the caller's graph
+     * become leaves that collect their gradient (a mask or other constant input gets none).
+     */
     private static NDList leavesOf(NDList inputs, NDManager scope, boolean requireGradient) {
         NDList leaves = new NDList(inputs.size());
         for (NDArray input : inputs) {
             NDArray leaf = input.stopGradient();
             leaf.attach(scope);
-            if (requireGradient && Precision.isFloating(leaf)) {
+            if (requireGradient && Autograd.isInGraph(input)) {
                 leaf.setRequiresGradient(true);
             }
             leaves.add(leaf);
