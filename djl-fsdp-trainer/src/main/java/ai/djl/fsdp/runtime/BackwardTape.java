@@ -86,7 +86,9 @@ final class BackwardTape {
                 NDArray term = Precision.FLOAT32.cast(graph.outputs().get(j).mul(gradient).sum());
                 surrogate = surrogate == null ? term : surrogate.add(term);
             }
-            if (surrogate != null) {
+            // Outputs computed from nothing trainable (frozen parameters, a data input) have no
+            // graph to run.
+            if (surrogate != null && Autograd.isInGraph(surrogate)) {
                 Autograd.backward(surrogate, surrogate.onesLike());
             }
             // Synchronized BatchNorm cut the unit's graph: the last first, each pushes its input's
