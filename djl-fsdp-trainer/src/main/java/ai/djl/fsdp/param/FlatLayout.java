@@ -125,9 +125,14 @@ public final class FlatLayout {
      */
     public List<NDArray> viewsOf(NDArray base) {
         // One split into every parameter's range (and the padding's), then each range's shape:
-        // one libtorch call per parameter and one more, not a slice and a reshape each.
+        // one libtorch call and one more per parameter of two or more dimensions, not a slice and
+        // a reshape each.
         int count = shapes.size();
         boolean padded = paddedNumel > numel;
+        if (count == 1 && !padded) {
+            // DJL's split at no boundary hands back the base itself, not a view.
+            return List.of(base.reshape(shapes.get(0)));
+        }
         long[] boundaries = new long[count - 1 + (padded ? 1 : 0)];
         for (int i = 1; i < count; i++) {
             boundaries[i - 1] = offsets[i];
@@ -139,21 +144,18 @@ public final class FlatLayout {
         List<NDArray> views = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             NDArray range = ranges.get(i);
-            NDArray view = range.reshape(shapes.get(i));
+            // A one-dimensional parameter (a bias, a norm's weight) is its range as it comes.
+            Shape shape = shapes.get(i);
+            NDArray view = shape.dimension() == 1 ? range : range.reshape(shape);
             views.add(view);
-            closeUnlessShared(range, base, view);
+            if (view != range) {
+                range.close();
+            }
         }
         if (padded) {
-            closeUnlessShared(ranges.get(count), base, null);
+            ranges.get(count).close();
         }
         return views;
-    }
-
-    /** Closes an intermediate range: not the base itself (a split into one piece) nor a view. */
-    private static void closeUnlessShared(NDArray range, NDArray base, NDArray view) {
-        if (range != base && range != view) {
-            range.close();
-        }
     }
 
     /**

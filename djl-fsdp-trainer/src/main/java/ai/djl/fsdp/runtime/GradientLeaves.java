@@ -9,7 +9,6 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -37,19 +36,16 @@ final class GradientLeaves {
      * Makes a leaf of each parameter's view into {@code base}, owned by {@code scope}.
      *
      * @param layout where the parameters lie in {@code base}
-     * @param base the buffer the unit computes with, padded full size
+     * @param base the buffer the unit computes with, padded full size, in no graph (a detached
+     *     alias): its views are leaves themselves
      * @param scope the call's manager
      * @return the leaves
      */
     static GradientLeaves of(FlatLayout layout, NDArray base, NDManager scope) {
-        List<NDArray> views = layout.viewsOf(base);
-        List<NDArray> leaves = new ArrayList<>(views.size());
-        for (NDArray view : views) {
-            NDArray leaf = view.stopGradient();
+        List<NDArray> leaves = layout.viewsOf(base);
+        for (NDArray leaf : leaves) {
             leaf.attach(scope);
             leaf.setRequiresGradient(true);
-            leaves.add(leaf);
-            view.close();
         }
         return new GradientLeaves(layout, leaves);
     }
@@ -78,7 +74,7 @@ final class GradientLeaves {
                 NDArray piece;
                 if (gradient != null) {
                     gradient.attach(scratch);
-                    piece = gradient.reshape(-1);
+                    piece = gradient.getShape().dimension() == 1 ? gradient : gradient.reshape(-1);
                 } else {
                     piece = scratch.zeros(new Shape(layout.getShape(i).size()), DataType.FLOAT32);
                 }
