@@ -101,7 +101,7 @@ final class DispatcherCall {
         TensorMemory.check(
                 AotiTorch.cpu().aoti_torch_call_dispatcher(operator, "", stack),
                 "aoti_torch_call_dispatcher(" + operator + ")");
-        // libtorch writes a bool into the slot's first byte only: the others keep the argument's.
+        // Only the slot's low byte is defined for a bool (seen: the others keep the argument's).
         return (stack[0] & 0xFF) != 0;
     }
 

@@ -21,7 +21,9 @@ class AutogradTest {
             NDArray result = Autograd.withGradMode(true, () -> leaf.mul(leaf));
             NDArray noGraph = Autograd.withGradMode(false, () -> leaf.mul(leaf));
             NDArray constant = manager.ones(new Shape(4));
-            // A result with a grad_fn is in the graph though DJL's hasGradient says no.
+            // A result with a grad_fn is in the graph though DJL's requires-grad query (behind
+            // hasGradient) says no: why isInGraph also asks libtorch's is_leaf.
+            assertFalse(result.hasGradient());
             assertTrue(Autograd.isInGraph(leaf));
             assertTrue(Autograd.isInGraph(result));
             assertFalse(Autograd.isInGraph(noGraph));

@@ -74,18 +74,7 @@ final class BackwardTape {
     private void backwardThrough(UnitCall call, UnitGraph graph, float scale) {
         NDManager scope = graph.scope();
         try {
-            NDArray surrogate = null;
-            for (int j = 0; j < graph.outputs().size(); j++) {
-                NDArray gradient = Autograd.gradientOf(call.outputLeaves().get(j));
-                if (gradient == null) {
-                    continue;
-                }
-                gradient.attach(scope);
-                // d/d(out) of sum(out * g) is g: one backward for all of the unit's outputs.
-                // Summed in float32: DJL makes the ones below only of its own types.
-                NDArray term = Precision.FLOAT32.cast(graph.outputs().get(j).mul(gradient).sum());
-                surrogate = surrogate == null ? term : surrogate.add(term);
-            }
+            NDArray surrogate = Autograd.withGradMode(true, () -> surrogate(call, graph));
             // Outputs computed from nothing trainable (frozen parameters, a data input) have no
             // graph to run.
             if (surrogate != null && Autograd.isInGraph(surrogate)) {
@@ -100,7 +89,7 @@ final class BackwardTape {
                     collectives.startReduction(call.unit(), graph.flatLeaves(), scale, scope);
             for (int j = 0; j < call.inputs().size(); j++) {
                 NDArray leaf = graph.inputLeaves().get(j);
-                NDArray gradient = Precision.isFloating(leaf) ? Autograd.gradientOf(leaf) : null;
+                NDArray gradient = Autograd.gradientOf(leaf);
                 if (gradient != null) {
                     gradient.attach(scope);
                     Autograd.pushInto(call.inputs().get(j), gradient);
@@ -115,6 +104,25 @@ final class BackwardTape {
         } finally {
             call.unit().reshard();
         }
+    }
+
+    /**
+     * Returns {@code sum(out * g)} over the unit's outputs that received a gradient {@code g}, in
+     * float32 (DJL makes the ones backward starts from only of its own types), or null if none did:
+     * d/d(out) of it is g, so one backward serves all of the outputs.
+     */
+    private static NDArray surrogate(UnitCall call, UnitGraph graph) {
+        NDArray surrogate = null;
+        for (int j = 0; j < graph.outputs().size(); j++) {
+            NDArray gradient = Autograd.gradientOf(call.outputLeaves().get(j));
+            if (gradient == null) {
+                continue;
+            }
+            gradient.attach(graph.scope());
+            NDArray term = Precision.FLOAT32.cast(graph.outputs().get(j).mul(gradient).sum());
+            surrogate = surrogate == null ? term : surrogate.add(term);
+        }
+        return surrogate;
     }
 
     /** Completes the gradient reduction in flight, if any, and frees what it reduced. */

@@ -78,7 +78,6 @@ final class GradientLeaves {
                 } else {
                     piece = scratch.zeros(new Shape(layout.getShape(i).size()), DataType.FLOAT32);
                 }
-                piece.attach(scratch);
                 pieces.add(piece);
             }
             if (padded > layout.getNumel()) {
