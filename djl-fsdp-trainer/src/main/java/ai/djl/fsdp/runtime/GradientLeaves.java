@@ -7,7 +7,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.util.List;
 
@@ -66,26 +65,29 @@ final class GradientLeaves {
     NDArray flatGradient(Precision type, NDManager scope) {
         long padded = layout.getPaddedNumel();
         try (NDManager scratch = scope.newSubManager()) {
-            // One concatenation of the gradients laid flat: a libtorch call per parameter (a view)
-            // and one or two more, not a view and a copy per parameter into a fresh buffer.
-            NDList pieces = new NDList(leaves.size() + 1);
+            // One concatenation of the gradients laid flat: a libtorch call per parameter of two or
+            // more dimensions (a view) and one more, not a view and a copy per parameter into a
+            // fresh buffer.
+            NDList pieces = new NDList(leaves.size() + 2);
+            boolean otherType = false;
             for (int i = 0; i < leaves.size(); i++) {
                 NDArray gradient = Autograd.gradientOf(leaves.get(i));
-                NDArray piece;
-                if (gradient != null) {
-                    gradient.attach(scratch);
-                    piece = gradient.getShape().dimension() == 1 ? gradient : gradient.reshape(-1);
-                } else {
-                    piece = scratch.zeros(new Shape(layout.getShape(i).size()), DataType.FLOAT32);
+                if (gradient == null) {
+                    pieces.add(type.zeros(scratch, new Shape(layout.getShape(i).size())));
+                    continue;
                 }
-                pieces.add(piece);
+                gradient.attach(scratch);
+                otherType |= Precision.ofArray(gradient) != type;
+                pieces.add(gradient.getShape().dimension() == 1 ? gradient : gradient.reshape(-1));
             }
             if (padded > layout.getNumel()) {
-                pieces.add(scratch.zeros(new Shape(padded - layout.getNumel()), DataType.FLOAT32));
+                pieces.add(type.zeros(scratch, new Shape(padded - layout.getNumel())));
+            } else if (otherType) {
+                // The concatenation takes its pieces' promoted type: an empty piece of the
+                // reduction's type makes 16-bit gradients come out in float32 in the one pass.
+                pieces.add(type.empty(scratch, new Shape(0)));
             }
-            // libtorch promotes mixed types (a 16-bit gradient beside float32 zeros) to float32.
-            NDArray joined = NDArrays.concat(pieces);
-            NDArray flat = type.cast(joined);
+            NDArray flat = type.cast(NDArrays.concat(pieces));
             flat.attach(scope);
             return flat;
         }
