@@ -33,9 +33,14 @@ public enum Precision {
     /** IEEE half precision: 11 significant bits, range to 65504 (needs loss scaling). */
     FLOAT16(DataType.FLOAT16, "fp16", AotiTorch::aoti_torch_dtype_float16);
 
+    /** A shim code not yet asked for. */
+    private static final int UNKNOWN_CODE = Integer.MIN_VALUE;
+
     private final DataType dataType;
     private final String shortName;
     private final ToIntFunction<AotiTorch> shimType;
+    // A constant of the loaded libtorch, asked once (racing threads ask for the same value).
+    private volatile int shimCode = UNKNOWN_CODE;
 
     Precision(DataType dataType, String shortName, ToIntFunction<AotiTorch> shimType) {
         this.dataType = dataType;
@@ -96,13 +101,23 @@ public enum Precision {
      * @return its precision, or null
      */
     public static Precision ofArray(NDArray array) {
+        // DJL's own type, read once per array, answers but for bfloat16 (which DJL reads as
+        // UNKNOWN); only then is libtorch's shim asked.
+        DataType type = array.getDataType();
+        if (type == DataType.FLOAT32) {
+            return FLOAT32;
+        } else if (type == DataType.FLOAT16) {
+            return FLOAT16;
+        } else if (type != DataType.UNKNOWN && type != DataType.BFLOAT16) {
+            return null;
+        }
         AotiTorch torch = AotiTorch.cpu();
         IntByReference dtype = new IntByReference();
         TensorMemory.check(
                 torch.aoti_torch_get_dtype(TensorMemory.handle(array), dtype),
                 "aoti_torch_get_dtype");
         for (Precision precision : values()) {
-            if (precision.shimType.applyAsInt(torch) == dtype.getValue()) {
+            if (precision.shimType(torch) == dtype.getValue()) {
                 return precision;
             }
         }
@@ -281,7 +296,12 @@ public enum Precision {
 
     /** The shim's {@code int32_t} code of this type. */
     int shimType(AotiTorch torch) {
-        return shimType.applyAsInt(torch);
+        int code = shimCode;
+        if (code == UNKNOWN_CODE) {
+            code = shimType.applyAsInt(torch);
+            shimCode = code;
+        }
+        return code;
     }
 
     private NDArray empty(NDManager manager, Shape shape, Device device) {
@@ -298,7 +318,7 @@ public enum Precision {
                         sizes.length,
                         sizes,
                         BlobTensors.contiguousStrides(sizes),
-                        shimType.applyAsInt(torch),
+                        shimType(torch),
                         BlobTensors.deviceType(torch, device),
                         BlobTensors.deviceIndex(device),
                         tensor),

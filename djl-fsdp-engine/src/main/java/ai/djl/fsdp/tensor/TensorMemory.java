@@ -8,7 +8,6 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.Pointer;
-import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.nio.ByteBuffer;
@@ -159,9 +158,7 @@ public final class TensorMemory {
      * @return true for bfloat16
      */
     public static boolean isBfloat16(NDArray array) {
-        IntByReference dtype = new IntByReference();
-        check(AotiTorch.cpu().aoti_torch_get_dtype(handle(array), dtype), "aoti_torch_get_dtype");
-        return dtype.getValue() == AotiTorch.cpu().aoti_torch_dtype_bfloat16();
+        return Precision.ofArray(array) == Precision.BFLOAT16;
     }
 
     /**
