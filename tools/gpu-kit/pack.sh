@@ -16,7 +16,7 @@ limit=$((64 * 1024 * 1024))
 lib="$root/benchmarks/target/lib"
 glue_version=13.1-9.19-1.5.13
 tests_jar="$(ls "$root"/djl-fsdp-engine/target/djl-fsdp-engine-*-tests.jar 2>/dev/null | head -n 1)"
-modules="java.base,java.logging,java.management,java.naming,java.net.http,java.sql,java.xml,jdk.jfr,jdk.unsupported,jdk.zipfs"
+modules="java.base,java.logging,java.management,java.naming,java.net.http,java.sql,java.xml,jdk.jfr,jdk.management,jdk.unsupported,jdk.zipfs"
 
 fail() { echo "pack.sh: $*" >&2; exit 1; }
 [[ -f "$root/benchmarks/target/benchmarks.jar" && -d "$lib" && -n "$tests_jar" ]] \
@@ -37,6 +37,16 @@ command -v jlink >/dev/null || fail "jlink is missing: install a full JDK 17"
 if [[ -e "$out" && ! -f "$out/run-on-gpu.sh" ]]; then
     fail "$out exists and is not a kit: choose another OUTPUT_DIR"
 fi
+
+# Every module the project's own classes use must be in the runtime (bench train's CPU time needs
+# jdk.management), but java.desktop: finetune's plots, which no kit step draws, and too large for
+# the carry limit.
+needed="$(jdeps --multi-release 17 --ignore-missing-deps --print-module-deps \
+    "$root/benchmarks/target/benchmarks.jar" "$lib"/djl-fsdp-*.jar "$lib"/model-zoo-adapters-*.jar "$tests_jar")"
+for module in ${needed//,/ }; do
+    [[ "$module" == java.desktop || ",$modules," == *",$module,"* ]] \
+        || fail "the project's classes use module $module, which the kit's runtime lacks: add it to modules in pack.sh"
+done
 
 staging="$(mktemp -d "${TMPDIR:-/tmp}/gpu-kit.XXXXXX")"
 trap 'rm -rf "$staging"' EXIT
