@@ -6,10 +6,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
+import java.util.StringJoiner;
 import java.util.TreeSet;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -49,48 +50,40 @@ public final class OpsBenchCommand implements Callable<Integer> {
             read.add(OperatorTrace.read(trace));
         }
         PrintWriter out = spec.commandLine().getOut();
-        out.println(String.join("\t", header()));
-        List<String> total = new ArrayList<>();
-        total.add("(all top-level operators)");
-        for (OperatorTrace trace : read) {
-            total.add(Integer.toString(trace.getTopLevelTotal()));
-        }
-        out.println(String.join("\t", total));
+        out.println(row("operator", traces, trace -> trace.getFileName().toString()));
+        out.println(
+                row(
+                        "(all top-level operators)",
+                        read,
+                        trace -> Integer.toString(trace.getTopLevelTotal())));
         Set<String> names = new TreeSet<>();
         read.forEach(trace -> names.addAll(trace.getTopLevelCounts().keySet()));
         names.stream()
                 .sorted(Comparator.comparingInt((String name) -> -mostCalls(read, name)))
                 .limit(top)
                 .forEach(
-                        name -> {
-                            List<String> row = new ArrayList<>();
-                            row.add(name);
-                            for (OperatorTrace trace : read) {
-                                row.add(
-                                        String.format(
-                                                Locale.ROOT,
-                                                "%d",
-                                                trace.getTopLevelCounts().getOrDefault(name, 0)));
-                            }
-                            out.println(String.join("\t", row));
-                        });
+                        name ->
+                                out.println(
+                                        row(
+                                                name,
+                                                read,
+                                                trace -> Integer.toString(calls(trace, name)))));
         out.flush();
         return 0;
     }
 
-    private List<String> header() {
-        List<String> header = new ArrayList<>();
-        header.add("operator");
-        for (Path trace : traces) {
-            header.add(trace.getFileName().toString());
-        }
-        return header;
+    /** A tab-separated line: the label, then one cell per column. */
+    private static <T> String row(String label, List<T> columns, Function<T, String> cell) {
+        StringJoiner line = new StringJoiner("\t").add(label);
+        columns.forEach(column -> line.add(cell.apply(column)));
+        return line.toString();
+    }
+
+    private static int calls(OperatorTrace trace, String name) {
+        return trace.getTopLevelCounts().getOrDefault(name, 0);
     }
 
     private static int mostCalls(List<OperatorTrace> traces, String name) {
-        return traces.stream()
-                .mapToInt(trace -> trace.getTopLevelCounts().getOrDefault(name, 0))
-                .max()
-                .orElse(0);
+        return traces.stream().mapToInt(trace -> calls(trace, name)).max().orElse(0);
     }
 }
