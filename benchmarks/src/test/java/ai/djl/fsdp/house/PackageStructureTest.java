@@ -1,0 +1,95 @@
+package ai.djl.fsdp.house;
+
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The house rules of the code base, checked on every build: no import loop between any two packages
+ * of the project (every module's main classes are on this module's class path), no source file
+ * longer than a reader can hold (400 lines in the trainer module, 500 anywhere), and no package of
+ * more than 25 files.
+ */
+class PackageStructureTest {
+
+    private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
+    private static final int MAX_LINES = 500;
+    private static final int MAX_TRAINER_LINES = 400;
+    private static final int MAX_PACKAGE_FILES = 25;
+
+    @Test
+    void noImportLoopBetweenPackages() {
+        JavaClasses classes =
+                new ClassFileImporter()
+                        .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+                        .importPackages("ai.djl.fsdp");
+        slices().matching("ai.djl.fsdp.(**)").should().beFreeOfCycles().check(classes);
+    }
+
+    @Test
+    void noSourceFileTooLong() throws IOException {
+        List<String> tooLong = new ArrayList<>();
+        for (Path file : mainSources()) {
+            long lines;
+            try (Stream<String> text = Files.lines(file)) {
+                lines = text.count();
+            }
+            int limit =
+                    file.startsWith(ROOT.resolve("djl-fsdp-trainer"))
+                            ? MAX_TRAINER_LINES
+                            : MAX_LINES;
+            if (lines > limit) {
+                tooLong.add(
+                        ROOT.relativize(file) + " has " + lines + " lines (at most " + limit + ")");
+            }
+        }
+        assertTrue(tooLong.isEmpty(), "split these files by concept: " + tooLong);
+    }
+
+    @Test
+    void noPackageTooLarge() throws IOException {
+        Map<Path, Long> filesPerPackage =
+                mainSources().stream()
+                        .collect(
+                                Collectors.groupingBy(
+                                        Path::getParent, TreeMap::new, Collectors.counting()));
+        List<String> tooLarge = new ArrayList<>();
+        filesPerPackage.forEach(
+                (dir, count) -> {
+                    if (count > MAX_PACKAGE_FILES) {
+                        tooLarge.add(ROOT.relativize(dir) + " has " + count + " files");
+                    }
+                });
+        assertTrue(
+                tooLarge.isEmpty(),
+                "split these packages by job (at most "
+                        + MAX_PACKAGE_FILES
+                        + " files): "
+                        + tooLarge);
+    }
+
+    private static List<Path> mainSources() throws IOException {
+        try (Stream<Path> files = Files.walk(ROOT)) {
+            List<Path> sources =
+                    files.filter(f -> f.toString().endsWith(".java"))
+                            .filter(f -> ROOT.relativize(f).toString().contains("src/main/java/"))
+                            .filter(f -> !ROOT.relativize(f).startsWith("examples"))
+                            .collect(Collectors.toList());
+            assertTrue(!sources.isEmpty(), "no sources under " + ROOT);
+            return sources;
+        }
+    }
+}
