@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The host's cost of a training step, ours beside PyTorch eager's, in one run (issue #33).
+#
+# At a shape where the kernels cost next to nothing (12 layers of width 64, 4 heads, sequence 16,
+# batch 2, vocabulary 512; one process, one intra-op thread, AdamW, explicit attention), a step's
+# time is what the host spends issuing operators. Each round runs every configuration once, in
+# turn, so the machine's load falls on all of them alike; the table gives each one's median step
+# time over the rounds, its ratio to PyTorch eager's in the same precision, and the operators the
+# host called into libtorch in one profiled step (bin/fsdp bench ops counts ours and PyTorch's alike).
+#
+#   tools/host-cost/side-by-side.sh [ROUNDS] [-- extra bench train options]
+#
+# Needs the build (mvn -B -DskipTests package) and a python3 with torch (Debian: apt-get install
+# python3-torch; PYTHON overrides which python runs it).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+rounds="${1:-5}"
+shift || true
+[[ "${1:-}" == "--" ]] && shift
+python="${PYTHON:-/usr/bin/python3}"
+if ! "$python" -c 'import torch' 2>/dev/null; then
+    echo "side-by-side: $python has no torch; apt-get install python3-torch, or set PYTHON" >&2
+    exit 1
+fi
+export OMP_NUM_THREADS=1
+shape=(--layers 12 --width 64 --heads 4 --vocab 512 --seq 16 --batch 2)
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+# name | command (the shape and --steps/--warmup are added)
+configs=(
+    "eager fp32|$python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision fp32"
+    "eager bf16|$python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision bf16"
+    "DJL Trainer fp32|$root/bin/fsdp bench train --nproc 1 --sharding NONE --precision fp32"
+    "FULL_SHARD fp32|$root/bin/fsdp bench train --nproc 1 --sharding FULL_SHARD --precision fp32"
+    "FULL_SHARD fp32 no recompute|$root/bin/fsdp bench train --nproc 1 --sharding FULL_SHARD --precision fp32 --activation-checkpointing=false"
+    "FULL_SHARD bf16|$root/bin/fsdp bench train --nproc 1 --sharding FULL_SHARD --precision bf16"
+    "FULL_SHARD bf16 no recompute|$root/bin/fsdp bench train --nproc 1 --sharding FULL_SHARD --precision bf16 --activation-checkpointing=false"
+)
+
+run() { # index round [extra...]
+    local name="${configs[$1]%%|*}" command="${configs[$1]#*|}"
+    local line
+    # Word splitting of the command is intended.
+    # shellcheck disable=SC2086
+    line="$($command "${shape[@]}" --steps 20 --warmup 3 "${@:3}" 2>/dev/null | grep -E 'step_ms=' | tail -1)"
+    [[ -n "$line" ]] || { echo "side-by-side: '$name' printed no step_ms" >&2; exit 1; }
+    echo "$line" | sed -E 's/.*step_ms=([0-9.]+).*/\1/' >>"$out/$1.ms"
+    echo "$line" | grep -oE 'ops_per_step=[0-9]+' | cut -d= -f2 >>"$out/$1.ops" || true
+}
+
+for ((r = 1; r <= rounds; r++)); do
+    for i in "${!configs[@]}"; do
+        run "$i" "$r" "$@"
+    done
+    echo "round $r of $rounds done" >&2
+done
+# One profiled step each for the operator counts.
+for i in "${!configs[@]}"; do
+    run "$i" profile --op-profile "$out/$i.trace.json" "$@"
+done
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+printf '| run | step ms (median of %d) | x eager | operators per step |\n| --- | --- | --- | --- |\n' "$rounds"
+declare -A eager
+for i in "${!configs[@]}"; do
+    name="${configs[$i]%%|*}"
+    ms="$(head -n "$rounds" "$out/$i.ms" | median)"
+    ops="$("$root/bin/fsdp" bench ops --top 1 "$out/$i.trace.json" 2>/dev/null | awk -F'\t' '/all top-level/ {print $2}')"
+    precision="${name##* }"
+    [[ "$name" == *"no recompute" ]] && precision="$(echo "$name" | awk '{print $(NF-2)}')"
+    if [[ "$name" == eager* ]]; then eager[$precision]="$ms"; fi
+    ratio="$(awk -v a="$ms" -v b="${eager[$precision]}" 'BEGIN {printf "%.2f", a / b}')"
+    printf '| %s | %.1f | %s | %s |\n' "$name" "$ms" "$ratio" "$ops"
+done
