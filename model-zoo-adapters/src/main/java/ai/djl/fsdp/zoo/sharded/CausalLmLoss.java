@@ -1,10 +1,9 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.sharded;
 
 import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.InPlace;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
-import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -16,8 +15,8 @@ import ai.djl.training.loss.Loss;
 /**
  * The causal language-modelling loss: the mean cross-entropy of the next token over the positions
  * whose label is a token. Labels are the token ids {@code [B, T]} that follow each input position,
- * or {@link Sequences#IGNORE} (-100, as in Hugging Face) where nothing is predicted (padding,
- * prompts under completion-only loss). Predictions are either
+ * or {@link #IGNORE} (-100, as in Hugging Face) where nothing is predicted (padding, prompts under
+ * completion-only loss). Predictions are either
  *
  * <ul>
  *   <li>{@code NDList(logits [B, T, vocab])}, or
@@ -42,6 +41,9 @@ import ai.djl.training.loss.Loss;
  * precomputed gradients, which is exact. Outside grad mode (evaluation) only the loss is computed.
  */
 public final class CausalLmLoss extends Loss {
+
+    /** The label of a position that is not trained on (Hugging Face's {@code -100}). */
+    public static final long IGNORE = -100;
 
     /**
      * The elements of one chunk of logits given whole (3 MiB of float32): below the ranks'
@@ -104,7 +106,7 @@ public final class CausalLmLoss extends Loss {
     private Targets targets(NDArray labels) {
         NDManager manager = labels.getManager();
         NDArray flat = labels.reshape(-1);
-        NDArray trained = flat.neq(Sequences.IGNORE);
+        NDArray trained = flat.neq(IGNORE);
         NDArray mask = trained.toType(DataType.FLOAT32, false);
         // A step (or batch) without target tokens has loss 0, not 0 / 0.
         NDArray divisor =

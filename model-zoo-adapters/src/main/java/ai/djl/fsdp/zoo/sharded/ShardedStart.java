@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.sharded;
 
 import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.ParameterSource;

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.finetune.args;
 
 import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
@@ -17,14 +17,14 @@ import picocli.CommandLine.Option;
  * ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults}) that {@code bin/fsdp launch --config_file}
  * sets, or that a {@code --config_file} given here stands for; flags on the command line win.
  */
-final class FsdpArguments {
+public final class FsdpArguments {
 
     @Option(
             names = "--config_file",
             description =
                     "Accelerate's config file, as `accelerate config` writes it (fsdp_config and"
                             + " the launch keys).")
-    Path configFile;
+    public Path configFile;
 
     @Option(
             names = {"--sharding_strategy", "--fsdp_sharding_strategy"},
@@ -32,7 +32,7 @@ final class FsdpArguments {
             description =
                     "FULL_SHARD (1), SHARD_GRAD_OP (2), NO_SHARD (3), HYBRID_SHARD (4) or"
                             + " HYBRID_SHARD_ZERO2 (5) (default FULL_SHARD).")
-    String shardingStrategy;
+    public String shardingStrategy;
 
     @Option(
             names = "--fsdp_transformer_layer_cls_to_wrap",
@@ -40,7 +40,7 @@ final class FsdpArguments {
             description =
                     "Block classes that become FSDP units, comma-separated (default: the model's"
                             + " decoder layer, GPT2Block or LlamaDecoderLayer).")
-    List<String> layerClassesToWrap;
+    public List<String> layerClassesToWrap;
 
     @Option(
             names = "--fsdp_auto_wrap_policy",
@@ -48,16 +48,16 @@ final class FsdpArguments {
             description =
                     "TRANSFORMER_BASED_WRAP (the default): the layer classes become units; others"
                             + " are noted and units stay the layers.")
-    String autoWrapPolicy;
+    public String autoWrapPolicy;
 
     @Option(names = "--fsdp_min_num_params", description = "For SIZE_BASED_WRAP (noted).")
-    Long minNumParams;
+    public Long minNumParams;
 
     @Option(
             names = {"--fsdp_backward_prefetch", "--fsdp_backward_prefetch_policy"},
             defaultValue = "BACKWARD_PRE",
             description = "BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH (default BACKWARD_PRE).")
-    String backwardPrefetch;
+    public String backwardPrefetch;
 
     @Option(
             names = "--fsdp_sync_module_states",
@@ -65,7 +65,7 @@ final class FsdpArguments {
             fallbackValue = "true",
             defaultValue = "true",
             description = "Broadcast rank 0's fresh weights to every rank (default true).")
-    boolean syncModuleStates;
+    public boolean syncModuleStates;
 
     @Option(
             names = "--fsdp_offload_params",
@@ -74,17 +74,17 @@ final class FsdpArguments {
             description =
                     "Keep parameter shards, gradients and optimizer state in host memory and step"
                             + " the optimizer there (default false).")
-    boolean offloadParams;
+    public boolean offloadParams;
 
     @Option(names = "--fsdp_state_dict_type")
-    String stateDictType;
+    public String stateDictType;
 
     @Option(
             names = "--fsdp_use_orig_params",
             arity = "0..1",
             fallbackValue = "true",
             description = "Accepted (noted): each unit's parameters are flattened either way.")
-    Boolean useOrigParams;
+    public Boolean useOrigParams;
 
     @Option(
             names = "--fsdp_cpu_ram_efficient_loading",
@@ -92,23 +92,23 @@ final class FsdpArguments {
             fallbackValue = "true",
             description =
                     "Accepted (noted): every rank reads only its shard of a checkpoint either way.")
-    Boolean cpuRamEfficientLoading;
+    public Boolean cpuRamEfficientLoading;
 
     @Option(names = "--fsdp_forward_prefetch", arity = "0..1", fallbackValue = "true")
-    boolean forwardPrefetch;
+    public boolean forwardPrefetch;
 
     /**
      * The mixed precision of the run, from {@code --bf16} or {@code --fp16} (set by the command,
      * not a flag).
      */
-    MixedPrecision mixedPrecision = MixedPrecision.FP32;
+    public MixedPrecision mixedPrecision = MixedPrecision.FP32;
 
     /**
      * Parses the strategy as Accelerate writes it: a name or PyTorch's number.
      *
      * @return the strategy
      */
-    ShardingStrategy strategy() {
+    public ShardingStrategy strategy() {
         String value = shardingStrategy.trim().toUpperCase(Locale.ROOT);
         switch (value) {
             case "1":
@@ -143,7 +143,7 @@ final class FsdpArguments {
      * @throws IllegalArgumentException if a named class is not a layer of the model; the message
      *     lists the model's
      */
-    List<String> layerClasses(CausalLM lm) {
+    public List<String> layerClasses(CausalLM lm) {
         String decoder = lm.decoderLayerClass().getSimpleName();
         if (layerClassesToWrap == null) {
             return List.of(decoder);
@@ -176,7 +176,7 @@ final class FsdpArguments {
      *
      * @return false for {@code NO_PREFETCH}
      */
-    boolean prefetch() {
+    public boolean prefetch() {
         String value = backwardPrefetch.trim().toUpperCase(Locale.ROOT);
         if (!List.of("BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH").contains(value)) {
             throw new IllegalArgumentException(
@@ -192,7 +192,7 @@ final class FsdpArguments {
      *
      * @param note prints a line on rank 0
      */
-    void check(Consumer<String> note) {
+    public void check(Consumer<String> note) {
         if ("BACKWARD_POST".equalsIgnoreCase(backwardPrefetch.trim())) {
             note.accept("fsdp_backward_prefetch BACKWARD_POST: the next unit is gathered ahead");
         }

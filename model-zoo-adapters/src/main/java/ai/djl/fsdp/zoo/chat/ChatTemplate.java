@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune.data;
+package ai.djl.fsdp.zoo.chat;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
@@ -131,10 +131,10 @@ public final class ChatTemplate {
         }
         for (String marker : List.of(START, END)) {
             if (addMarkers && !present.contains(marker)) {
-                root.getAsJsonArray("added_tokens").add(addedToken(size++, marker));
+                root.getAsJsonArray("added_tokens").add(TokenizerJson.addedToken(size++, marker));
             }
         }
-        ByteLevelTokenizer.writeJson(root, target);
+        TokenizerJson.write(root, target);
         return size;
     }
 
@@ -149,18 +149,6 @@ public final class ChatTemplate {
         JsonObject config = new JsonObject();
         config.addProperty("chat_template", JINJA);
         config.addProperty("eos_token", END);
-        ByteLevelTokenizer.writeJson(config, directory.resolve(CONFIG_FILE));
-    }
-
-    static JsonObject addedToken(int id, String content) {
-        JsonObject token = new JsonObject();
-        token.addProperty("id", id);
-        token.addProperty("content", content);
-        token.addProperty("single_word", false);
-        token.addProperty("lstrip", false);
-        token.addProperty("rstrip", false);
-        token.addProperty("normalized", false);
-        token.addProperty("special", true);
-        return token;
+        TokenizerJson.write(config, directory.resolve(CONFIG_FILE));
     }
 }

@@ -1,7 +1,8 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.finetune.args;
 
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
+import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import java.nio.file.Path;
 import java.util.List;
 import picocli.CommandLine.Option;
@@ -11,7 +12,7 @@ import picocli.CommandLine.Option;
  * value forms ({@code --packing True}, {@code --splits "train,test"}). Booleans take an optional
  * {@code True}/{@code False}.
  */
-final class FinetuneArguments {
+public final class FinetuneArguments {
 
     @Option(
             names = "--model_name_or_path",
@@ -20,14 +21,14 @@ final class FinetuneArguments {
                     "Hugging Face checkpoint directory (config.json, *.safetensors; config.json"
                         + " alone trains fresh weights), or a built-in architecture trained from"
                         + " scratch: gpt2-tiny, gpt2-mini, llama-tiny (default ${DEFAULT-VALUE}).")
-    String modelNameOrPath;
+    public String modelNameOrPath;
 
     @Option(
             names = "--tokenizer_name",
             description =
                     "tokenizer.json, or byte-level (the project's own 257-token tokenizer;"
                             + " default for built-in models; else the checkpoint's).")
-    String tokenizerName;
+    public String tokenizerName;
 
     @Option(
             names = {"--dataset_name", "--dataset"},
@@ -35,19 +36,19 @@ final class FinetuneArguments {
             description =
                     "A text file, a JSON-lines file, a directory with one file per split, or the"
                             + " built-in ${DEFAULT-VALUE} (generated question/answer chats).")
-    String datasetName;
+    public String datasetName;
 
     @Option(
             names = "--dataset_text_field",
             defaultValue = "text",
             description = "JSON field of a text example (default ${DEFAULT-VALUE}).")
-    String datasetTextField;
+    public String datasetTextField;
 
     @Option(
             names = "--splits",
             defaultValue = "train,test",
             description = "Train and eval split names (default ${DEFAULT-VALUE}).")
-    String splits;
+    public String splits;
 
     @Option(
             names = "--validation_split_percentage",
@@ -55,7 +56,7 @@ final class FinetuneArguments {
             description =
                     "Percent of a single file held out as the eval split (default"
                             + " ${DEFAULT-VALUE}).")
-    double validationSplitPercentage;
+    public double validationSplitPercentage;
 
     @Option(
             names = "--chat_template_format",
@@ -63,14 +64,14 @@ final class FinetuneArguments {
                     "chatml: render conversations with ChatML (its markers added to the"
                             + " tokenizer). Default: the tokenizer's own chat_template"
                             + " (tokenizer_config.json beside tokenizer.json), else chatml.")
-    String chatTemplateFormat;
+    public String chatTemplateFormat;
 
     @Option(
             names = "--packing",
             arity = "0..1",
             fallbackValue = "true",
             description = "Pack examples into full --max_seq_len blocks (default false).")
-    boolean packing;
+    public boolean packing;
 
     @Option(
             names = "--padding_free",
@@ -79,7 +80,7 @@ final class FinetuneArguments {
             description =
                     "Pack examples, keeping attention and position ids inside each example"
                             + " (implies --packing; default false).")
-    boolean paddingFree;
+    public boolean paddingFree;
 
     @Option(
             names = "--completion_only_loss",
@@ -87,14 +88,14 @@ final class FinetuneArguments {
             fallbackValue = "true",
             defaultValue = "true",
             description = "Train on the assistant's replies only (default true).")
-    boolean completionOnlyLoss;
+    public boolean completionOnlyLoss;
 
     @Option(
             names = "--append_concat_token",
             arity = "0..1",
             fallbackValue = "true",
             description = "Append the end-of-text token to each text example (default false).")
-    boolean appendConcatToken;
+    public boolean appendConcatToken;
 
     @Option(
             names = "--add_special_tokens",
@@ -103,50 +104,50 @@ final class FinetuneArguments {
             description =
                     "Let the tokenizer add its special tokens to each example (default false;"
                             + " only false is supported: examples are tokenized as written).")
-    boolean addSpecialTokens;
+    public boolean addSpecialTokens;
 
     @Option(
             names = {"--max_seq_len", "--max_seq_length"},
             defaultValue = "128",
             description = "Tokens per training sequence (default ${DEFAULT-VALUE}).")
-    int maxSeqLen;
+    public int maxSeqLen;
 
     @Option(
             names = "--num_train_epochs",
             defaultValue = "1",
             description = "Epochs over the train split (default ${DEFAULT-VALUE}).")
-    double numTrainEpochs;
+    public double numTrainEpochs;
 
     @Option(
             names = "--max_steps",
             defaultValue = "-1",
             description = "Optimizer steps; overrides --num_train_epochs when > 0.")
-    int maxSteps;
+    public int maxSteps;
 
     @Option(
             names = "--per_device_train_batch_size",
             defaultValue = "8",
             description = "Sequences per rank and micro-batch (default ${DEFAULT-VALUE}).")
-    int perDeviceTrainBatchSize;
+    public int perDeviceTrainBatchSize;
 
     @Option(
             names = "--per_device_eval_batch_size",
             defaultValue = "8",
             description = "Sequences per rank and eval batch (default ${DEFAULT-VALUE}).")
-    int perDeviceEvalBatchSize;
+    public int perDeviceEvalBatchSize;
 
     @Option(
             names = "--gradient_accumulation_steps",
             defaultValue = "1",
             description = "Micro-batches per optimizer step (default ${DEFAULT-VALUE}).")
-    int gradientAccumulationSteps;
+    public int gradientAccumulationSteps;
 
     @Option(
             names = "--learning_rate",
             defaultValue = "5e-5",
             description =
                     "Peak learning rate of AdamW (default ${DEFAULT-VALUE}, as Hugging Face's).")
-    float learningRate;
+    public float learningRate;
 
     @Option(
             names = "--lr_scheduler_type",
@@ -154,19 +155,19 @@ final class FinetuneArguments {
             description =
                     "linear, cosine, constant or constant_with_warmup (default ${DEFAULT-VALUE}, as"
                             + " Hugging Face's).")
-    String lrSchedulerType;
+    public String lrSchedulerType;
 
     @Option(
             names = "--warmup_ratio",
             defaultValue = "0",
             description = "Fraction of the steps spent warming up (default ${DEFAULT-VALUE}).")
-    double warmupRatio;
+    public double warmupRatio;
 
     @Option(
             names = "--warmup_steps",
             defaultValue = "0",
             description = "Warm-up steps; wins over --warmup_ratio when > 0.")
-    int warmupSteps;
+    public int warmupSteps;
 
     @Option(
             names = "--weight_decay",
@@ -175,31 +176,31 @@ final class FinetuneArguments {
                     "AdamW's decoupled weight decay, for all parameters but biases and"
                             + " normalization weights, as Hugging Face's Trainer (default"
                             + " ${DEFAULT-VALUE}).")
-    float weightDecay;
+    public float weightDecay;
 
     @Option(
             names = "--adam_beta1",
             defaultValue = "0.9",
             description = "AdamW's first-moment decay (default ${DEFAULT-VALUE}).")
-    float adamBeta1;
+    public float adamBeta1;
 
     @Option(
             names = "--adam_beta2",
             defaultValue = "0.999",
             description = "AdamW's second-moment decay (default ${DEFAULT-VALUE}).")
-    float adamBeta2;
+    public float adamBeta2;
 
     @Option(
             names = "--adam_epsilon",
             defaultValue = "1e-8",
             description = "AdamW's epsilon (default ${DEFAULT-VALUE}).")
-    float adamEpsilon;
+    public float adamEpsilon;
 
     @Option(
             names = "--max_grad_norm",
             defaultValue = "1.0",
             description = "Clip the global gradient norm; 0 turns clipping off (default 1.0).")
-    float maxGradNorm;
+    public float maxGradNorm;
 
     @Option(
             names = "--max_non_finite_steps",
@@ -207,25 +208,25 @@ final class FinetuneArguments {
             description =
                     "Stop after this many optimizer steps in a row whose loss or gradient norm is"
                             + " NaN or infinite; such steps update nothing (default 1).")
-    int maxNonFiniteSteps;
+    public int maxNonFiniteSteps;
 
     @Option(
             names = "--seed",
             defaultValue = "42",
             description = "Seed of weights, dropout, shuffling and data (default 42).")
-    int seed;
+    public int seed;
 
     @Option(
             names = {"--eval_strategy", "--evaluation_strategy"},
             defaultValue = "epoch",
             description = "no, steps or epoch: when to evaluate (default ${DEFAULT-VALUE}).")
-    String evalStrategy;
+    public String evalStrategy;
 
     @Option(
             names = "--eval_steps",
             defaultValue = "0",
             description = "Steps between evaluations with --eval_strategy steps.")
-    int evalSteps;
+    public int evalSteps;
 
     @Option(
             names = "--exact_match_samples",
@@ -233,7 +234,7 @@ final class FinetuneArguments {
             description =
                     "Eval conversations whose last reply is generated and compared exactly,"
                             + " before and after training; 0 turns it off (default 200).")
-    int exactMatchSamples;
+    public int exactMatchSamples;
 
     @Option(
             names = "--exact_match_batch_size",
@@ -241,51 +242,51 @@ final class FinetuneArguments {
                     "The most exact-match questions a rank decodes together (their logits and"
                             + " key-value cache grow with it); default 4 x"
                             + " --per_device_eval_batch_size.")
-    Integer exactMatchBatchSize;
+    public Integer exactMatchBatchSize;
 
     @Option(
             names = "--logging_steps",
             defaultValue = "10",
             description = "Steps between log lines and metrics.jsonl rows (default 10).")
-    int loggingSteps;
+    public int loggingSteps;
 
     @Option(
             names = "--logging_strategy",
             defaultValue = "steps",
             description = "steps, epoch or no (default ${DEFAULT-VALUE}).")
-    String loggingStrategy;
+    public String loggingStrategy;
 
     @Option(
             names = "--log_level",
             defaultValue = "info",
             description = "info or debug (debug shows DJL's start-up logging).")
-    String logLevel;
+    public String logLevel;
 
     @Option(
             names = "--use_peft_lora",
             arity = "0..1",
             fallbackValue = "true",
             description = "Train LoRA adapters on a frozen base model instead of every weight.")
-    boolean usePeftLora;
+    public boolean usePeftLora;
 
     @Option(names = "--lora_r", defaultValue = "8", description = "LoRA rank (default 8).")
-    int loraR;
+    public int loraR;
 
     @Option(names = "--lora_alpha", defaultValue = "16", description = "LoRA alpha (default 16).")
-    float loraAlpha;
+    public float loraAlpha;
 
     @Option(
             names = "--lora_dropout",
             defaultValue = "0.05",
             description = "Dropout on the adapters' input (default 0.05).")
-    float loraDropout;
+    public float loraDropout;
 
     @Option(
             names = "--lora_target_modules",
             split = ",",
             defaultValue = LoraConfig.ALL_LINEAR,
             description = "Modules to adapt, comma-separated, or all-linear (default).")
-    List<String> loraTargetModules;
+    public List<String> loraTargetModules;
 
     @Option(
             names = "--output_dir",
@@ -293,7 +294,7 @@ final class FinetuneArguments {
             description =
                     "Where the model, metrics.jsonl, training_curves.png and summary.json go; with"
                             + " LoRA the adapters, and the merged model in merged/.")
-    Path outputDir;
+    public Path outputDir;
 
     @Option(
             names = "--max_shard_size",
@@ -303,7 +304,7 @@ final class FinetuneArguments {
                         + " save_pretrained takes it: 5GB, 500MB, 2GiB or bytes (default"
                         + " ${DEFAULT-VALUE}); a larger model is split into"
                         + " model-0000N-of-0000M.safetensors with model.safetensors.index.json.")
-    String maxShardSize;
+    public String maxShardSize;
 
     @Option(
             names = "--save_base_model",
@@ -314,7 +315,7 @@ final class FinetuneArguments {
                             + " the merged model is saved) and name it as the adapters'"
                             + " base_model_name_or_path: for a base from config.json alone (fresh"
                             + " weights) the only copy of what the adapters were trained on.")
-    boolean saveBaseModel;
+    public boolean saveBaseModel;
 
     @Option(
             names = "--save_dtype",
@@ -323,17 +324,17 @@ final class FinetuneArguments {
                     "The element type of the saved (merged) model: auto (the base checkpoint's"
                             + " torch_dtype, as Hugging Face saves it; float32 for a built-in"
                             + " model), float32, bfloat16 or float16.")
-    String saveDtype;
+    public String saveDtype;
 
     @Option(
             names = OutputDirectory.OVERWRITE_FLAG,
             description =
                     "Write into --output_dir even if it is a file, the current directory or holds"
                             + " files this tool did not write (same-named files are replaced).")
-    boolean overwriteOutputDir;
+    public boolean overwriteOutputDir;
 
     /** Returns the train split's name. */
-    String trainSplit() {
+    public String trainSplit() {
         return splitNames()[0];
     }
 
@@ -342,12 +343,12 @@ final class FinetuneArguments {
      * --exact_match_batch_size}, or by default four eval batches (a question's prompt and reply are
      * short beside {@code --max_seq_len}).
      */
-    int exactMatchBatchSize() {
+    public int exactMatchBatchSize() {
         return exactMatchBatchSize != null ? exactMatchBatchSize : 4 * perDeviceEvalBatchSize;
     }
 
     /** Returns the eval split's name, or null when nothing is evaluated. */
-    String evalSplit() {
+    public String evalSplit() {
         String[] names = splitNames();
         boolean evaluates = !"no".equals(evalStrategy) || exactMatchSamples > 0;
         return evaluates ? (names.length > 1 ? names[1] : "test") : null;

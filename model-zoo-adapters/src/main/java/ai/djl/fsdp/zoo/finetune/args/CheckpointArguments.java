@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.finetune.args;
 
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import java.nio.file.Files;
@@ -10,13 +10,13 @@ import picocli.CommandLine.Option;
  * Hugging Face's checkpoint flags: when sharded checkpoints of the whole training state go to
  * {@code output_dir/checkpoint-<step>}, how many are kept, and which one a run resumes from.
  */
-final class CheckpointArguments {
+public final class CheckpointArguments {
 
     /** The extras key of the sampler's epoch in a checkpoint's training state. */
-    static final String SAMPLER_EPOCH = "sampler_epoch";
+    public static final String SAMPLER_EPOCH = "sampler_epoch";
 
     /** The extras key of the batches the sampler had read in that epoch. */
-    static final String SAMPLER_BATCHES = "sampler_batches_read";
+    public static final String SAMPLER_BATCHES = "sampler_batches_read";
 
     @Option(
             names = "--save_strategy",
@@ -24,7 +24,7 @@ final class CheckpointArguments {
             description =
                     "When to save a checkpoint-<step> of the whole training state: steps, epoch"
                             + " or no (default ${DEFAULT-VALUE}).")
-    String saveStrategy;
+    public String saveStrategy;
 
     @Option(
             names = "--save_steps",
@@ -32,12 +32,12 @@ final class CheckpointArguments {
             description =
                     "With --save_strategy steps, save every this many steps (default"
                             + " ${DEFAULT-VALUE}).")
-    int saveSteps;
+    public int saveSteps;
 
     @Option(
             names = "--save_total_limit",
             description = "Keep only the newest this many checkpoints (default: all).")
-    Integer saveTotalLimit;
+    public Integer saveTotalLimit;
 
     @Option(
             names = "--resume_from_checkpoint",
@@ -46,10 +46,10 @@ final class CheckpointArguments {
             description =
                     "Resume from this checkpoint directory; bare or True: the newest complete"
                             + " checkpoint-<step> in --output_dir.")
-    String resumeFromCheckpoint;
+    public String resumeFromCheckpoint;
 
     /** Checks the flags' values, naming the flag and the fix. */
-    void check() {
+    public void check() {
         String strategy = saveStrategy.toLowerCase(Locale.ROOT);
         if (!strategy.equals("steps") && !strategy.equals("epoch") && !strategy.equals("no")) {
             throw new IllegalArgumentException(
@@ -72,7 +72,7 @@ final class CheckpointArguments {
      * @param epochEnd whether it ended an epoch
      * @return true to save
      */
-    boolean savesAfter(int step, boolean epochEnd) {
+    public boolean savesAfter(int step, boolean epochEnd) {
         return switch (saveStrategy.toLowerCase(Locale.ROOT)) {
             case "steps" -> step % saveSteps == 0;
             case "epoch" -> epochEnd;
@@ -87,7 +87,7 @@ final class CheckpointArguments {
      * @return the checkpoint directory
      * @throws IllegalArgumentException if none is found
      */
-    Path resumeDirectory(Path outputDir) {
+    public Path resumeDirectory(Path outputDir) {
         if (resumeFromCheckpoint == null
                 || resumeFromCheckpoint.equalsIgnoreCase("false")
                 || resumeFromCheckpoint.isEmpty()) {

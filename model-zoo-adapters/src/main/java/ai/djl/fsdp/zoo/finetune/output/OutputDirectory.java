@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.finetune.output;
 
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -22,10 +22,10 @@ import java.util.stream.Stream;
  * refused unless {@code --overwrite_output_dir} is given; with it, as in Hugging Face, the new
  * files are written into the directory and replace only the entries of the same names.
  */
-final class OutputDirectory {
+public final class OutputDirectory {
 
     /** The flag that allows writing over what is not a previous output. */
-    static final String OVERWRITE_FLAG = "--overwrite_output_dir";
+    public static final String OVERWRITE_FLAG = "--overwrite_output_dir";
 
     /** Less free space than this on the target's file system is a full disk. */
     static final long MIN_FREE_BYTES = 1L << 20;
@@ -33,7 +33,7 @@ final class OutputDirectory {
     private static final String FLAG = "--output_dir";
 
     /** What fills the staging directory. */
-    interface Contents {
+    public interface Contents {
         void writeTo(Path directory) throws IOException;
     }
 
@@ -57,7 +57,7 @@ final class OutputDirectory {
      *     --overwrite_output_dir}
      * @throws IOException if the target cannot be written, naming the path and the reason
      */
-    static OutputDirectory check(Path target, boolean overwrite) throws IOException {
+    public static OutputDirectory check(Path target, boolean overwrite) throws IOException {
         OutputDirectory output = new OutputDirectory(resolve(target), overwrite);
         boolean merge = output.mergesIntoExisting();
         Path parent = output.target.getParent();
@@ -103,7 +103,7 @@ final class OutputDirectory {
      *
      * @return the absolute target
      */
-    Path target() {
+    public Path target() {
         return target;
     }
 
@@ -117,7 +117,7 @@ final class OutputDirectory {
      * @throws IOException if writing fails, naming the path and the reason; the target is then
      *     unchanged
      */
-    void replace(Contents contents) throws IOException {
+    public void replace(Contents contents) throws IOException {
         Path parent = target.getParent();
         StaleOutputs.clean(parent, name());
         boolean merge = mergesIntoExisting(); // again: the target may have changed while training
@@ -158,7 +158,7 @@ final class OutputDirectory {
      * @return the path, or null
      * @throws IOException if the target cannot be created or marked
      */
-    Path liveEntry(String name, boolean resuming) throws IOException {
+    public Path liveEntry(String name, boolean resuming) throws IOException {
         Path entry = target.resolve(name);
         boolean merge = mergesIntoExisting();
         if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.finetune.report;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,12 +1,10 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.finetune.report;
 
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
-import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
-import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Parameter;
@@ -30,12 +28,12 @@ import java.util.stream.Stream;
  * the output directory with the model, which replaces it as a whole; the metrics log is written in
  * the output directory as the run goes only where that changes nothing the directory holds yet.
  */
-final class RunReport implements AutoCloseable {
+public final class RunReport implements AutoCloseable {
 
     /** The summary's file name in the output directory. */
-    static final String SUMMARY = "summary.json";
+    public static final String SUMMARY = "summary.json";
 
-    private final FinetuneRecipe recipe;
+    private final boolean rankZero;
     private final Path outputDir;
     private final Path scratch;
     private final Path metricsFile;
@@ -43,18 +41,20 @@ final class RunReport implements AutoCloseable {
     /**
      * Prepares the run's report.
      *
-     * @param recipe the run
-     * @param outputDir its {@code --output_dir}
+     * @param rankZero whether this is rank 0, the one that writes
+     * @param outputDir the run's {@code --output_dir}
+     * @param overwrite its {@code --overwrite_output_dir}
      * @param resumeFrom the checkpoint the run resumes from, or null
+     * @throws IOException if the scratch directory cannot be made
      */
-    RunReport(FinetuneRecipe recipe, Path outputDir, Path resumeFrom) throws IOException {
-        this.recipe = recipe;
+    public RunReport(boolean rankZero, Path outputDir, boolean overwrite, Path resumeFrom)
+            throws IOException {
+        this.rankZero = rankZero;
         this.outputDir = outputDir;
         this.scratch = Files.createTempDirectory("finetune-run");
         Path live = null;
-        if (recipe.group.getRank() == 0) {
-            OutputDirectory output =
-                    OutputDirectory.check(outputDir, recipe.args.overwriteOutputDir);
+        if (rankZero) {
+            OutputDirectory output = OutputDirectory.check(outputDir, overwrite);
             Path parent = resumeFrom == null ? null : resumeFrom.toAbsolutePath().getParent();
             boolean resuming =
                     parent != null
@@ -71,7 +71,7 @@ final class RunReport implements AutoCloseable {
      *
      * @param logLevel the flag's value
      */
-    static void quietStartup(String logLevel) {
+    public static void quietStartup(String logLevel) {
         if (!"debug".equalsIgnoreCase(logLevel)) {
             System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "error");
         }
@@ -84,9 +84,11 @@ final class RunReport implements AutoCloseable {
      *
      * @param resumedFrom the checkpoint the run resumed from, or null
      * @param resumedStep the step it resumed after
+     * @return the log, one that writes nothing on the other ranks
+     * @throws IOException if the log cannot be opened
      */
-    MetricsLog openMetrics(Path resumedFrom, long resumedStep) throws IOException {
-        if (recipe.group.getRank() != 0) {
+    public MetricsLog openMetrics(Path resumedFrom, long resumedStep) throws IOException {
+        if (!rankZero) {
             return MetricsLog.none();
         }
         Path earlier = resumedFrom == null ? null : resumedFrom.toAbsolutePath().getParent();
@@ -96,36 +98,24 @@ final class RunReport implements AutoCloseable {
                 resumedStep);
     }
 
-    Path plotFile() {
+    /** Returns the file the training curves are drawn into, copied to the output at the end. */
+    public Path plotFile() {
         return scratch.resolve(CurvePlot.FILE);
     }
 
-    String describe(CausalLM lm, boolean lora) {
-        long parameters = countParameters(lm);
-        return String.format(
-                Locale.ROOT,
-                "training %s (%,d parameters%s) on %s: %d train sequences, %s; %d ranks,"
-                        + " %d steps (%d per epoch), output in %s; follow with tail -f %s",
-                recipe.args.modelNameOrPath,
-                parameters,
-                lora ? ", LoRA adapters" : "",
-                recipe.args.datasetName,
-                recipe.train.getSequences().size(),
-                recipe.eval == null
-                        ? "no eval split"
-                        : recipe.eval.getSequences().size() + " eval sequences",
-                recipe.group.getSize(),
-                recipe.totalSteps,
-                recipe.stepsPerEpoch,
-                outputDir,
-                metricsFile);
+    /** Returns where the metrics log is written as the run goes. */
+    public Path getMetricsFile() {
+        return metricsFile;
     }
 
     /**
      * Counts the model's parameter elements from their shapes, each shared parameter once: once the
      * model is sharded, a parameter's own array is an empty placeholder.
+     *
+     * @param lm the model
+     * @return its parameter elements
      */
-    static long countParameters(CausalLM lm) {
+    public static long countParameters(CausalLM lm) {
         Map<String, Long> sizes = new HashMap<>();
         for (Parameter parameter : lm.getParameters().values()) {
             sizes.put(parameter.getId(), parameter.getShape().size());
@@ -133,7 +123,14 @@ final class RunReport implements AutoCloseable {
         return sizes.values().stream().mapToLong(Long::longValue).sum();
     }
 
-    static String describe(Evaluation.ExactMatch match, String when) {
+    /**
+     * Describes an exact-match evaluation in one line.
+     *
+     * @param match its result
+     * @param when when it ran ({@code before training}, {@code after training})
+     * @return the line
+     */
+    public static String describe(ExactMatch match, String when) {
         return String.format(
                 Locale.ROOT,
                 "exact_match %s: %d/%d = %.1f%% in %.1f s | sample: %s -> %s",
@@ -146,8 +143,14 @@ final class RunReport implements AutoCloseable {
                 match.reply().isEmpty() ? "(empty reply)" : match.reply());
     }
 
-    /** Returns each rank's peak resident memory in bytes (a collective: every rank calls it). */
-    static long[] peakMemoryPerRank(FsdpTrainer trainer, ProcessGroup group) {
+    /**
+     * Returns each rank's peak resident memory in bytes (a collective: every rank calls it).
+     *
+     * @param trainer the trainer, whose manager holds the exchange
+     * @param group the ranks
+     * @return the peaks, by rank
+     */
+    public static long[] peakMemoryPerRank(FsdpTrainer trainer, ProcessGroup group) {
         try (NDManager manager = trainer.getManager().newSubManager()) {
             float[] mine = new float[group.getSize()];
             mine[group.getRank()] = PeakMemory.residentBytes() / 1e6f;
@@ -162,21 +165,26 @@ final class RunReport implements AutoCloseable {
         }
     }
 
-    /** Writes {@code summary.json} and returns the summary's text. */
-    String summary(
-            TrainingLoop.Outcome outcome,
-            Evaluation.ExactMatch before,
-            Evaluation.ExactMatch after,
-            long[] peaks)
+    /**
+     * Writes {@code summary.json} and returns the summary's text.
+     *
+     * @param outcome the run's figures
+     * @param before the exact match before training, or null
+     * @param after the exact match after training, or null
+     * @param peaks each rank's peak resident memory in bytes
+     * @return the text
+     * @throws IOException if the file cannot be written
+     */
+    public String summary(Outcome outcome, ExactMatch before, ExactMatch after, long[] peaks)
             throws IOException {
         JsonObject json = new JsonObject();
-        json.addProperty("steps", outcome.steps);
-        MetricsLog.put(json, "final_loss", outcome.lastLoss);
-        MetricsLog.put(json, "first_eval_loss", outcome.firstEvalLoss);
-        MetricsLog.put(json, "final_eval_loss", outcome.lastEvalLoss);
-        MetricsLog.put(json, "best_eval_loss", outcome.bestEvalLoss);
-        MetricsLog.put(json, "final_eval_perplexity", Math.exp(outcome.lastEvalLoss));
-        MetricsLog.put(json, "tokens_per_s", outcome.tokensPerSecond);
+        json.addProperty("steps", outcome.getSteps());
+        MetricsLog.put(json, "final_loss", outcome.getLastLoss());
+        MetricsLog.put(json, "first_eval_loss", outcome.getFirstEvalLoss());
+        MetricsLog.put(json, "final_eval_loss", outcome.getLastEvalLoss());
+        MetricsLog.put(json, "best_eval_loss", outcome.getBestEvalLoss());
+        MetricsLog.put(json, "final_eval_perplexity", Math.exp(outcome.getLastEvalLoss()));
+        MetricsLog.put(json, "tokens_per_s", outcome.getTokensPerSecond());
         if (before != null) {
             json.addProperty("exact_match_before", before.accuracy());
             json.addProperty("exact_match_after", after.accuracy());
@@ -197,18 +205,18 @@ final class RunReport implements AutoCloseable {
                 String.format(
                         Locale.ROOT,
                         "%n  steps %d, final train loss %.4f, %.0f tokens/s",
-                        outcome.steps,
-                        outcome.lastLoss,
-                        outcome.tokensPerSecond));
-        if (!Double.isNaN(outcome.lastEvalLoss)) {
+                        outcome.getSteps(),
+                        outcome.getLastLoss(),
+                        outcome.getTokensPerSecond()));
+        if (!Double.isNaN(outcome.getLastEvalLoss())) {
             text.append(
                     String.format(
                             Locale.ROOT,
                             "%n  eval loss %.4f -> %.4f (best %.4f), perplexity %.2f",
-                            outcome.firstEvalLoss,
-                            outcome.lastEvalLoss,
-                            outcome.bestEvalLoss,
-                            Math.exp(outcome.lastEvalLoss)));
+                            outcome.getFirstEvalLoss(),
+                            outcome.getLastEvalLoss(),
+                            outcome.getBestEvalLoss(),
+                            Math.exp(outcome.getLastEvalLoss())));
         }
         if (before != null) {
             text.append(
@@ -231,19 +239,13 @@ final class RunReport implements AutoCloseable {
         return text.toString();
     }
 
-    /** Copies the tokenizer (and, for a chat model, its template) beside the model files. */
-    void writeTokenizer(Path directory, Path model) throws IOException {
-        for (Path target :
-                directory.equals(model) ? new Path[] {directory} : new Path[] {directory, model}) {
-            Files.copy(recipe.tokenizerFile, target.resolve(Tokenizers.FILE));
-            if (recipe.chat) {
-                recipe.chatFormat.writeConfig(target);
-            }
-        }
-    }
-
-    /** Copies the run's files into the staging output directory. */
-    void copyRunFiles(Path directory) throws IOException {
+    /**
+     * Copies the run's files into the staging output directory.
+     *
+     * @param directory the staging directory
+     * @throws IOException if a file cannot be copied
+     */
+    public void copyRunFiles(Path directory) throws IOException {
         Files.copy(metricsFile, directory.resolve(MetricsLog.FILE));
         for (String name : new String[] {CurvePlot.FILE, SUMMARY}) {
             Path file = scratch.resolve(name);

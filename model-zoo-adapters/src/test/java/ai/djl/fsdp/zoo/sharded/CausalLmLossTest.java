@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.sharded;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.TestModels;
-import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -114,7 +113,7 @@ class CausalLmLossTest {
             }
             long[] labels = new long[BATCH * LENGTH];
             for (int i = 0; i < labels.length; i++) {
-                labels[i] = random.nextInt(5) == 0 ? Sequences.IGNORE : random.nextInt(VOCAB);
+                labels[i] = random.nextInt(5) == 0 ? CausalLmLoss.IGNORE : random.nextInt(VOCAB);
             }
             return new Inputs(
                     manager.create(h, new Shape(BATCH, LENGTH, WIDTH)),
@@ -136,7 +135,7 @@ class CausalLmLossTest {
             try (GradientCollector collector = h.getManager().getEngine().newGradientCollector()) {
                 NDArray logits = h.reshape(-1, WIDTH).matMul(w.transpose());
                 NDArray flat = labels.reshape(-1);
-                NDArray kept = flat.neq(Sequences.IGNORE);
+                NDArray kept = flat.neq(CausalLmLoss.IGNORE);
                 NDArray mask = kept.toType(DataType.FLOAT64, false);
                 NDArray picked =
                         logits.logSoftmax(1).gather(flat.mul(kept).reshape(-1, 1), 1).reshape(-1);

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune.data;
+package ai.djl.fsdp.zoo.chat;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
@@ -208,7 +208,7 @@ public final class JinjaChatTemplate implements ChatFormat {
         config.addProperty("chat_template", template);
         config.addProperty("bos_token", bosToken);
         config.addProperty("eos_token", eosToken);
-        ByteLevelTokenizer.writeJson(config, target);
+        TokenizerJson.write(config, target);
     }
 
     /**

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.sharded;
 
 import ai.djl.fsdp.safetensors.Dtype;
 import com.google.gson.JsonElement;
@@ -13,11 +13,21 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * How {@code finetune} writes the saved model: {@code --save_dtype} (the base's {@code torch_dtype}
+ * How {@code finetune} writes the saved model, and where {@code generate} finds it: the output's
+ * layout ({@link #MERGED}, {@link #BASE}), {@code --save_dtype} (the base's {@code torch_dtype}
  * unless asked otherwise, as Hugging Face saves) and {@code --max_shard_size} (Hugging Face's size
  * strings).
  */
 public final class SaveFormat {
+
+    /** The subdirectory of a LoRA run's output that holds the merged model. */
+    public static final String MERGED = "merged";
+
+    /**
+     * The subdirectory of a LoRA run's output that holds the base model with {@code
+     * --save_base_model}.
+     */
+    public static final String BASE = "base";
 
     private static final Pattern SIZE =
             Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?");
@@ -32,7 +42,7 @@ public final class SaveFormat {
      * @return the type
      * @throws IllegalArgumentException naming the accepted values
      */
-    static Dtype dtype(String flag, Path checkpoint) {
+    public static Dtype dtype(String flag, Path checkpoint) {
         String key = flag.trim().toLowerCase(Locale.ROOT);
         if ("auto".equals(key)) {
             return checkpoint == null ? Dtype.F32 : torchDtype(checkpoint);
@@ -84,7 +94,7 @@ public final class SaveFormat {
      * @return the bytes
      * @throws IllegalArgumentException if it is not a positive size
      */
-    static long bytes(String flag) {
+    public static long bytes(String flag) {
         Matcher m = SIZE.matcher(flag.trim().toUpperCase(Locale.ROOT));
         if (!m.matches()) {
             throw new IllegalArgumentException(

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune.data;
+package ai.djl.fsdp.zoo.chat;
 
 import java.io.IOException;
 import java.nio.file.Path;

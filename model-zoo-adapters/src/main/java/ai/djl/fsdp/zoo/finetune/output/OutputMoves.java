@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.finetune.output;
 
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import java.io.IOException;

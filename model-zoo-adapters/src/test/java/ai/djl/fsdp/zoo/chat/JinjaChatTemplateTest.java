@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune.data;
+package ai.djl.fsdp.zoo.chat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

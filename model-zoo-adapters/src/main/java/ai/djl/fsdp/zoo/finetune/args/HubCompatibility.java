@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.finetune;
+package ai.djl.fsdp.zoo.finetune.args;
 
 import ai.djl.fsdp.runtime.MixedPrecision;
 import java.util.ArrayList;
@@ -12,7 +12,7 @@ import picocli.CommandLine.ParseResult;
  * accepted in its usual form so a recipe runs unchanged; {@link #check} says in one line what
  * happens instead, or stops where going on would give the user something else than asked.
  */
-final class HubCompatibility {
+public final class HubCompatibility {
 
     @Option(
             names = "--push_to_hub",
@@ -94,7 +94,7 @@ final class HubCompatibility {
      *
      * @return the policy
      */
-    MixedPrecision mixedPrecision() {
+    public MixedPrecision mixedPrecision() {
         return bf16 ? MixedPrecision.BF16 : fp16 ? MixedPrecision.FP16 : MixedPrecision.FP32;
     }
 
@@ -105,7 +105,7 @@ final class HubCompatibility {
      *
      * @param parsed the command line
      */
-    void preferGiven(ParseResult parsed) {
+    public void preferGiven(ParseResult parsed) {
         if (parsed.hasMatchedOption("--bf16") && !parsed.hasMatchedOption("--fp16") && bf16) {
             fp16 = false;
         } else if (parsed.hasMatchedOption("--fp16")
@@ -121,7 +121,7 @@ final class HubCompatibility {
      * @param note prints a line on rank 0
      * @param sharded whether units are recomputed in backward (FULL_SHARD)
      */
-    void check(Consumer<String> note, boolean sharded) {
+    public void check(Consumer<String> note, boolean sharded) {
         if (use4bitQuantization || use8bitQuantization) {
             throw new IllegalArgumentException(
                     "--use_"
