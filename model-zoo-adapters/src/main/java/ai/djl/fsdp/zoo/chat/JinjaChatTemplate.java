@@ -3,11 +3,8 @@ package ai.djl.fsdp.zoo.chat;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import com.hubspot.jinjava.Jinjava;
-import com.hubspot.jinjava.JinjavaConfig;
 import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
-import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -17,32 +14,19 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * A tokenizer's own chat template: the Jinja {@code chat_template} of its {@code
- * tokenizer_config.json}, rendered as Hugging Face renders it (blocks trimmed and left-stripped;
- * {@code messages}, {@code add_generation_prompt}, {@code bos_token}, {@code eos_token} and {@code
- * raise_exception} defined). The assistant's spans, for the completion-only loss, are found by
- * rendering prefixes of the conversation: the first {@code i} messages with the generation prompt
- * must start the rendering of the first {@code i + 1}, whose rest is the assistant's reply.
+ * tokenizer_config.json}, rendered as Hugging Face renders it ({@code HuggingFaceJinja}; {@code
+ * messages}, {@code tools}, {@code add_generation_prompt}, {@code bos_token} and {@code eos_token}
+ * defined). The assistant's spans, for the completion-only loss, are found by rendering prefixes of
+ * the conversation: the first {@code i} messages with the generation prompt must start the
+ * rendering of the first {@code i + 1}, whose rest is the assistant's reply.
  */
 public final class JinjaChatTemplate implements ChatFormat {
 
-    private static final Jinjava JINJAVA = newJinjava();
-
-    /** The inside of an expression or a block tag. */
-    private static final Pattern TAG = Pattern.compile("\\{[{%]-?(.*?)-?[}%]\\}", Pattern.DOTALL);
-
-    /** A string literal, whose text may hold a {@code |}. */
-    private static final Pattern STRING =
-            Pattern.compile("'(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\"");
-
-    /** A filter applied with {@code |}. */
-    private static final Pattern FILTER = Pattern.compile("\\|\\s*([A-Za-z_]\\w*)");
-
     private final String template;
+    private final String prepared;
     private final String bosToken;
     private final String eosToken;
     private final Path source;
@@ -52,15 +36,10 @@ public final class JinjaChatTemplate implements ChatFormat {
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.source = source;
-        // Jinjava renders an unknown filter as nothing, reporting no error: look them up here.
-        Matcher tag = TAG.matcher(template);
-        while (tag.find()) {
-            Matcher filter = FILTER.matcher(STRING.matcher(tag.group(1)).replaceAll("''"));
-            while (filter.find()) {
-                if (JINJAVA.getGlobalContext().getFilter(filter.group(1)) == null) {
-                    throw invalid("unknown filter '" + filter.group(1) + "'");
-                }
-            }
+        try {
+            this.prepared = HuggingFaceJinja.prepare(template);
+        } catch (IllegalArgumentException e) {
+            throw invalid(e.getMessage());
         }
     }
 
@@ -120,30 +99,50 @@ public final class JinjaChatTemplate implements ChatFormat {
      * @throws IllegalArgumentException if the template fails (its {@code raise_exception} too) or
      *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
      */
-    public String apply(List<Map<String, String>> messages, boolean addGenerationPrompt) {
+    public String apply(List<? extends Map<String, ?>> messages, boolean addGenerationPrompt) {
+        return apply(messages, null, addGenerationPrompt);
+    }
+
+    /**
+     * Renders a conversation with tools the model may call, as Hugging Face's {@code
+     * apply_chat_template(messages, tools=tools)} does: messages may hold {@code tool_calls} (a
+     * list of maps) and tool results ({@code role} {@code tool}), each tool is its JSON schema.
+     *
+     * @param messages the messages, their values strings, lists and maps as in JSON
+     * @param tools the tools' schemas, or null for none
+     * @param addGenerationPrompt whether to open the assistant's next reply
+     * @return the text
+     * @throws IllegalArgumentException if the template fails (its {@code raise_exception} too) or
+     *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
+     */
+    public String apply(
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            boolean addGenerationPrompt) {
         Map<String, Object> bindings = new HashMap<>();
         bindings.put("messages", messages);
+        bindings.put("tools", tools);
         bindings.put("add_generation_prompt", addGenerationPrompt);
         bindings.put("bos_token", bosToken == null ? "" : bosToken);
         bindings.put("eos_token", eosToken == null ? "" : eosToken);
-        RenderResult result = JINJAVA.renderForResult(template, bindings);
+        RenderResult result = HuggingFaceJinja.render(prepared, bindings);
         for (TemplateError error : result.getErrors()) {
-            String raised = null; // raise_exception's reason
             for (Throwable cause = error.getException(); cause != null; cause = cause.getCause()) {
-                if (cause instanceof IllegalArgumentException) {
-                    raised = cause.getMessage();
-                    break;
+                if (cause instanceof HuggingFaceJinja.Raised) {
+                    throw new IllegalArgumentException(
+                            "the tokenizer's chat template"
+                                    + (source == null ? "" : " (" + source + ")")
+                                    + " refuses this conversation: "
+                                    + cause.getMessage());
                 }
             }
             boolean syntax = error.getReason() == TemplateError.ErrorReason.SYNTAX_ERROR;
-            if (error.getSeverity() == TemplateError.ErrorType.FATAL
-                    && (raised != null || !syntax)) {
+            if (error.getSeverity() == TemplateError.ErrorType.FATAL && !syntax) {
                 throw new IllegalArgumentException(
                         "the tokenizer's chat template"
                                 + (source == null ? "" : " (" + source + ")")
                                 + " failed on a conversation: "
-                                + error.getMessage()
-                                + (raised == null ? "" : ": " + raised));
+                                + error.getMessage());
             }
             // An undefined variable renders empty, as in Jinja; any other problem (an unknown
             // function or tag, a syntax error) would render the text wrong silently.
@@ -211,16 +210,6 @@ public final class JinjaChatTemplate implements ChatFormat {
         TokenizerJson.write(config, target);
     }
 
-    /**
-     * Called by templates as {@code raise_exception(message)}.
-     *
-     * @param message the template's reason
-     * @return never
-     */
-    public static String raiseException(String message) {
-        throw new IllegalArgumentException(message);
-    }
-
     /** The error for a template that is not usable Jinja. */
     private IllegalArgumentException invalid(String problem) {
         return new IllegalArgumentException(
@@ -228,9 +217,9 @@ public final class JinjaChatTemplate implements ChatFormat {
                         + (source == null ? "" : " (chat_template in " + source + ")")
                         + " is not usable Jinja: "
                         + problem
-                        + "; fix the template (Jinja's own filters, functions and tags and"
-                        + " raise_exception are defined), or train with --chat_template_format"
-                        + " chatml");
+                        + "; fix the template (Jinja's own filters, functions and tags,"
+                        + " raise_exception, tojson, items and Python's string methods are"
+                        + " defined), or train with --chat_template_format chatml");
     }
 
     private void requirePrefix(String prefix, String text, int messages, String how) {
@@ -258,23 +247,5 @@ public final class JinjaChatTemplate implements ChatFormat {
             return element.getAsJsonObject().get("content").getAsString();
         }
         return element.getAsString();
-    }
-
-    private static Jinjava newJinjava() {
-        Jinjava jinjava =
-                new Jinjava(
-                        JinjavaConfig.newBuilder()
-                                .withTrimBlocks(true)
-                                .withLstripBlocks(true)
-                                .build());
-        jinjava.getGlobalContext()
-                .registerFunction(
-                        new ELFunctionDefinition(
-                                "",
-                                "raise_exception",
-                                JinjaChatTemplate.class,
-                                "raiseException",
-                                String.class));
-        return jinjava;
     }
 }
