@@ -130,19 +130,13 @@ public final class JinjaChatTemplate implements ChatFormat {
             for (Throwable cause = error.getException(); cause != null; cause = cause.getCause()) {
                 if (cause instanceof HuggingFaceJinja.Raised) {
                     throw new IllegalArgumentException(
-                            "the tokenizer's chat template"
-                                    + (source == null ? "" : " (" + source + ")")
-                                    + " refuses this conversation: "
-                                    + cause.getMessage());
+                            named() + " refuses this conversation: " + cause.getMessage());
                 }
             }
             boolean syntax = error.getReason() == TemplateError.ErrorReason.SYNTAX_ERROR;
             if (error.getSeverity() == TemplateError.ErrorType.FATAL && !syntax) {
                 throw new IllegalArgumentException(
-                        "the tokenizer's chat template"
-                                + (source == null ? "" : " (" + source + ")")
-                                + " failed on a conversation: "
-                                + error.getMessage());
+                        named() + " failed on a conversation: " + error.getMessage());
             }
             // An undefined variable renders empty, as in Jinja; any other problem (an unknown
             // function or tag, a syntax error) would render the text wrong silently.
@@ -210,6 +204,11 @@ public final class JinjaChatTemplate implements ChatFormat {
         TokenizerJson.write(config, target);
     }
 
+    /** Names the template in an error: the tokenizer's, and the file it was read from. */
+    private String named() {
+        return "the tokenizer's chat template" + (source == null ? "" : " (" + source + ")");
+    }
+
     /** The error for a template that is not usable Jinja. */
     private IllegalArgumentException invalid(String problem) {
         return new IllegalArgumentException(
@@ -225,8 +224,7 @@ public final class JinjaChatTemplate implements ChatFormat {
     private void requirePrefix(String prefix, String text, int messages, String how) {
         if (!text.startsWith(prefix)) {
             throw new IllegalArgumentException(
-                    "the tokenizer's chat template"
-                            + (source == null ? "" : " (" + source + ")")
+                    named()
                             + " is not prefix-stable: rendering the first "
                             + messages
                             + " messages"
