@@ -26,9 +26,9 @@ import ai.djl.util.PairList;
  * <p>With {@link #setFusedLossHead} on, a training pass without a cache returns {@code
  * NDList(hiddenStates [B, T, C], headWeight [vocab, C])} instead: the final hidden states and the
  * {@code lm_head} weight (the token embedding's when tied), for {@link
- * ai.djl.fsdp.zoo.finetune.CausalLmLoss} to compute the head's product chunk by chunk with the
- * loss, so that the logits {@code [B, T, vocab]} and their gradient never exist whole. Inference
- * and passes with a cache (evaluation, generation) return logits either way.
+ * ai.djl.fsdp.zoo.sharded.CausalLmLoss} to compute the head's product chunk by chunk with the loss,
+ * so that the logits {@code [B, T, vocab]} and their gradient never exist whole. Inference and
+ * passes with a cache (evaluation, generation) return logits either way.
  */
 public abstract class CausalLM extends HfBlock {
 

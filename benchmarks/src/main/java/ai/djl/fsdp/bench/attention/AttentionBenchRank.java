@@ -1,7 +1,7 @@
 package ai.djl.fsdp.bench.attention;
 
 import ai.djl.engine.Engine;
-import ai.djl.fsdp.zoo.finetune.PeakMemory;
+import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.nn.Attention;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import ai.djl.ndarray.NDArray;

@@ -10,7 +10,7 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
-import ai.djl.fsdp.zoo.finetune.PeakMemory;
+import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.gpt2.GPT2LMHeadModel;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;

@@ -14,7 +14,7 @@ import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
-import ai.djl.fsdp.zoo.finetune.PeakMemory;
+import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.ConfigJson;

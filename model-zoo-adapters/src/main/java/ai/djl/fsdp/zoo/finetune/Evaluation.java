@@ -4,14 +4,16 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.finetune.data.ChatFormat;
+import ai.djl.fsdp.zoo.chat.ChatFormat;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
+import ai.djl.fsdp.zoo.finetune.report.ExactMatch;
 import ai.djl.fsdp.zoo.finetune.report.Progress;
 import ai.djl.fsdp.zoo.generate.GenerationConfig;
 import ai.djl.fsdp.zoo.generate.Generator;
 import ai.djl.fsdp.zoo.generate.ShardedDecoder;
+import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -27,21 +29,6 @@ import java.util.Map;
  * model's greedy reply to each held-out question.
  */
 final class Evaluation {
-
-    /**
-     * The result of an exact-match evaluation.
-     *
-     * @param correct replies equal to the reference
-     * @param total questions asked
-     * @param question rank 0's first question
-     * @param reply the model's reply to it
-     * @param seconds the evaluation's wall time
-     */
-    record ExactMatch(long correct, long total, String question, String reply, double seconds) {
-        double accuracy() {
-            return total == 0 ? Double.NaN : correct / (double) total;
-        }
-    }
 
     private final FsdpTrainer trainer;
     private final ProcessGroup group;

@@ -15,11 +15,21 @@ import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
+import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
+import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
+import ai.djl.fsdp.zoo.finetune.args.HubCompatibility;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
+import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
+import ai.djl.fsdp.zoo.finetune.report.ExactMatch;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
+import ai.djl.fsdp.zoo.finetune.report.Outcome;
+import ai.djl.fsdp.zoo.finetune.report.RunReport;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.sharded.SaveFormat;
+import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -52,15 +62,6 @@ import picocli.CommandLine.Spec;
                 "Fine-tune (or train from scratch) a causal language model, with FSDP across the"
                         + " ranks of the job.")
 public final class FinetuneCommand implements Subcommand {
-
-    /** The subdirectory of a LoRA run's output that holds the merged model. */
-    public static final String MERGED = "merged";
-
-    /**
-     * The subdirectory of a LoRA run's output that holds the base model with {@code
-     * --save_base_model}.
-     */
-    public static final String BASE = "base";
 
     @Spec private CommandSpec spec;
     @Mixin private FinetuneArguments args;
@@ -141,31 +142,32 @@ public final class FinetuneCommand implements Subcommand {
         }
         Path resumeFrom = checkpoints.resumeDirectory(args.outputDir);
         try (trainer;
-                RunReport report = new RunReport(recipe, args.outputDir, resumeFrom)) {
-            print(report.describe(lm, lora != null));
+                RunReport report =
+                        new RunReport(
+                                rankZero, args.outputDir, args.overwriteOutputDir, resumeFrom)) {
+            print(recipe.describe(lm, lora != null, report.getMetricsFile()));
             TrainingLoop loop = new TrainingLoop(recipe, trainer, checkpoints, this::print);
             Path resumed = loop.resume(resumeFrom);
             try (MetricsLog metrics = report.openMetrics(resumed, loop.getResumedSteps())) {
-                Evaluation.ExactMatch before = exactMatch(recipe, loop, "before training");
-                TrainingLoop.Outcome outcome = loop.run(metrics);
-                Evaluation.ExactMatch after = exactMatch(recipe, loop, "after training");
+                ExactMatch before = exactMatch(recipe, loop, "before training");
+                Outcome outcome = loop.run(metrics);
+                ExactMatch after = exactMatch(recipe, loop, "after training");
                 long[] peaks = RunReport.peakMemoryPerRank(trainer, recipe.group);
                 if (rankZero) {
                     CurvePlot.write(metrics.getRows(), report.plotFile());
                 }
                 String summary = report.summary(outcome, before, after, peaks);
-                save(trainer, lm, lora, report);
+                save(recipe, trainer, lm, lora, report);
                 print(summary);
             }
         } // the model was saved one unit at a time: closing gathers nothing
     }
 
-    private Evaluation.ExactMatch exactMatch(
-            FinetuneRecipe recipe, TrainingLoop loop, String when) {
+    private ExactMatch exactMatch(FinetuneRecipe recipe, TrainingLoop loop, String when) {
         if (!recipe.chat || args.exactMatchSamples <= 0 || recipe.evalDocuments.isEmpty()) {
             return null;
         }
-        Evaluation.ExactMatch match =
+        ExactMatch match =
                 loop.getEvaluation()
                         .exactMatch(
                                 recipe.evalDocuments,
@@ -305,7 +307,10 @@ public final class FinetuneCommand implements Subcommand {
                 .optDropout(args.loraDropout)
                 .optBaseModelNameOrPath(
                         args.saveBaseModel
-                                ? args.outputDir.resolve(BASE).toAbsolutePath().toString()
+                                ? args.outputDir
+                                        .resolve(SaveFormat.BASE)
+                                        .toAbsolutePath()
+                                        .toString()
                                 : args.modelNameOrPath)
                 .build();
     }
@@ -316,24 +321,33 @@ public final class FinetuneCommand implements Subcommand {
      * and summary. Every rank takes part in the gathers; rank 0 writes, into a staging directory
      * that replaces the output at the end.
      */
-    private void save(FsdpTrainer trainer, CausalLM lm, LoraConfig lora, RunReport report)
+    private void save(
+            FinetuneRecipe recipe,
+            FsdpTrainer trainer,
+            CausalLM lm,
+            LoraConfig lora,
+            RunReport report)
             throws IOException {
         OutputDirectory.Contents contents =
                 directory -> {
-                    Path model = lora == null ? directory : directory.resolve(MERGED);
+                    Path model = lora == null ? directory : directory.resolve(SaveFormat.MERGED);
                     if (lora != null) {
                         HfCheckpoint.saveAdapters(trainer, lora, directory);
                     }
                     HfCheckpoint.saveMerged(trainer, lm, model, saveDtype, maxShardBytes);
                     if (args.saveBaseModel) {
                         HfCheckpoint.saveBase(
-                                trainer, lm, directory.resolve(BASE), saveDtype, maxShardBytes);
+                                trainer,
+                                lm,
+                                directory.resolve(SaveFormat.BASE),
+                                saveDtype,
+                                maxShardBytes);
                     }
                     if (rankZero) {
-                        report.writeTokenizer(directory, model);
+                        recipe.writeTokenizer(directory, model);
                         if (args.saveBaseModel) {
-                            Path base = directory.resolve(BASE);
-                            report.writeTokenizer(base, base);
+                            Path base = directory.resolve(SaveFormat.BASE);
+                            recipe.writeTokenizer(base, base);
                         }
                         report.copyRunFiles(directory);
                     }

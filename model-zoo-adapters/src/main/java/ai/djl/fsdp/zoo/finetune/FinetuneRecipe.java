@@ -14,16 +14,20 @@ import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.Models;
+import ai.djl.fsdp.zoo.chat.ChatFormat;
+import ai.djl.fsdp.zoo.chat.ChatTemplate;
+import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
+import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
+import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
-import ai.djl.fsdp.zoo.finetune.data.ChatFormat;
-import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Document;
-import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.data.TextDatasets;
+import ai.djl.fsdp.zoo.finetune.report.RunReport;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.optimizer.Optimizer;
@@ -32,6 +36,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.function.Consumer;
 
@@ -212,6 +217,50 @@ final class FinetuneRecipe implements AutoCloseable {
             Consumer<String> note)
             throws IOException {
         return new FinetuneRecipe(args, fsdp, group, source, note);
+    }
+
+    /**
+     * Describes the run's plan in one line: the model, the data, the ranks and steps, and where the
+     * output and the metrics go.
+     *
+     * @param lm the model, adapters added
+     * @param lora whether it trains LoRA adapters
+     * @param metricsFile where the metrics log is written as the run goes
+     * @return the line
+     */
+    String describe(CausalLM lm, boolean lora, Path metricsFile) {
+        return String.format(
+                Locale.ROOT,
+                "training %s (%,d parameters%s) on %s: %d train sequences, %s; %d ranks,"
+                        + " %d steps (%d per epoch), output in %s; follow with tail -f %s",
+                args.modelNameOrPath,
+                RunReport.countParameters(lm),
+                lora ? ", LoRA adapters" : "",
+                args.datasetName,
+                train.getSequences().size(),
+                eval == null ? "no eval split" : eval.getSequences().size() + " eval sequences",
+                group.getSize(),
+                totalSteps,
+                stepsPerEpoch,
+                args.outputDir,
+                metricsFile);
+    }
+
+    /**
+     * Copies the tokenizer (and, for a chat model, its template) beside the model files.
+     *
+     * @param directory the output directory
+     * @param model the directory of the saved model in it (the same, or {@code merged/})
+     * @throws IOException if a file cannot be written
+     */
+    void writeTokenizer(Path directory, Path model) throws IOException {
+        for (Path target :
+                directory.equals(model) ? new Path[] {directory} : new Path[] {directory, model}) {
+            Files.copy(tokenizerFile, target.resolve(Tokenizers.FILE));
+            if (chat) {
+                chatFormat.writeConfig(target);
+            }
+        }
     }
 
     /** Returns a new sampler over the train sequences, at epoch 0. */

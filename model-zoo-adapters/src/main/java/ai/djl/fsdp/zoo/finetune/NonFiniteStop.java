@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.finetune;
 
 import ai.djl.fsdp.trainer.NonFiniteGradientException;
+import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import java.util.Locale;
 
 /**

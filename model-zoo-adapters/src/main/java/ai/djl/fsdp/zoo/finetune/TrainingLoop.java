@@ -6,9 +6,12 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.NonFiniteGradientException;
+import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
+import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
+import ai.djl.fsdp.zoo.finetune.report.Outcome;
 import ai.djl.fsdp.zoo.finetune.report.Progress;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -29,16 +32,6 @@ import java.util.function.Consumer;
  * 0's progress bar. Every rank runs it; only rank 0 prints and writes.
  */
 final class TrainingLoop {
-
-    /** The eval results of the run, for the summary. */
-    static final class Outcome {
-        double firstEvalLoss = Double.NaN;
-        double lastEvalLoss = Double.NaN;
-        double bestEvalLoss = Double.NaN;
-        double lastLoss = Double.NaN;
-        double tokensPerSecond;
-        int steps;
-    }
 
     private final FinetuneRecipe recipe;
     private final FsdpTrainer trainer;
@@ -155,7 +148,7 @@ final class TrainingLoop {
                     lossSum = 0;
                     lossCount = 0;
                 }
-                outcome.lastLoss = loss;
+                outcome.recordLoss(loss);
                 boolean evaluated = false;
                 if ("steps".equals(args.evalStrategy) && args.evalSteps > 0) {
                     evaluated = step % args.evalSteps == 0;
@@ -170,8 +163,7 @@ final class TrainingLoop {
                 }
             }
         }
-        outcome.steps = recipe.totalSteps;
-        outcome.tokensPerSecond = tokens / Math.max(seconds, 1e-9);
+        outcome.finish(recipe.totalSteps, tokens / Math.max(seconds, 1e-9));
         return outcome;
     }
 
@@ -317,13 +309,7 @@ final class TrainingLoop {
         }
         double loss =
                 evaluation.loss(recipe.eval, recipe.args.perDeviceEvalBatchSize, recipe.padId);
-        if (Double.isNaN(outcome.firstEvalLoss)) {
-            outcome.firstEvalLoss = loss;
-        }
-        outcome.lastEvalLoss = loss;
-        if (Double.isNaN(outcome.bestEvalLoss) || loss < outcome.bestEvalLoss) {
-            outcome.bestEvalLoss = loss;
-        }
+        outcome.recordEvalLoss(loss);
         if (group.getRank() == 0) {
             JsonObject row = MetricsLog.row(step, epoch);
             MetricsLog.put(row, "eval_loss", loss);

@@ -2,9 +2,9 @@ package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
-import ai.djl.fsdp.zoo.finetune.FinetuneCommand;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -48,7 +48,7 @@ record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, St
                             + ": give a checkpoint directory (config.json + *.safetensors) or the"
                             + " --output_dir of bin/fsdp finetune");
         }
-        Path merged = directory.resolve(FinetuneCommand.MERGED);
+        Path merged = directory.resolve(SaveFormat.MERGED);
         if (Files.exists(merged.resolve(ConfigJson.FILE))) {
             return new ModelLocation(
                     merged,

@@ -13,14 +13,15 @@ import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.chat.ChatTemplate;
+import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaultsTest;
 import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
-import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.Document;
-import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.generate.GenerateCommand;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.ndarray.NDManager;
 import com.google.gson.Gson;
 import com.google.gson.JsonObject;
@@ -140,7 +141,7 @@ class FinetuneCommandTest {
         // Five questions, 3 and 2 per rank in batches of 2: the ranks take 2 and 1 batches.
         assertTrue(out.matches("(?s).*exact_match before training: \\d/5 = .*"), out);
         try (NDManager manager = TestModels.newManager()) {
-            CausalLM merged = Models.load(output.resolve(FinetuneCommand.MERGED), manager);
+            CausalLM merged = Models.load(output.resolve(SaveFormat.MERGED), manager);
             assertEquals(
                     259, merged.getConfig().vocabSize(), "bytes, end of text, the chat markers");
             assertTrue(Lora.adapters(merged).isEmpty());
@@ -167,10 +168,10 @@ class FinetuneCommandTest {
                                 "--print_token_ids");
         assertEquals(0, exit, "generate on the recipe's own output: " + notes);
         assertTrue(notes.toString().contains("merged model"), notes.toString());
-        assertChatModel(output.resolve(FinetuneCommand.MERGED));
+        assertChatModel(output.resolve(SaveFormat.MERGED));
         // --save_base_model: the fresh base without its adapters in base/, named as the adapters'
         // base; the adapters alone on it generate what the merged model generates.
-        Path base = output.resolve(FinetuneCommand.BASE);
+        Path base = output.resolve(SaveFormat.BASE);
         assertEquals(
                 base.toAbsolutePath().toString(),
                 adapterConfig.get("base_model_name_or_path").getAsString());
@@ -386,8 +387,7 @@ class FinetuneCommandTest {
                 JsonParser.parseString(Files.readString(output.resolve(Lora.CONFIG_FILE)))
                         .getAsJsonObject();
         assertEquals("llama-tiny", adapterConfig.get("base_model_name_or_path").getAsString());
-        assertFalse(
-                Files.exists(output.resolve(FinetuneCommand.BASE)), "no base/ without the flag");
+        assertFalse(Files.exists(output.resolve(SaveFormat.BASE)), "no base/ without the flag");
     }
 
     @Test

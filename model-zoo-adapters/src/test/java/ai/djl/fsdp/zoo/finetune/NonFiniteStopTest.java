@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.finetune;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.trainer.NonFiniteGradientException;
+import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 

@@ -3,6 +3,8 @@ package ai.djl.fsdp.zoo.finetune;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
+import ai.djl.fsdp.zoo.finetune.args.HubCompatibility;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;

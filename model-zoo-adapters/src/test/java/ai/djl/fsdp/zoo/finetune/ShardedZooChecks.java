@@ -23,6 +23,7 @@ import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

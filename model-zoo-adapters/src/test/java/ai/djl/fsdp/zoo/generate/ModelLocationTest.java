@@ -13,11 +13,11 @@ import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
-import ai.djl.fsdp.zoo.finetune.FinetuneCommand;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import com.google.gson.JsonObject;
@@ -87,7 +87,7 @@ class ModelLocationTest {
         String shardedMerged = generateOnTwoRanks(dir.resolve("merged"));
         assertTrue(shardedMerged.contains(onBase[0]), shardedMerged);
 
-        Files.move(dir.resolve("merged"), adapters.resolve(FinetuneCommand.MERGED));
+        Files.move(dir.resolve("merged"), adapters.resolve(SaveFormat.MERGED));
         String[] finetuneLayout = generate(adapters);
         assertEquals(merged[0], finetuneLayout[0]);
         assertTrue(finetuneLayout[1].contains("merged model"), finetuneLayout[1]);

@@ -16,7 +16,7 @@ import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
-import ai.djl.fsdp.zoo.finetune.CausalLmLoss;
+import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

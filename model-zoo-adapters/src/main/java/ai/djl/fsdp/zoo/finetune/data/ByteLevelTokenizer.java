@@ -1,14 +1,11 @@
 package ai.djl.fsdp.zoo.finetune.data;
 
-import com.google.gson.GsonBuilder;
+import ai.djl.fsdp.zoo.chat.TokenizerJson;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -60,23 +57,14 @@ public final class ByteLevelTokenizer {
         root.add("truncation", JsonNull.INSTANCE);
         root.add("padding", JsonNull.INSTANCE);
         JsonArray added = new JsonArray();
-        added.add(ChatTemplate.addedToken(VOCAB_SIZE - 1, END_OF_TEXT));
+        added.add(TokenizerJson.addedToken(VOCAB_SIZE - 1, END_OF_TEXT));
         root.add("added_tokens", added);
         root.add("normalizer", JsonNull.INSTANCE);
         root.add("pre_tokenizer", byteLevel(false));
         root.add("post_processor", byteLevel(true));
         root.add("decoder", byteLevel(true));
         root.add("model", model);
-        writeJson(root, file);
-    }
-
-    static void writeJson(JsonObject json, Path file) throws IOException {
-        Path temporary = Files.createTempFile(file.toAbsolutePath().getParent(), ".tok", ".json");
-        Files.writeString(
-                temporary,
-                new GsonBuilder().setPrettyPrinting().create().toJson(json),
-                StandardCharsets.UTF_8);
-        Files.move(temporary, file, StandardCopyOption.REPLACE_EXISTING);
+        TokenizerJson.write(root, file);
     }
 
     private static JsonObject byteLevel(boolean prefixSpace) {

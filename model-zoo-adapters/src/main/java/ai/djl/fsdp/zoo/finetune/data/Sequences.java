@@ -1,5 +1,8 @@
 package ai.djl.fsdp.zoo.finetune.data;
 
+import ai.djl.fsdp.zoo.chat.ChatFormat;
+import ai.djl.fsdp.zoo.chat.ChatTemplate;
+import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -11,19 +14,17 @@ import java.util.List;
 /**
  * Documents tokenized into training sequences of inputs and next-token labels. Labels that are not
  * trained on (padding; with completion-only loss, everything but the assistant's replies) are
- * {@link #IGNORE}. With packing, all documents form one token stream cut into blocks of {@code
- * maxSeqLen} (Hugging Face's {@code group_texts}): every token but the stream's first is a label
- * exactly once, the last block may be shorter. {@link Packing#CROSSING} lets attention run across
- * document boundaries within a block; {@link Packing#PER_DOCUMENT} (padding-free packing) gives
- * each block's tokens their document ids 1, 2, 3, ... (a document cut at a block's end continues as
- * the next block's first), which the model's attention mask keeps apart (attention and position ids
- * stay inside each document), and the last token of a document is not trained to predict the next
- * document's first. Without packing, each document is one sequence, cut at {@code maxSeqLen}.
+ * {@link CausalLmLoss#IGNORE}. With packing, all documents form one token stream cut into blocks of
+ * {@code maxSeqLen} (Hugging Face's {@code group_texts}): every token but the stream's first is a
+ * label exactly once, the last block may be shorter. {@link Packing#CROSSING} lets attention run
+ * across document boundaries within a block; {@link Packing#PER_DOCUMENT} (padding-free packing)
+ * gives each block's tokens their document ids 1, 2, 3, ... (a document cut at a block's end
+ * continues as the next block's first), which the model's attention mask keeps apart (attention and
+ * position ids stay inside each document), and the last token of a document is not trained to
+ * predict the next document's first. Without packing, each document is one sequence, cut at {@code
+ * maxSeqLen}.
  */
 public final class Sequences {
-
-    /** The label of a position that is not trained on. */
-    public static final long IGNORE = -100;
 
     /** Text is encoded in pieces of about this many characters, cut at line ends. */
     private static final int PIECE_CHARS = 1 << 16;
@@ -42,7 +43,7 @@ public final class Sequences {
      * One sequence.
      *
      * @param inputs the input token ids
-     * @param labels the next token of each input, or {@link #IGNORE}
+     * @param labels the next token of each input, or {@link CausalLmLoss#IGNORE}
      * @param documents each input's document id within the sequence (1, 2, ...), or null when the
      *     sequence is one document or attention may cross documents
      */
@@ -141,7 +142,7 @@ public final class Sequences {
      * {@link #batch} (padding is never trained), counted on the host.
      *
      * @param indices the sequences' indices
-     * @return the number of labels that are not {@link #IGNORE}
+     * @return the number of labels that are not {@link CausalLmLoss#IGNORE}
      */
     public long countLabels(int[] indices) {
         long count = 0;
@@ -154,15 +155,16 @@ public final class Sequences {
     private static long countLabels(Sequence sequence) {
         long count = 0;
         for (long label : sequence.labels()) {
-            count += label == IGNORE ? 0 : 1;
+            count += label == CausalLmLoss.IGNORE ? 0 : 1;
         }
         return count;
     }
 
     /**
      * Stacks sequences into a batch padded to its longest: {@code inputIds [B, T]} and {@code
-     * labels [B, T]} (int64), padding with {@code padId} and {@link #IGNORE}; with per-document
-     * packing also the attention mask {@code [B, T]}: each token's document id, 0 for padding.
+     * labels [B, T]} (int64), padding with {@code padId} and {@link CausalLmLoss#IGNORE}; with
+     * per-document packing also the attention mask {@code [B, T]}: each token's document id, 0 for
+     * padding.
      *
      * @param manager the manager of the arrays
      * @param indices which sequences
@@ -179,7 +181,7 @@ public final class Sequences {
         long[] documents = new long[indices.length * length];
         boolean perDocument = false;
         Arrays.fill(inputs, padId);
-        Arrays.fill(labels, IGNORE);
+        Arrays.fill(labels, CausalLmLoss.IGNORE);
         for (int row = 0; row < indices.length; row++) {
             Sequence sequence = sequences.get(indices[row]);
             int size = sequence.inputs().length;
@@ -253,7 +255,7 @@ public final class Sequences {
                 for (int i = 0; i < inputs; i++) {
                     int at = start + i;
                     boolean crosses = perDocument && document[at + 1] != document[at];
-                    labels[i] = trained[at + 1] && !crosses ? ids[at + 1] : IGNORE;
+                    labels[i] = trained[at + 1] && !crosses ? ids[at + 1] : CausalLmLoss.IGNORE;
                     if (perDocument) {
                         boolean first = i == 0 || document[at] != document[at - 1];
                         documentIds[i] = (i == 0 ? 0 : documentIds[i - 1]) + (first ? 1 : 0);

@@ -7,8 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
+import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -158,7 +160,7 @@ class PackedAttentionTest {
             for (long[] ids : encoded) {
                 for (int i = 0; i < ids.length; i++) {
                     expectedInputs.add(ids[i]);
-                    expectedLabels.add(i + 1 < ids.length ? ids[i + 1] : Sequences.IGNORE);
+                    expectedLabels.add(i + 1 < ids.length ? ids[i + 1] : CausalLmLoss.IGNORE);
                 }
             }
             // The stream's last token is no input: it has no next token.

@@ -3,7 +3,9 @@ package ai.djl.fsdp.zoo.finetune.data;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -101,7 +103,7 @@ class SequencesTest {
             Sequences.Sequence only = sequences.getSequences().get(0);
             List<Long> trained = new ArrayList<>();
             for (long label : only.labels()) {
-                if (label != Sequences.IGNORE) {
+                if (label != CausalLmLoss.IGNORE) {
                     trained.add(label);
                 }
             }

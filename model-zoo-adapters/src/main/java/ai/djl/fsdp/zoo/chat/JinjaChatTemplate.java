@@ -1,0 +1,249 @@
+package ai.djl.fsdp.zoo.chat;
+
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import com.hubspot.jinjava.interpret.RenderResult;
+import com.hubspot.jinjava.interpret.TemplateError;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A tokenizer's own chat template: the Jinja {@code chat_template} of its {@code
+ * tokenizer_config.json}, rendered as Hugging Face renders it ({@code HuggingFaceJinja}; {@code
+ * messages}, {@code tools}, {@code add_generation_prompt}, {@code bos_token} and {@code eos_token}
+ * defined). The assistant's spans, for the completion-only loss, are found by rendering prefixes of
+ * the conversation: the first {@code i} messages with the generation prompt must start the
+ * rendering of the first {@code i + 1}, whose rest is the assistant's reply.
+ */
+public final class JinjaChatTemplate implements ChatFormat {
+
+    private final String template;
+    private final String prepared;
+    private final String bosToken;
+    private final String eosToken;
+    private final Path source;
+
+    private JinjaChatTemplate(String template, String bosToken, String eosToken, Path source) {
+        this.template = template;
+        this.bosToken = bosToken;
+        this.eosToken = eosToken;
+        this.source = source;
+        try {
+            this.prepared = HuggingFaceJinja.prepare(template);
+        } catch (IllegalArgumentException e) {
+            throw invalid(e.getMessage());
+        }
+    }
+
+    /**
+     * Returns a template.
+     *
+     * @param template the Jinja text
+     * @param bosToken the {@code bos_token} it may use
+     * @param eosToken the {@code eos_token} it may use, also the end of a reply
+     * @return the template
+     */
+    public static JinjaChatTemplate of(String template, String bosToken, String eosToken) {
+        return new JinjaChatTemplate(template, bosToken, eosToken, null);
+    }
+
+    /**
+     * Reads the template of a {@code tokenizer_config.json}.
+     *
+     * @param config the file
+     * @return the template, or null if the file is absent or has no {@code chat_template}
+     * @throws IOException if the file cannot be read
+     */
+    public static JinjaChatTemplate read(Path config) throws IOException {
+        if (config == null || !Files.isRegularFile(config)) {
+            return null;
+        }
+        JsonObject root =
+                JsonParser.parseString(Files.readString(config, StandardCharsets.UTF_8))
+                        .getAsJsonObject();
+        JsonElement template = root.get("chat_template");
+        if (template != null && template.isJsonArray()) {
+            JsonElement chosen = null; // named templates: the default one
+            for (JsonElement named : template.getAsJsonArray()) {
+                JsonObject entry = named.getAsJsonObject();
+                if (chosen == null || "default".equals(entry.get("name").getAsString())) {
+                    chosen = entry.get("template");
+                }
+            }
+            template = chosen;
+        }
+        if (template == null || !template.isJsonPrimitive()) {
+            return null;
+        }
+        return new JinjaChatTemplate(
+                template.getAsString(),
+                token(root.get("bos_token")),
+                token(root.get("eos_token")),
+                config);
+    }
+
+    /**
+     * Renders a conversation with the template.
+     *
+     * @param messages the messages
+     * @param addGenerationPrompt whether to open the assistant's next reply
+     * @return the text
+     * @throws IllegalArgumentException if the template fails (its {@code raise_exception} too) or
+     *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
+     */
+    public String apply(List<? extends Map<String, ?>> messages, boolean addGenerationPrompt) {
+        return apply(messages, null, addGenerationPrompt);
+    }
+
+    /**
+     * Renders a conversation with tools the model may call, as Hugging Face's {@code
+     * apply_chat_template(messages, tools=tools)} does: messages may hold {@code tool_calls} (a
+     * list of maps) and tool results ({@code role} {@code tool}), each tool is its JSON schema.
+     *
+     * @param messages the messages, their values strings, lists and maps as in JSON
+     * @param tools the tools' schemas, or null for none
+     * @param addGenerationPrompt whether to open the assistant's next reply
+     * @return the text
+     * @throws IllegalArgumentException if the template fails (its {@code raise_exception} too) or
+     *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
+     */
+    public String apply(
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            boolean addGenerationPrompt) {
+        Map<String, Object> bindings = new HashMap<>();
+        bindings.put("messages", messages);
+        bindings.put("tools", tools);
+        bindings.put("add_generation_prompt", addGenerationPrompt);
+        bindings.put("bos_token", bosToken == null ? "" : bosToken);
+        bindings.put("eos_token", eosToken == null ? "" : eosToken);
+        RenderResult result = HuggingFaceJinja.render(prepared, bindings);
+        for (TemplateError error : result.getErrors()) {
+            for (Throwable cause = error.getException(); cause != null; cause = cause.getCause()) {
+                if (cause instanceof HuggingFaceJinja.Raised) {
+                    throw new IllegalArgumentException(
+                            named() + " refuses this conversation: " + cause.getMessage());
+                }
+            }
+            boolean syntax = error.getReason() == TemplateError.ErrorReason.SYNTAX_ERROR;
+            if (error.getSeverity() == TemplateError.ErrorType.FATAL && !syntax) {
+                throw new IllegalArgumentException(
+                        named() + " failed on a conversation: " + error.getMessage());
+            }
+            // An undefined variable renders empty, as in Jinja; any other problem (an unknown
+            // function or tag, a syntax error) would render the text wrong silently.
+            if (syntax
+                    || error.getReason() != TemplateError.ErrorReason.UNKNOWN
+                    || error.getItem() != TemplateError.ErrorItem.PROPERTY) {
+                throw invalid(error.getMessage() + " (line " + error.getLineno() + ")");
+            }
+        }
+        return result.getOutput();
+    }
+
+    @Override
+    public List<ChatTemplate.Span> render(
+            List<Map<String, String>> messages, boolean findAssistant) {
+        List<ChatTemplate.Span> spans = new ArrayList<>();
+        if (!findAssistant) {
+            spans.add(new ChatTemplate.Span(apply(messages, false), false));
+            return spans;
+        }
+        String done = "";
+        for (int i = 0; i < messages.size(); i++) {
+            String whole = apply(messages.subList(0, i + 1), false);
+            if ("assistant".equals(messages.get(i).get("role"))) {
+                String prompt = apply(messages.subList(0, i), true);
+                requirePrefix(done, prompt, i, " with the generation prompt");
+                requirePrefix(prompt, whole, i + 1, "");
+                spans.add(new ChatTemplate.Span(prompt.substring(done.length()), false));
+                spans.add(new ChatTemplate.Span(whole.substring(prompt.length()), true));
+            } else {
+                requirePrefix(done, whole, i + 1, "");
+                spans.add(new ChatTemplate.Span(whole.substring(done.length()), false));
+            }
+            done = whole;
+        }
+        return spans;
+    }
+
+    @Override
+    public String generationPrompt(List<Map<String, String>> messages) {
+        return apply(messages, true);
+    }
+
+    @Override
+    public String endOfTurn() {
+        return eosToken;
+    }
+
+    @Override
+    public boolean addsMarkers() {
+        return false;
+    }
+
+    @Override
+    public void writeConfig(Path directory) throws IOException {
+        Path target = directory.resolve(ChatTemplate.CONFIG_FILE);
+        if (source != null) {
+            Files.copy(source, target, StandardCopyOption.REPLACE_EXISTING);
+            return;
+        }
+        JsonObject config = new JsonObject();
+        config.addProperty("chat_template", template);
+        config.addProperty("bos_token", bosToken);
+        config.addProperty("eos_token", eosToken);
+        TokenizerJson.write(config, target);
+    }
+
+    /** Names the template in an error: the tokenizer's, and the file it was read from. */
+    private String named() {
+        return "the tokenizer's chat template" + (source == null ? "" : " (" + source + ")");
+    }
+
+    /** The error for a template that is not usable Jinja. */
+    private IllegalArgumentException invalid(String problem) {
+        return new IllegalArgumentException(
+                "the tokenizer's chat template"
+                        + (source == null ? "" : " (chat_template in " + source + ")")
+                        + " is not usable Jinja: "
+                        + problem
+                        + "; fix the template (Jinja's own filters, functions and tags,"
+                        + " raise_exception, tojson, items and Python's string methods are"
+                        + " defined), or train with --chat_template_format chatml");
+    }
+
+    private void requirePrefix(String prefix, String text, int messages, String how) {
+        if (!text.startsWith(prefix)) {
+            throw new IllegalArgumentException(
+                    named()
+                            + " is not prefix-stable: rendering the first "
+                            + messages
+                            + " messages"
+                            + how
+                            + " does not start with the rendering of the messages before, so the"
+                            + " assistant's tokens cannot be found for --completion_only_loss;"
+                            + " train on every token (--completion_only_loss False) or render with"
+                            + " --chat_template_format chatml");
+        }
+    }
+
+    /** A special token as tokenizer_config.json writes it: text or an AddedToken object. */
+    private static String token(JsonElement element) {
+        if (element == null || element.isJsonNull()) {
+            return null;
+        }
+        if (element.isJsonObject()) {
+            return element.getAsJsonObject().get("content").getAsString();
+        }
+        return element.getAsString();
+    }
+}

@@ -1,0 +1,235 @@
+package ai.djl.fsdp.zoo.finetune.args;
+
+import ai.djl.fsdp.runtime.MixedPrecision;
+import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.wrap.WrapPlanner;
+import ai.djl.fsdp.zoo.CausalLM;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.function.Consumer;
+import picocli.CommandLine.Option;
+
+/**
+ * How the ranks shard the model: the {@code fsdp_config} settings of Accelerate's config file as
+ * flags. Their defaults come from Accelerate's variables ({@code FSDP_*}, see {@link
+ * ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults}) that {@code bin/fsdp launch --config_file}
+ * sets, or that a {@code --config_file} given here stands for; flags on the command line win.
+ */
+public final class FsdpArguments {
+
+    @Option(
+            names = "--config_file",
+            description =
+                    "Accelerate's config file, as `accelerate config` writes it (fsdp_config and"
+                            + " the launch keys).")
+    public Path configFile;
+
+    @Option(
+            names = {"--sharding_strategy", "--fsdp_sharding_strategy"},
+            defaultValue = "FULL_SHARD",
+            description =
+                    "FULL_SHARD (1), SHARD_GRAD_OP (2), NO_SHARD (3), HYBRID_SHARD (4) or"
+                            + " HYBRID_SHARD_ZERO2 (5) (default FULL_SHARD).")
+    public String shardingStrategy;
+
+    @Option(
+            names = "--fsdp_transformer_layer_cls_to_wrap",
+            split = ",",
+            description =
+                    "Block classes that become FSDP units, comma-separated (default: the model's"
+                            + " decoder layer, GPT2Block or LlamaDecoderLayer).")
+    public List<String> layerClassesToWrap;
+
+    @Option(
+            names = "--fsdp_auto_wrap_policy",
+            defaultValue = "TRANSFORMER_BASED_WRAP",
+            description =
+                    "TRANSFORMER_BASED_WRAP (the default): the layer classes become units; others"
+                            + " are noted and units stay the layers.")
+    public String autoWrapPolicy;
+
+    @Option(names = "--fsdp_min_num_params", description = "For SIZE_BASED_WRAP (noted).")
+    public Long minNumParams;
+
+    @Option(
+            names = {"--fsdp_backward_prefetch", "--fsdp_backward_prefetch_policy"},
+            defaultValue = "BACKWARD_PRE",
+            description = "BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH (default BACKWARD_PRE).")
+    public String backwardPrefetch;
+
+    @Option(
+            names = "--fsdp_sync_module_states",
+            arity = "0..1",
+            fallbackValue = "true",
+            defaultValue = "true",
+            description = "Broadcast rank 0's fresh weights to every rank (default true).")
+    public boolean syncModuleStates;
+
+    @Option(
+            names = "--fsdp_offload_params",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "Keep parameter shards, gradients and optimizer state in host memory and step"
+                            + " the optimizer there (default false).")
+    public boolean offloadParams;
+
+    @Option(names = "--fsdp_state_dict_type")
+    public String stateDictType;
+
+    @Option(
+            names = "--fsdp_use_orig_params",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Accepted (noted): each unit's parameters are flattened either way.")
+    public Boolean useOrigParams;
+
+    @Option(
+            names = "--fsdp_cpu_ram_efficient_loading",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "Accepted (noted): every rank reads only its shard of a checkpoint either way.")
+    public Boolean cpuRamEfficientLoading;
+
+    @Option(names = "--fsdp_forward_prefetch", arity = "0..1", fallbackValue = "true")
+    public boolean forwardPrefetch;
+
+    /**
+     * The mixed precision of the run, from {@code --bf16} or {@code --fp16} (set by the command,
+     * not a flag).
+     */
+    public MixedPrecision mixedPrecision = MixedPrecision.FP32;
+
+    /**
+     * Parses the strategy as Accelerate writes it: a name or PyTorch's number.
+     *
+     * @return the strategy
+     */
+    public ShardingStrategy strategy() {
+        String value = shardingStrategy.trim().toUpperCase(Locale.ROOT);
+        switch (value) {
+            case "1":
+                return ShardingStrategy.FULL_SHARD;
+            case "2":
+                return ShardingStrategy.SHARD_GRAD_OP;
+            case "3":
+                return ShardingStrategy.NO_SHARD;
+            case "4":
+                return ShardingStrategy.HYBRID_SHARD;
+            case "5":
+                return ShardingStrategy.HYBRID_SHARD_ZERO2;
+            default:
+                try {
+                    return ShardingStrategy.valueOf(value);
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException(
+                            "--sharding_strategy "
+                                    + shardingStrategy
+                                    + " is not one of FULL_SHARD (1), SHARD_GRAD_OP (2), NO_SHARD"
+                                    + " (3), HYBRID_SHARD (4), HYBRID_SHARD_ZERO2 (5)");
+                }
+        }
+    }
+
+    /**
+     * Returns the block classes that become units: the flag's, each checked to be in the model, or
+     * the model's decoder layer.
+     *
+     * @param lm the model
+     * @return the class names
+     * @throws IllegalArgumentException if a named class is not a layer of the model; the message
+     *     lists the model's
+     */
+    public List<String> layerClasses(CausalLM lm) {
+        String decoder = lm.decoderLayerClass().getSimpleName();
+        if (layerClassesToWrap == null) {
+            return List.of(decoder);
+        }
+        Set<String> present = WrapPlanner.blockClasses(lm);
+        List<String> missing =
+                layerClassesToWrap.stream()
+                        .filter(
+                                name ->
+                                        !present.contains(name)
+                                                && !present.contains(
+                                                        name.substring(name.lastIndexOf('.') + 1)))
+                        .toList();
+        if (!missing.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "--fsdp_transformer_layer_cls_to_wrap "
+                            + String.join(",", missing)
+                            + ": the model has no layer of that class. Its layer classes: "
+                            + String.join(", ", present)
+                            + ". Name the repeated decoder layer, "
+                            + decoder
+                            + ", or leave the flag (fsdp_transformer_layer_cls_to_wrap in"
+                            + " --config_file) out to get it");
+        }
+        return layerClassesToWrap;
+    }
+
+    /**
+     * Returns whether the next unit is gathered ahead.
+     *
+     * @return false for {@code NO_PREFETCH}
+     */
+    public boolean prefetch() {
+        String value = backwardPrefetch.trim().toUpperCase(Locale.ROOT);
+        if (!List.of("BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH").contains(value)) {
+            throw new IllegalArgumentException(
+                    "--fsdp_backward_prefetch "
+                            + backwardPrefetch
+                            + " is not one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH");
+        }
+        return !"NO_PREFETCH".equals(value);
+    }
+
+    /**
+     * Says once what the settings that do not apply do instead.
+     *
+     * @param note prints a line on rank 0
+     */
+    public void check(Consumer<String> note) {
+        if ("BACKWARD_POST".equalsIgnoreCase(backwardPrefetch.trim())) {
+            note.accept("fsdp_backward_prefetch BACKWARD_POST: the next unit is gathered ahead");
+        }
+        if (stateDictType != null && !stateDictType.startsWith("FULL")) {
+            note.accept(
+                    "fsdp_state_dict_type "
+                            + stateDictType
+                            + ": the model is saved as a full Hugging Face checkpoint, written"
+                            + " one unit at a time");
+        }
+        if (useOrigParams != null) {
+            note.accept(
+                    "fsdp_use_orig_params "
+                            + useOrigParams
+                            + ": each unit's parameters are flattened into one shard (frozen and"
+                            + " trainable ones apart) either way; saved models keep the original"
+                            + " names");
+        }
+        if (cpuRamEfficientLoading != null) {
+            note.accept(
+                    "fsdp_cpu_ram_efficient_loading "
+                            + cpuRamEfficientLoading
+                            + ": every rank reads only its own shard of a checkpoint either way;"
+                            + " no rank loads the whole model");
+        }
+        if (!"TRANSFORMER_BASED_WRAP".equalsIgnoreCase(autoWrapPolicy.trim())) {
+            note.accept(
+                    "fsdp_auto_wrap_policy "
+                            + autoWrapPolicy
+                            + (minNumParams != null
+                                    ? " (fsdp_min_num_params " + minNumParams + ")"
+                                    : "")
+                            + ": units are the decoder layers"
+                            + " (fsdp_transformer_layer_cls_to_wrap)");
+        }
+        if (forwardPrefetch) {
+            note.accept("fsdp_forward_prefetch: prefetch follows fsdp_backward_prefetch");
+        }
+    }
+}

@@ -1,0 +1,172 @@
+package ai.djl.fsdp.zoo.finetune.args;
+
+import ai.djl.fsdp.runtime.MixedPrecision;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParseResult;
+
+/**
+ * Flags of Hugging Face's and TRL's recipes that this trainer cannot honour as asked. Each is
+ * accepted in its usual form so a recipe runs unchanged; {@link #check} says in one line what
+ * happens instead, or stops where going on would give the user something else than asked.
+ */
+public final class HubCompatibility {
+
+    @Option(
+            names = "--push_to_hub",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Accepted; there is no hub here.")
+    boolean pushToHub;
+
+    @Option(names = "--hub_private_repo", arity = "0..1", fallbackValue = "true")
+    Boolean hubPrivateRepo;
+
+    @Option(names = "--hub_strategy")
+    String hubStrategy;
+
+    @Option(names = "--hub_model_id")
+    String hubModelId;
+
+    @Option(names = "--hub_token")
+    String hubToken;
+
+    @Option(names = "--report_to")
+    String reportTo;
+
+    @Option(
+            names = "--bf16",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "Gather and compute in bfloat16; master weights, optimizer state and the loss"
+                            + " stay float32.")
+    boolean bf16;
+
+    @Option(
+            names = "--fp16",
+            arity = "0..1",
+            fallbackValue = "true",
+            description =
+                    "Gather and compute in float16 with dynamic loss scaling; master weights,"
+                            + " optimizer state and the loss stay float32.")
+    boolean fp16;
+
+    @Option(
+            names = "--gradient_checkpointing",
+            arity = "0..1",
+            fallbackValue = "true",
+            description = "Accepted (noted); FULL_SHARD recomputes every FSDP unit in backward.")
+    Boolean gradientCheckpointing;
+
+    @Option(names = "--use_reentrant", arity = "0..1", fallbackValue = "true")
+    Boolean useReentrant;
+
+    @Option(names = "--use_flash_attn", arity = "0..1", fallbackValue = "true")
+    boolean useFlashAttn;
+
+    @Option(names = "--use_4bit_quantization", arity = "0..1", fallbackValue = "true")
+    boolean use4bitQuantization;
+
+    @Option(names = "--use_8bit_quantization", arity = "0..1", fallbackValue = "true")
+    boolean use8bitQuantization;
+
+    @Option(names = "--use_nested_quant", arity = "0..1", fallbackValue = "true")
+    boolean useNestedQuant;
+
+    @Option(names = "--bnb_4bit_compute_dtype")
+    String bnb4bitComputeDtype;
+
+    @Option(names = "--bnb_4bit_quant_type")
+    String bnb4bitQuantType;
+
+    private static void addIfGiven(List<String> given, String flag, Object value) {
+        if (value != null) {
+            given.add(flag);
+        }
+    }
+
+    /**
+     * Returns the mixed precision the flags ask for: bfloat16 with {@code --bf16}, float16 (with
+     * dynamic loss scaling) with {@code --fp16}, else float32.
+     *
+     * @return the policy
+     */
+    public MixedPrecision mixedPrecision() {
+        return bf16 ? MixedPrecision.BF16 : fp16 ? MixedPrecision.FP16 : MixedPrecision.FP32;
+    }
+
+    /**
+     * Lets the precision flag given on the command line win over the other one's default from
+     * {@code ACCELERATE_MIXED_PRECISION}: {@code --bf16 True} under {@code mixed_precision: fp16}
+     * trains in bfloat16.
+     *
+     * @param parsed the command line
+     */
+    public void preferGiven(ParseResult parsed) {
+        if (parsed.hasMatchedOption("--bf16") && !parsed.hasMatchedOption("--fp16") && bf16) {
+            fp16 = false;
+        } else if (parsed.hasMatchedOption("--fp16")
+                && !parsed.hasMatchedOption("--bf16")
+                && fp16) {
+            bf16 = false;
+        }
+    }
+
+    /**
+     * Stops on flags that cannot be honoured and says once what happens instead of the others.
+     *
+     * @param note prints a line on rank 0
+     * @param sharded whether units are recomputed in backward (FULL_SHARD)
+     */
+    public void check(Consumer<String> note, boolean sharded) {
+        if (use4bitQuantization || use8bitQuantization) {
+            throw new IllegalArgumentException(
+                    "--use_"
+                            + (use4bitQuantization ? "4" : "8")
+                            + "bit_quantization True: quantized (bitsandbytes) weights are not"
+                            + " supported; drop the flag (or pass False) to train in float32");
+        }
+        List<String> hub = new ArrayList<>();
+        if (pushToHub) {
+            hub.add("--push_to_hub");
+        }
+        addIfGiven(hub, "--hub_model_id", hubModelId);
+        addIfGiven(hub, "--hub_private_repo", hubPrivateRepo);
+        addIfGiven(hub, "--hub_strategy", hubStrategy);
+        addIfGiven(hub, "--hub_token", hubToken);
+        if (!hub.isEmpty()) {
+            note.accept(
+                    String.join(", ", hub)
+                            + ": there is no hub here; the model stays in --output_dir");
+        }
+        if (bf16 && fp16) {
+            throw new IllegalArgumentException("--bf16 and --fp16 are both set: pick one");
+        }
+        if (Boolean.TRUE.equals(gradientCheckpointing)) {
+            note.accept(
+                    sharded
+                            ? "--gradient_checkpointing: FULL_SHARD recomputes every FSDP unit in"
+                                    + " backward already (each unit is a checkpoint)"
+                            : "--gradient_checkpointing: only FULL_SHARD recomputes units in"
+                                    + " backward; this strategy keeps activations");
+        }
+        if (useReentrant != null) {
+            note.accept(
+                    "--use_reentrant "
+                            + useReentrant
+                            + ": units are recomputed by the trainer's own backward pass, not"
+                            + " torch.utils.checkpoint; the flag changes nothing");
+        }
+        if (useFlashAttn) {
+            note.accept(
+                    "--use_flash_attn: no flash-attention kernel here; the zoo's attention"
+                            + " (matmul, causal mask, softmax) runs");
+        }
+        if (reportTo != null && !"none".equals(reportTo)) {
+            note.accept("--report_to " + reportTo + ": metrics go to metrics.jsonl instead");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+package ai.djl.fsdp.zoo.sharded;
+
+import ai.djl.Model;
+import ai.djl.fsdp.checkpoint.ParameterSource;
+import ai.djl.fsdp.lora.AdapterSource;
+import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
+import ai.djl.util.Pair;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * How a language model starts sharded, the one path {@code finetune} and {@code bench train} take:
+ * the model is never initialized whole. Its block tree is built without values, LoRA's adapters are
+ * added to it, and the trainer initializes it one unit at a time on the rank's device, keeping only
+ * this rank's shards (read straight from the checkpoint's files when there is one; the frozen base
+ * in the compute type under mixed precision). No rank ever holds the whole model.
+ *
+ * @param trainer the initialized trainer
+ * @param largestUnitElements the parameter elements of the largest unit: the root (everything
+ *     outside the decoder layers) or one decoder layer, adapters included
+ */
+public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
+
+    /** Builds the trainer once the model's tree is complete. */
+    @FunctionalInterface
+    public interface TrainerFactory {
+
+        /**
+         * Creates the trainer (not yet initialized).
+         *
+         * @param model the model, its block set
+         * @param lm the language model, adapters added
+         * @param source the checkpoint's shards, or null for fresh values
+         * @return the trainer
+         */
+        FsdpTrainer newTrainer(Model model, CausalLM lm, ParameterSource source);
+    }
+
+    /**
+     * Sets {@code lm} as the model's block, adds the adapters, and initializes a trainer over it
+     * unit by unit. A collective: every rank calls it.
+     *
+     * @param model the model
+     * @param lm the language model, built without values ({@code Models.forCheckpoint} for a
+     *     checkpoint, else the architecture's {@code newModel})
+     * @param checkpoint the Hugging Face checkpoint directory to read the values from, or null for
+     *     fresh values
+     * @param lora the adapters to add, or null
+     * @param factory builds the trainer
+     * @return the initialized trainer and the size of its largest unit
+     * @throws IOException if the checkpoint cannot be read
+     */
+    public static ShardedStart initialize(
+            Model model, CausalLM lm, Path checkpoint, LoraConfig lora, TrainerFactory factory)
+            throws IOException {
+        return initialize(model, lm, checkpoint, lora, null, factory);
+    }
+
+    /**
+     * Sets {@code lm} as the model's block, adds the adapters, and initializes a trainer over it
+     * unit by unit, the adapters' values read from a PEFT adapter directory (each rank reading only
+     * its shards of them, as of the base). A collective: every rank calls it.
+     *
+     * @param model the model
+     * @param lm the language model, built without values ({@code Models.forCheckpoint} for a
+     *     checkpoint, else the architecture's {@code newModel})
+     * @param checkpoint the Hugging Face checkpoint directory to read the values from, or null for
+     *     fresh values
+     * @param lora the adapters to add, or null
+     * @param adapterValues the PEFT adapter directory whose {@code adapter_model.safetensors} holds
+     *     the adapters' values, or null for fresh adapters
+     * @param factory builds the trainer
+     * @return the initialized trainer and the size of its largest unit
+     * @throws IOException if the checkpoint or the adapters cannot be read
+     * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
+     */
+    public static ShardedStart initialize(
+            Model model,
+            CausalLM lm,
+            Path checkpoint,
+            LoraConfig lora,
+            Path adapterValues,
+            TrainerFactory factory)
+            throws IOException {
+        if (adapterValues != null && lora == null) {
+            throw new IllegalArgumentException("adapter values need the adapters' configuration");
+        }
+        model.setBlock(lm);
+        try (CheckpointShardSource shards =
+                        checkpoint == null ? null : HfCheckpoint.shardSource(lm, checkpoint);
+                AdapterSource adapters = adapters(lm, lora, adapterValues)) {
+            // Counted while the tree still holds the layers themselves, not their units.
+            long largestUnit = largestUnitElements(lm);
+            ParameterSource source =
+                    shards == null ? adapters : adapters == null ? shards : shards.orElse(adapters);
+            FsdpTrainer trainer = factory.newTrainer(model, lm, source);
+            try {
+                trainer.initialize(new Shape(1, 1));
+            } catch (RuntimeException e) {
+                trainer.close();
+                throw e;
+            }
+            return new ShardedStart(trainer, largestUnit);
+        }
+    }
+
+    /**
+     * Adds the adapters, after the checkpoint's source has matched the base parameters to the
+     * files; returns the source of their saved values, or null.
+     */
+    private static AdapterSource adapters(CausalLM lm, LoraConfig lora, Path values)
+            throws IOException {
+        if (lora != null) {
+            Lora.apply(lm, lora);
+        }
+        return values == null ? null : AdapterSource.open(lm, values);
+    }
+
+    /**
+     * Returns the resident bytes a rank needs at the least: its model state (its shards, the frozen
+     * ones in their stored type, and the trainable ones' gradients and optimizer state, counted
+     * after a step) plus the full parameters of the largest unit while it is gathered in the
+     * compute type.
+     *
+     * @return the ideal's bytes
+     */
+    public long idealBytes() {
+        int computeBytes = trainer.getFsdpConfig().getMixedPrecision().param().getBytes();
+        return trainer.getMemoryStats().modelStateBytes() + largestUnitElements * computeBytes;
+    }
+
+    private static long largestUnitElements(CausalLM lm) {
+        long layerElements = 0;
+        long largestLayer = 0;
+        for (Block block : StateDict.modules(lm).values()) {
+            if (lm.decoderLayerClass().isInstance(block)) {
+                long elements = elements(block);
+                layerElements += elements;
+                largestLayer = Math.max(largestLayer, elements);
+            }
+        }
+        return Math.max(elements(lm) - layerElements, largestLayer);
+    }
+
+    /** The block's parameter elements, each shared parameter once. */
+    private static long elements(Block block) {
+        Set<String> seen = new HashSet<>();
+        long elements = 0;
+        for (Pair<String, Parameter> pair : block.getParameters()) {
+            if (seen.add(pair.getValue().getId())) {
+                elements += pair.getValue().getShape().size();
+            }
+        }
+        return elements;
+    }
+}
