@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.finetune.CausalLmLoss;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;

@@ -14,12 +14,13 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
 import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -291,7 +292,7 @@ public final class FinetuneCommand implements Subcommand {
             @Override
             public ModelConfig architecture(int vocab, long endOfText) throws IOException {
                 return fromCheckpoint
-                        ? ConfigJson.read(checkpoint)
+                        ? ModelFamilies.read(checkpoint)
                         : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
             }
         };

@@ -18,14 +18,14 @@ import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.CausalLmLoss;
 import ai.djl.fsdp.zoo.finetune.SaveFormat;
 import ai.djl.fsdp.zoo.finetune.ShardedStart;
 import ai.djl.fsdp.zoo.finetune.data.ChatTemplate;
 import ai.djl.fsdp.zoo.finetune.data.JinjaChatTemplate;
-import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDManager;
 import ai.djl.training.DefaultTrainingConfig;
@@ -166,7 +166,7 @@ public final class GenerateCommand implements Subcommand {
                 Model holder = Model.newInstance("generate", group.getDevice());
                 NDManager manager = NDManager.newBaseManager(group.getDevice());
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
-            CausalLM lm = Models.forCheckpoint(ConfigJson.read(weights));
+            CausalLM lm = Models.forCheckpoint(ModelFamilies.read(weights));
             MixedPrecision precision =
                     switch (SaveFormat.torchDtype(weights)) {
                         case BF16 -> MixedPrecision.BF16;
