@@ -81,15 +81,6 @@ public abstract class DecoderModel extends HfBlock {
     }
 
     /**
-     * Returns the decoder layers.
-     *
-     * @return the layer list
-     */
-    protected final ModuleList layers() {
-        return (ModuleList) child(layers);
-    }
-
-    /**
      * Runs the stack; see {@link CausalLM#forward}.
      *
      * @param ps the parameter store
@@ -113,7 +104,7 @@ public abstract class DecoderModel extends HfBlock {
         shared.addAll(positionInputs(manager, positions));
 
         NDArray x = embed(ps, ids, positions, training);
-        ModuleList stack = layers();
+        ModuleList stack = (ModuleList) child(layers);
         for (int i = 0; i < stack.size(); i++) {
             NDList inputs = new NDList(x);
             inputs.addAll(shared);

@@ -2,6 +2,7 @@ package ai.djl.fsdp.zoo.mistral;
 
 import ai.djl.fsdp.zoo.ModelFamily;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 
 /**
@@ -54,6 +55,16 @@ public final class MistralConfig extends LlamaConfig {
     @Override
     public int slidingWindow() {
         return slidingWindow == null ? 0 : slidingWindow;
+    }
+
+    /** Writes {@code sliding_window: null} too: without the key a reader would take 4096. */
+    @Override
+    public JsonObject toJson() {
+        JsonObject json = super.toJson();
+        if (slidingWindow == null) {
+            json.add("sliding_window", JsonNull.INSTANCE);
+        }
+        return json;
     }
 
     @Override
