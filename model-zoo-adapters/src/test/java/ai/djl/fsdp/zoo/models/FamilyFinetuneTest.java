@@ -11,6 +11,8 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -61,6 +63,20 @@ class FamilyFinetuneTest {
         };
     }
 
+    /** The settings each family runs with besides LoRA. */
+    private static List<String> settings(String family) {
+        return switch (family) {
+            case "llama" -> List.of("--sharding_strategy", "SHARD_GRAD_OP");
+            case "qwen2" -> List.of("--sharding_strategy", "NO_SHARD");
+            default ->
+                    List.of(
+                            "--bf16",
+                            "True",
+                            "--fsdp_transformer_layer_cls_to_wrap",
+                            ModelFamilies.of(family).decoderLayer().getSimpleName());
+        };
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"llama", "mistral", "qwen2", "qwen3"})
     void loraFinetunesSavesAndGeneratesOnTwoRanks(String family, @TempDir Path dir)
@@ -73,29 +89,33 @@ class FamilyFinetuneTest {
         }
         Path data = Files.writeString(dir.resolve("small.txt"), text);
         Path output = dir.resolve("out");
-        String log =
-                run(
-                        "finetune",
-                        "--model_name_or_path",
-                        base.toString(),
-                        "--tokenizer_name",
-                        "byte-level",
-                        "--use_peft_lora",
-                        "True",
-                        "--output_dir",
-                        output.toString(),
-                        "--dataset_name",
-                        data.toString(),
-                        "--max_seq_len",
-                        "24",
-                        "--max_steps",
-                        "2",
-                        "--per_device_train_batch_size",
-                        "4",
-                        "--eval_strategy",
-                        "no",
-                        "--exact_match_samples",
-                        "0");
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "finetune",
+                                "--model_name_or_path",
+                                base.toString(),
+                                "--tokenizer_name",
+                                "byte-level",
+                                "--use_peft_lora",
+                                "True",
+                                "--output_dir",
+                                output.toString(),
+                                "--dataset_name",
+                                data.toString(),
+                                "--max_seq_len",
+                                "24",
+                                "--max_steps",
+                                "2",
+                                "--per_device_train_batch_size",
+                                "4",
+                                "--eval_strategy",
+                                "no",
+                                "--exact_match_samples",
+                                "0"));
+        args.addAll(settings(family));
+        String log = run(args.toArray(new String[0]));
+        assertTrue(log.contains("step=2 "), log);
         JsonObject adapters = json(output.resolve("adapter_config.json"));
         String targets = adapters.get("target_modules").toString();
         for (String module : new String[] {"q_proj", "o_proj", "gate_proj", "down_proj"}) {
