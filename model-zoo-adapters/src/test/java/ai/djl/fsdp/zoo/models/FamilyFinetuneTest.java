@@ -13,6 +13,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -107,6 +109,8 @@ class FamilyFinetuneTest {
                                 "24",
                                 "--max_steps",
                                 "2",
+                                "--save_steps",
+                                "1",
                                 "--per_device_train_batch_size",
                                 "4",
                                 "--eval_strategy",
@@ -115,7 +119,12 @@ class FamilyFinetuneTest {
                                 "0"));
         args.addAll(settings(family));
         String log = run(args.toArray(new String[0]));
-        assertTrue(log.contains("step=2 "), log);
+        Path checkpoint = output.resolve("checkpoint-1");
+        args.set(args.indexOf(output.toString()), dir.resolve("resumed").toString());
+        args.addAll(List.of("--resume_from_checkpoint", checkpoint.toString()));
+        String resumed = run(args.toArray(new String[0]));
+        assertTrue(resumed.contains("resumed from " + checkpoint), resumed);
+        assertEquals(stepTwo(log), stepTwo(resumed), family + " resumed\n" + log + resumed);
         JsonObject adapters = json(output.resolve("adapter_config.json"));
         String targets = adapters.get("target_modules").toString();
         for (String module : new String[] {"q_proj", "o_proj", "gate_proj", "down_proj"}) {
@@ -137,6 +146,13 @@ class FamilyFinetuneTest {
                         "4",
                         "--print_token_ids");
         assertTrue(generated.contains("token ids: ["), generated);
+    }
+
+    /** The loss the job logged at step 2. */
+    private static String stepTwo(String log) {
+        Matcher step = Pattern.compile("step=2 epoch=\\S+ loss=([0-9.]+)").matcher(log);
+        assertTrue(step.find(), log);
+        return step.group(1);
     }
 
     private static String run(String... args) {
