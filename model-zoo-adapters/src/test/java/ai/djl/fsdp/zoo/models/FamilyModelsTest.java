@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.KvCache;
@@ -22,12 +24,14 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -90,6 +94,34 @@ class FamilyModelsTest {
                         assertTrue(diff < 1e-5f, family + " position " + t + ": " + diff);
                     }
                 }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"llama3", "mistral", "qwen2", "qwen3"})
+    void bfloat16FollowsFloat32(String family) {
+        try (NDManager manager = TestModels.newManager()) {
+            CausalLM model = seeded(family, manager);
+            NDArray ids = TestModels.tokens(manager, 2, 9, 4);
+            NDArray reference = TestModels.logits(model, ids, null);
+            float scale = reference.abs().max().getFloat();
+            // Every parameter read in bfloat16 (made through the shim: DJL cannot create it).
+            Map<String, NDArray> casts = new HashMap<>();
+            ParameterStore bf16 =
+                    new ParameterStore(manager, false) {
+                        @Override
+                        public NDArray getValue(Parameter p, Device device, boolean training) {
+                            return casts.computeIfAbsent(
+                                    p.getId(), id -> Precision.BFLOAT16.cast(p.getArray()));
+                        }
+                    };
+            for (AttentionKernel kernel : AttentionKernel.values()) {
+                kernel.applyTo(model);
+                NDArray logits = model.forward(bf16, ids, null, null, false);
+                assertEquals(Precision.BFLOAT16, Precision.ofArray(logits));
+                float relative = TestModels.maxDiff(logits, reference) / scale;
+                assertTrue(relative < 2e-2f, family + " " + kernel.getName() + ": " + relative);
             }
         }
     }
