@@ -43,7 +43,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The families built on Llama's block as models: Hugging Face's names in and out, the decoder layer
  * FSDP wraps by name, LoRA targets, and generation with the key-value cache (a sliding window
  * shorter than the sequence, llama3 RoPE past its original length) computing what the full forward
- * computes, with both attention kernels.
+ * computes, with both attention kernels; bfloat16 weights (0.5-0.9% from float32 on these models)
+ * in both kernels.
  */
 class FamilyModelsTest {
 
