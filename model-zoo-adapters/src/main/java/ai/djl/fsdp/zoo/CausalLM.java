@@ -35,15 +35,20 @@ public abstract class CausalLM extends HfBlock {
     private static final String HEAD = "lm_head";
 
     private final ModelConfig config;
+    private final String base;
     private boolean fusedLossHead;
 
     /**
-     * Creates the model.
+     * Creates the model with its base model; the subclass adds {@code lm_head}.
      *
      * @param config its configuration
+     * @param base the base model's name ({@code transformer} for GPT-2, {@code model} for Llama)
+     * @param model the base model
      */
-    protected CausalLM(ModelConfig config) {
+    protected CausalLM(ModelConfig config, String base, DecoderModel model) {
         this.config = config;
+        this.base = base;
+        addChild(base, model);
     }
 
     /**
@@ -62,7 +67,9 @@ public abstract class CausalLM extends HfBlock {
      *
      * @return the base model prefix
      */
-    public abstract String basePrefix();
+    public String basePrefix() {
+        return base + '.';
+    }
 
     /**
      * Returns the class of the repeated decoder layer ({@code GPT2Block}, {@code
@@ -70,7 +77,9 @@ public abstract class CausalLM extends HfBlock {
      *
      * @return the decoder layer class
      */
-    public abstract Class<? extends Block> decoderLayerClass();
+    public Class<? extends Block> decoderLayerClass() {
+        return config.family().decoderLayer();
+    }
 
     /**
      * Returns whether a checkpoint tensor is a buffer Hugging Face stores but this model computes
@@ -133,12 +142,14 @@ public abstract class CausalLM extends HfBlock {
      * @param training whether this is a training pass (dropout)
      * @return the hidden states {@code [B, T, C]}
      */
-    protected abstract NDArray hiddenStates(
+    private NDArray hiddenStates(
             ParameterStore ps,
             NDArray inputIds,
             NDArray attentionMask,
             KvCache cache,
-            boolean training);
+            boolean training) {
+        return ((DecoderModel) child(base)).forward(ps, inputIds, attentionMask, cache, training);
+    }
 
     @Override
     protected NDList forwardInternal(

@@ -7,11 +7,20 @@ import java.util.List;
 public interface ModelConfig {
 
     /**
+     * Returns the family: its {@code model_type}, architecture and decoder layer class.
+     *
+     * @return the family
+     */
+    ModelFamily family();
+
+    /**
      * Returns {@code model_type}, such as {@code gpt2} or {@code llama}.
      *
      * @return the model type
      */
-    String modelType();
+    default String modelType() {
+        return family().modelType();
+    }
 
     /**
      * Returns the vocabulary size.

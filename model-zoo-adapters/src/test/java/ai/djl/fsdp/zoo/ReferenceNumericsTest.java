@@ -6,6 +6,7 @@ import ai.djl.engine.Engine;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Parameter;

@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;

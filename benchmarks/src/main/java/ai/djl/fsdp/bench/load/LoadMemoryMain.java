@@ -13,12 +13,12 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
-import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.DefaultTrainingConfig;
@@ -99,7 +99,7 @@ public final class LoadMemoryMain {
     private static void sharded(Path directory) throws IOException {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), ON_CPU);
                 Model model = Model.newInstance("load", Device.cpu())) {
-            CausalLM lm = Models.forCheckpoint(ConfigJson.read(directory));
+            CausalLM lm = Models.forCheckpoint(ModelFamilies.read(directory));
             model.setBlock(lm);
             FsdpTrainer trainer;
             try (CheckpointShardSource source = HfCheckpoint.shardSource(lm, directory)) {

@@ -15,12 +15,13 @@ import picocli.CommandLine.Mixin;
 /**
  * {@code bin/fsdp bench train}: trains the model zoo's GPT-2 ({@code GPT2LMHeadModel} of {@code
  * --layers}, {@code --width}, {@code --heads}, {@code --vocab}, {@code n_positions = --seq},
- * dropout off) on random tokens on {@code --nproc} ranks of this machine and prints one line:
+ * dropout off), or with {@code --model} a family built on Llama's block at that shape ({@link
+ * BenchModel}), on random tokens on {@code --nproc} ranks of this machine and prints one line:
  * {@code sharding=S nproc=N attention=K precision=P lora_rank=R reshard_after_forward=B
  * activation_checkpointing=B tokens_per_s=.. step_ms=.. loss=.. peak_rss_mb_per_rank=..
  * model_state_mb_per_rank=.. sent_mb_per_step=.. comm_wait_ms_per_step=.. model_gflops_per_s=..
  * peak_gflops=.. peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..
- * ideal_mb_per_rank=.. peak_rss_over_ideal=.. ...}, and with {@code --op-profile} {@code
+ * ideal_mb_per_rank=.. peak_rss_over_ideal=.. ... model=M}, and with {@code --op-profile} {@code
  * ops_per_step=..}. The slowest rank's step time counts, the ranks' mean loss, and the largest
  * rank's memory, traffic and wait. The ranks start as {@code finetune} does ({@code ShardedStart}:
  * unit by unit, adapters added before, the frozen base in the compute type); the ideal is a rank's
@@ -33,8 +34,9 @@ import picocli.CommandLine.Mixin;
         name = "train",
         mixinStandardHelpOptions = true,
         description = {
-            "Trains the model zoo's GPT-2 (AdamW, random tokens, dropout off) with FSDP on ranks of"
-                    + " this machine and prints throughput, memory and traffic per rank.",
+            "Trains the model zoo's GPT-2, or the --model family at its shape (AdamW, random"
+                    + " tokens, dropout off) with FSDP on ranks of this machine and prints"
+                    + " throughput, memory and traffic per rank.",
             "--sharding NONE --nproc 1 runs DJL's plain Trainer: the baseline."
         })
 public final class TrainBenchCommand implements Callable<Integer> {

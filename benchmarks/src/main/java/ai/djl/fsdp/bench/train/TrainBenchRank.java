@@ -17,8 +17,9 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
-import ai.djl.fsdp.zoo.gpt2.GPT2LMHeadModel;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
@@ -42,9 +43,11 @@ import picocli.CommandLine.Mixin;
 
 /**
  * One rank of the training benchmark, started by {@link TrainBenchCommand}: trains the model zoo's
- * GPT-2 ({@code GPT2LMHeadModel}, Hugging Face's initialization, dropout off) on random tokens with
- * AdamW, with FSDP in the given strategy ({@code GPT2Block}s are the units) or ({@code NONE}, one
- * rank) with DJL's ordinary trainer, and writes its measurements to {@code <report>.rank<r>}.
+ * GPT-2 ({@code GPT2LMHeadModel}, Hugging Face's initialization, dropout off), or the {@code
+ * --model} family at its shape ({@link BenchModel}), on random tokens with AdamW, with FSDP in the
+ * given strategy (the family's decoder layers, {@code GPT2Block}s for GPT-2, are the units) or
+ * ({@code NONE}, one rank) with DJL's ordinary trainer, and writes its measurements to {@code
+ * <report>.rank<r>}.
  */
 @Command(name = "train-rank", mixinStandardHelpOptions = true)
 public final class TrainBenchRank implements Callable<Integer> {
@@ -77,7 +80,7 @@ public final class TrainBenchRank implements Callable<Integer> {
             // A JVM with libtorch loaded and the ranks linked, before any model: what any rank
             // holds whatever FSDP does.
             long idleRss = PeakMemory.bytes("VmRSS");
-            GPT2LMHeadModel network = shape.modelConfig().newModel();
+            CausalLM network = settings.modelConfig().newModel();
             // The loss computes the tied head's product chunk by chunk, as finetune does.
             network.setFusedLossHead(true);
             AttentionKernel.of(settings.attention()).applyTo(network);
@@ -108,7 +111,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                                 network,
                                 null,
                                 lora,
-                                (m, lm, source) -> newTrainer(settings, m, config, group));
+                                (m, lm, source) -> newTrainer(settings, lm, m, config, group));
                 trainer = start.trainer();
             }
             try (trainer) {
@@ -182,11 +185,14 @@ public final class TrainBenchRank implements Callable<Integer> {
 
     private static FsdpTrainer newTrainer(
             TrainBenchSettings settings,
+            CausalLM lm,
             Model model,
             DefaultTrainingConfig config,
             ProcessGroup group) {
         FsdpConfig.Builder fsdp =
-                GptRank.fsdpConfig()
+                FsdpConfig.builder()
+                        .optWrapPolicy(
+                                WrapPolicy.byLayerClass(lm.decoderLayerClass().getSimpleName()))
                         .optShardingStrategy(ShardingStrategy.valueOf(settings.sharding()))
                         .optReshardAfterForward(settings.reshardsAfterForward())
                         .optActivationCheckpointing(settings.recomputes())

@@ -3,6 +3,7 @@ package ai.djl.fsdp.bench.train;
 import ai.djl.fsdp.bench.gpt.GptShape;
 import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import java.util.Set;
 
@@ -13,7 +14,7 @@ import java.util.Set;
  * @param sharding a {@code ShardingStrategy} name, or {@code NONE} for DJL's plain trainer
  * @param steps timed steps
  * @param warmup untimed steps first
- * @param shape the GPT-2 and the batch
+ * @param shape the model's shape and the batch
  * @param attention the zoo's attention kernel, {@code explicit} or {@code sdpa}
  * @param precision the compute precision, {@code fp32}, {@code bf16} or {@code fp16}
  * @param reshardAfterForward whether units free their gathered parameters after forward; null for
@@ -24,6 +25,8 @@ import java.util.Set;
  *     projection but the head ({@code all-linear}, alpha twice the rank), the base frozen
  * @param shardGroupSize the ranks of a shard group under the hybrid strategies; 0 for {@code
  *     LOCAL_WORLD_SIZE} (all {@code nproc} ranks of this machine)
+ * @param model the family trained at {@code shape}: {@code gpt2}, {@code llama}, {@code mistral},
+ *     {@code qwen2} or {@code qwen3} ({@link BenchModel})
  */
 public record TrainBenchSettings(
         int nproc,
@@ -36,7 +39,8 @@ public record TrainBenchSettings(
         Boolean reshardAfterForward,
         Boolean activationCheckpointing,
         int loraRank,
-        int shardGroupSize) {
+        int shardGroupSize,
+        String model) {
 
     /** The {@code --sharding} value that runs DJL's plain trainer as the baseline. */
     static final String BASELINE = "NONE";
@@ -89,6 +93,7 @@ public record TrainBenchSettings(
                     "--nproc and --steps must be at least 1 and --warmup at least 0");
         }
         shape.check();
+        BenchModel.of(model);
         try {
             AttentionKernel.of(attention);
         } catch (IllegalArgumentException e) {
@@ -136,18 +141,20 @@ public record TrainBenchSettings(
     }
 
     /**
-     * Returns the model FLOPs of training on one token: the matrix products of forward, three times
-     * (backward computes two products per forward product). Forward per layer: {@code 24 C^2} (the
-     * projections and the MLP) and {@code 4 T C} (scores and weighted values, counted in full
-     * although causal attention needs half, as PaLM's model FLOPs utilization counts them); the
-     * tied head {@code 2 C V}. Recompute is not counted: these are the model's FLOPs, not the
-     * hardware's.
+     * Returns the configuration of the model the run trains.
+     *
+     * @return the configuration
+     */
+    ModelConfig modelConfig() {
+        return BenchModel.of(model).config(shape);
+    }
+
+    /**
+     * Returns the model FLOPs of training on one token ({@link BenchModel#flopsPerToken}).
      *
      * @return FLOPs per token
      */
     double modelFlopsPerToken() {
-        double c = shape.width();
-        double perLayer = 24 * c * c + 4.0 * shape.sequence() * c;
-        return 3 * (shape.layers() * perLayer + 2 * c * shape.vocab());
+        return BenchModel.of(model).flopsPerToken(shape);
     }
 }

@@ -7,7 +7,8 @@ import picocli.CommandLine.Option;
 /**
  * The training benchmark's own options (a picocli mixin), beside the {@link GptOptions} it shares
  * with the checkpoint benchmark: how FSDP shards, the timed steps, the attention kernel, the
- * precision and LoRA. {@link TrainBenchCommand} and each {@link TrainBenchRank} parse them.
+ * precision, LoRA and the model family. {@link TrainBenchCommand} and each {@link TrainBenchRank}
+ * parse them.
  */
 final class TrainOptions {
 
@@ -82,6 +83,16 @@ final class TrainOptions {
     private int loraRank;
 
     @Option(
+            names = "--model",
+            defaultValue = "gpt2",
+            description =
+                    "The family trained at the --layers, --width, --heads shape: gpt2, llama"
+                            + " (Llama 3: llama3 RoPE, 4 query heads per key-value head), mistral"
+                            + " (a sliding window of half --seq), qwen2 (q/k/v biases), qwen3"
+                            + " (q/k norms) (default: ${DEFAULT-VALUE}).")
+    private String model;
+
+    @Option(
             names = "--op-profile",
             paramLabel = "FILE",
             description =
@@ -109,6 +120,7 @@ final class TrainOptions {
                 reshardAfterForward,
                 activationCheckpointing,
                 loraRank,
-                shardGroupSize);
+                shardGroupSize,
+                model);
     }
 }

@@ -31,7 +31,8 @@ class TrainBenchCommandTest {
                             + " ideal_mb_per_rank=[\\d.]+ peak_rss_over_ideal=[\\d.]+"
                             + " idle_rss_mb_per_rank=([\\d.]+) init_peak_rss_mb_per_rank=([\\d.]+)"
                             + " step_peak_rss_mb_per_rank=(?:[\\d.]+|NaN)"
-                            + " peak_above_idle_over_ideal=[\\d.]+ cpu_ms_per_step=[\\d.]+");
+                            + " peak_above_idle_over_ideal=[\\d.]+ cpu_ms_per_step=[\\d.]+"
+                            + " model=(\\w+)");
 
     private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();
@@ -140,6 +141,16 @@ class TrainBenchCommandTest {
         assertTrue(
                 bf16Sent < 0.7 * fp32Sent && bf16Sent > 0.35 * fp32Sent,
                 bf16Sent + " vs " + fp32Sent);
+    }
+
+    @Test
+    @Timeout(300)
+    void everyFamilyTrainsAtTheShape() {
+        for (String family : new String[] {"llama", "mistral", "qwen2", "qwen3"}) {
+            Matcher run = run("2", "FULL_SHARD", "sdpa", "--model", family, "--lora-rank", "4");
+            assertEquals(family, run.group(11), run.group());
+            assertTrue(Double.parseDouble(run.group(5)) > 0, "FULL_SHARD sends: " + run.group());
+        }
     }
 
     @Test

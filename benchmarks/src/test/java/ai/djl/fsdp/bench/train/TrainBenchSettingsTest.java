@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.Device;
 import ai.djl.fsdp.bench.gpt.GptShape;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+import ai.djl.fsdp.zoo.llama.LlamaConfig;
 import org.junit.jupiter.api.Test;
 
 /** The benchmark's options map onto the model zoo's GPT-2 configuration. */
@@ -16,7 +17,7 @@ class TrainBenchSettingsTest {
     private static TrainBenchSettings settings(
             int nproc, String sharding, GptShape shape, String attention, String precision) {
         return new TrainBenchSettings(
-                nproc, sharding, 10, 2, shape, attention, precision, null, null, 0, 0);
+                nproc, sharding, 10, 2, shape, attention, precision, null, null, 0, 0, "gpt2");
     }
 
     @Test
@@ -37,6 +38,48 @@ class TrainBenchSettingsTest {
         assertEquals(0f, config.embeddingDropout());
         assertEquals(0f, config.attentionDropout());
         assertEquals(0f, config.residualDropout());
+    }
+
+    @Test
+    void modelChoosesTheFamilyAtTheShape() {
+        GptShape shape = new GptShape(4, 256, 8, 1000, 64, 2);
+        for (String family : new String[] {"llama", "mistral", "qwen2", "qwen3"}) {
+            TrainBenchSettings settings =
+                    new TrainBenchSettings(
+                            2,
+                            "FULL_SHARD",
+                            10,
+                            2,
+                            shape,
+                            "sdpa",
+                            "bf16",
+                            null,
+                            null,
+                            8,
+                            0,
+                            family);
+            settings.check();
+            LlamaConfig config = (LlamaConfig) settings.modelConfig();
+            assertEquals(family, config.modelType());
+            assertEquals(4, config.numLayers());
+            assertEquals(256, config.hiddenSize());
+            assertEquals(2, config.numKeyValueHeads(), "4 query heads per key-value head");
+            assertEquals(704, config.intermediateSize(), "8/3 of the width, a multiple of 64");
+            assertEquals(64, config.maxPositions());
+            // Projections 2 C (2 C + 2 KV) + 6 C I, attention 4 T C, head 2 C V; times 3.
+            double perLayer = 2 * 256 * (512 + 2 * 64) + 6 * 256 * 704 + 4 * 64 * 256;
+            assertEquals(3 * (4 * perLayer + 2 * 256 * 1000), settings.modelFlopsPerToken(), 1e-6);
+        }
+        TrainBenchSettings mistral =
+                new TrainBenchSettings(
+                        1, "NONE", 10, 2, shape, "explicit", "fp32", null, null, 0, 0, "mistral");
+        assertEquals(32, ((LlamaConfig) mistral.modelConfig()).slidingWindow());
+        TrainBenchSettings unknown =
+                new TrainBenchSettings(
+                        1, "NONE", 10, 2, shape, "explicit", "fp32", null, null, 0, 0, "gemma");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, unknown::check);
+        assertTrue(e.getMessage().contains("--model"), e.getMessage());
+        assertTrue(e.getMessage().contains("qwen3"), e.getMessage());
     }
 
     @Test
@@ -74,7 +117,7 @@ class TrainBenchSettingsTest {
     private static TrainBenchSettings grouped(String sharding, int size) {
         GptShape shape = new GptShape(2, 64, 4, 1000, 8, 2);
         return new TrainBenchSettings(
-                4, sharding, 10, 2, shape, "explicit", "fp32", null, null, 0, size);
+                4, sharding, 10, 2, shape, "explicit", "fp32", null, null, 0, size, "gpt2");
     }
 
     @Test

@@ -14,7 +14,6 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
 import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
@@ -28,6 +27,8 @@ import ai.djl.fsdp.zoo.finetune.report.Outcome;
 import ai.djl.fsdp.zoo.finetune.report.RunReport;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import java.io.IOException;
@@ -293,7 +294,7 @@ public final class FinetuneCommand implements Subcommand {
             @Override
             public ModelConfig architecture(int vocab, long endOfText) throws IOException {
                 return fromCheckpoint
-                        ? ConfigJson.read(checkpoint)
+                        ? ModelFamilies.read(checkpoint)
                         : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
             }
         };

@@ -13,7 +13,6 @@ import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.chat.ChatFormat;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
@@ -25,8 +24,9 @@ import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.data.TextDatasets;
 import ai.djl.fsdp.zoo.finetune.report.RunReport;
-import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.training.DefaultTrainingConfig;
@@ -443,6 +443,6 @@ final class FinetuneRecipe implements AutoCloseable {
             json.addProperty("bos_token_id", endOfText);
             json.addProperty("eos_token_id", endOfText);
         }
-        return ConfigJson.parse(json);
+        return ModelFamilies.parse(json);
     }
 }

@@ -18,11 +18,11 @@ import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
-import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
@@ -56,9 +56,10 @@ public final class GenerateCommand implements Subcommand {
             required = true,
             description =
                     "Hugging Face checkpoint directory (config.json, *.safetensors), the"
-                            + " --output_dir of finetune (LoRA: its merged model, or the adapters"
-                            + " on their base_model_name_or_path), or a built-in architecture with"
-                            + " random weights: gpt2-tiny, gpt2-mini, llama-tiny.")
+                        + " --output_dir of finetune (LoRA: its merged model, or the adapters on"
+                        + " their base_model_name_or_path), or a built-in architecture with random"
+                        + " weights: gpt2-tiny, gpt2-mini, llama-tiny, mistral-tiny, qwen2-tiny,"
+                        + " qwen3-tiny.")
     private String model;
 
     @Option(names = "--prompt", required = true, description = "The text to continue.")
@@ -166,7 +167,7 @@ public final class GenerateCommand implements Subcommand {
                 Model holder = Model.newInstance("generate", group.getDevice());
                 NDManager manager = NDManager.newBaseManager(group.getDevice());
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
-            CausalLM lm = Models.forCheckpoint(ConfigJson.read(weights));
+            CausalLM lm = Models.forCheckpoint(ModelFamilies.read(weights));
             MixedPrecision precision =
                     switch (SaveFormat.torchDtype(weights)) {
                         case BF16 -> MixedPrecision.BF16;

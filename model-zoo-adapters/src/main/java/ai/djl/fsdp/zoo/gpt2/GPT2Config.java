@@ -1,26 +1,35 @@
 package ai.djl.fsdp.zoo.gpt2;
 
-import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.ModelFamily;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
-import com.google.gson.JsonElement;
+import ai.djl.fsdp.zoo.hf.PretrainedConfig;
 import com.google.gson.JsonObject;
-import com.google.gson.JsonPrimitive;
 import java.util.List;
 
 /**
  * Hugging Face's {@code GPT2Config}: the keys of a GPT-2 {@code config.json}, with the same
  * defaults where Hugging Face has one that does not define the architecture.
  */
-public final class GPT2Config implements ModelConfig {
+public final class GPT2Config extends PretrainedConfig {
 
     /** The {@code model_type} of GPT-2. */
     public static final String MODEL_TYPE = "gpt2";
+
+    /** GPT-2: {@code GPT2LMHeadModel} of {@code GPT2Block}s. */
+    public static final ModelFamily FAMILY =
+            new ModelFamily(
+                    MODEL_TYPE,
+                    GPT2LMHeadModel.class.getSimpleName(),
+                    GPT2Block.class,
+                    GPT2Config::fromJson);
+
+    /** GPT-2's {@code <|endoftext|>}, its default first and last token. */
+    private static final long END_OF_TEXT = 50256;
 
     /** The activations GPT-2 checkpoints use; all are the tanh approximation of GELU. */
     private static final List<String> TANH_GELU =
             List.of("gelu_new", "gelu_pytorch_tanh", "gelu_fast");
 
-    private int vocabSize;
     private int nPositions;
     private int nEmbd;
     private int nLayer;
@@ -31,12 +40,10 @@ public final class GPT2Config implements ModelConfig {
     private float embdPdrop = 0.1f;
     private float attnPdrop = 0.1f;
     private float layerNormEpsilon = 1e-5f;
-    private float initializerRange = 0.02f;
-    private boolean tieWordEmbeddings = true;
-    private long bosTokenId = 50256;
-    private JsonElement eosTokenId;
 
-    private GPT2Config() {}
+    private GPT2Config() {
+        super(true);
+    }
 
     /**
      * Reads a GPT-2 configuration.
@@ -65,13 +72,11 @@ public final class GPT2Config implements ModelConfig {
                             + " is not supported; supported: "
                             + TANH_GELU);
         }
-        if (!config.tieWordEmbeddings) {
+        if (!config.tieWordEmbeddings()) {
             throw new IllegalArgumentException(
                     "GPT-2 with tie_word_embeddings=false is not supported");
         }
-        if (config.eosTokenId == null) {
-            config.eosTokenId = new JsonPrimitive(50256);
-        }
+        config.defaultTokenIds(END_OF_TEXT, END_OF_TEXT);
         return config;
     }
 
@@ -96,13 +101,8 @@ public final class GPT2Config implements ModelConfig {
     }
 
     @Override
-    public String modelType() {
-        return MODEL_TYPE;
-    }
-
-    @Override
-    public int vocabSize() {
-        return vocabSize;
+    public ModelFamily family() {
+        return FAMILY;
     }
 
     @Override
@@ -113,11 +113,6 @@ public final class GPT2Config implements ModelConfig {
     @Override
     public int maxPositions() {
         return nPositions;
-    }
-
-    @Override
-    public List<Long> eosTokenIds() {
-        return ConfigJson.tokenIds(eosTokenId);
     }
 
     /**
@@ -184,15 +179,6 @@ public final class GPT2Config implements ModelConfig {
     }
 
     /**
-     * Returns {@code initializer_range}, the standard deviation of fresh weights.
-     *
-     * @return the initializer range
-     */
-    public float initializerRange() {
-        return initializerRange;
-    }
-
-    /**
      * Returns the standard deviation of fresh weights in the projections into the residual stream
      * (attention and MLP {@code c_proj}): GPT-2 scales {@link #initializerRange()} by {@code 1 /
      * sqrt(2 * n_layer)}.
@@ -200,16 +186,11 @@ public final class GPT2Config implements ModelConfig {
      * @return the residual projections' initializer standard deviation
      */
     public float residualProjectionStd() {
-        return (float) (initializerRange / Math.sqrt(2.0 * numLayers()));
+        return (float) (initializerRange() / Math.sqrt(2.0 * numLayers()));
     }
 
     @Override
     public GPT2LMHeadModel newModel() {
         return new GPT2LMHeadModel(this);
-    }
-
-    @Override
-    public JsonObject toJson() {
-        return ConfigJson.toJson(this, MODEL_TYPE, GPT2LMHeadModel.class.getSimpleName());
     }
 }

@@ -3,8 +3,7 @@ package ai.djl.fsdp.zoo.hf;
 import ai.djl.fsdp.safetensors.AtomicFiles;
 import ai.djl.fsdp.safetensors.JsonText;
 import ai.djl.fsdp.zoo.ModelConfig;
-import ai.djl.fsdp.zoo.gpt2.GPT2Config;
-import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import ai.djl.fsdp.zoo.ModelFamily;
 import com.google.gson.FieldNamingPolicy;
 import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
@@ -12,7 +11,6 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
-import com.google.gson.JsonPrimitive;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
@@ -25,7 +23,8 @@ import java.util.List;
 /**
  * Reads and writes Hugging Face {@code config.json}. Keys map to fields by Hugging Face's
  * snake_case names; unknown keys are ignored (as Hugging Face ignores them), and a missing required
- * key is an error naming it.
+ * key is an error naming it. Which class a file binds to is the registry's choice ({@code
+ * ai.djl.fsdp.zoo.models.ModelFamilies}), by {@code model_type}.
  */
 public final class ConfigJson {
 
@@ -39,24 +38,21 @@ public final class ConfigJson {
                     .setPrettyPrinting()
                     .create();
 
-    private static final List<String> SUPPORTED =
-            List.of(GPT2Config.MODEL_TYPE, LlamaConfig.MODEL_TYPE);
-
     private static final String FIX =
             ": pass a Hugging Face model directory whose config.json is intact";
 
     private ConfigJson() {}
 
     /**
-     * Reads a configuration, choosing the class by {@code model_type}.
+     * Reads a {@code config.json} as a JSON object.
      *
      * @param path a {@code config.json}, or the model directory holding it
-     * @return the configuration
+     * @return the object
      * @throws IOException if the file cannot be read
-     * @throws IllegalArgumentException if it is not valid, or the model type is not supported
+     * @throws IllegalArgumentException if it is not UTF-8 JSON holding an object
      */
-    public static ModelConfig read(Path path) throws IOException {
-        Path file = Files.isDirectory(path) ? path.resolve(FILE) : path;
+    public static JsonObject readObject(Path path) throws IOException {
+        Path file = file(path);
         JsonElement root;
         try {
             root = JsonText.parse(Files.readString(file), false);
@@ -72,43 +68,17 @@ public final class ConfigJson {
         if (!root.isJsonObject()) {
             throw new IllegalArgumentException(file + " is not a JSON object" + FIX);
         }
-        try {
-            return parse(root.getAsJsonObject());
-        } catch (IllegalArgumentException e) {
-            IllegalArgumentException failure =
-                    new IllegalArgumentException(file + ": " + e.getMessage());
-            failure.addSuppressed(e);
-            throw failure;
-        }
+        return root.getAsJsonObject();
     }
 
     /**
-     * Parses a configuration, choosing the class by {@code model_type}.
+     * Returns the {@code config.json} a path names.
      *
-     * @param json the configuration object
-     * @return the configuration
-     * @throws IllegalArgumentException if a key is missing or has the wrong type or range, or the
-     *     model type is not supported; the message names the key
+     * @param path a {@code config.json}, or the model directory holding it
+     * @return the file
      */
-    public static ModelConfig parse(JsonObject json) {
-        JsonElement type = json.get("model_type");
-        if (!(type instanceof JsonPrimitive p && p.isString())) {
-            throw new IllegalArgumentException(
-                    "\"model_type\" is missing or not a string: set it to one of " + SUPPORTED);
-        }
-        ModelConfig config =
-                switch (type.getAsString()) {
-                    case GPT2Config.MODEL_TYPE -> GPT2Config.fromJson(json);
-                    case LlamaConfig.MODEL_TYPE -> LlamaConfig.fromJson(json);
-                    default ->
-                            throw new IllegalArgumentException(
-                                    "model_type "
-                                            + type
-                                            + " is not supported; supported: "
-                                            + SUPPORTED);
-                };
-        config.eosTokenIds(); // checks eos_token_id now rather than when generating
-        return config;
+    public static Path file(Path path) {
+        return Files.isDirectory(path) ? path.resolve(FILE) : path;
     }
 
     /**
@@ -119,7 +89,8 @@ public final class ConfigJson {
      * {@code String} one of those.
      *
      * @param json the configuration object
-     * @param type the configuration class, whose fields are the snake_case keys in camelCase
+     * @param type the configuration class, whose fields (its own and its superclasses') are the
+     *     snake_case keys in camelCase
      * @param required the keys that have no default
      * @param <T> the configuration class
      * @return the bound configuration
@@ -136,29 +107,34 @@ public final class ConfigJson {
             throw new IllegalArgumentException(
                     "model_type " + json.get("model_type") + " lacks required keys " + missing);
         }
-        for (Field field : type.getDeclaredFields()) {
-            String key = FieldNamingPolicy.LOWER_CASE_WITH_UNDERSCORES.translateName(field);
-            JsonElement value = json.get(key);
-            if (!Modifier.isStatic(field.getModifiers()) && value != null && !value.isJsonNull()) {
-                ConfigValues.check(key, value, field.getType());
+        for (Class<?> c = type; c != Object.class; c = c.getSuperclass()) {
+            for (Field field : c.getDeclaredFields()) {
+                String key = FieldNamingPolicy.LOWER_CASE_WITH_UNDERSCORES.translateName(field);
+                JsonElement value = json.get(key);
+                if (!Modifier.isStatic(field.getModifiers())
+                        && !Modifier.isTransient(field.getModifiers())
+                        && value != null
+                        && !value.isJsonNull()) {
+                    ConfigValues.check(key, value, field.getType());
+                }
             }
         }
         return GSON.fromJson(json, type);
     }
 
     /**
-     * Serializes a configuration object's fields with snake_case keys.
+     * Serializes a configuration object's fields with snake_case keys, with its family's {@code
+     * model_type} and {@code architectures}.
      *
      * @param config the configuration
-     * @param modelType its {@code model_type}
-     * @param architecture its {@code architectures} entry
+     * @param family its family
      * @return the JSON object
      */
-    public static JsonObject toJson(Object config, String modelType, String architecture) {
+    public static JsonObject toJson(Object config, ModelFamily family) {
         JsonObject json = GSON.toJsonTree(config).getAsJsonObject();
-        json.addProperty("model_type", modelType);
+        json.addProperty("model_type", family.modelType());
         JsonArray architectures = new JsonArray();
-        architectures.add(architecture);
+        architectures.add(family.architecture());
         json.add("architectures", architectures);
         return json;
     }

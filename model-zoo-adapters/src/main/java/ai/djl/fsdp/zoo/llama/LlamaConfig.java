@@ -1,21 +1,34 @@
 package ai.djl.fsdp.zoo.llama;
 
-import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.ModelFamily;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.PretrainedConfig;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
-import java.util.List;
 
 /**
  * Hugging Face's {@code LlamaConfig}: the keys of a Llama {@code config.json}, with Hugging Face's
- * defaults for those that do not define the architecture.
+ * defaults for those that do not define the architecture. The families built on Llama's block
+ * (Mistral, Qwen2, Qwen3) extend it with their own keys and say which of the block's variations
+ * they use: biases on the projections, norms on the queries and keys, a sliding window.
  */
-public final class LlamaConfig implements ModelConfig {
+public class LlamaConfig extends PretrainedConfig {
 
     /** The {@code model_type} of Llama. */
     public static final String MODEL_TYPE = "llama";
 
-    private int vocabSize;
+    /** Llama: {@code LlamaForCausalLM} of {@code LlamaDecoderLayer}s. */
+    public static final ModelFamily FAMILY =
+            new ModelFamily(
+                    MODEL_TYPE,
+                    LlamaForCausalLM.class.getSimpleName(),
+                    LlamaDecoderLayer.class,
+                    LlamaConfig::fromJson);
+
+    private static final String[] REQUIRED = {
+        "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"
+    };
+
     private int hiddenSize;
     private int intermediateSize;
     private int numHiddenLayers;
@@ -29,12 +42,12 @@ public final class LlamaConfig implements ModelConfig {
     private JsonElement ropeScaling;
     private boolean attentionBias;
     private boolean mlpBias;
-    private boolean tieWordEmbeddings;
-    private float initializerRange = 0.02f;
-    private JsonElement bosTokenId;
-    private JsonElement eosTokenId;
+    private transient RopeScaling rope;
 
-    private LlamaConfig() {}
+    /** Creates a configuration for the binder to fill. */
+    protected LlamaConfig() {
+        super(false);
+    }
 
     /**
      * Reads a Llama configuration.
@@ -43,15 +56,22 @@ public final class LlamaConfig implements ModelConfig {
      * @return the configuration
      */
     public static LlamaConfig fromJson(JsonObject json) {
-        LlamaConfig config =
-                ConfigJson.bind(
-                        json,
-                        LlamaConfig.class,
-                        "vocab_size",
-                        "hidden_size",
-                        "intermediate_size",
-                        "num_hidden_layers",
-                        "num_attention_heads");
+        return bind(json, LlamaConfig.class);
+    }
+
+    /**
+     * Binds and checks a configuration of Llama's block: the derived sizes filled in, then {@link
+     * #validate()}.
+     *
+     * @param json the {@code config.json} object
+     * @param type the family's configuration class
+     * @param <C> the family's configuration class
+     * @return the configuration
+     * @throws IllegalArgumentException naming the key that is missing, wrong or not supported
+     */
+    protected static <C extends LlamaConfig> C bind(JsonObject json, Class<C> type) {
+        C bound = ConfigJson.bind(json, type, REQUIRED);
+        LlamaConfig config = bound;
         if (config.numKeyValueHeads == null) {
             config.numKeyValueHeads = config.numAttentionHeads;
         }
@@ -66,6 +86,10 @@ public final class LlamaConfig implements ModelConfig {
             }
             config.headDim = config.hiddenSize / config.numAttentionHeads;
         }
+        if (config.headDim % 2 != 0) {
+            throw new IllegalArgumentException(
+                    "head_dim " + config.headDim + " must be even: rotary embeddings rotate pairs");
+        }
         if (config.numAttentionHeads % config.numKeyValueHeads != 0) {
             throw new IllegalArgumentException(
                     "num_attention_heads "
@@ -75,16 +99,22 @@ public final class LlamaConfig implements ModelConfig {
         }
         if (!"silu".equals(config.hiddenAct)) {
             throw new IllegalArgumentException(
-                    "Llama hidden_act " + config.hiddenAct + " is not supported; supported: silu");
+                    config.family().modelType()
+                            + " hidden_act "
+                            + config.hiddenAct
+                            + " is not supported; supported: silu");
         }
-        if (config.ropeScaling != null && !config.ropeScaling.isJsonNull()) {
-            throw new IllegalArgumentException(
-                    "rope_scaling "
-                            + config.ropeScaling
-                            + " is not supported yet; only plain RoPE with rope_theta");
-        }
-        return config;
+        config.rope = RopeScaling.of(config.ropeScaling);
+        config.validate();
+        return bound;
     }
+
+    /**
+     * Checks the keys of a family built on Llama's block; Llama itself has none of its own.
+     *
+     * @throws IllegalArgumentException naming the key that is wrong or not supported
+     */
+    protected void validate() {}
 
     /**
      * Returns a configuration for tests and experiments: GPT-2's vocabulary with a small network.
@@ -114,13 +144,8 @@ public final class LlamaConfig implements ModelConfig {
     }
 
     @Override
-    public String modelType() {
-        return MODEL_TYPE;
-    }
-
-    @Override
-    public int vocabSize() {
-        return vocabSize;
+    public ModelFamily family() {
+        return FAMILY;
     }
 
     @Override
@@ -131,11 +156,6 @@ public final class LlamaConfig implements ModelConfig {
     @Override
     public int maxPositions() {
         return maxPositionEmbeddings;
-    }
-
-    @Override
-    public List<Long> eosTokenIds() {
-        return ConfigJson.tokenIds(eosTokenId);
     }
 
     /**
@@ -203,12 +223,61 @@ public final class LlamaConfig implements ModelConfig {
     }
 
     /**
+     * Returns {@code rope_scaling}.
+     *
+     * @return how the rotary frequencies are rescaled
+     */
+    public RopeScaling ropeScaling() {
+        return rope;
+    }
+
+    /**
      * Returns {@code attention_bias}.
      *
      * @return whether the attention projections have biases
      */
     public boolean attentionBias() {
         return attentionBias;
+    }
+
+    /**
+     * Returns whether the query, key and value projections have biases: {@code attention_bias}
+     * unless the family fixes it (Qwen2 always has them).
+     *
+     * @return whether {@code q_proj}, {@code k_proj} and {@code v_proj} have biases
+     */
+    public boolean qkvBias() {
+        return attentionBias;
+    }
+
+    /**
+     * Returns whether the attention's output projection has a bias: {@code attention_bias} unless
+     * the family fixes it (Qwen2 never has one).
+     *
+     * @return whether {@code o_proj} has a bias
+     */
+    public boolean outputBias() {
+        return attentionBias;
+    }
+
+    /**
+     * Returns whether each head's queries and keys are RMS-normalized before the rotation ({@code
+     * self_attn.q_norm}, {@code self_attn.k_norm}: Qwen3).
+     *
+     * @return true if the attention has query and key norms
+     */
+    public boolean qkNorm() {
+        return false;
+    }
+
+    /**
+     * Returns the sliding attention window (Mistral's {@code sliding_window}): a query sees only
+     * the last this many positions, itself included.
+     *
+     * @return the window, or 0 when attention is fully causal
+     */
+    public int slidingWindow() {
+        return 0;
     }
 
     /**
@@ -220,31 +289,8 @@ public final class LlamaConfig implements ModelConfig {
         return mlpBias;
     }
 
-    /**
-     * Returns {@code tie_word_embeddings}.
-     *
-     * @return whether the head shares the token embedding
-     */
-    public boolean tieWordEmbeddings() {
-        return tieWordEmbeddings;
-    }
-
-    /**
-     * Returns {@code initializer_range}.
-     *
-     * @return the standard deviation of fresh weights
-     */
-    public float initializerRange() {
-        return initializerRange;
-    }
-
     @Override
     public LlamaForCausalLM newModel() {
         return new LlamaForCausalLM(this);
-    }
-
-    @Override
-    public JsonObject toJson() {
-        return ConfigJson.toJson(this, MODEL_TYPE, LlamaForCausalLM.class.getSimpleName());
     }
 }

@@ -1,19 +1,15 @@
 package ai.djl.fsdp.zoo.llama;
 
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.KvCache;
 import ai.djl.fsdp.zoo.nn.Linear;
-import ai.djl.ndarray.NDArray;
-import ai.djl.nn.Block;
-import ai.djl.training.ParameterStore;
+import java.util.function.Function;
 
 /**
  * Llama with its language-model head: {@code model} ({@link LlamaModel}) and {@code lm_head}, which
- * shares {@code model.embed_tokens.weight} when {@code tie_word_embeddings} is set.
+ * shares {@code model.embed_tokens.weight} when {@code tie_word_embeddings} is set. The families
+ * built on Llama's block subclass it with their own configuration and decoder layer.
  */
-public final class LlamaForCausalLM extends CausalLM {
-
-    private static final String BASE = "model";
+public class LlamaForCausalLM extends CausalLM {
 
     /**
      * Builds the model; call {@code initialize} or load a checkpoint before use.
@@ -21,8 +17,23 @@ public final class LlamaForCausalLM extends CausalLM {
      * @param config the configuration
      */
     public LlamaForCausalLM(LlamaConfig config) {
-        super(config);
-        LlamaModel model = addChild(BASE, new LlamaModel(config));
+        this(config, LlamaDecoderLayer::new);
+    }
+
+    /**
+     * Builds a model of a family built on Llama's block.
+     *
+     * @param config the configuration
+     * @param layer makes one of the family's decoder layers
+     * @param <C> the family's configuration class
+     */
+    protected <C extends LlamaConfig> LlamaForCausalLM(
+            C config, Function<C, ? extends LlamaDecoderLayer> layer) {
+        this(config, new LlamaModel(config, () -> layer.apply(config)));
+    }
+
+    private LlamaForCausalLM(LlamaConfig config, LlamaModel model) {
+        super(config, "model", model);
         Linear head =
                 config.tieWordEmbeddings()
                         ? new Linear(model.getTokenEmbedding().getWeight())
@@ -35,27 +46,7 @@ public final class LlamaForCausalLM extends CausalLM {
     }
 
     @Override
-    public String basePrefix() {
-        return BASE + '.';
-    }
-
-    @Override
-    public Class<? extends Block> decoderLayerClass() {
-        return LlamaDecoderLayer.class;
-    }
-
-    @Override
     public boolean isComputedBuffer(String name) {
         return name.endsWith(".rotary_emb.inv_freq");
-    }
-
-    @Override
-    protected NDArray hiddenStates(
-            ParameterStore ps,
-            NDArray inputIds,
-            NDArray attentionMask,
-            KvCache cache,
-            boolean training) {
-        return ((LlamaModel) child(BASE)).forward(ps, inputIds, attentionMask, cache, training);
     }
 }

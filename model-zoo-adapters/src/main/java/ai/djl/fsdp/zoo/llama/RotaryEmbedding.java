@@ -11,17 +11,23 @@ import ai.djl.ndarray.types.Shape;
 /**
  * Rotary position embeddings in Hugging Face's layout (the two halves of each head rotate together,
  * not interleaved pairs): {@code x cos + rotate_half(x) sin} with frequencies {@code theta^(-2i /
- * d)}. Has no parameters, so it is a function rather than a block.
+ * d)}, rescaled as {@code rope_scaling} says ({@link RopeScaling}). Has no parameters, so it is a
+ * function rather than a block.
  */
 final class RotaryEmbedding {
 
+    private final int headDim;
+    private final double theta;
+    private final long maxPositions;
+    private final RopeScaling scaling;
     private final float[] inverseFrequencies;
 
-    RotaryEmbedding(int headDim, double theta) {
-        inverseFrequencies = new float[headDim / 2];
-        for (int i = 0; i < inverseFrequencies.length; i++) {
-            inverseFrequencies[i] = (float) (1 / Math.pow(theta, 2.0 * i / headDim));
-        }
+    RotaryEmbedding(LlamaConfig config) {
+        headDim = config.headDim();
+        theta = config.ropeTheta();
+        maxPositions = config.maxPositions();
+        scaling = config.ropeScaling();
+        inverseFrequencies = scaling.inverseFrequencies(headDim, theta, maxPositions, 0);
     }
 
     /**
@@ -29,9 +35,12 @@ final class RotaryEmbedding {
      * T]}.
      */
     NDList cosSin(NDManager manager, NDArray positionIds) {
-        NDArray frequencies =
-                OwnedArrays.create(
-                        manager, inverseFrequencies, new Shape(inverseFrequencies.length));
+        float[] inverse = inverseFrequencies;
+        if (scaling.isDynamic()) {
+            long sequence = positionIds.max().getLong() + 1;
+            inverse = scaling.inverseFrequencies(headDim, theta, maxPositions, sequence);
+        }
+        NDArray frequencies = OwnedArrays.create(manager, inverse, new Shape(inverse.length));
         NDArray angles =
                 positionIds.toType(DataType.FLOAT32, false).expandDims(-1).mul(frequencies);
         NDArray both = angles.concat(angles, -1).expandDims(1);

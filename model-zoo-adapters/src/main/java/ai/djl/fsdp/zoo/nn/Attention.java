@@ -107,11 +107,8 @@ public final class Attention {
     }
 
     /**
-     * Builds the additive attention bias for a causal decoder. The attention mask holds 0 for
-     * padding and a positive document id for each token (1 everywhere for one document per row; 1,
-     * 2, 3, ... for documents packed into one row): query {@code i} (at absolute position {@code
-     * past + i}) sees key {@code j} if {@code j <= past + i}, key {@code j} is not padding, and
-     * both belong to the same document (a padding query sees every earlier token, as without ids).
+     * Builds the additive attention bias for a causal decoder without a sliding window; see {@link
+     * #causalBias(NDManager, NDArray, long, long, long, long)}.
      *
      * @param manager the manager of the result
      * @param attentionMask {@code [B, past + T]}, 0 for padding, else the token's document id; or
@@ -119,15 +116,50 @@ public final class Attention {
      * @param batch the batch size {@code B}
      * @param past the number of cached positions
      * @param length the number of new positions {@code T}
-     * @return the bias {@code [B, 1, T, past + T]}, or the plain causal {@code [T, past + T]}
-     *     without a mask (the scores broadcast it): 0 where allowed, {@link #MASKED} elsewhere
+     * @return the bias
      */
     public static NDArray causalBias(
             NDManager manager, NDArray attentionMask, long batch, long past, long length) {
+        return causalBias(manager, attentionMask, batch, past, length, 0);
+    }
+
+    /**
+     * Builds the additive attention bias for a causal decoder. The attention mask holds 0 for
+     * padding and a positive document id for each token (1 everywhere for one document per row; 1,
+     * 2, 3, ... for documents packed into one row): query {@code i} (at absolute position {@code
+     * past + i}) sees key {@code j} if {@code j <= past + i}, key {@code j} is not padding, and
+     * both belong to the same document (a padding query sees every earlier token, as without ids).
+     * With a sliding window {@code W} it also needs {@code j > past + i - W}: the query sees its
+     * own position and the {@code W - 1} before it, counted in the sequence (padding included), as
+     * Hugging Face's sliding-window mask counts them.
+     *
+     * @param manager the manager of the result
+     * @param attentionMask {@code [B, past + T]}, 0 for padding, else the token's document id; or
+     *     null
+     * @param batch the batch size {@code B}
+     * @param past the number of cached positions
+     * @param length the number of new positions {@code T}
+     * @param window the sliding window, or 0 for none
+     * @return the bias {@code [B, 1, T, past + T]}; without a mask the plain causal {@code [T, past
+     *     + T]} (the scores broadcast it), or {@code [1, 1, T, past + T]} with a window: 0 where
+     *     allowed, {@link #MASKED} elsewhere
+     */
+    public static NDArray causalBias(
+            NDManager manager,
+            NDArray attentionMask,
+            long batch,
+            long past,
+            long length,
+            long window) {
         NDArray allowed =
                 attentionMask == null
-                        ? causal(manager, past, length)
-                        : allowed(manager, attentionMask, batch, past, length);
+                        ? causal(manager, past, length, window)
+                        : allowed(manager, attentionMask, batch, past, length, window);
+        if (attentionMask == null && window > 0) {
+            // Only the plain causal mask may be two-dimensional: the fused kernel reads a square
+            // [T, T] bias as its own causal flag.
+            allowed = allowed.reshape(1, 1, length, past + length);
+        }
         return ScalarOps.mul(allowed.logicalNot().toType(DataType.FLOAT32, false), MASKED);
     }
 
@@ -151,7 +183,7 @@ public final class Attention {
                     .reshape(1, length)
                     .broadcast(batch, length);
         }
-        NDArray seen = allowed(manager, attentionMask, batch, past, length);
+        NDArray seen = allowed(manager, attentionMask, batch, past, length, 0);
         return seen.toType(DataType.INT32, false)
                 .sum(new int[] {1, 3})
                 .toType(DataType.INT64, false)
@@ -159,24 +191,33 @@ public final class Attention {
                 .maximum(0);
     }
 
-    /** Returns {@code [T, past + T]}: true where key {@code j <= past + i}. */
-    private static NDArray causal(NDManager manager, long past, long length) {
+    /**
+     * Returns {@code [T, past + T]}: true where key {@code j <= past + i} (and {@code j > past + i
+     * - window} with a window).
+     */
+    private static NDArray causal(NDManager manager, long past, long length, long window) {
         long keys = past + length;
         NDArray rows = manager.arange(past, keys, 1, DataType.INT64).reshape(length, 1);
         NDArray cols = manager.arange(0, keys, 1, DataType.INT64).reshape(1, keys);
-        return cols.lte(rows);
+        NDArray causal = cols.lte(rows);
+        return window > 0 ? causal.logicalAnd(cols.gt(rows.sub(window))) : causal;
     }
 
     /** Returns {@code [B, 1, T, past + T]}: the keys each query sees (see {@link #causalBias}). */
     private static NDArray allowed(
-            NDManager manager, NDArray attentionMask, long batch, long past, long length) {
+            NDManager manager,
+            NDArray attentionMask,
+            long batch,
+            long past,
+            long length,
+            long window) {
         long keys = past + length;
         checkMask(attentionMask, batch, keys);
         NDArray ids = attentionMask.toType(DataType.INT64, false);
         NDArray keyIds = ids.reshape(batch, 1, 1, keys);
         NDArray queryIds = ids.get(":, " + past + ":").reshape(batch, 1, length, 1);
         NDArray sameDocument = keyIds.eq(queryIds).logicalOr(queryIds.eq(0));
-        return causal(manager, past, length)
+        return causal(manager, past, length, window)
                 .reshape(1, 1, length, keys)
                 .logicalAnd(keyIds.neq(0))
                 .logicalAnd(sameDocument);

@@ -17,10 +17,10 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
-import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -177,7 +177,7 @@ class PyTorchAdamWTest {
         double[] shares = new double[steps.size()];
         try (Model model = Model.newInstance("gpt2-reference", Device.cpu());
                 NDManager manager = NDManager.newBaseManager(Device.cpu())) {
-            CausalLM lm = Models.forCheckpoint(ConfigJson.read(directory));
+            CausalLM lm = Models.forCheckpoint(ModelFamilies.read(directory));
             model.setBlock(lm);
             CausalLmLoss loss = new CausalLmLoss();
             DefaultTrainingConfig config =

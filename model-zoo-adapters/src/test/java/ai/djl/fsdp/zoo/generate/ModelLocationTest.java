@@ -11,12 +11,13 @@ import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraLinear;
 import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -46,7 +47,7 @@ class ModelLocationTest {
             JsonObject json = Models.builtin("gpt2-tiny").toJson();
             json.addProperty("vocab_size", ByteLevelTokenizer.VOCAB_SIZE);
             Engine.getEngine("PyTorch").setRandomSeed(7);
-            CausalLM model = Models.create(ConfigJson.parse(json), manager);
+            CausalLM model = Models.create(ModelFamilies.parse(json), manager);
             HfCheckpoint.save(model, base);
             ByteLevelTokenizer.write(base.resolve(Tokenizers.FILE));
             LoraConfig lora =

@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.hf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import java.io.IOException;
@@ -48,7 +49,7 @@ class ConfigFuzzTest {
         Path file = dir.resolve(ConfigJson.FILE);
         Files.write(file, input);
         try {
-            ModelConfig config = ConfigJson.read(file);
+            ModelConfig config = ModelFamilies.read(file);
             assertTrue(config.vocabSize() > 0 && config.numLayers() > 0);
             assertTrue(config.maxPositions() > 0);
             config.eosTokenIds().forEach(id -> assertTrue(id >= 0));

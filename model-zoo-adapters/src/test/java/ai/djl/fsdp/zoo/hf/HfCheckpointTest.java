@@ -9,9 +9,10 @@ import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -36,7 +37,7 @@ class HfCheckpointTest {
         try (NDManager manager = TestModels.newManager()) {
             CausalLM original = TestModels.seeded(name, manager, 1);
             HfCheckpoint.save(original, dir);
-            assertEquals(original.getConfig().toJson(), ConfigJson.read(dir).toJson());
+            assertEquals(original.getConfig().toJson(), ModelFamilies.read(dir).toJson());
 
             CausalLM loaded = Models.load(dir, manager);
             Map<String, Parameter> before = StateDict.parameters(original);
@@ -173,13 +174,13 @@ class HfCheckpointTest {
         JsonObject json = GPT2Config.of(2, 64, 4, 256).toJson();
         json.addProperty("some_future_key", 3);
         json.addProperty("n_layer", 5);
-        assertEquals(5, ConfigJson.parse(json).numLayers());
+        assertEquals(5, ModelFamilies.parse(json).numLayers());
         json.remove("n_head");
         IllegalArgumentException e =
-                assertThrows(IllegalArgumentException.class, () -> ConfigJson.parse(json));
+                assertThrows(IllegalArgumentException.class, () -> ModelFamilies.parse(json));
         assertTrue(e.getMessage().contains("lacks required keys [n_head]"), e.getMessage());
         json.addProperty("model_type", "bert");
-        e = assertThrows(IllegalArgumentException.class, () -> ConfigJson.parse(json));
+        e = assertThrows(IllegalArgumentException.class, () -> ModelFamilies.parse(json));
         assertTrue(e.getMessage().contains("not supported"), e.getMessage());
     }
 }

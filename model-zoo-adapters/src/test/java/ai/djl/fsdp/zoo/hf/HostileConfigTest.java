@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
 import java.io.IOException;
@@ -33,7 +34,7 @@ class HostileConfigTest {
         Path file = dir.resolve(ConfigJson.FILE);
         Files.writeString(file, text.substring(0, at) + rawValue + text.substring(end));
         IllegalArgumentException e =
-                assertThrows(IllegalArgumentException.class, () -> ConfigJson.read(dir));
+                assertThrows(IllegalArgumentException.class, () -> ModelFamilies.read(dir));
         assertEquals(null, e.getCause(), "one message, not a chain");
         return e;
     }
@@ -78,7 +79,7 @@ class HostileConfigTest {
         // An integral number in another notation is accepted, as Python's json reads it.
         JsonObject json = GPT2Config.of(2, 64, 4, 256).toJson();
         json.add("n_layer", new JsonPrimitive(new java.math.BigDecimal("3.0")));
-        assertEquals(3, ConfigJson.parse(json).numLayers());
+        assertEquals(3, ModelFamilies.parse(json).numLayers());
     }
 
     @Test
@@ -86,20 +87,20 @@ class HostileConfigTest {
         Path file = dir.resolve(ConfigJson.FILE);
         Files.writeString(file, "{\"model_type\": \"gpt2\", \"n_head\": ");
         IllegalArgumentException e =
-                assertThrows(IllegalArgumentException.class, () -> ConfigJson.read(file));
+                assertThrows(IllegalArgumentException.class, () -> ModelFamilies.read(file));
         assertEquals(
                 file
                         + " is not valid JSON: the text ends early (truncated?) at line 1 column"
                         + " 34: pass a Hugging Face model directory whose config.json is intact",
                 e.getMessage());
         Files.writeString(file, "[1, 2]");
-        e = assertThrows(IllegalArgumentException.class, () -> ConfigJson.read(file));
+        e = assertThrows(IllegalArgumentException.class, () -> ModelFamilies.read(file));
         assertTrue(e.getMessage().startsWith(file + " is not a JSON object"), e.getMessage());
         Files.writeString(file, "{\"model_type\": 2}");
-        e = assertThrows(IllegalArgumentException.class, () -> ConfigJson.read(file));
+        e = assertThrows(IllegalArgumentException.class, () -> ModelFamilies.read(file));
         assertTrue(e.getMessage().contains("\"model_type\" is missing or not a string"));
         Files.write(file, new byte[] {'{', (byte) 0xff, '}'});
-        e = assertThrows(IllegalArgumentException.class, () -> ConfigJson.read(file));
+        e = assertThrows(IllegalArgumentException.class, () -> ModelFamilies.read(file));
         assertTrue(e.getMessage().startsWith(file + " is not UTF-8 text"), e.getMessage());
     }
 

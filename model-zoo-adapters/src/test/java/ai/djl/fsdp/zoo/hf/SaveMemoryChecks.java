@@ -18,9 +18,10 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -130,7 +131,7 @@ final class SaveMemoryChecks {
         JsonObject json = LlamaConfig.of(LAYERS, WIDTH, 16, 16, INTERMEDIATE, 64).toJson();
         json.addProperty("vocab_size", VOCAB);
         Engine.getEngine("PyTorch").setRandomSeed(SEED);
-        return Models.create(ConfigJson.parse(json), model.getNDManager());
+        return Models.create(ModelFamilies.parse(json), model.getNDManager());
     }
 
     /** Adds LoRA adapters on every linear layer and sets the model as {@code model}'s block. */

@@ -24,12 +24,12 @@ import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
-import ai.djl.fsdp.zoo.Models;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
-import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -354,7 +354,7 @@ final class LoraBf16Checks {
             Map<String, float[]> original = new LinkedHashMap<>();
             StateDict.parameters(saved)
                     .forEach((name, p) -> original.put(name, p.getArray().toFloatArray()));
-            CausalLM empty = Models.forCheckpoint(ConfigJson.read(directory));
+            CausalLM empty = Models.forCheckpoint(ModelFamilies.read(directory));
             model.setBlock(empty);
             FsdpTrainer trainer;
             try (CheckpointShardSource source = HfCheckpoint.shardSource(empty, directory)) {

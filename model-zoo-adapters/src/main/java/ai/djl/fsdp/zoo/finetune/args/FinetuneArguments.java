@@ -20,7 +20,8 @@ public final class FinetuneArguments {
             description =
                     "Hugging Face checkpoint directory (config.json, *.safetensors; config.json"
                         + " alone trains fresh weights), or a built-in architecture trained from"
-                        + " scratch: gpt2-tiny, gpt2-mini, llama-tiny (default ${DEFAULT-VALUE}).")
+                        + " scratch: gpt2-tiny, gpt2-mini, llama-tiny, mistral-tiny, qwen2-tiny,"
+                        + " qwen3-tiny (default ${DEFAULT-VALUE}).")
     public String modelNameOrPath;
 
     @Option(

@@ -39,7 +39,8 @@ public final class FsdpArguments {
             split = ",",
             description =
                     "Block classes that become FSDP units, comma-separated (default: the model's"
-                            + " decoder layer, GPT2Block or LlamaDecoderLayer).")
+                            + " decoder layer: GPT2Block, LlamaDecoderLayer, MistralDecoderLayer,"
+                            + " Qwen2DecoderLayer or Qwen3DecoderLayer).")
     public List<String> layerClassesToWrap;
 
     @Option(

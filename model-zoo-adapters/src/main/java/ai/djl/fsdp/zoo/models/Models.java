@@ -1,9 +1,14 @@
-package ai.djl.fsdp.zoo;
+package ai.djl.fsdp.zoo.models;
 
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.ModelFamily;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
-import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import ai.djl.fsdp.zoo.mistral.MistralConfig;
+import ai.djl.fsdp.zoo.qwen2.Qwen2Config;
+import ai.djl.fsdp.zoo.qwen3.Qwen3Config;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -13,11 +18,14 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
  * Entry points of the zoo: built-in tiny architectures by name, and models from Hugging Face
- * checkpoint directories.
+ * checkpoint directories of any family {@link ModelFamilies} lists. (Until the families had a
+ * registry this class lived in {@code ai.djl.fsdp.zoo}; it moved here because it builds every
+ * family, which all build on that package: there it closed an import loop.)
  *
  * <pre>{@code
  * CausalLM fresh = Models.create(Models.builtin("gpt2-tiny"), manager);
@@ -31,15 +39,47 @@ public final class Models {
      * scratch: {@code gpt2-tiny} and {@code llama-tiny}, 2 layers, width 64, 4 heads, 256 positions
      * (Llama: 2 key-value heads); {@code gpt2-mini}, 2 layers, width 192, 6 heads, 256 positions,
      * without dropout: the README's main job, which learns its arithmetic chat in a few minutes on
-     * two cores.
+     * two cores. {@code mistral-tiny}, {@code qwen2-tiny} and {@code qwen3-tiny} are {@code
+     * llama-tiny} with each family's features: a sliding window of 64 positions; biases on the
+     * query, key and value projections and a tied head; query and key norms, with heads of 32 (more
+     * than width / heads) and a tied head.
      */
     private static final Map<String, Supplier<ModelConfig>> BUILTIN =
             Map.of(
-                    "gpt2-tiny", () -> GPT2Config.of(2, 64, 4, 256),
-                    "gpt2-mini", () -> withoutDropout(GPT2Config.of(2, 192, 6, 256)),
-                    "llama-tiny", () -> LlamaConfig.of(2, 64, 4, 2, 128, 256));
+                    "gpt2-tiny",
+                    () -> GPT2Config.of(2, 64, 4, 256),
+                    "gpt2-mini",
+                    () -> withoutDropout(GPT2Config.of(2, 192, 6, 256)),
+                    "llama-tiny",
+                    () -> LlamaConfig.of(2, 64, 4, 2, 128, 256),
+                    "mistral-tiny",
+                    () ->
+                            llamaTiny(
+                                    MistralConfig.FAMILY,
+                                    json -> json.addProperty("sliding_window", 64)),
+                    "qwen2-tiny",
+                    () ->
+                            llamaTiny(
+                                    Qwen2Config.FAMILY,
+                                    json -> json.addProperty("tie_word_embeddings", true)),
+                    "qwen3-tiny",
+                    () ->
+                            llamaTiny(
+                                    Qwen3Config.FAMILY,
+                                    json -> {
+                                        json.addProperty("head_dim", 32);
+                                        json.addProperty("tie_word_embeddings", true);
+                                    }));
 
     private Models() {}
+
+    /** {@code llama-tiny} as another family built on Llama's block, with keys of its own. */
+    private static ModelConfig llamaTiny(ModelFamily family, Consumer<JsonObject> keys) {
+        JsonObject json = LlamaConfig.of(2, 64, 4, 2, 128, 256).toJson();
+        json.addProperty("model_type", family.modelType());
+        keys.accept(json);
+        return family.parse(json);
+    }
 
     /** A GPT-2 configuration with its three dropout probabilities set to 0. */
     private static ModelConfig withoutDropout(GPT2Config config) {
@@ -53,7 +93,7 @@ public final class Models {
     /**
      * Returns a built-in configuration.
      *
-     * @param name {@code gpt2-tiny}, {@code gpt2-mini} or {@code llama-tiny}
+     * @param name one of {@link #builtinNames()}
      * @return the configuration
      * @throws IllegalArgumentException for an unknown name
      */
@@ -79,7 +119,7 @@ public final class Models {
      * Returns whether {@code name} is a built-in configuration.
      *
      * @param name a name
-     * @return true for {@code gpt2-tiny}, {@code gpt2-mini} and {@code llama-tiny}
+     * @return true for one of {@link #builtinNames()}
      */
     public static boolean isBuiltin(String name) {
         return BUILTIN.containsKey(name);
@@ -124,7 +164,7 @@ public final class Models {
      * @throws IOException if reading fails
      */
     public static CausalLM load(Path directory, NDManager manager) throws IOException {
-        CausalLM model = create(ConfigJson.read(directory), manager);
+        CausalLM model = create(ModelFamilies.read(directory), manager);
         HfCheckpoint.load(model, directory);
         return model;
     }
