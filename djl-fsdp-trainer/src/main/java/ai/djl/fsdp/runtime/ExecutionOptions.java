@@ -1,7 +1,7 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.Device;
-import ai.djl.fsdp.tensor.CudaLibraries;
+import ai.djl.fsdp.tensor.memory.CudaLibraries;
 import java.util.Optional;
 
 /**
