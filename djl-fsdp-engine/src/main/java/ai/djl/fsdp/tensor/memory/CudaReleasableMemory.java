@@ -2,6 +2,7 @@ package ai.djl.fsdp.tensor.memory;
 
 import ai.djl.fsdp.tensor.BlobTensors;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.util.Failures;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -134,35 +135,12 @@ final class CudaReleasableMemory implements ReleasableMemory {
             return;
         }
         closed = true;
-        RuntimeException failure = null;
-        if (handle != 0) {
-            try {
-                driver.synchronize();
-            } catch (RuntimeException e) {
-                failure = e;
-            }
-            try {
-                unmap();
-            } catch (RuntimeException e) {
-                failure = suppress(failure, e);
-            }
+        Runnable free = () -> driver.free(address, size);
+        if (handle == 0) {
+            free.run();
+        } else {
+            Failures.runAll(driver::synchronize, this::unmap, free);
         }
-        try {
-            driver.free(address, size);
-        } catch (RuntimeException e) {
-            failure = suppress(failure, e);
-        }
-        if (failure != null) {
-            throw failure;
-        }
-    }
-
-    private static RuntimeException suppress(RuntimeException first, RuntimeException later) {
-        if (first == null) {
-            return later;
-        }
-        first.addSuppressed(later);
-        return first;
     }
 
     private void unmap() {

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.tensor.memory;
 
+import ai.djl.fsdp.util.Failures;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -95,23 +96,17 @@ final class PageLocks {
      * range is let go of even if unlocking one fails (the first failure is thrown).
      */
     synchronized void unlock(List<Range> held) {
-        RuntimeException failure = null;
-        for (Range range : held) {
-            range.users--;
-            if (range.users == 0) {
-                ranges.remove(range.start);
-                try {
-                    if (range.owned) {
-                        register.unregister(range.start);
+        Failures.forEach(
+                held,
+                range -> {
+                    range.users--;
+                    if (range.users == 0) {
+                        ranges.remove(range.start);
+                        if (range.owned) {
+                            register.unregister(range.start);
+                        }
                     }
-                } catch (RuntimeException e) {
-                    failure = failure == null ? e : failure;
-                }
-            }
-        }
-        if (failure != null) {
-            throw failure;
-        }
+                });
     }
 
     /** Returns the bytes locked now, for tests and logs. */

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.launch;
+package ai.djl.fsdp.launch.rank;
 
 import ai.djl.fsdp.dist.CollectiveException;
 import java.io.IOException;
@@ -69,8 +69,13 @@ public final class FailureReport {
         }
     }
 
-    /** Reads the report at {@code path}, if the rank wrote one. */
-    static Optional<FailureReport> read(Path path) {
+    /**
+     * Reads the report at {@code path}, if the rank wrote one.
+     *
+     * @param path the rank's report file
+     * @return the report, or empty if there is none or it cannot be read
+     */
+    public static Optional<FailureReport> read(Path path) {
         if (!Files.isRegularFile(path)) {
             return Optional.empty();
         }
@@ -86,13 +91,21 @@ public final class FailureReport {
         }
     }
 
-    /** Returns the rank's message. */
-    String message() {
+    /**
+     * Returns the rank's message.
+     *
+     * @return the message
+     */
+    public String message() {
         return message;
     }
 
-    /** Returns the rank it blames, if another rank is at fault. */
-    OptionalInt failedRank() {
+    /**
+     * Returns the rank it blames, if another rank is at fault.
+     *
+     * @return the blamed rank, or empty
+     */
+    public OptionalInt failedRank() {
         return failedRank < 0 ? OptionalInt.empty() : OptionalInt.of(failedRank);
     }
 }

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.bench;
+package ai.djl.fsdp.bench.ranks;
 
 import ai.djl.fsdp.launch.Launcher;
 import ai.djl.fsdp.launch.RankFailedException;

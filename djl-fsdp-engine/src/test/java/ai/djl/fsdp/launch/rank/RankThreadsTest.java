@@ -1,4 +1,4 @@
-package ai.djl.fsdp.launch;
+package ai.djl.fsdp.launch.rank;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

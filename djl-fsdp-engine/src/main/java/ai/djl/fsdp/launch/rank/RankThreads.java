@@ -1,4 +1,4 @@
-package ai.djl.fsdp.launch;
+package ai.djl.fsdp.launch.rank;
 
 import ai.djl.fsdp.dist.DistributedEnv;
 import java.util.Map;
