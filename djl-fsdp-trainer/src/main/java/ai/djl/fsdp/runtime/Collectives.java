@@ -2,6 +2,7 @@ package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.checkpoint.GatheredUnit;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.ShardingMesh;

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.checkpoint.UnitVisitor;
+import ai.djl.fsdp.config.ExecutionOptions;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.reflect.BlockChildren;
 import ai.djl.ndarray.NDArray;

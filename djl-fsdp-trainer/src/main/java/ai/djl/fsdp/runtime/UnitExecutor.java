@@ -1,5 +1,6 @@
 package ai.djl.fsdp.runtime;
 
+import ai.djl.fsdp.config.ExecutionOptions;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TorchRandom;
 import ai.djl.fsdp.tensor.op.Autograd;

@@ -1,8 +1,5 @@
-package ai.djl.fsdp.trainer;
+package ai.djl.fsdp.checkpoint;
 
-import ai.djl.fsdp.checkpoint.CheckpointDirectory;
-import ai.djl.fsdp.checkpoint.CheckpointMetadata;
-import ai.djl.fsdp.checkpoint.ShardSnapshot;
 import ai.djl.fsdp.safetensors.AtomicFiles;
 import java.io.IOException;
 import java.nio.file.AtomicMoveNotSupportedException;

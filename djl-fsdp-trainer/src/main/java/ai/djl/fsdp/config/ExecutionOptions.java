@@ -1,4 +1,4 @@
-package ai.djl.fsdp.runtime;
+package ai.djl.fsdp.config;
 
 import ai.djl.Device;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;

@@ -1,11 +1,5 @@
-package ai.djl.fsdp.trainer;
+package ai.djl.fsdp.checkpoint;
 
-import ai.djl.fsdp.checkpoint.CheckpointDirectory;
-import ai.djl.fsdp.checkpoint.CheckpointMetadata;
-import ai.djl.fsdp.checkpoint.ShardLoader;
-import ai.djl.fsdp.checkpoint.ShardSnapshot;
-import ai.djl.fsdp.checkpoint.ShardedCheckpointReader;
-import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.param.FlatParameter;
@@ -38,7 +32,7 @@ import java.util.concurrent.Future;
  * reads only this rank's elements, whatever the number of ranks that wrote them. A save may run in
  * the background after its snapshot: training goes on while the files are written.
  */
-final class Checkpointing implements AutoCloseable {
+public final class Checkpointing implements AutoCloseable {
 
     private final ProcessGroup group;
     private final List<FlatParameter> flats;
@@ -50,7 +44,17 @@ final class Checkpointing implements AutoCloseable {
     private final ExecutorService writer;
     private Future<?> inFlight;
 
-    Checkpointing(
+    /**
+     * Saves and loads the state of a sharded model's flat parameters and its optimizer.
+     *
+     * @param group the ranks that save and load together
+     * @param flats this rank's flat parameters
+     * @param buffers the model's buffers (not sharded)
+     * @param parameters the model's parameters by name
+     * @param optimizer the optimizer whose state is saved with the shards
+     * @param timeout how long a rank waits for the others to agree on a save's outcome
+     */
+    public Checkpointing(
             ProcessGroup group,
             List<FlatParameter> flats,
             List<Parameter> buffers,
@@ -78,8 +82,14 @@ final class Checkpointing implements AutoCloseable {
      * async} the files are written in the background, else they are complete on return. Every rank
      * learns whether every rank's part was written: a failure anywhere fails the save (an
      * asynchronous one at the next save, load or close) on every rank.
+     *
+     * @param directory the checkpoint directory, on storage every rank shares
+     * @param state the trainer's state, written by rank 0
+     * @param async whether the files are written in the background
+     * @param keepNewest with a value above 0, the oldest checkpoints beyond that many are deleted
+     * @throws IOException if the save failed on any rank
      */
-    void save(Path directory, TrainingState state, boolean async, int keepNewest)
+    public void save(Path directory, TrainingState state, boolean async, int keepNewest)
             throws IOException {
         await();
         StagedCheckpoint staged = new StagedCheckpoint(directory);
@@ -165,9 +175,11 @@ final class Checkpointing implements AutoCloseable {
     /**
      * Loads a checkpoint into this rank's shards and the optimizer (every rank calls it).
      *
+     * @param directory a complete checkpoint directory
      * @return the trainer's state as it was saved
+     * @throws IOException if the checkpoint is incomplete or does not fit the model
      */
-    TrainingState load(Path directory) throws IOException {
+    public TrainingState load(Path directory) throws IOException {
         await();
         TrainingState state;
         try (ShardedCheckpointReader reader = ShardedCheckpointReader.open(directory, parameters)) {
@@ -268,8 +280,10 @@ final class Checkpointing implements AutoCloseable {
     /**
      * Waits for a save in the background (a collective: every rank had started it): once this
      * returns, the checkpoint is complete on every rank, or failed on every rank.
+     *
+     * @throws IOException if the save failed on any rank
      */
-    void await() throws IOException {
+    public void await() throws IOException {
         Future<?> pending = inFlight;
         inFlight = null;
         if (pending == null) {
