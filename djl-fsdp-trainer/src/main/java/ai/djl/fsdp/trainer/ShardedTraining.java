@@ -11,6 +11,7 @@ import ai.djl.fsdp.reflect.OptimizerStates;
 import ai.djl.fsdp.runtime.FsdpParameterStore;
 import ai.djl.fsdp.runtime.ShardedModel;
 import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.trainer.metrics.MeteredProcessGroup;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;

@@ -1,20 +1,26 @@
-package ai.djl.fsdp.trainer;
+package ai.djl.fsdp.trainer.metrics;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.training.loss.Loss;
 
 /**
- * The training configuration's loss as an {@link FsdpTrainer} hands it out ({@code getLoss()} and
- * among the evaluators): a {@link Loss}, since DJL's listeners tell the loss by identity, whose
- * {@link #evaluate} is this rank's loss (what backward runs from) and whose accumulators are
- * updated with the global batch (see {@link GlobalEvaluator}).
+ * The training configuration's loss as an {@link ai.djl.fsdp.trainer.FsdpTrainer} hands it out
+ * ({@code getLoss()} and among the evaluators): a {@link Loss}, since DJL's listeners tell the loss
+ * by identity, whose {@link #evaluate} is this rank's loss (what backward runs from) and whose
+ * accumulators are updated with the global batch (see {@link GlobalEvaluator}).
  */
-final class GlobalLoss extends Loss {
+public final class GlobalLoss extends Loss {
 
     private final GlobalEvaluator global;
 
-    GlobalLoss(Loss loss, GlobalBatch batch) {
+    /**
+     * Wraps the training configuration's loss.
+     *
+     * @param loss the loss
+     * @param batch the global batch its accumulators are updated with
+     */
+    public GlobalLoss(Loss loss, GlobalBatch batch) {
         super(loss.getName());
         global = new GlobalEvaluator(loss, batch);
     }

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.trainer;
+package ai.djl.fsdp.trainer.metrics;
 
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.ndarray.NDArray;
@@ -12,11 +12,11 @@ import java.util.function.Supplier;
 /**
  * The global batch's labels and predictions, put together from every rank's slice (an all-gather
  * along the batch axis), for the evaluators: the first evaluator that updates with a rank's slice
- * gathers, the others reuse it. The ranks' slices are of equal size ({@link RankBatches}) and every
+ * gathers, the others reuse it. The ranks' slices are of equal size ({@code RankBatches}) and every
  * rank's listeners update the same evaluators in the same order, as DJL's {@code
  * EvaluatorTrainingListener} does.
  */
-final class GlobalBatch {
+public final class GlobalBatch {
 
     /** The element types the collectives move; others travel as float32. */
     private static final Set<DataType> MOVED =
@@ -33,7 +33,7 @@ final class GlobalBatch {
      *
      * @param group the trainer's process group, looked up when a batch is gathered
      */
-    GlobalBatch(Supplier<ProcessGroup> group) {
+    public GlobalBatch(Supplier<ProcessGroup> group) {
         this.group = group;
     }
 

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.trainer;
+package ai.djl.fsdp.trainer.metrics;
 
 import ai.djl.Device;
 import ai.djl.fsdp.dist.ProcessGroup;
@@ -15,14 +15,19 @@ import java.util.concurrent.atomic.AtomicLong;
  * in the ring; and the time the caller spends blocked waiting for collectives to finish (the
  * communication that compute did not hide).
  */
-final class MeteredProcessGroup implements ProcessGroup {
+public final class MeteredProcessGroup implements ProcessGroup {
 
     private final ProcessGroup group;
     private final AtomicLong sentBytes;
     private final AtomicLong waitNanos;
     private final AtomicLong ownSentBytes = new AtomicLong();
 
-    MeteredProcessGroup(ProcessGroup group) {
+    /**
+     * Meters {@code group}'s collectives.
+     *
+     * @param group the group that runs them
+     */
+    public MeteredProcessGroup(ProcessGroup group) {
         this(group, new AtomicLong(), new AtomicLong());
     }
 
@@ -32,16 +37,22 @@ final class MeteredProcessGroup implements ProcessGroup {
         this.waitNanos = waitNanos;
     }
 
-    /** Returns the bytes sent since the last call, and starts counting again from zero. */
-    long takeSentBytes() {
+    /**
+     * Returns the bytes sent since the last call, and starts counting again from zero.
+     *
+     * @return the bytes sent in this group and its subgroups
+     */
+    public long takeSentBytes() {
         return sentBytes.getAndSet(0);
     }
 
     /**
      * Returns the bytes sent in this group itself (not its parent or its other subgroups) since the
      * last call, and starts counting again from zero.
+     *
+     * @return the bytes sent in this group itself
      */
-    long takeOwnSentBytes() {
+    public long takeOwnSentBytes() {
         return ownSentBytes.getAndSet(0);
     }
 
@@ -51,8 +62,12 @@ final class MeteredProcessGroup implements ProcessGroup {
         ownSentBytes.addAndGet(bytes);
     }
 
-    /** Returns the nanoseconds spent waiting since the last call, and starts again from zero. */
-    long takeWaitNanos() {
+    /**
+     * Returns the nanoseconds spent waiting since the last call, and starts again from zero.
+     *
+     * @return the nanoseconds spent waiting for this group's collectives
+     */
+    public long takeWaitNanos() {
         return waitNanos.getAndSet(0);
     }
 
