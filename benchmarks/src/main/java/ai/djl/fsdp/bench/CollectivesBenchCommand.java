@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench;
 
+import ai.djl.fsdp.bench.ranks.BenchRanks;
 import ai.djl.fsdp.launch.Launcher;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,8 +1,8 @@
 package ai.djl.fsdp.cli;
 
 import ai.djl.fsdp.dist.DistributedEnv;
-import ai.djl.fsdp.launch.FailureReport;
-import ai.djl.fsdp.launch.RankThreads;
+import ai.djl.fsdp.launch.rank.FailureReport;
+import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.PrintWriter;
 import java.util.ServiceLoader;
 import picocli.CommandLine;

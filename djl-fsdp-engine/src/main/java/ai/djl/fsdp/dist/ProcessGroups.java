@@ -1,12 +1,11 @@
 package ai.djl.fsdp.dist;
 
 import ai.djl.Device;
-import ai.djl.fsdp.dist.nccl.NcclProcessGroup;
-import ai.djl.fsdp.dist.socket.SocketProcessGroup;
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.TcpStore;
 import ai.djl.fsdp.rendezvous.TorchStore;
 import java.net.InetAddress;
+import java.util.ServiceLoader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -69,7 +68,10 @@ public final class ProcessGroups {
         return createBackend(env, store, store.getLocalAddress(), options);
     }
 
-    /** The one place where the device chooses the backend; closes the store if that fails. */
+    /**
+     * The one place where the device chooses the backend (the first on the class path that {@link
+     * ProcessGroupBackend#supports supports} it); closes the store if that fails.
+     */
     private static ProcessGroup createBackend(
             DistributedEnv env,
             Store store,
@@ -77,13 +79,24 @@ public final class ProcessGroups {
             ProcessGroupOptions options) {
         try {
             Device device = options.getDevice().orElseGet(() -> RankDevice.of(env));
-            if (Device.Type.CPU.equals(device.getDeviceType())) {
-                return SocketProcessGroup.connect(env, store, localAddress, options);
-            }
-            return NcclProcessGroup.create(env, store, device, options.getTimeout());
+            return backendFor(device).create(env, store, localAddress, device, options);
         } catch (RuntimeException e) {
             store.close();
             throw e;
         }
+    }
+
+    private static ProcessGroupBackend backendFor(Device device) {
+        for (ProcessGroupBackend backend : ServiceLoader.load(ProcessGroupBackend.class)) {
+            if (backend.supports(device)) {
+                return backend;
+            }
+        }
+        throw new IllegalArgumentException(
+                "No process group backend on the class path runs on "
+                        + device
+                        + " (META-INF/services/"
+                        + ProcessGroupBackend.class.getName()
+                        + ")");
     }
 }

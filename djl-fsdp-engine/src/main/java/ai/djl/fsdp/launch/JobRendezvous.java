@@ -40,10 +40,10 @@ record JobRendezvous(String masterAddr, int masterPort, String jobToken, String 
             jobToken = System.getenv(DistributedEnv.JOB_TOKEN_VARIABLE);
         }
         if (nnodes > 1) {
-            Launcher.Builder.require(
+            Require.that(
                     masterAddr != null,
                     "a job on several nodes needs master-addr: the address of node 0");
-            Launcher.Builder.require(
+            Require.that(
                     jobToken != null && !jobToken.isEmpty(),
                     "a job on several nodes needs the same "
                             + DistributedEnv.JOB_TOKEN_VARIABLE
@@ -68,7 +68,7 @@ record JobRendezvous(String masterAddr, int masterPort, String jobToken, String 
         if (runId == null) {
             runId = defaultRunId(nnodes);
         }
-        Launcher.Builder.require(
+        Require.that(
                 runId.getBytes(StandardCharsets.UTF_8).length <= 64,
                 "the run id is limited to 64 bytes, got '" + runId + "'");
         return new JobRendezvous(masterAddr, masterPort, jobToken, runId);

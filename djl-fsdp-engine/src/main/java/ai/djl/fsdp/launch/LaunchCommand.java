@@ -2,6 +2,7 @@ package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.File;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.launch;
 
+import ai.djl.fsdp.launch.rank.FailureReport;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -3,6 +3,7 @@ package ai.djl.fsdp.launch;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.LauncherWatch;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
+import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -26,8 +27,8 @@ import java.util.stream.IntStream;
  * <p>Each rank also gets {@value DistributedEnv#RUN_ID_VARIABLE}, an id of this launch, so that the
  * store refuses the ranks of another job given the same port and token; {@value
  * LauncherWatch#PID_VARIABLE}, so that it exits when this launcher dies; {@value
- * FailureReport#FILE_VARIABLE}, where it writes why it failed; and, when set, the timeout in
- * {@value ProcessGroupOptions#TIMEOUT_VARIABLE}.
+ * ai.djl.fsdp.launch.rank.FailureReport#FILE_VARIABLE}, where it writes why it failed; and, when
+ * set, the timeout in {@value ProcessGroupOptions#TIMEOUT_VARIABLE}.
  *
  * <p>Each rank's output lines reach this JVM's output prefixed with {@code [rankN] } (or go to a
  * file per rank, see {@link Builder#optLogDirectory}). When a rank exits with a non-zero code the
@@ -178,7 +179,7 @@ public final class Launcher {
      * @return the file name, such as {@code rank1.log}
      */
     public static String logFileName(int rank) {
-        return "rank" + rank + ".log";
+        return RankJvm.logFileName(rank);
     }
 
     /**
@@ -430,22 +431,23 @@ public final class Launcher {
          * @throws IllegalArgumentException if a setting is missing or out of range
          */
         public Launcher build() {
-            require(nprocPerNode >= 1, "nproc-per-node must be at least 1, got " + nprocPerNode);
-            require(nnodes >= 1, "nnodes must be at least 1, got " + nnodes);
-            require(
+            Require.that(
+                    nprocPerNode >= 1, "nproc-per-node must be at least 1, got " + nprocPerNode);
+            Require.that(nnodes >= 1, "nnodes must be at least 1, got " + nnodes);
+            Require.that(
                     nodeRank >= 0 && nodeRank < nnodes,
                     "node-rank must be in [0, " + nnodes + "), got " + nodeRank);
-            require(
+            Require.that(
                     masterPort == null || (masterPort > 0 && masterPort < 65536),
                     "master-port must be in [1, 65535], got " + masterPort);
-            require(
+            Require.that(
                     threadsPerRank == null || threadsPerRank >= 1,
                     "threads per rank must be at least 1, got " + threadsPerRank);
-            require(command != null && !command.isEmpty(), "no command to run on the ranks");
-            require(
+            Require.that(command != null && !command.isEmpty(), "no command to run on the ranks");
+            Require.that(
                     classPath != null && !classPath.isEmpty(),
                     "no class path for the ranks: set java.class.path or optClassPath");
-            require(
+            Require.that(
                     logDirectory == null || Files.isDirectory(logDirectory),
                     "the log directory " + logDirectory + " does not exist: create it first");
             if (threadsPerRank == null) {
@@ -461,11 +463,11 @@ public final class Launcher {
                 localRanks = IntStream.range(0, nprocPerNode).boxed().collect(Collectors.toList());
             }
             for (int localRank : localRanks) {
-                require(
+                Require.that(
                         localRank >= 0 && localRank < nprocPerNode,
                         "local ranks must be in [0, " + nprocPerNode + "), got " + localRank);
             }
-            require(
+            Require.that(
                     timeout == null || !timeout.isNegative() && !timeout.isZero(),
                     "the timeout must be positive, got " + timeout);
             JobRendezvous rendezvous =
@@ -481,12 +483,6 @@ public final class Launcher {
                             out,
                             err);
             return new Launcher(this, rendezvous, jvm);
-        }
-
-        static void require(boolean condition, String message) {
-            if (!condition) {
-                throw new IllegalArgumentException(message);
-            }
         }
     }
 }

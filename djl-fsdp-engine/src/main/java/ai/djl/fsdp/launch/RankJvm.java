@@ -1,6 +1,8 @@
 package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.dist.LauncherWatch;
+import ai.djl.fsdp.launch.rank.FailureReport;
+import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -32,6 +34,16 @@ record RankJvm(
         Path logDirectory,
         PrintStream out,
         PrintStream err) {
+
+    /**
+     * Returns the name of a rank's output file in the log directory.
+     *
+     * @param rank the global rank
+     * @return the file name, such as {@code rank1.log}
+     */
+    static String logFileName(int rank) {
+        return "rank" + rank + ".log";
+    }
 
     /**
      * glibc malloc settings for every rank, unless the environment already sets the variable. By
@@ -85,7 +97,7 @@ record RankJvm(
         env.put(FailureReport.FILE_VARIABLE, report.toString());
         if (logDirectory != null) {
             builder.redirectErrorStream(true)
-                    .redirectOutput(logDirectory.resolve(Launcher.logFileName(rank)).toFile());
+                    .redirectOutput(logDirectory.resolve(logFileName(rank)).toFile());
         }
         try {
             Process process = builder.start();

@@ -18,7 +18,7 @@ import java.nio.file.Path;
  * function but the constant getters returns 0 on success; on failure libtorch has already printed
  * the C++ exception's message to stderr.
  */
-interface AotiTorch extends Library {
+public interface AotiTorch extends Library {
 
     int aoti_torch_dtype_bfloat16();
 
@@ -97,6 +97,11 @@ interface AotiTorch extends Library {
      */
     static AotiTorch cpu() {
         return Loaded.CPU;
+    }
+
+    /** Returns the directory of the libtorch that DJL loaded (the shim's own libraries). */
+    static Path directory() {
+        return Loaded.DIRECTORY;
     }
 
     /**

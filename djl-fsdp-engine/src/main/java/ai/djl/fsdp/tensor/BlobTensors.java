@@ -11,10 +11,11 @@ import com.sun.jna.ptr.LongByReference;
 
 /**
  * Tensors over memory this project owns ({@code aoti_torch_create_tensor_from_blob}, no deleter:
- * libtorch never frees it), on the CPU or a GPU: how {@link ReleasableMemory} is seen by libtorch;
- * and the shim's strides and device codes that {@link Precision} shares.
+ * libtorch never frees it), on the CPU or a GPU: how {@link
+ * ai.djl.fsdp.tensor.memory.ReleasableMemory} is seen by libtorch; and the shim's strides and
+ * device codes that {@link Precision} shares.
  */
-final class BlobTensors {
+public final class BlobTensors {
 
     private BlobTensors() {}
 
@@ -32,7 +33,7 @@ final class BlobTensors {
      * @throws IllegalArgumentException for a manager on another device or an array that would not
      *     fit
      */
-    static NDArray wrap(
+    public static NDArray wrap(
             long address,
             long capacity,
             Device device,
@@ -79,7 +80,7 @@ final class BlobTensors {
     }
 
     /** Returns the strides, in elements, of a contiguous row-major array of {@code sizes}. */
-    static long[] contiguousStrides(long[] sizes) {
+    public static long[] contiguousStrides(long[] sizes) {
         long[] strides = new long[sizes.length];
         long stride = 1;
         for (int axis = sizes.length - 1; axis >= 0; axis--) {
@@ -90,14 +91,14 @@ final class BlobTensors {
     }
 
     /** Returns the shim's device type of {@code device}: CUDA for a GPU, else the CPU. */
-    static int deviceType(AotiTorch torch, Device device) {
+    public static int deviceType(AotiTorch torch, Device device) {
         return device.isGpu()
                 ? torch.aoti_torch_device_type_cuda()
                 : torch.aoti_torch_device_type_cpu();
     }
 
     /** Returns the shim's device index of {@code device}: the GPU's, 0 for the CPU. */
-    static int deviceIndex(Device device) {
+    public static int deviceIndex(Device device) {
         return device.isGpu() ? device.getDeviceId() : 0;
     }
 }

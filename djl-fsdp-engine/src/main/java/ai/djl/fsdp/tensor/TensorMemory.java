@@ -235,7 +235,14 @@ public final class TensorMemory {
         return stream.getValue();
     }
 
-    static Pointer handle(NDArray array) {
+    /**
+     * Returns the libtorch tensor handle of a PyTorch-engine array, for the shim's calls.
+     *
+     * @param array the array
+     * @return its tensor handle
+     * @throws IllegalArgumentException for an array of another engine
+     */
+    public static Pointer handle(NDArray array) {
         if (!(array instanceof PtNDArray)) {
             throw new IllegalArgumentException(
                     "Tensor memory needs a PyTorch-engine array, got "
@@ -244,7 +251,14 @@ public final class TensorMemory {
         return new Pointer(((PtNDArray) array).getHandle());
     }
 
-    static void check(int error, String function) {
+    /**
+     * Throws if a shim call failed.
+     *
+     * @param error the call's return code, 0 on success
+     * @param function the call's name, for the message
+     * @throws IllegalStateException if {@code error} is not 0
+     */
+    public static void check(int error, String function) {
         if (error != 0) {
             throw new IllegalStateException(
                     function + " failed; libtorch printed the reason on stderr");

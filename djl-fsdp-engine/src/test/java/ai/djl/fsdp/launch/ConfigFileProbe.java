@@ -1,6 +1,7 @@
 package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.cli.Subcommand;
+import ai.djl.fsdp.launch.rank.RankThreads;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;

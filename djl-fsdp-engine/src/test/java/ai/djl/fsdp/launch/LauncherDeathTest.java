@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -28,22 +29,8 @@ class LauncherDeathTest {
     @Test
     @Timeout(180)
     void ranksExitWithinSecondsOfTheirLaunchersDeath() throws Exception {
-        String classPath = System.getProperty("surefire.test.class.path");
-        if (classPath == null || classPath.isEmpty()) {
-            classPath = System.getProperty("java.class.path");
-        }
         Process launcher =
-                new ProcessBuilder(
-                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                                "-Xmx64m",
-                                "-cp",
-                                classPath,
-                                Fsdp.class.getName(),
-                                "launch",
-                                "--nproc-per-node",
-                                "2",
-                                "--threads-per-rank",
-                                "1",
+                launchTwoRanks(
                                 "--timeout",
                                 "5",
                                 "--jvm-opt=-Xmx512m",
@@ -100,23 +87,9 @@ class LauncherDeathTest {
     @Test
     @Timeout(180)
     void sigtermWithOutputToAPipeSaysTheLauncherWasStopped(@TempDir Path pids) throws Exception {
-        String classPath = System.getProperty("surefire.test.class.path");
-        if (classPath == null || classPath.isEmpty()) {
-            classPath = System.getProperty("java.class.path");
-        }
         // Output and errors go to pipes this test reads only once the launcher has exited.
         Process launcher =
-                new ProcessBuilder(
-                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                                "-Xmx64m",
-                                "-cp",
-                                classPath,
-                                Fsdp.class.getName(),
-                                "launch",
-                                "--nproc-per-node",
-                                "2",
-                                "--threads-per-rank",
-                                "1",
+                launchTwoRanks(
                                 "--jvm-opt=-Xmx64m",
                                 RankProbe.class.getName(),
                                 "fail",
@@ -140,5 +113,28 @@ class LauncherDeathTest {
             launcher.descendants().forEach(ProcessHandle::destroyForcibly);
             launcher.destroyForcibly();
         }
+    }
+
+    /** Returns {@code bin/fsdp launch} of two ranks of one thread each, in a JVM of its own. */
+    private static ProcessBuilder launchTwoRanks(String... arguments) {
+        String classPath = System.getProperty("surefire.test.class.path");
+        if (classPath == null || classPath.isEmpty()) {
+            classPath = System.getProperty("java.class.path");
+        }
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-Xmx64m",
+                                "-cp",
+                                classPath,
+                                Fsdp.class.getName(),
+                                "launch",
+                                "--nproc-per-node",
+                                "2",
+                                "--threads-per-rank",
+                                "1"));
+        command.addAll(List.of(arguments));
+        return new ProcessBuilder(command);
     }
 }

@@ -2,6 +2,7 @@ package ai.djl.fsdp.checkpoint;
 
 import ai.djl.fsdp.safetensors.CheckpointShards;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
+import ai.djl.fsdp.util.Failures;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -121,7 +122,8 @@ public final class ModelStateWriter {
                 out.commit();
             }
         } finally {
-            closeAll(open);
+            // Closes every file (deleting those not committed), then throws the first failure.
+            Failures.forEach(open, SafetensorsWriter.StreamingFile::close);
         }
     }
 
@@ -132,24 +134,5 @@ public final class ModelStateWriter {
             throw new IllegalArgumentException("tensor \"" + name + "\" was not declared");
         }
         return file;
-    }
-
-    /** Closes every file (deleting those not committed), then throws the first failure. */
-    private static void closeAll(List<SafetensorsWriter.StreamingFile> files) throws IOException {
-        IOException failure = null;
-        for (SafetensorsWriter.StreamingFile file : files) {
-            try {
-                file.close();
-            } catch (IOException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
-        }
-        if (failure != null) {
-            throw failure;
-        }
     }
 }

@@ -1,9 +1,9 @@
 package ai.djl.fsdp.lora;
 
+import ai.djl.fsdp.reflect.BlockChildren;
 import ai.djl.fsdp.safetensors.AtomicFiles;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.tensor.BlockChildren;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;

@@ -1,7 +1,7 @@
 package ai.djl.fsdp.optim;
 
 import ai.djl.Device;
-import ai.djl.fsdp.tensor.ScalarOps;
+import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;

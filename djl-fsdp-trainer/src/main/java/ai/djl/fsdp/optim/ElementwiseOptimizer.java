@@ -1,7 +1,7 @@
 package ai.djl.fsdp.optim;
 
-import ai.djl.fsdp.tensor.Autograd;
-import ai.djl.fsdp.tensor.ScalarOps;
+import ai.djl.fsdp.tensor.op.Autograd;
+import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.ParameterTracker;

@@ -3,7 +3,7 @@ package ai.djl.fsdp.optim;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.ScalarOps;
+import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import java.util.List;

@@ -1,7 +1,7 @@
 package ai.djl.fsdp.param;
 
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.ReleasableMemory;
+import ai.djl.fsdp.tensor.memory.ReleasableMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;

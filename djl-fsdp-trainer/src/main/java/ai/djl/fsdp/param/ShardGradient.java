@@ -1,8 +1,8 @@
 package ai.djl.fsdp.param;
 
-import ai.djl.fsdp.tensor.PinnedMemory;
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.ScalarOps;
+import ai.djl.fsdp.tensor.memory.PinnedMemory;
+import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;

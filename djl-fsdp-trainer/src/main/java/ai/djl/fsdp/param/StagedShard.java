@@ -1,9 +1,9 @@
 package ai.djl.fsdp.param;
 
 import ai.djl.Device;
-import ai.djl.fsdp.tensor.HostToDeviceCopy;
-import ai.djl.fsdp.tensor.PinnedMemory;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.memory.HostToDeviceCopy;
+import ai.djl.fsdp.tensor.memory.PinnedMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 

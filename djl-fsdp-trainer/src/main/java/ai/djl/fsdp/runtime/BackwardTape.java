@@ -1,7 +1,7 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import java.util.ArrayList;

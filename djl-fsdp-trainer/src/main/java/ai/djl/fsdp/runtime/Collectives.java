@@ -2,12 +2,13 @@ package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.checkpoint.GatheredUnit;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.param.FlatParameter;
-import ai.djl.fsdp.tensor.ParameterArrays;
+import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;

@@ -2,6 +2,7 @@ package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.util.Failures;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
@@ -243,25 +244,6 @@ public final class FsdpUnit implements AutoCloseable {
      */
     @Override
     public void close() {
-        RuntimeException failure = null;
-        try {
-            free();
-        } catch (RuntimeException e) {
-            failure = e;
-        }
-        for (FlatParameter flat : flatParameters) {
-            try {
-                flat.close();
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        Failures.runAll(this::free, () -> Failures.forEach(flatParameters, FlatParameter::close));
     }
 }

@@ -1,8 +1,8 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.param.FlatLayout;
-import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;

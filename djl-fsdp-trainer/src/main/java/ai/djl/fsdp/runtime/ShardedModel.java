@@ -1,8 +1,9 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.checkpoint.UnitVisitor;
+import ai.djl.fsdp.config.ExecutionOptions;
 import ai.djl.fsdp.param.FlatParameter;
-import ai.djl.fsdp.tensor.BlockChildren;
+import ai.djl.fsdp.reflect.BlockChildren;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;

@@ -1,9 +1,9 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.Device;
-import ai.djl.fsdp.tensor.BatchNormSettings;
+import ai.djl.fsdp.reflect.BatchNormSettings;
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.ScalarOps;
+import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

@@ -1,8 +1,9 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.fsdp.config.ExecutionOptions;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TorchRandom;
+import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

@@ -1,7 +1,7 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.tensor.BlockChildren;
-import ai.djl.fsdp.tensor.ParameterArrays;
+import ai.djl.fsdp.reflect.BlockChildren;
+import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.wrap.UnitPlan.PlannedUnit;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;

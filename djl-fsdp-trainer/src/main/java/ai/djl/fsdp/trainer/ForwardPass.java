@@ -1,7 +1,7 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.runtime.ShardedModel;
-import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDList;
 import ai.djl.training.ParameterStore;
 import java.util.function.Function;

@@ -1,7 +1,7 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.runtime.ExecutionOptions;
-import ai.djl.fsdp.runtime.MixedPrecision;
+import ai.djl.fsdp.config.ExecutionOptions;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.wrap.UnitPlan;
 import ai.djl.fsdp.wrap.WrapPolicy;

@@ -1,6 +1,5 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.fsdp.checkpoint.ModelStateWriter;
 import ai.djl.fsdp.checkpoint.StateTransform;
@@ -8,30 +7,20 @@ import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
-import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.runtime.ShardedModel;
-import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
-import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.ParameterStore;
 import ai.djl.training.Trainer;
-import ai.djl.training.dataset.Batch;
-import ai.djl.training.dataset.Dataset;
-import ai.djl.training.evaluator.Evaluator;
 import ai.djl.training.initializer.Initializer;
-import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
-import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
 import ai.djl.util.PairList;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.OptionalDouble;
 import java.util.function.Function;
 import java.util.function.Predicate;
@@ -54,19 +43,12 @@ import java.util.function.Predicate;
  * listener's {@code onTrainingBatch} and {@code onValidationBatch} see this rank's slice of it; a
  * figure of the program's own is combined with {@link #allReduce(double, ReduceOp)}.
  */
-public class FsdpTrainer extends Trainer {
+public class FsdpTrainer extends RankTrainer {
 
-    private final MeteredProcessGroup group;
-    private final ShardingMesh mesh;
-    private final FsdpConfig config;
-    private final TrainerOptions options;
+    private final TrainingSetup setup;
     private final RankScopedTrainingConfig rankConfig;
     private final Optimizer optimizer;
-    private final NDManager deviceManager;
     private ShardedTraining sharded;
-    // No initializer: DJL's constructor asks for the evaluators before this class's fields are set.
-    private List<Evaluator> globalEvaluators;
-    private GlobalLoss globalLoss;
 
     FsdpTrainer(
             Model model,
@@ -74,16 +56,10 @@ public class FsdpTrainer extends Trainer {
             ProcessGroup group,
             FsdpConfig config,
             TrainerOptions options) {
-        super(model, trainingConfig);
+        super(model, trainingConfig, group);
         this.rankConfig = trainingConfig;
-        // DJL's Model.newInstance puts every rank's model manager on gpu(0): work on the rank's.
-        deviceManager = onRankDevice(super.getManager());
-        this.group = new MeteredProcessGroup(group);
-        this.config = config;
-        this.options = options;
         this.optimizer = trainingConfig.getOptimizer();
-        ShardedTraining.checkOptions(config, options, optimizer);
-        this.mesh = ModelSharding.mesh(this.group, config);
+        setup = TrainingSetup.resolve(config, options, optimizer, group(), System.getenv());
         try {
             // What Model.newTrainer does before constructing DJL's trainer.
             for (Pair<Initializer, Predicate<Parameter>> pair : trainingConfig.getInitializers()) {
@@ -92,11 +68,11 @@ public class FsdpTrainer extends Trainer {
                 }
             }
             if (model.getBlock().isInitialized()) {
-                shard(ModelSharding.shard(model.getBlock(), config, options, mesh, getManager()));
+                shard(ModelSharding.shard(model.getBlock(), setup, getManager()));
             }
         } catch (RuntimeException | Error e) {
             // No trainer to close: free the subgroups' rings now.
-            mesh.close();
+            setup.mesh().close();
             throw e;
         }
     }
@@ -118,23 +94,14 @@ public class FsdpTrainer extends Trainer {
                         onRankDevice(getModel().getNDManager()),
                         getModel().getDataType(),
                         shapes,
-                        config,
-                        options,
-                        mesh,
+                        setup,
                         getManager()));
     }
 
     private void shard(ModelSharding.Sharded sharding) {
         sharded =
                 new ShardedTraining(
-                        getModel().getBlock(),
-                        sharding,
-                        config,
-                        options,
-                        group,
-                        mesh,
-                        optimizer,
-                        getManager());
+                        getModel().getBlock(), sharding, setup, group(), optimizer, getManager());
     }
 
     ShardedTraining sharded() {
@@ -144,77 +111,6 @@ public class FsdpTrainer extends Trainer {
                             + "inputShapes) before training");
         }
         return sharded;
-    }
-
-    /** Returns the trainer's manager, on this rank's device. */
-    @Override
-    public NDManager getManager() {
-        return deviceManager != null ? deviceManager : super.getManager();
-    }
-
-    private NDManager onRankDevice(NDManager manager) {
-        Device device = getDevices()[0];
-        return device.equals(manager.getDevice()) ? manager : manager.newSubManager(device);
-    }
-
-    @Override
-    public Iterable<Batch> iterateDataset(Dataset dataset) throws IOException, TranslateException {
-        Iterable<Batch> batches = super.iterateDataset(dataset);
-        return group.getSize() == 1
-                ? batches
-                : new RankBatches(batches, group.getRank(), group.getSize());
-    }
-
-    /**
-     * Returns the training configuration's evaluators and the loss, each updated with the global
-     * batch: what every rank's slice of it gives, gathered (one all-gather of the labels and the
-     * predictions per batch, shared by the evaluators). What they accumulate, and so {@link
-     * #getTrainingResult()}, DJL's logging and what its listeners save, is what DJL's trainer
-     * reports on one process over the global batch, on every rank. Their {@code evaluate} stays
-     * this rank's. Every rank's listeners must update them alike (DJL's do).
-     */
-    @Override
-    public List<Evaluator> getEvaluators() {
-        if (globalEvaluators == null) {
-            GlobalBatch batch = new GlobalBatch(() -> group);
-            List<Evaluator> evaluators = new ArrayList<>();
-            for (Evaluator evaluator : super.getEvaluators()) {
-                if (evaluator == super.getLoss()) {
-                    globalLoss = new GlobalLoss(super.getLoss(), batch);
-                    evaluators.add(globalLoss);
-                } else {
-                    evaluators.add(new GlobalEvaluator(evaluator, batch));
-                }
-            }
-            globalEvaluators = List.copyOf(evaluators);
-        }
-        return globalEvaluators;
-    }
-
-    /**
-     * Returns the training configuration's loss: its {@code evaluate} is this rank's loss, its
-     * accumulators are the global batch's (see {@link #getEvaluators}).
-     */
-    @Override
-    public Loss getLoss() {
-        getEvaluators();
-        return globalLoss;
-    }
-
-    /**
-     * Combines a figure of this rank's with every other rank's (a collective: every rank calls it),
-     * such as a count a listener kept of its rank's batches.
-     *
-     * @param value this rank's value
-     * @param op how the ranks' values combine: their sum or their mean
-     * @return the combined value, the same on every rank (float32 precision)
-     */
-    public double allReduce(double value, ReduceOp op) {
-        try (NDManager scratch = NDManager.newBaseManager(group.getDevice())) {
-            NDArray array = scratch.create(new float[] {(float) value});
-            group.allReduce(array, op);
-            return array.getFloat(0);
-        }
     }
 
     @Override
@@ -434,19 +330,14 @@ public class FsdpTrainer extends Trainer {
                 this::forEachUnitGathered, getRank() == 0, directory, transform, maxShardBytes);
     }
 
-    /** Returns this process's rank in the trainer's process group. */
-    public int getRank() {
-        return group.getRank();
-    }
-
     /** Returns how the model is sharded. */
     public FsdpConfig getFsdpConfig() {
-        return config;
+        return setup.fsdp();
     }
 
     /** Returns how the trainer steps. */
     public TrainerOptions getTrainerOptions() {
-        return options;
+        return setup.options();
     }
 
     /**
@@ -467,7 +358,7 @@ public class FsdpTrainer extends Trainer {
             }
         }
         try {
-            mesh.close();
+            setup.mesh().close();
         } finally {
             super.close();
         }

@@ -2,7 +2,6 @@ package ai.djl.fsdp.trainer;
 
 import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
-import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.param.FlatParameter;
@@ -46,15 +45,10 @@ final class ModelSharding {
     private final ShardLoader loader;
     private final Map<Integer, List<FlatParameter>> loaded = new HashMap<>();
 
-    private ModelSharding(
-            Block block,
-            FsdpConfig config,
-            TrainerOptions options,
-            ShardingMesh mesh,
-            NDManager manager) {
+    private ModelSharding(Block block, TrainingSetup setup, NDManager manager) {
         this.block = block;
-        this.config = config;
-        this.mesh = mesh;
+        this.config = setup.fsdp();
+        this.mesh = setup.mesh();
         this.manager = manager;
         ProcessGroup world = mesh.getWorld();
         ProcessGroup shardGroup = mesh.getShardGroup();
@@ -65,7 +59,7 @@ final class ModelSharding {
                         shardCount == 1 ? 0 : shardGroup.getRank(),
                         manager,
                         config.isSyncModuleStates() && world.getSize() > 1 ? world : null,
-                        options.getInitialValues(),
+                        setup.options().getInitialValues(),
                         config.getFrozenStoragePrecision(),
                         config.isCpuOffload() ? Device.cpu() : null);
     }
@@ -75,23 +69,16 @@ final class ModelSharding {
      *
      * @return the sharded model
      */
-    static Sharded shard(
-            Block block,
-            FsdpConfig config,
-            TrainerOptions options,
-            ShardingMesh mesh,
-            NDManager manager) {
+    static Sharded shard(Block block, TrainingSetup setup, NDManager manager) {
         if (!block.isInitialized()) {
             throw new IllegalStateException(
                     "The model's parameters are not initialized: call"
                             + " trainer.initialize(inputShapes) (or load the model) before training"
                             + " with FSDP.");
         }
-        ModelSharding sharding = new ModelSharding(block, config, options, mesh, manager);
+        ModelSharding sharding = new ModelSharding(block, setup, manager);
         long peak = UnitInitialization.liveBytes(block);
-        return new Sharded(
-                sharding.build(UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers())),
-                peak);
+        return new Sharded(sharding.build(plan(block, setup.fsdp())), peak);
     }
 
     /**
@@ -109,18 +96,16 @@ final class ModelSharding {
             NDManager parameterManager,
             DataType dataType,
             Shape[] shapes,
-            FsdpConfig config,
-            TrainerOptions options,
-            ShardingMesh mesh,
+            TrainingSetup setup,
             NDManager manager) {
         UnitPlan plan;
         try {
-            plan = UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers());
+            plan = plan(block, setup.fsdp());
         } catch (IllegalArgumentException e) {
             block.initialize(parameterManager, dataType, shapes);
-            return shard(block, config, options, mesh, manager);
+            return shard(block, setup, manager);
         }
-        ModelSharding sharding = new ModelSharding(block, config, options, mesh, manager);
+        ModelSharding sharding = new ModelSharding(block, setup, manager);
         List<PlannedUnit> units = plan.getUnits();
         try {
             long peak =
@@ -131,7 +116,7 @@ final class ModelSharding {
                             dataType,
                             shapes,
                             sharding::load);
-            checkSamePlan(plan, UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers()));
+            checkSamePlan(plan, plan(block, setup.fsdp()));
             return new Sharded(sharding.build(plan), peak);
         } catch (RuntimeException e) {
             sharding.closeLoaded();
@@ -142,26 +127,9 @@ final class ModelSharding {
         }
     }
 
-    /**
-     * Lays {@code world}'s ranks out as {@code config} asks: one shard group of every rank, or
-     * under hybrid sharding shard groups of the configured size (by default {@code
-     * LOCAL_WORLD_SIZE}, the ranks of one node) replicated across (a collective).
-     *
-     * @param world the job's ranks
-     * @param config the sharding settings
-     * @return the mesh
-     */
-    static ShardingMesh mesh(ProcessGroup world, FsdpConfig config) {
-        if (!config.isHybrid()) {
-            return ShardingMesh.flat(world);
-        }
-        int shardSize =
-                config.getShardGroupSize()
-                        .orElseGet(
-                                () ->
-                                        DistributedEnv.fromVariables(System.getenv())
-                                                .getLocalWorldSize());
-        return ShardingMesh.hybrid(world, shardSize);
+    /** Plans the units as the wrap policy chooses them in the block as it is now. */
+    private static UnitPlan plan(Block block, FsdpConfig config) {
+        return UnitPlan.of(block, config.getWrapPolicy(), config.getBuffers());
     }
 
     /** Loads {@code planned}'s shards unless they are loaded. */

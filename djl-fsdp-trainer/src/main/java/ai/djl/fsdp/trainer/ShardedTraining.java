@@ -1,15 +1,17 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.checkpoint.Checkpointing;
 import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.optim.LossScaler;
 import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.reflect.OptimizerStates;
 import ai.djl.fsdp.runtime.FsdpParameterStore;
 import ai.djl.fsdp.runtime.ShardedModel;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.tensor.OptimizerStates;
+import ai.djl.fsdp.trainer.metrics.MeteredProcessGroup;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
@@ -53,16 +55,16 @@ final class ShardedTraining implements AutoCloseable {
     ShardedTraining(
             Block block,
             ModelSharding.Sharded sharding,
-            FsdpConfig config,
-            TrainerOptions options,
+            TrainingSetup setup,
             MeteredProcessGroup group,
-            ShardingMesh mesh,
             Optimizer optimizer,
             NDManager manager) {
+        FsdpConfig config = setup.fsdp();
+        ShardingMesh mesh = setup.mesh();
         this.group = group;
         // The mesh was split from the metered group: its subgroups are metered too.
         across = (MeteredProcessGroup) mesh.getReplicateGroup().orElse(null);
-        this.options = options;
+        this.options = setup.options();
         this.optimizer = optimizer;
         scaler =
                 config.getMixedPrecision().needsLossScaling()
@@ -95,25 +97,6 @@ final class ShardedTraining implements AutoCloseable {
         group.takeSentBytes();
         group.takeWaitNanos();
         takeAcrossBytes();
-    }
-
-    /**
-     * Checks that the options fit the configuration; the trainer calls it before the model is
-     * sharded, so a refused combination leaves the model as it was.
-     *
-     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision, or
-     *     parameter groups with an optimizer that cannot apply them
-     */
-    static void checkOptions(FsdpConfig config, TrainerOptions options, Optimizer optimizer) {
-        ShardedOptimizer.checkGroups(optimizer, options.getParameterGroups());
-        if (options.isLossScalingSet() && !config.getMixedPrecision().needsLossScaling()) {
-            throw new IllegalArgumentException(
-                    "TrainerOptions.optLossScaling is for float16 mixed precision, but the"
-                            + " FsdpConfig's mixed precision is "
-                            + config.getMixedPrecision()
-                            + ": use FsdpConfig.optMixedPrecision(MixedPrecision.FP16), or drop"
-                            + " the loss scaling settings");
-        }
     }
 
     ShardedModel getModel() {

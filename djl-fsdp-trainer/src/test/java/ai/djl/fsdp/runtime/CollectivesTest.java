@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import ai.djl.fsdp.param.FlatLayout;
-import ai.djl.fsdp.tensor.Autograd;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;

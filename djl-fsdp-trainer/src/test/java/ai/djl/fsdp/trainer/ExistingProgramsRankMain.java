@@ -1,9 +1,9 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
-import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.testing.RankProcesses;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -5,7 +5,7 @@ import ai.djl.MalformedModelException;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.ProcessGroup;
-import ai.djl.fsdp.tensor.Autograd;
+import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

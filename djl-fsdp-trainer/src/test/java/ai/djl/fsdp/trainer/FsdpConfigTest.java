@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
-import ai.djl.fsdp.tensor.CudaLibraries;
+import ai.djl.fsdp.tensor.memory.CudaLibraries;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;

@@ -52,9 +52,10 @@ class ModelShardingTest {
                                             manager,
                                             DataType.FLOAT32,
                                             new Shape[] {input},
-                                            config,
-                                            TrainerOptions.defaults(),
-                                            ShardingMesh.flat(group),
+                                            new TrainingSetup(
+                                                    config,
+                                                    TrainerOptions.defaults(),
+                                                    ShardingMesh.flat(group)),
                                             manager));
             assertTrue(error.getMessage().contains("left uninitialized"), error.getMessage());
             assertFalse(block.isInitialized());

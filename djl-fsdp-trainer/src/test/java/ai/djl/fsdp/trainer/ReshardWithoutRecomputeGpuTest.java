@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.dist.nccl.NcclProcessGroup;
-import ai.djl.fsdp.tensor.CudaLibraries;
+import ai.djl.fsdp.tensor.memory.CudaLibraries;
 import ai.djl.fsdp.testing.RankProcesses;
 import java.nio.file.Path;
 import java.time.Duration;

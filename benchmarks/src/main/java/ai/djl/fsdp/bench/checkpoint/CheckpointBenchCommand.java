@@ -1,9 +1,9 @@
 package ai.djl.fsdp.bench.checkpoint;
 
-import ai.djl.fsdp.bench.BenchRanks;
 import ai.djl.fsdp.bench.gpt.GptOptions;
 import ai.djl.fsdp.bench.gpt.GptRank;
 import ai.djl.fsdp.bench.gpt.GptShape;
+import ai.djl.fsdp.bench.ranks.BenchRanks;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.Callable;

@@ -6,7 +6,7 @@ import picocli.CommandLine.Option;
  * The options every GPT-2 benchmark shares (a picocli mixin): the model's shape, the batch and the
  * untimed training steps first. A command passes its defaults to the constructor (picocli shows a
  * field's initial value as its default); the rank it starts parses the values the command re-emits
- * ({@link ai.djl.fsdp.bench.BenchRanks#rankCommand}) with this same mixin.
+ * ({@link ai.djl.fsdp.bench.ranks.BenchRanks#rankCommand}) with this same mixin.
  */
 public final class GptOptions {
 

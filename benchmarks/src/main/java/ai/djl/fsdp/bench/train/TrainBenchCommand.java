@@ -1,10 +1,10 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.Device;
-import ai.djl.fsdp.bench.BenchRanks;
 import ai.djl.fsdp.bench.gpt.GptOptions;
 import ai.djl.fsdp.bench.gpt.GptRank;
 import ai.djl.fsdp.bench.gpt.GptShape;
+import ai.djl.fsdp.bench.ranks.BenchRanks;
 import ai.djl.fsdp.dist.RankDevice;
 import java.io.IOException;
 import java.util.List;

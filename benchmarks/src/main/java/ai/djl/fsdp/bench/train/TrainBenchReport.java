@@ -1,6 +1,6 @@
 package ai.djl.fsdp.bench.train;
 
-import ai.djl.fsdp.runtime.MixedPrecision;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.tensor.Precision;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

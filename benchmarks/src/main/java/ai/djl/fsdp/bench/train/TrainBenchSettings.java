@@ -1,7 +1,7 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.bench.gpt.GptShape;
-import ai.djl.fsdp.runtime.MixedPrecision;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;

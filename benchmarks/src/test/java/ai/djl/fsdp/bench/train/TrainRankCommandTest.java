@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import ai.djl.fsdp.bench.BenchRanks;
 import ai.djl.fsdp.bench.gpt.GptOptions;
 import ai.djl.fsdp.bench.gpt.GptRank;
 import ai.djl.fsdp.bench.gpt.GptShape;
+import ai.djl.fsdp.bench.ranks.BenchRanks;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.Device;
+import ai.djl.fsdp.dist.AbstractProcessGroup;
 import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
@@ -9,10 +10,10 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Subgroup;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.rendezvous.Store;
-import ai.djl.fsdp.tensor.CudaLibraries;
-import ai.djl.fsdp.tensor.CudaRuntime;
-import ai.djl.fsdp.tensor.DevicePointer;
 import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.fsdp.tensor.memory.CudaLibraries;
+import ai.djl.fsdp.tensor.memory.CudaRuntime;
+import ai.djl.fsdp.tensor.memory.DevicePointer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -20,7 +21,6 @@ import ai.djl.ndarray.types.Shape;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.nccl;
@@ -47,7 +47,7 @@ import org.bytedeco.cuda.nccl.ncclUniqueId;
  * PyTorch reuses freed memory in the order of the caller's stream, which now follows the
  * collective.
  */
-public final class NcclProcessGroup implements ProcessGroup {
+public final class NcclProcessGroup extends AbstractProcessGroup {
 
     /** The prefix of the store keys under which rank 0 publishes each communicator's unique id. */
     static final String UNIQUE_ID_KEY_PREFIX = "nccl/unique-id/";
@@ -55,17 +55,10 @@ public final class NcclProcessGroup implements ProcessGroup {
     /** The store counter every rank bumps as it joins a communicator. */
     static final String JOINS_KEY = "nccl/joins";
 
-    private final int rank;
-    private final int size;
-    private final int localRank;
-    private final int[] jobRanks;
-    private final Subgroup subgroup;
     private final NcclProcessGroup root;
     private final List<NcclProcessGroup> subgroups = new CopyOnWriteArrayList<>();
-    private final AtomicLong splits = new AtomicLong();
     private final Device device;
     private final Communicator comm;
-    private final Store store;
     private final Duration timeout;
     private final NcclWatchdog watchdog;
     private final NDManager manager;
@@ -111,17 +104,12 @@ public final class NcclProcessGroup implements ProcessGroup {
             Communicator comm,
             Store store,
             Duration timeout) {
-        this.subgroup = subgroup;
+        super(subgroup, rank, jobRanks, localRank, store);
         this.root = root == null ? this : root;
-        this.rank = rank;
-        this.size = jobRanks.length;
-        this.jobRanks = jobRanks;
-        this.localRank = localRank;
         this.device = device;
         this.comm = comm;
-        this.store = store;
         this.timeout = timeout;
-        this.watchdog = new NcclWatchdog(comm, jobRanks[rank], timeout);
+        this.watchdog = new NcclWatchdog(comm, jobRank(), timeout);
         this.manager = NDManager.newBaseManager(device, "PyTorch");
     }
 
@@ -211,21 +199,6 @@ public final class NcclProcessGroup implements ProcessGroup {
     }
 
     @Override
-    public int getRank() {
-        return rank;
-    }
-
-    @Override
-    public int getSize() {
-        return size;
-    }
-
-    @Override
-    public int getLocalRank() {
-        return localRank;
-    }
-
-    @Override
     public String getBackend() {
         return "nccl";
     }
@@ -237,20 +210,21 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     @Override
     public synchronized Work allGatherAsync(NDArray input, NDArray output) {
-        int type = elementType(CollectiveArguments.sameType("allGather", input, output));
+        int type = NcclTypes.elementType(CollectiveArguments.sameType("allGather", input, output));
         CollectiveArguments.requireSizes("allGather", size, "output", output, "input", input);
         CUstream_st stream = enter(Stream.GATHER);
         NcclStatus.checkNccl(
                 nccl.ncclAllGather(
                         data(input), data(output), input.size(), type, comm.handle(), stream),
                 "ncclAllGather",
-                jobRanks[rank]);
+                jobRank());
         return queued("allGather", stream);
     }
 
     @Override
     public synchronized Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-        int type = elementType(CollectiveArguments.sameType("reduceScatter", input, output));
+        int type =
+                NcclTypes.elementType(CollectiveArguments.sameType("reduceScatter", input, output));
         CollectiveArguments.requireSizes("reduceScatter", size, "input", input, "output", output);
         CUstream_st stream = enter(Stream.REDUCE);
         NcclStatus.checkNccl(
@@ -259,11 +233,11 @@ public final class NcclProcessGroup implements ProcessGroup {
                         data(output),
                         output.size(),
                         type,
-                        reduction(op),
+                        NcclTypes.reduction(op),
                         comm.handle(),
                         stream),
                 "ncclReduceScatter",
-                jobRanks[rank]);
+                jobRank());
         return queued("reduceScatter", stream);
     }
 
@@ -281,14 +255,15 @@ public final class NcclProcessGroup implements ProcessGroup {
     @Override
     public synchronized Work allReduceAsync(NDArray array, ReduceOp op, Work after) {
         if (!(after instanceof NcclWork)) {
-            return ProcessGroup.super.allReduceAsync(array, op, after);
+            after.await();
+            return allReduceAsync(array, op);
         }
         return allReduceBehind(array, op, (NcclWork) after);
     }
 
     /** Queues an all-reduce on the reduce stream, behind {@code after} when it is not null. */
     private Work allReduceBehind(NDArray array, ReduceOp op, NcclWork after) {
-        int type = elementType(TensorMemory.dataType(array));
+        int type = NcclTypes.elementType(TensorMemory.dataType(array));
         CUstream_st stream = enter(Stream.REDUCE);
         if (after != null) {
             after.orderBefore(stream);
@@ -299,24 +274,24 @@ public final class NcclProcessGroup implements ProcessGroup {
                         data(array),
                         array.size(),
                         type,
-                        reduction(op),
+                        NcclTypes.reduction(op),
                         comm.handle(),
                         stream),
                 "ncclAllReduce",
-                jobRanks[rank]);
+                jobRank());
         return queued("allReduce", stream);
     }
 
     @Override
     public synchronized Work broadcastAsync(NDArray array, int root) {
         CollectiveArguments.requireRoot(root, size);
-        int type = elementType(TensorMemory.dataType(array));
+        int type = NcclTypes.elementType(TensorMemory.dataType(array));
         CUstream_st stream = enter(Stream.GATHER);
         NcclStatus.checkNccl(
                 nccl.ncclBroadcast(
                         data(array), data(array), array.size(), type, root, comm.handle(), stream),
                 "ncclBroadcast",
-                jobRanks[rank]);
+                jobRank());
         return queued("broadcast", stream);
     }
 
@@ -328,15 +303,12 @@ public final class NcclProcessGroup implements ProcessGroup {
     @Override
     public synchronized ProcessGroup split(String name, int color) {
         if (closed) {
-            throw new CollectiveException(
-                    "The NCCL group of rank " + jobRanks[rank] + " is closed");
+            throw new CollectiveException("The NCCL group of rank " + jobRank() + " is closed");
         }
-        Subgroup group =
-                Subgroup.agree(
-                        store, subgroup, splits.getAndIncrement(), name, color, rank, jobRanks);
+        Subgroup group = agreeSplit(name, color);
         watchdog.check();
         ncclComm child = new ncclComm();
-        int jobRank = jobRanks[rank];
+        int jobRank = jobRank();
         int result =
                 BoundedInit.run(
                         () -> {
@@ -449,7 +421,7 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     private CollectiveException failed(String call, int result) {
         return new CollectiveException(
-                call + " failed on rank " + jobRanks[rank] + ": " + comm.describe(result));
+                call + " failed on rank " + jobRank() + ": " + comm.describe(result));
     }
 
     /** The group's two communication streams. */
@@ -466,8 +438,7 @@ public final class NcclProcessGroup implements ProcessGroup {
      */
     private CUstream_st enter(Stream which) {
         if (closed) {
-            throw new CollectiveException(
-                    "The NCCL group of rank " + jobRanks[rank] + " is closed");
+            throw new CollectiveException("The NCCL group of rank " + jobRank() + " is closed");
         }
         watchdog.check();
         comm.bindThread();
@@ -481,8 +452,7 @@ public final class NcclProcessGroup implements ProcessGroup {
 
     private Work queued(String collective, CUstream_st stream) {
         sequence++;
-        String where = subgroup == null ? "" : " in " + subgroup.describe();
-        return new NcclWork(collective + " #" + sequence + where, device, stream, watchdog);
+        return new NcclWork(collective + " #" + sequence + where(), device, stream, watchdog);
     }
 
     private DevicePointer data(NDArray array) {
@@ -494,41 +464,5 @@ public final class NcclProcessGroup implements ProcessGroup {
                             + array.getDevice());
         }
         return new DevicePointer(TensorMemory.contiguousDataPointer(array, "collective's array"));
-    }
-
-    private static int reduction(ReduceOp op) {
-        switch (op) {
-            case SUM:
-                return nccl.ncclSum;
-            case AVG:
-                return nccl.ncclAvg;
-            default:
-                throw new IllegalArgumentException("Unsupported reduction " + op);
-        }
-    }
-
-    /** Maps an element type to NCCL's. */
-    private static int elementType(DataType type) {
-        switch (type) {
-            case FLOAT32:
-                return nccl.ncclFloat32;
-            case FLOAT16:
-                return nccl.ncclFloat16;
-            case FLOAT64:
-                return nccl.ncclFloat64;
-            case INT32:
-                return nccl.ncclInt32;
-            case INT64:
-                return nccl.ncclInt64;
-            case INT8:
-                return nccl.ncclInt8;
-            case UINT8:
-                return nccl.ncclUint8;
-            case BFLOAT16:
-                return nccl.ncclBfloat16;
-            default:
-                break;
-        }
-        throw new IllegalArgumentException("NCCL collectives do not support " + type + " arrays");
     }
 }

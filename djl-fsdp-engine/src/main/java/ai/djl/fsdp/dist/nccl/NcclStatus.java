@@ -1,7 +1,7 @@
 package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.fsdp.dist.CollectiveException;
-import ai.djl.fsdp.tensor.CudaRuntime;
+import ai.djl.fsdp.tensor.memory.CudaRuntime;
 import org.bytedeco.cuda.global.nccl;
 
 /**

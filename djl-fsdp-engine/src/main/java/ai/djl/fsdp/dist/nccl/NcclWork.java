@@ -2,7 +2,7 @@ package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.Device;
 import ai.djl.fsdp.dist.Work;
-import ai.djl.fsdp.tensor.CudaRuntime;
+import ai.djl.fsdp.tensor.memory.CudaRuntime;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;

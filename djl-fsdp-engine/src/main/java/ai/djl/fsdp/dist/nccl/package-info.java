@@ -3,9 +3,9 @@
  *
  * <p>The NCCL and CUDA runtime bindings are Bytedeco's; their JNI glue comes with the Maven profile
  * {@code -Pcuda} (CUDA 12) or {@code -Pcuda13} (CUDA 13), and the NCCL and CUDA runtime libraries
- * it links to from the system or {@code cuda-redist} ({@link ai.djl.fsdp.tensor.CudaLibraries}
- * names whichever is missing). Nothing here loads them until a group is created, so CPU builds
- * carry these classes without ever touching CUDA.
+ * it links to from the system or {@code cuda-redist} ({@link
+ * ai.djl.fsdp.tensor.memory.CudaLibraries} names whichever is missing). Nothing here loads them
+ * until a group is created, so CPU builds carry these classes without ever touching CUDA.
  *
  * <p>Collectives run on two streams of the group's own (all-gathers on one, reductions on the
  * other), each ordered after the caller's current stream (DJL's operators) by a CUDA event; {@link

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.dist.socket;
 
 import ai.djl.Device;
+import ai.djl.fsdp.dist.AbstractProcessGroup;
 import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
@@ -28,7 +29,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.slf4j.Logger;
@@ -47,7 +47,7 @@ import org.slf4j.LoggerFactory;
  * is rank 0, and fails the group the same way. The group stays failed: later collectives fail at
  * once with that message, which names the rank at fault and the collective that was running.
  */
-public final class SocketProcessGroup implements ProcessGroup {
+public final class SocketProcessGroup extends AbstractProcessGroup {
 
     private static final Logger logger = LoggerFactory.getLogger(SocketProcessGroup.class);
 
@@ -58,15 +58,8 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     private static final Duration MAX_CLOSE_WAIT = Duration.ofMinutes(1);
 
-    private final int rank;
-    private final int size;
-    private final int localRank;
-    private final int[] jobRanks;
-    private final Subgroup subgroup;
     private final SocketProcessGroup root;
     private final List<SocketProcessGroup> subgroups = new CopyOnWriteArrayList<>();
-    private final AtomicLong splits = new AtomicLong();
-    private final Store store;
     private final Ring ring;
     private final RingCollectives collectives;
     private final ProcessGroupOptions options;
@@ -97,20 +90,15 @@ public final class SocketProcessGroup implements ProcessGroup {
             ProcessGroupOptions options,
             byte[] token,
             InetAddress localAddress) {
-        this.rank = rank;
-        this.size = jobRanks.length;
-        this.jobRanks = jobRanks;
-        this.localRank = localRank;
-        this.subgroup = subgroup;
+        super(subgroup, rank, jobRanks, localRank, store);
         this.root = root == null ? this : root;
-        this.store = store;
         this.ring = ring;
         this.options = options;
         this.token = token;
         this.localAddress = localAddress;
         timeout = options.getTimeout();
         collectives = new RingCollectives(ring, rank, size, options.getSocketChunkBytes());
-        int jobRank = jobRanks[rank];
+        int jobRank = jobRank();
         String threadName =
                 "djl-fsdp-socket-rank"
                         + jobRank
@@ -209,9 +197,7 @@ public final class SocketProcessGroup implements ProcessGroup {
         if (closed) {
             throw closedError();
         }
-        Subgroup group =
-                Subgroup.agree(
-                        store, subgroup, splits.getAndIncrement(), name, color, rank, jobRanks);
+        Subgroup group = agreeSplit(name, color);
         Ring subRing =
                 connectRing(
                         store,
@@ -244,21 +230,6 @@ public final class SocketProcessGroup implements ProcessGroup {
         for (SocketProcessGroup child : subgroups) {
             child.failure.abort(cause);
         }
-    }
-
-    @Override
-    public int getRank() {
-        return rank;
-    }
-
-    @Override
-    public int getSize() {
-        return size;
-    }
-
-    @Override
-    public int getLocalRank() {
-        return localRank;
     }
 
     @Override
@@ -348,7 +319,7 @@ public final class SocketProcessGroup implements ProcessGroup {
 
     private Work submit(String description, Collective collective) {
         SocketWork work;
-        String where = subgroup == null ? "" : " in " + subgroup.describe();
+        String where = where();
         synchronized (this) {
             work =
                     new SocketWork(
@@ -407,7 +378,7 @@ public final class SocketProcessGroup implements ProcessGroup {
     private CollectiveException closedError() {
         return new CollectiveException(
                 "The process group on rank "
-                        + jobRanks[rank]
+                        + jobRank()
                         + (subgroup == null ? "" : " of " + subgroup.describe())
                         + " is closed");
     }

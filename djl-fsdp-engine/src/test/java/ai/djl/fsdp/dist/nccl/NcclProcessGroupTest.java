@@ -8,7 +8,7 @@ import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.dist.socket.CollectiveCheckMain;
 import ai.djl.fsdp.dist.socket.FailureMain;
 import ai.djl.fsdp.rendezvous.TcpStore;
-import ai.djl.fsdp.tensor.CudaLibraries;
+import ai.djl.fsdp.tensor.memory.CudaLibraries;
 import ai.djl.fsdp.testing.RankProcesses;
 import java.time.Duration;
 import java.util.ArrayList;

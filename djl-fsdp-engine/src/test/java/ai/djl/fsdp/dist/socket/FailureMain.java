@@ -6,7 +6,7 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.ReduceOp;
-import ai.djl.fsdp.launch.FailureReport;
+import ai.djl.fsdp.launch.rank.FailureReport;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;

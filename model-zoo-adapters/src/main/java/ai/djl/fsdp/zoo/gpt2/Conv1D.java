@@ -2,7 +2,7 @@ package ai.djl.fsdp.zoo.gpt2;
 
 import ai.djl.fsdp.lora.LinearProjection;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.tensor.FusedLinear;
+import ai.djl.fsdp.tensor.op.FusedLinear;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;

@@ -1,6 +1,6 @@
 package ai.djl.fsdp.zoo.gpt2;
 
-import ai.djl.fsdp.tensor.FusedActivation;
+import ai.djl.fsdp.tensor.op.FusedActivation;
 import ai.djl.fsdp.zoo.nn.Attention;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;

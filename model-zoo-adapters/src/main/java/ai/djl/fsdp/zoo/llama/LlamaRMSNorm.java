@@ -1,7 +1,7 @@
 package ai.djl.fsdp.zoo.llama;
 
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.ScalarOps;
+import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;

@@ -1,9 +1,9 @@
 package ai.djl.fsdp.zoo.nn;
 
-import ai.djl.fsdp.tensor.FusedAttention;
 import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.ScalarOps;
+import ai.djl.fsdp.tensor.op.FusedAttention;
+import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

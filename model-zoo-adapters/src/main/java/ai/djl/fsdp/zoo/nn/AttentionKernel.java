@@ -10,9 +10,9 @@ import java.util.Locale;
  *   <li>{@link #EXPLICIT}: DJL operators, materializing the {@code [B, H, T, S]} scores and weights
  *       (and keeping them for backward).
  *   <li>{@link #SDPA}: libtorch's fused scaled-dot-product attention ({@link
- *       ai.djl.fsdp.tensor.FusedAttention}), which keeps only {@code O(T)} per head for backward. A
- *       plain causal mask becomes the kernel's own causal flag; a padding mask or a cache passes
- *       the additive bias to the kernel as its mask. Same results to float rounding.
+ *       ai.djl.fsdp.tensor.op.FusedAttention}), which keeps only {@code O(T)} per head for
+ *       backward. A plain causal mask becomes the kernel's own causal flag; a padding mask or a
+ *       cache passes the additive bias to the kernel as its mask. Same results to float rounding.
  * </ul>
  *
  * Set on a built model with {@link #applyTo}, as Hugging Face's {@code attn_implementation}.

@@ -1,9 +1,9 @@
 package ai.djl.fsdp.zoo.sharded;
 
-import ai.djl.fsdp.tensor.Autograd;
-import ai.djl.fsdp.tensor.InPlace;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.fsdp.tensor.op.Autograd;
+import ai.djl.fsdp.tensor.op.InPlace;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

@@ -5,12 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.Model;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.ParameterCount;
-import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.ShardingStats;

@@ -2,12 +2,12 @@ package ai.djl.fsdp.zoo.precision;
 
 import ai.djl.Device;
 import ai.djl.Model;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
-import ai.djl.fsdp.runtime.MixedPrecision;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;

@@ -1,6 +1,6 @@
 package ai.djl.fsdp.zoo.finetune.args;
 
-import ai.djl.fsdp.runtime.MixedPrecision;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPlanner;
 import ai.djl.fsdp.zoo.CausalLM;

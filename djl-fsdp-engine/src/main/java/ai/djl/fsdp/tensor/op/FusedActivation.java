@@ -1,0 +1,143 @@
+package ai.djl.fsdp.tensor.op;
+
+import ai.djl.fsdp.tensor.AotiTorch;
+import ai.djl.fsdp.tensor.OwnedArrays;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.ndarray.NDArray;
+import ai.djl.pytorch.engine.PtNDArray;
+import ai.djl.pytorch.engine.PtNDManager;
+import com.sun.jna.Function;
+import com.sun.jna.NativeLibrary;
+import com.sun.jna.Pointer;
+import java.util.Locale;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * libtorch's fused GELU in its tanh form ({@code torch.nn.functional.gelu(x, approximate='tanh')},
+ * GPT-2's {@code gelu_new}), with autograd: one kernel forward that keeps only its input for
+ * backward, and libtorch's fused {@code gelu_backward} in backward, where the same formula written
+ * with DJL's operators runs eight elementwise kernels and keeps their intermediates.
+ *
+ * <p>The operator's only overload takes its form as a string ({@code gelu(Tensor self, *, str
+ * approximate='none')}), and libtorch 2.7.1's stable shim cannot pass one through {@code
+ * aoti_torch_call_dispatcher} (it rejects {@code str} in the schema: "Not yet supported conversion
+ * from StableIValue to IValue for schema type: str"), so {@link DispatcherCall} cannot make this
+ * call. It calls instead the operator's C++ entry point that {@code at::gelu} itself calls, {@code
+ * at::_ops::gelu::call(const at::Tensor&, std::string_view)}, exported by {@code libtorch_cpu.so}:
+ * it enters the dispatcher with the calling thread's keys, autograd included, just as the shim's
+ * call does. DJL's own {@code gelu} is the exact (erf) form, which GPT-2 checkpoints were not
+ * trained with.
+ *
+ * <p>The call follows the x86-64 System V C++ ABI of the libtorch DJL loads: the returned {@code
+ * at::Tensor} (one pointer with a destructor) is constructed in memory the caller passes first,
+ * here a slot from C++'s {@code operator new}, which thereby becomes a heap {@code at::Tensor*},
+ * the very form of a DJL array's handle; the {@code std::string_view} (length, then characters)
+ * travels in two registers.
+ *
+ * <p>That ABI is x86-64's only (aarch64 passes the result's memory in another register), so the
+ * fused call is taken on Linux x86-64 alone, and only when the entry point is found; elsewhere, or
+ * with the system property {@value #FUSED_PROPERTY} set to {@code false}, the same formula runs in
+ * DJL's operators (one line on the log says so). Unlike the shim's calls, which return C++
+ * exceptions as error codes, a C++ exception inside this call (libtorch out of memory, say) ends
+ * the process: the arguments are checked here first, and the property is the way back to the
+ * composed formula.
+ */
+public final class FusedActivation {
+
+    /** The system property that turns the fused call off ({@code false}). */
+    public static final String FUSED_PROPERTY = "ai.djl.fsdp.fusedGelu";
+
+    private static final Logger logger = LoggerFactory.getLogger(FusedActivation.class);
+
+    private static final String GELU_ENTRY =
+            "_ZN2at4_ops4gelu4callERKNS_6TensorESt17basic_string_viewIcSt11char_traitsIcEE";
+
+    private static final String TANH = "tanh";
+
+    private static final float SQRT_2_OVER_PI = (float) Math.sqrt(2 / Math.PI);
+
+    private FusedActivation() {}
+
+    /**
+     * Computes {@code 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))} in one kernel; its
+     * gradient, when {@code x} is in a recorded graph, in one kernel too.
+     *
+     * @param x a floating-point PyTorch-engine array (float32, bfloat16 or float16)
+     * @return the activation, in the manager of {@code x}
+     * @throws IllegalArgumentException if {@code x} is not such an array (checked here: a C++
+     *     exception cannot cross the fused call)
+     */
+    public static NDArray geluTanh(NDArray x) {
+        if (!(x instanceof PtNDArray) || !(x.getManager() instanceof PtNDManager)) {
+            throw new IllegalArgumentException(
+                    "fused GELU needs a PyTorch-engine array, got " + x.getClass().getName());
+        }
+        if (!Precision.isFloating(x)) {
+            throw new IllegalArgumentException(
+                    "fused GELU needs a floating-point array, got " + x.getDataType());
+        }
+        Function gelu = Entry.GELU;
+        if (gelu == null) {
+            return composedGeluTanh(x);
+        }
+        Pointer result = OperatorNew.allocate(Long.BYTES);
+        gelu.invoke(
+                Void.class,
+                new Object[] {result, TensorMemory.handle(x), (long) TANH.length(), TANH});
+        return new PtNDArray((PtNDManager) x.getManager(), Pointer.nativeValue(result));
+    }
+
+    /**
+     * The same function in DJL's operators (eight elementwise kernels, each keeping its
+     * intermediate for backward): the fallback where the fused call is not taken.
+     *
+     * @param x a floating-point array
+     * @return the activation, in the type of {@code x}
+     */
+    static NDArray composedGeluTanh(NDArray x) {
+        NDArray cubic = x.pow(OwnedArrays.scalar(x, 3)).mul(OwnedArrays.scalar(x, 0.044715f));
+        NDArray inner = x.add(cubic).mul(OwnedArrays.scalar(x, SQRT_2_OVER_PI));
+        return x.mul(OwnedArrays.scalar(x, 0.5f)).mul(inner.tanh().add(1));
+    }
+
+    /** Whether {@link #geluTanh} takes libtorch's fused kernel in this process. */
+    static boolean isFused() {
+        return Entry.GELU != null;
+    }
+
+    /**
+     * The entry point, looked up on first use in the libtorch that DJL loaded, or {@code null}
+     * where the fused call is not taken.
+     */
+    private static final class Entry {
+
+        static final Function GELU = lookUp();
+
+        private Entry() {}
+
+        private static Function lookUp() {
+            String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+            String arch = System.getProperty("os.arch", "");
+            String why;
+            if ("false".equalsIgnoreCase(System.getProperty(FUSED_PROPERTY))) {
+                why = "-D" + FUSED_PROPERTY + "=false";
+            } else if (!os.startsWith("linux")
+                    || !("amd64".equals(arch) || "x86_64".equals(arch))) {
+                why = "the call's ABI is Linux x86-64's and this is " + os + " " + arch;
+            } else {
+                try {
+                    return NativeLibrary.getInstance(
+                                    AotiTorch.directory().resolve("libtorch_cpu.so").toString())
+                            .getFunction(GELU_ENTRY);
+                } catch (UnsatisfiedLinkError e) {
+                    why = "libtorch_cpu.so does not export " + GELU_ENTRY;
+                }
+            }
+            logger.info(
+                    "GELU (tanh) runs in DJL's operators, not libtorch's fused kernel: {}", why);
+            return null;
+        }
+    }
+}

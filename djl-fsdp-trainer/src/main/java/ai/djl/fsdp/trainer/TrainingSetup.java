@@ -1,0 +1,74 @@
+package ai.djl.fsdp.trainer;
+
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ShardingMesh;
+import ai.djl.fsdp.optim.ShardedOptimizer;
+import ai.djl.training.optimizer.Optimizer;
+import java.util.Map;
+
+/**
+ * A trainer's configuration, resolved once when the trainer is made and handed down from there to
+ * the sharding ({@link ModelSharding}) and the training state ({@link ShardedTraining}): the
+ * sharding settings and the trainer's options, checked against each other and the optimizer, and
+ * the ranks laid out as the settings ask. Nothing below the trainer reads the settings' defaults or
+ * the environment again.
+ *
+ * @param fsdp how the model is sharded
+ * @param options how the trainer steps and starts
+ * @param mesh the ranks laid out for sharding: one shard group of every rank, or hybrid shard
+ *     groups replicated across; the trainer closes it
+ */
+record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh) {
+
+    /**
+     * Checks the settings and lays the ranks out; the trainer calls it before the model is sharded,
+     * so a refused combination leaves the model as it was. A collective under hybrid sharding (the
+     * subgroups are split).
+     *
+     * @param fsdp how the model is sharded
+     * @param options how the trainer steps and starts
+     * @param optimizer the training configuration's optimizer
+     * @param world the job's ranks
+     * @param environment the process environment, read for {@code LOCAL_WORLD_SIZE} by hybrid
+     *     sharding without a configured shard group size
+     * @return the resolved configuration
+     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision, or
+     *     parameter groups with an optimizer that cannot apply them
+     */
+    static TrainingSetup resolve(
+            FsdpConfig fsdp,
+            TrainerOptions options,
+            Optimizer optimizer,
+            ProcessGroup world,
+            Map<String, String> environment) {
+        ShardedOptimizer.checkGroups(optimizer, options.getParameterGroups());
+        if (options.isLossScalingSet() && !fsdp.getMixedPrecision().needsLossScaling()) {
+            throw new IllegalArgumentException(
+                    "TrainerOptions.optLossScaling is for float16 mixed precision, but the"
+                            + " FsdpConfig's mixed precision is "
+                            + fsdp.getMixedPrecision()
+                            + ": use FsdpConfig.optMixedPrecision(MixedPrecision.FP16), or drop"
+                            + " the loss scaling settings");
+        }
+        return new TrainingSetup(fsdp, options, mesh(world, fsdp, environment));
+    }
+
+    /**
+     * Lays {@code world}'s ranks out as {@code fsdp} asks: one shard group of every rank, or under
+     * hybrid sharding shard groups of the configured size (by default {@code LOCAL_WORLD_SIZE}, the
+     * ranks of one node) replicated across (a collective).
+     */
+    static ShardingMesh mesh(ProcessGroup world, FsdpConfig fsdp, Map<String, String> environment) {
+        if (!fsdp.isHybrid()) {
+            return ShardingMesh.flat(world);
+        }
+        int shardSize =
+                fsdp.getShardGroupSize()
+                        .orElseGet(
+                                () ->
+                                        DistributedEnv.fromVariables(environment)
+                                                .getLocalWorldSize());
+        return ShardingMesh.hybrid(world, shardSize);
+    }
+}

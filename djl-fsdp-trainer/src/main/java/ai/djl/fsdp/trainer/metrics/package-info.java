@@ -1,0 +1,8 @@
+/**
+ * The trainer's figures over all ranks: evaluators and the loss whose accumulators are updated with
+ * the global batch gathered from every rank's slice ({@link
+ * ai.djl.fsdp.trainer.metrics.GlobalBatch}, {@link ai.djl.fsdp.trainer.metrics.GlobalEvaluator},
+ * {@link ai.djl.fsdp.trainer.metrics.GlobalLoss}), and the bytes and waits of each step's
+ * collectives ({@link ai.djl.fsdp.trainer.metrics.MeteredProcessGroup}).
+ */
+package ai.djl.fsdp.trainer.metrics;
