@@ -1,0 +1,42 @@
+package ai.djl.fsdp.spark;
+
+import ai.djl.fsdp.dist.DistributedEnv;
+
+/**
+ * A rank's training failed: the barrier task fails with this, so the stage's failure (and the
+ * driver's exception) names the rank, its host and the cause's messages.
+ */
+public final class RankFailedException extends RuntimeException {
+
+    private static final long serialVersionUID = 1L;
+
+    private final int rank;
+
+    RankFailedException(DistributedEnv env, int stageAttempt, Throwable cause) {
+        super(message(env, stageAttempt, cause), cause);
+        this.rank = env.getRank();
+    }
+
+    /** Returns the rank that failed. */
+    public int getRank() {
+        return rank;
+    }
+
+    private static String message(DistributedEnv env, int stageAttempt, Throwable cause) {
+        StringBuilder message =
+                new StringBuilder("djl-fsdp rank ")
+                        .append(env.getRank())
+                        .append(" of ")
+                        .append(env.getWorldSize())
+                        .append(" failed (stage attempt ")
+                        .append(stageAttempt)
+                        .append(')');
+        for (Throwable c = cause; c != null; c = c.getCause()) {
+            String text = c.getMessage() != null ? c.getMessage() : c.toString();
+            if (!message.toString().contains(text)) {
+                message.append(": ").append(text);
+            }
+        }
+        return message.toString();
+    }
+}
