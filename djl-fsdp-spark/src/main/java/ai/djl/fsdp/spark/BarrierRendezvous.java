@@ -73,7 +73,8 @@ final class BarrierRendezvous {
                                         + context.stageAttemptNumber()
                                         + "-"
                                         + store[2].substring(0, 8));
-        return new SparkRank(env, gpu(context), context.cpus(), timeout);
+        return new SparkRank(
+                env, gpu(context), context.cpus(), timeout, context.stageAttemptNumber());
     }
 
     /** Returns the host of a task's {@code host:port} address. */

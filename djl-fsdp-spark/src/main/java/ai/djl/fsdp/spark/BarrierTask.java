@@ -46,7 +46,7 @@ final class BarrierTask<R, T> extends AbstractFunction1<Iterator<R>, Iterator<Ra
         try {
             value = function.apply(rank, CollectionConverters.asJava(rows));
         } catch (Exception e) {
-            throw new RankFailedException(rank.getEnv(), context.stageAttemptNumber(), e);
+            throw new RankFailedException(rank, e);
         }
         RankResult<T> result = new RankResult<>(rank.getEnv().getRank(), value);
         return CollectionConverters.asScala(List.of(result).iterator());

@@ -12,9 +12,9 @@ public final class RankFailedException extends RuntimeException {
 
     private final int rank;
 
-    RankFailedException(DistributedEnv env, int stageAttempt, Throwable cause) {
-        super(message(env, stageAttempt, cause), cause);
-        this.rank = env.getRank();
+    RankFailedException(SparkRank rank, Throwable cause) {
+        super(message(rank.getEnv(), rank.getStageAttempt(), cause), cause);
+        this.rank = rank.getEnv().getRank();
     }
 
     /** Returns the rank that failed. */

@@ -81,7 +81,7 @@ final class RankProcess implements PartitionFunction<Object, Integer> {
         command.addAll(javaOptions);
         command.add("-cp");
         command.add(classPath());
-        command.addAll(mainCommand);
+        command.addAll(ResumeFlag.resolve(mainCommand));
         return command;
     }
 

@@ -19,12 +19,14 @@ public final class SparkRank {
     private final Device gpu;
     private final int cpus;
     private final Duration timeout;
+    private final int stageAttempt;
 
-    SparkRank(DistributedEnv env, Device gpu, int cpus, Duration timeout) {
+    SparkRank(DistributedEnv env, Device gpu, int cpus, Duration timeout, int stageAttempt) {
         this.env = env;
         this.gpu = gpu;
         this.cpus = cpus;
         this.timeout = timeout;
+        this.stageAttempt = stageAttempt;
     }
 
     /** Returns the rank's place in the job: rank, world size, local rank, store address, token. */
@@ -43,6 +45,14 @@ public final class SparkRank {
     /** Returns the cores the task may use ({@code spark.task.cpus}). */
     public int getCpus() {
         return cpus;
+    }
+
+    /**
+     * Returns the attempt of the barrier stage, 0 at first: Spark retries a failed stage as a
+     * whole, every rank starting again (and its run id changes with it).
+     */
+    public int getStageAttempt() {
+        return stageAttempt;
     }
 
     /**

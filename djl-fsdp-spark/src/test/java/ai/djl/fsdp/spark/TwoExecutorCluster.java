@@ -73,6 +73,7 @@ final class TwoExecutorCluster implements AutoCloseable {
                                 "-Dai.djl.pytorch.num_threads=1"
                                         + " -Dai.djl.pytorch.num_interop_threads=1")
                         .config("spark.ui.enabled", "false")
+                        .config("spark.sql.warehouse.dir", Path.of(home, "warehouse").toString())
                         .config("spark.driver.host", "127.0.0.1")
                         .config("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
                         .config("spark.stage.maxConsecutiveAttempts", "2")
