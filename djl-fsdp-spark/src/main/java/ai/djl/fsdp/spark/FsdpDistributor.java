@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Objects;
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -245,7 +246,7 @@ public final class FsdpDistributor {
         private Duration slotWait = Duration.ofSeconds(30);
 
         private Builder(JavaSparkContext spark) {
-            this.spark = spark;
+            this.spark = Objects.requireNonNull(spark, "spark");
         }
 
         /**

@@ -191,6 +191,22 @@ class FsdpDistributorClusterTest {
     }
 
     @Test
+    void ranksMustBePositive() {
+        for (int ranks : new int[] {0, -2}) {
+            IllegalArgumentException failure =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () ->
+                                    FsdpDistributor.builder(cluster.session())
+                                            .setRanks(ranks)
+                                            .build());
+            assertEquals(
+                    "ranks=" + ranks + ": set the number of ranks to at least 1 (setRanks)",
+                    failure.getMessage());
+        }
+    }
+
+    @Test
     void moreRanksThanTaskSlotsFailsAtOnceNamingBoth() {
         FsdpDistributor tooMany =
                 FsdpDistributor.builder(cluster.session())
