@@ -226,8 +226,7 @@ public final class FsdpDistributor {
                             + " ask for at most "
                             + slots
                             + " ranks, or give the application more executors or cores"
-                            + " (--num-executors, --executor-cores,"
-                            + " spark.dynamicAllocation.minExecutors)");
+                            + " (--num-executors or --total-executor-cores)");
         }
     }
 

@@ -4,22 +4,15 @@ import ai.djl.fsdp.dist.DistributedEnv;
 
 /**
  * A rank's training failed: the barrier task fails with this, so the stage's failure (and the
- * driver's exception) names the rank, its host and the cause's messages.
+ * driver's exception, which carries its text) names the rank, the stage attempt and the cause's
+ * messages.
  */
-public final class RankFailedException extends RuntimeException {
+final class RankFailedException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
 
-    private final int rank;
-
     RankFailedException(SparkRank rank, Throwable cause) {
         super(message(rank.getEnv(), rank.getStageAttempt(), cause), cause);
-        this.rank = rank.getEnv().getRank();
-    }
-
-    /** Returns the rank that failed. */
-    public int getRank() {
-        return rank;
     }
 
     private static String message(DistributedEnv env, int stageAttempt, Throwable cause) {

@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
-import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -173,9 +172,7 @@ class FsdpDistributorClusterTest {
                                                 step -> {
                                                     if (rank.getEnv().getRank() == 1
                                                             && step == 1
-                                                            && BarrierTaskContext.get()
-                                                                            .stageAttemptNumber()
-                                                                    == 0) {
+                                                            && rank.getStageAttempt() == 0) {
                                                         Runtime.getRuntime().halt(137);
                                                     }
                                                 }));
