@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.BarrierTaskInfo;
 import org.apache.spark.SparkEnv;
@@ -74,7 +75,11 @@ final class BarrierRendezvous {
                                         + "-"
                                         + store[2].substring(0, 8));
         return new SparkRank(
-                env, gpu(context), context.cpus(), timeout, context.stageAttemptNumber());
+                env,
+                gpu(context.resourcesJMap()),
+                context.cpus(),
+                timeout,
+                context.stageAttemptNumber());
     }
 
     /** Returns the host of a task's {@code host:port} address. */
@@ -125,8 +130,8 @@ final class BarrierRendezvous {
     }
 
     /** Returns the task's GPU, the first address of its {@code gpu} resource, or null. */
-    private static Device gpu(BarrierTaskContext context) {
-        ResourceInformation gpus = context.resourcesJMap().get("gpu");
+    static Device gpu(Map<String, ResourceInformation> resources) {
+        ResourceInformation gpus = resources.get("gpu");
         if (gpus == null || gpus.addresses().length == 0) {
             return null;
         }
