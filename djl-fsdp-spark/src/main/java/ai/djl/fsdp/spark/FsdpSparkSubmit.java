@@ -89,11 +89,28 @@ public final class FsdpSparkSubmit implements Callable<Integer> {
         commandLine.setExecutionExceptionHandler(
                 (failure, line, parseResult) -> {
                     PrintWriter err = line.getErr();
-                    err.println("djl-fsdp-spark: " + failure.getMessage());
+                    err.println("djl-fsdp-spark: " + summary(failure));
                     err.flush();
                     return 1;
                 });
         return commandLine.execute(args);
+    }
+
+    /**
+     * Returns a failure's message without the stack traces Spark puts in a failed stage's reason:
+     * its lines up to the first stack frame, joined.
+     */
+    static String summary(Throwable failure) {
+        StringBuilder summary = new StringBuilder();
+        for (String line : String.valueOf(failure.getMessage()).split("\\R")) {
+            if (line.strip().startsWith("at ")) {
+                break;
+            }
+            if (!line.isBlank()) {
+                summary.append(summary.length() == 0 ? "" : " ").append(line.strip());
+            }
+        }
+        return summary.toString();
     }
 
     @Override

@@ -159,6 +159,21 @@ class FsdpDistributorClusterTest {
     }
 
     @Test
+    void aRankJvmThatFailsFailsTheStageWithItsRankAndMessage() {
+        Exception failure =
+                assertThrows(
+                        Exception.class,
+                        () -> distributor().runMain("finetune", "--max_steps", "1"));
+        String message = failure.getMessage();
+        assertTrue(
+                message.contains("djl-fsdp rank ")
+                        && message.contains(
+                                "its JVM exited with code 2: fsdp finetune: Missing required"
+                                        + " option: '--output_dir"),
+                message);
+    }
+
+    @Test
     void aKilledExecutorFailsTheAttemptAndTheRetriedStageTrainsAgain() throws Exception {
         cluster.takeStageFailures();
         List<List<Float>> losses =
