@@ -230,6 +230,11 @@ public final class FsdpDistributor {
         }
     }
 
+    /**
+     * The tasks the cluster runs at once with the default resource profile: what Spark's own
+     * barrier check counts (Scala-private API, public to Java), which otherwise retries for minutes
+     * before it fails.
+     */
     private static int slots(SparkContext context) {
         return context.maxNumConcurrentTasks(
                 context.resourceProfileManager().defaultResourceProfile());
