@@ -1,0 +1,154 @@
+package ai.djl.fsdp.spark;
+
+import ai.djl.Device;
+import ai.djl.fsdp.dist.DistributedEnv;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.BarrierTaskContext;
+import org.apache.spark.BarrierTaskInfo;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.resource.ResourceInformation;
+
+/**
+ * Places a barrier task in the FSDP job, as a launcher places a rank: its rank is the task's
+ * partition, the world size the stage's task count, its local rank and local world size come from
+ * the tasks on its host, and the store listens on rank 0's host (from the task infos) at a port
+ * rank 0 picks, with a fresh job token, both told to every task through the barrier's {@code
+ * allGather}. The run id names the stage attempt, so a retried stage is a new run.
+ */
+final class BarrierRendezvous {
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private BarrierRendezvous() {}
+
+    /**
+     * Places the calling barrier task in the job. Every task of the stage must call it.
+     *
+     * @param context the task's barrier context
+     * @param timeout the process group timeout, or null for its default
+     * @param ownExecutor whether each rank must run in an executor of its own (training in the
+     *     executor's JVM, whose engine state is per process)
+     * @return the rank
+     * @throws IllegalStateException on every task alike if two ranks share an executor where they
+     *     must not
+     */
+    static SparkRank join(BarrierTaskContext context, Duration timeout, boolean ownExecutor) {
+        int rank = context.partitionId();
+        List<String> hosts =
+                Arrays.stream(context.getTaskInfos())
+                        .map(BarrierTaskInfo::address)
+                        .map(BarrierRendezvous::host)
+                        .toList();
+        String offer = rank == 0 ? freePort() + " " + newToken() : "";
+        String[] gathered = context.allGather(SparkEnv.get().executorId() + " " + offer);
+        List<String> executors = new ArrayList<>(gathered.length);
+        for (String message : gathered) {
+            executors.add(message.split(" ", 2)[0]);
+        }
+        if (ownExecutor) {
+            requireOwnExecutors(executors);
+        }
+        String[] store = gathered[0].split(" ");
+        DistributedEnv env =
+                DistributedEnv.of(
+                                rank,
+                                hosts.size(),
+                                localRank(hosts, rank),
+                                localWorldSize(hosts, rank),
+                                hosts.get(0),
+                                Integer.parseInt(store[1]),
+                                store[2])
+                        .withRunId(
+                                "spark-"
+                                        + context.stageId()
+                                        + "."
+                                        + context.stageAttemptNumber()
+                                        + "-"
+                                        + store[2].substring(0, 8));
+        return new SparkRank(
+                env,
+                gpu(context.resourcesJMap()),
+                context.cpus(),
+                timeout,
+                context.stageAttemptNumber());
+    }
+
+    /** Returns the host of a task's {@code host:port} address. */
+    static String host(String address) {
+        int colon = address.lastIndexOf(':');
+        return colon < 0 ? address : address.substring(0, colon);
+    }
+
+    /** Returns how many tasks before {@code rank} run on its host. */
+    static int localRank(List<String> hosts, int rank) {
+        int local = 0;
+        for (int i = 0; i < rank; i++) {
+            if (hosts.get(i).equals(hosts.get(rank))) {
+                local++;
+            }
+        }
+        return local;
+    }
+
+    /** Returns how many tasks run on {@code rank}'s host, itself included. */
+    static int localWorldSize(List<String> hosts, int rank) {
+        return (int) hosts.stream().filter(hosts.get(rank)::equals).count();
+    }
+
+    /**
+     * Fails when two ranks share an executor.
+     *
+     * @param executors each rank's executor id, by rank
+     * @throws IllegalStateException naming the ranks, the executor and the fix
+     */
+    static void requireOwnExecutors(List<String> executors) {
+        for (int later = 1; later < executors.size(); later++) {
+            int earlier = executors.indexOf(executors.get(later));
+            if (earlier < later) {
+                throw new IllegalStateException(
+                        "ranks "
+                                + earlier
+                                + " and "
+                                + later
+                                + " run in the same executor ("
+                                + executors.get(later)
+                                + "), but a rank that trains in the executor's JVM needs one of its"
+                                + " own (DJL's engine is per process): set spark.task.cpus to"
+                                + " spark.executor.cores so that each executor runs one task at a"
+                                + " time, or run a main class in a JVM per rank (runMain)");
+            }
+        }
+    }
+
+    /** Returns the task's GPU, the first address of its {@code gpu} resource, or null. */
+    static Device gpu(Map<String, ResourceInformation> resources) {
+        ResourceInformation gpus = resources.get("gpu");
+        if (gpus == null || gpus.addresses().length == 0) {
+            return null;
+        }
+        return Device.gpu(Integer.parseInt(gpus.addresses()[0]));
+    }
+
+    private static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException("Could not find a free port for the job's store", e);
+        }
+    }
+
+    private static String newToken() {
+        byte[] token = new byte[16];
+        RANDOM.nextBytes(token);
+        return HexFormat.of().formatHex(token);
+    }
+}

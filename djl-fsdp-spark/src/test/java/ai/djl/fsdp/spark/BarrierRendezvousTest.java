@@ -1,0 +1,88 @@
+package ai.djl.fsdp.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import ai.djl.Device;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.resource.ResourceInformation;
+import org.junit.jupiter.api.Test;
+
+/**
+ * How a barrier task finds its place on its host and its GPU, what a rank JVM is told, and when
+ * ranks may not share an executor.
+ */
+class BarrierRendezvousTest {
+
+    @Test
+    void localRanksCountTheTasksOnTheSameHost() {
+        List<String> hosts = List.of("a", "b", "a", "a", "b");
+        assertEquals(
+                List.of(0, 0, 1, 2, 1),
+                List.of(0, 1, 2, 3, 4).stream()
+                        .map(rank -> BarrierRendezvous.localRank(hosts, rank))
+                        .toList());
+        assertEquals(
+                List.of(3, 2, 3, 3, 2),
+                List.of(0, 1, 2, 3, 4).stream()
+                        .map(rank -> BarrierRendezvous.localWorldSize(hosts, rank))
+                        .toList());
+    }
+
+    @Test
+    void theHostIsTheAddressWithoutItsPort() {
+        assertEquals("10.0.0.7", BarrierRendezvous.host("10.0.0.7:41231"));
+        assertEquals("node-3.example", BarrierRendezvous.host("node-3.example:7077"));
+        assertEquals("node-3", BarrierRendezvous.host("node-3"));
+    }
+
+    @Test
+    void aTaskComputesOnTheFirstGpuSparkGaveIt() {
+        assertEquals(
+                Device.gpu(3),
+                BarrierRendezvous.gpu(
+                        Map.of("gpu", new ResourceInformation("gpu", new String[] {"3", "5"}))));
+        assertNull(BarrierRendezvous.gpu(Map.of()));
+    }
+
+    @Test
+    void aRankJvmSeesItsTasksGpuAloneAndItsPlaceInTheJob() {
+        DistributedEnv env =
+                DistributedEnv.of(1, 4, 0, 2, "node-0", 29500, "token").withRunId("spark-3.1-x");
+        SparkRank rank = new SparkRank(env, Device.gpu(5), 8, Duration.ofSeconds(30), 1);
+        Map<String, String> variables = RankProcess.environment(rank, Path.of("/tmp/report"));
+        assertEquals("1", variables.get("RANK"));
+        assertEquals("4", variables.get("WORLD_SIZE"));
+        assertEquals("0", variables.get("LOCAL_RANK"));
+        assertEquals("2", variables.get("LOCAL_WORLD_SIZE"));
+        assertEquals("node-0", variables.get("MASTER_ADDR"));
+        assertEquals("29500", variables.get("MASTER_PORT"));
+        assertEquals("token", variables.get(DistributedEnv.JOB_TOKEN_VARIABLE));
+        assertEquals("spark-3.1-x", variables.get(DistributedEnv.RUN_ID_VARIABLE));
+        assertEquals("8", variables.get("OMP_NUM_THREADS"));
+        assertEquals("30.0", variables.get(ProcessGroupOptions.TIMEOUT_VARIABLE));
+        assertEquals("5", variables.get("CUDA_VISIBLE_DEVICES"));
+        assertEquals(env.toString(), DistributedEnv.fromVariables(variables).toString());
+    }
+
+    @Test
+    void ranksInOneExecutorAreRefusedNamingThemAndTheFix() {
+        BarrierRendezvous.requireOwnExecutors(List.of("1", "2", "3"));
+        IllegalStateException failure =
+                assertThrows(
+                        IllegalStateException.class,
+                        () -> BarrierRendezvous.requireOwnExecutors(List.of("1", "2", "1")));
+        assertEquals(
+                "ranks 0 and 2 run in the same executor (1), but a rank that trains in the"
+                        + " executor's JVM needs one of its own (DJL's engine is per process): set"
+                        + " spark.task.cpus to spark.executor.cores so that each executor runs one"
+                        + " task at a time, or run a main class in a JVM per rank (runMain)",
+                failure.getMessage());
+    }
+}
