@@ -3,7 +3,7 @@ package ai.djl.fsdp.spark;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.LauncherWatch;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
-import ai.djl.fsdp.launch.FailureReport;
+import ai.djl.fsdp.launch.rank.FailureReport;
 import java.io.File;
 import java.io.IOException;
 import java.io.Reader;
