@@ -104,6 +104,17 @@ public class LlamaConfig extends PretrainedConfig {
                             + config.hiddenAct
                             + " is not supported; supported: silu");
         }
+        if (!(config.ropeTheta > 0)) {
+            throw new IllegalArgumentException(
+                    "rope_theta "
+                            + config.ropeTheta
+                            + " must be positive: it is the base of the rotary frequencies"
+                            + " (10000 for Llama 2, 500000 for Llama 3)");
+        }
+        if (!(config.rmsNormEps >= 0)) {
+            throw new IllegalArgumentException(
+                    "rms_norm_eps " + config.rmsNormEps + " must not be negative (1e-5 or 1e-6)");
+        }
         config.rope = RopeScaling.of(config.ropeScaling);
         config.validate();
         return bound;

@@ -185,6 +185,16 @@ class ModelFamiliesTest {
         JsonObject mlpBias = json(QWEN3_0_6B);
         mlpBias.addProperty("mlp_bias", true);
         assertRefused(mlpBias, "mlp_bias");
+
+        // Zero or negative bases and epsilons parse as numbers but give NaN logits.
+        for (double theta : new double[] {0, -500000}) {
+            JsonObject base = json(LLAMA_3_1_8B);
+            base.addProperty("rope_theta", theta);
+            assertRefused(base, "rope_theta " + theta + " must be positive");
+        }
+        JsonObject epsilon = json(QWEN2_5_0_5B);
+        epsilon.addProperty("rms_norm_eps", -1e-6);
+        assertRefused(epsilon, "rms_norm_eps");
     }
 
     private static void assertRefused(JsonObject config, String expected) {
