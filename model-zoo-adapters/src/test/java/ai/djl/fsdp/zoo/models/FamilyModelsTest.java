@@ -99,6 +99,46 @@ class FamilyModelsTest {
         }
     }
 
+    /**
+     * What {@code generate} runs on a batch of prompts of different lengths: left padding, the
+     * key-value cache and a window shorter than the prompt, all at once.
+     */
+    @Test
+    void slidingWindowWithPaddingAndCacheMatchesTheFullForward() {
+        for (AttentionKernel kernel : AttentionKernel.values()) {
+            try (NDManager manager = TestModels.newManager()) {
+                CausalLM model = seeded("mistral", manager);
+                kernel.applyTo(model);
+                NDArray ids = TestModels.tokens(manager, 2, 10, 6);
+                // Row 0 has 3 padding positions on the left, row 1 none.
+                NDArray mask =
+                        manager.create(
+                                        new long[] {
+                                            0, 0, 0, 1, 1, 1, 1, 1, 1, 1, //
+                                            1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+                                        })
+                                .reshape(2, 10);
+                NDArray full = TestModels.logits(model, ids, mask);
+                ParameterStore ps = new ParameterStore(manager, false);
+                try (KvCache cache = new KvCache(manager, model.getConfig().numLayers())) {
+                    NDArray prefill =
+                            model.forward(ps, ids.get(":, :6"), mask.get(":, :6"), cache, false);
+                    // Padded positions' logits are not defined; compare the real tokens.
+                    assertTrue(
+                            TestModels.maxDiff(prefill.get("0, 3:"), full.get("0, 3:6")) < 1e-5f);
+                    assertTrue(TestModels.maxDiff(prefill.get("1"), full.get("1, :6")) < 1e-5f);
+                    for (int t = 6; t < 10; t++) {
+                        NDIndex next = new NDIndex(":, {}:{}", t, t + 1);
+                        NDArray seen = mask.get(new NDIndex(":, :{}", t + 1));
+                        NDArray step = model.forward(ps, ids.get(next), seen, cache, false);
+                        float diff = TestModels.maxDiff(step, full.get(next));
+                        assertTrue(diff < 1e-5f, kernel.getName() + " position " + t + ": " + diff);
+                    }
+                }
+            }
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"llama3", "mistral", "qwen2", "qwen3"})
     void bfloat16FollowsFloat32(String family) {
