@@ -7,5 +7,9 @@
  * full state streamed one gathered unit at a time ({@link ai.djl.fsdp.checkpoint.ModelStateWriter})
  * through a {@link ai.djl.fsdp.checkpoint.StateTransform}, into which LoRA plugs merging or adapter
  * selection.
+ *
+ * <p>{@link ai.djl.fsdp.checkpoint.Checkpointing} is the trainer's internal, public only because
+ * {@code ai.djl.fsdp.trainer} uses them from another package: a program saves and loads through
+ * {@code FsdpTrainer.saveCheckpoint} and {@code loadCheckpoint}.
  */
 package ai.djl.fsdp.checkpoint;

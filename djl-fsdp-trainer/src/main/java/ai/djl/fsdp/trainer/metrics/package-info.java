@@ -4,5 +4,8 @@
  * ai.djl.fsdp.trainer.metrics.GlobalBatch}, {@link ai.djl.fsdp.trainer.metrics.GlobalEvaluator},
  * {@link ai.djl.fsdp.trainer.metrics.GlobalLoss}), and the bytes and waits of each step's
  * collectives ({@link ai.djl.fsdp.trainer.metrics.MeteredProcessGroup}).
+ *
+ * <p>Internal to the trainer: public only because {@code ai.djl.fsdp.trainer} uses them from
+ * another package. A program reads these figures through {@code FsdpTrainer} and DJL's evaluators.
  */
 package ai.djl.fsdp.trainer.metrics;
