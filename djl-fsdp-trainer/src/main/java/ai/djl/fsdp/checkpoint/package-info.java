@@ -9,7 +9,7 @@
  * selection.
  *
  * <p>{@link ai.djl.fsdp.checkpoint.Checkpointing} is the trainer's internal, public only because
- * {@code ai.djl.fsdp.trainer} uses them from another package: a program saves and loads through
+ * {@code ai.djl.fsdp.trainer} uses it from another package: a program saves and loads through
  * {@code FsdpTrainer.saveCheckpoint} and {@code loadCheckpoint}.
  */
 package ai.djl.fsdp.checkpoint;
