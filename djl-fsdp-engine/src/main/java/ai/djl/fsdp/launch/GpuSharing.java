@@ -1,6 +1,7 @@
 package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.tensor.memory.CudaLibraries;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.OptionalInt;
@@ -45,6 +46,53 @@ public final class GpuSharing {
                 ranksPerGpu >= 2,
                 "--ranks-per-gpu must be at least 2 to share a GPU, got " + ranksPerGpu);
         return new GpuSharing(ranksPerGpu, ncclVersion, nodeRank);
+    }
+
+    /**
+     * Returns the layout a node's launcher uses: {@code requested} ranks per GPU (the {@code
+     * --ranks-per-gpu} option), else {@value RankDevice#RANKS_PER_GPU_VARIABLE}'s, with NCCL's
+     * variables chosen by the version of the NCCL found here.
+     *
+     * @param requested the option's value, null when not given
+     * @param env the launcher's environment
+     * @param nodeRank this node's index in the job
+     * @param dryRun whether only the mapping is wanted: then a node without NCCL is no error
+     * @return the layout, or null for one rank per GPU
+     * @throws IllegalArgumentException if the number is not at least 1, the ranks are kept on the
+     *     CPU, or (outside a dry run) NCCL cannot run here, saying why
+     */
+    public static GpuSharing forNode(
+            Integer requested, Map<String, String> env, int nodeRank, boolean dryRun) {
+        int perGpu =
+                requested != null
+                        ? requested
+                        : RankDevice.ranksPerGpu(env.get(RankDevice.RANKS_PER_GPU_VARIABLE));
+        Require.that(
+                perGpu >= 1,
+                "--ranks-per-gpu must be at least 1 (1: one rank per GPU), got " + perGpu);
+        if (perGpu == 1) {
+            return null;
+        }
+        String device = env.get(RankDevice.DEVICE_VARIABLE);
+        Require.that(
+                device == null || !device.trim().equalsIgnoreCase("cpu"),
+                "--ranks-per-gpu places ranks on GPUs but "
+                        + RankDevice.DEVICE_VARIABLE
+                        + "=cpu keeps them on the CPU: drop one of the two");
+        OptionalInt version;
+        try {
+            version = OptionalInt.of(CudaLibraries.ncclVersion());
+        } catch (IllegalStateException | LinkageError e) {
+            Require.that(
+                    dryRun,
+                    perGpu
+                            + " ranks per GPU share each GPU between NCCL ranks, and NCCL cannot"
+                            + " run here: "
+                            + e.getMessage()
+                            + " (launch --dry-run shows the layout without NCCL)");
+            version = OptionalInt.empty();
+        }
+        return of(perGpu, version, nodeRank);
     }
 
     /**

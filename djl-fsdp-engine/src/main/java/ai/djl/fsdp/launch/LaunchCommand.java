@@ -4,14 +4,12 @@ import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.launch.rank.RankThreads;
-import ai.djl.fsdp.tensor.memory.CudaLibraries;
 import java.io.File;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
@@ -309,53 +307,19 @@ public final class LaunchCommand implements Subcommand {
 
     /**
      * The layout of several ranks per GPU that --ranks-per-gpu (or its variable) asks for, its
-     * notice printed; null for one rank per GPU. Outside a dry run it needs NCCL here, to choose
-     * NCCL's variables by its version.
+     * notice printed; null for one rank per GPU.
      */
     private GpuSharing gpuSharing(Map<String, String> env, int node) {
-        int perGpu;
+        GpuSharing sharing;
         try {
-            perGpu =
-                    ranksPerGpu != null
-                            ? ranksPerGpu
-                            : RankDevice.ranksPerGpu(env.get(RankDevice.RANKS_PER_GPU_VARIABLE));
+            sharing = GpuSharing.forNode(ranksPerGpu, env, node, dryRun);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }
-        if (perGpu < 1) {
-            throw new ParameterException(
-                    spec.commandLine(),
-                    "--ranks-per-gpu must be at least 1 (1: one rank per GPU), got " + perGpu);
+        if (sharing != null) {
+            spec.commandLine().getOut().println("fsdp launch: " + sharing.notice());
+            spec.commandLine().getOut().flush();
         }
-        if (perGpu == 1) {
-            return null;
-        }
-        if ("cpu".equalsIgnoreCase(String.valueOf(env.get(RankDevice.DEVICE_VARIABLE)).trim())) {
-            throw new ParameterException(
-                    spec.commandLine(),
-                    "--ranks-per-gpu places ranks on GPUs but "
-                            + RankDevice.DEVICE_VARIABLE
-                            + "=cpu keeps them on the CPU: drop one of the two");
-        }
-        OptionalInt version;
-        try {
-            version = OptionalInt.of(CudaLibraries.ncclVersion());
-        } catch (IllegalStateException | LinkageError e) {
-            if (!dryRun) {
-                throw new ParameterException(
-                        spec.commandLine(),
-                        "--ranks-per-gpu "
-                                + perGpu
-                                + " shares GPUs between NCCL ranks, and NCCL cannot run here: "
-                                + e.getMessage()
-                                + " (--dry-run shows the layout without NCCL)",
-                        e);
-            }
-            version = OptionalInt.empty();
-        }
-        GpuSharing sharing = GpuSharing.of(perGpu, version, node);
-        spec.commandLine().getOut().println("fsdp launch: " + sharing.notice());
-        spec.commandLine().getOut().flush();
         return sharing;
     }
 
