@@ -29,6 +29,8 @@
 #  one: a single call for a 15-minute device budget: correctness across ranks first, on one GPU
 #   shared by several ranks (DJL_FSDP_RANKS_PER_GPU, real NCCL between them), then throughput,
 #   each of ours beside its FSDP2 twin:
+#   layout       launch --ranks-per-gpu --dry-run: the NCCL found, each rank's GPU and variables
+#   nccl-check   NcclRankCheck through bin/fsdp launch on 2 ranks (sharing a GPU where there is one)
 #   nccl-ranks   NcclProcessGroupTest on 2 ranks: every collective's values, every type and op,
 #                empty to large arrays, several in flight, a silent rank, a SIGSTOP'd rank ended by
 #                the watchdog (MEASURED), a killed rank, close()
@@ -180,7 +182,7 @@ step() {
     if [[ -s "$results/$name.mem.apps" ]]; then
         note "   peak GPU memory per process (MiB, pid=MiB): $(awk -F', *' '$2 + 0 > m[$1] {m[$1] = $2 + 0} END {for (p in m) printf "%s=%s ", p, m[p]}' "$results/$name.mem.apps")"
     fi
-    grep -h '^MEASURED\|^SKIPPED\|tests successful\|tests failed' "$results/$name.log" 2>/dev/null | sed 's/^/   > /' | tee -a "$summary"
+    grep -h '^MEASURED\|^SKIPPED\|^ABORTED\|^FAILED\|tests successful\|tests failed' "$results/$name.log" 2>/dev/null | sed 's/^/   > /' | tee -a "$summary"
     return 0
 }
 
@@ -232,6 +234,8 @@ run_named() {
             --nproc-per-node 2 --jvm-opt=-Xmx4g -- ai.djl.fsdp.dist.nccl.NcclRankCheck ;;
         collectives) gpu_only "$name" && DJL_FSDP_RANKS_PER_GPU=$pair_share step collectives fsdp launch \
             --nproc-per-node 2 --jvm-opt=-Xmx4g -- ai.djl.fsdp.dist.socket.CollectiveCheckMain ;;
+        layout) DJL_FSDP_DEVICE= step layout fsdp launch --nproc-per-node 4 \
+            --ranks-per-gpu "$(( quad_share > 1 ? quad_share : 2 ))" --dry-run -- ai.djl.fsdp.dist.nccl.NcclRankCheck ;;
         nccl-ranks) gpu_only "$name" && DJL_FSDP_RANKS_PER_GPU=$pair_share step nccl-ranks tests \
             ai.djl.fsdp.dist.nccl.NcclProcessGroupTest ;;
         stop-socket) DJL_FSDP_TEST_DEVICE=cpu step stop-socket tests \
@@ -244,7 +248,7 @@ run_named() {
             local sizes
             sizes_for train-124m
             DJL_FSDP_RANKS_PER_GPU=$pair_share step "$name" with_gpu_memory "$results/$name.mem" fsdp bench train \
-                --nproc "${name#mem-}" --precision bf16 --steps 3 --warmup 1 "${sizes[@]}" ;;
+                --nproc "${name#mem-}" --precision bf16 "${sizes[@]}" ;;
         train-llama1b)
             gpu_only "$name" || return 0
             step "$name" with_gpu_memory "$results/$name.mem" fsdp bench train --nproc 1 --model llama \
@@ -319,7 +323,7 @@ case "$call" in
     second) steps="$second_steps" ;;
     all) steps="$first_steps $second_steps" ;;
     # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
-    one) steps="probe-djl probe nccl-check nccl-ranks stop-socket equiv mem-1 mem-2 hybrid checkpoint train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll" ;;
+    one) steps="probe-djl probe layout nccl-check nccl-ranks stop-socket equiv mem-1 mem-2 hybrid checkpoint train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll" ;;
 esac
 for name in ${KIT_STEPS:-$steps}; do
     if [[ -n "${KIT_DEADLINE:-}" ]] && (( SECONDS + 20 > KIT_DEADLINE )); then
