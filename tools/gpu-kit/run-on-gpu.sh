@@ -34,8 +34,6 @@
 #   nccl-ranks   NcclProcessGroupTest on 2 ranks: every collective's values, every type and op,
 #                empty to large arrays, several in flight, a silent rank, a SIGSTOP'd rank ended by
 #                the watchdog (MEASURED), a killed rank, close()
-#   stop-socket  WatchdogProcessTest: a SIGSTOP'd rank of 2 ends the job within a minute with the
-#                defaults on the socket ring (MEASURED)
 #   equiv        MultiRankTrainingTest (2 and 3 ranks, every strategy, against DJL's trainer on the
 #                global batch: losses within the equivalence bound, what each rank holds and sends)
 #                and ReshardWithoutRecomputeGpuTest (the gathered units' CUDA memory unmapped)
@@ -45,7 +43,9 @@
 #   checkpoint   CheckpointResumeTest: sharded checkpoints resumed on the same and other rank counts
 #   train-llama1b, fsdp2-llama1b: Llama 16 x 2048, 32 heads, 8 kv heads, MLP 8192, vocab 32000,
 #                seq 2048, bf16, sdpa, one rank (KIT_LLAMA_BATCH, default 8); then the GPT shapes
-#   (train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32: GPT-2 124M, 12 x 768, seq 512, batch 8).
+#   (train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32: GPT-2 124M, 12 x 768, seq 512, batch 8);
+#   last, stop-socket: WatchdogProcessTest, a SIGSTOP'd rank of 2 ends the job within a minute with
+#   the defaults on the socket ring (MEASURED; CPU ranks, so it proves as much off the GPU).
 # KIT_STEPS="name ..." runs those steps instead; KIT_TRAIN_ARGS are added to every bench train of
 # the train-* steps on GPUs (--warmup 20 --steps 30, say; not on the CPU's small shape), KIT_FSDP2_ARGS replace fsdp2_bench.py's
 # "--steps 10 --warmup 2". KIT_DEADLINE=S: the call ends by S seconds from its
@@ -323,7 +323,7 @@ case "$call" in
     second) steps="$second_steps" ;;
     all) steps="$first_steps $second_steps" ;;
     # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
-    one) steps="probe-djl probe layout nccl-check nccl-ranks stop-socket equiv mem-1 mem-2 hybrid checkpoint train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll" ;;
+    one) steps="probe-djl probe layout nccl-check nccl-ranks equiv mem-1 mem-2 hybrid checkpoint train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll stop-socket" ;;
 esac
 for name in ${KIT_STEPS:-$steps}; do
     if [[ -n "${KIT_DEADLINE:-}" ]] && (( SECONDS + 20 > KIT_DEADLINE )); then
