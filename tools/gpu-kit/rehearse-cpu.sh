@@ -4,10 +4,10 @@
 # CPU over the socket ring where NCCL cannot run (the NCCL and FSDP2 steps are skipped).
 #   rehearse-cpu.sh [RESULTS_DIR]        (default tools/gpu-kit/build/rehearsal)
 # The libtorch: TORCH_INCLUDE, TORCH_LIB and PYTORCH_VERSION (the kit builds DJL's JNI against
-# it with its build-jni.sh, as on the GPU machine), else Debian's libtorch-dev where it is
-# installed (libtorch 1.13: the JNI builds, the project's steps cannot run on it), else DJL's own
-# libtorch 2.7.1 in ~/.djl.ai (its JNI lies beside it: nothing is built, every step runs); with
-# none it says so and exits 0 (skipped). Exit status: the kit's (0 when every step passed).
+# it with its build-jni.sh, as on the GPU machine), else DJL's own libtorch 2.7.1 in ~/.djl.ai
+# (its JNI lies beside it: nothing is built, every step runs), else (or with REHEARSE_DEBIAN=1)
+# Debian's libtorch-dev where it is installed (libtorch 1.13: the JNI builds, in minutes, and DJL
+# alone runs; the project's steps cannot); with none it says so and exits 0 (skipped). Exit status: the kit's (0 when every step passed).
 set -euo pipefail
 
 here="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
@@ -16,8 +16,7 @@ results="${1:-$here/build/rehearsal}"
 kit="${KIT_DIR:-$here/build/kit}"
 
 djl_libtorch="$(ls -d "$HOME"/.djl.ai/pytorch/2.7.1-*-cpu-linux-x86_64 2>/dev/null | head -n 1)"
-if [[ -z "${TORCH_INCLUDE:-}" && ! -f /usr/include/torch/csrc/api/include/torch/torch.h \
-        && -f "$djl_libtorch/0.35.0-libdjl_torch.so" ]]; then
+if [[ -z "${TORCH_INCLUDE:-}" && -z "${REHEARSE_DEBIAN:-}" && -f "$djl_libtorch/0.35.0-libdjl_torch.so" ]]; then
     if [[ ! -x "$kit/run-on-gpu.sh" ]]; then
         (cd "$root" && mvn -B -q -DskipTests -Pcuda13 clean package)
         "$here/pack.sh" "$kit"
