@@ -16,11 +16,29 @@ limit=$((64 * 1024 * 1024))
 lib="$root/benchmarks/target/lib"
 glue_version=13.1-9.19-1.5.13
 tests_jar="$(ls "$root"/djl-fsdp-engine/target/djl-fsdp-engine-*-tests.jar 2>/dev/null | head -n 1)"
+trainer_tests_jar="$(ls "$root"/djl-fsdp-trainer/target/djl-fsdp-trainer-*-tests.jar 2>/dev/null | head -n 1)"
+m2="${M2_REPO:-$HOME/.m2/repository}"
+# What TestRun (the engine's test jar) needs to run the multi-process tests there: JUnit's platform
+# launcher and Jupiter, the versions the build uses (junit.version in the root pom).
+junit="$(sed -n 's:.*<junit.version>\(.*\)</junit.version>.*:\1:p' "$root/pom.xml")"
+platform="1.${junit#5.}"
+junit_jars=(
+    "$m2/org/junit/platform/junit-platform-launcher/$platform/junit-platform-launcher-$platform.jar"
+    "$m2/org/junit/platform/junit-platform-engine/$platform/junit-platform-engine-$platform.jar"
+    "$m2/org/junit/platform/junit-platform-commons/$platform/junit-platform-commons-$platform.jar"
+    "$m2/org/junit/jupiter/junit-jupiter-engine/$junit/junit-jupiter-engine-$junit.jar"
+    "$m2/org/junit/jupiter/junit-jupiter-api/$junit/junit-jupiter-api-$junit.jar"
+    "$m2/org/junit/jupiter/junit-jupiter-params/$junit/junit-jupiter-params-$junit.jar"
+    "$m2/org/opentest4j/opentest4j/1.3.0/opentest4j-1.3.0.jar"
+    "$m2/org/apiguardian/apiguardian-api/1.1.2/apiguardian-api-1.1.2.jar")
 modules="java.base,java.logging,java.management,java.naming,java.net.http,java.sql,java.xml,jdk.jfr,jdk.management,jdk.unsupported,jdk.zipfs"
 
 fail() { echo "pack.sh: $*" >&2; exit 1; }
-[[ -f "$root/benchmarks/target/benchmarks.jar" && -d "$lib" && -n "$tests_jar" ]] \
+[[ -f "$root/benchmarks/target/benchmarks.jar" && -d "$lib" && -n "$tests_jar" && -n "$trainer_tests_jar" ]] \
     || fail "build first: (cd '$root' && mvn -B -DskipTests -Pcuda13 package)"
+for jar in "${junit_jars[@]}"; do
+    [[ -f "$jar" ]] || fail "$jar is missing: run the engine's tests once (mvn -B test -pl djl-fsdp-engine -Dtest=RankDeviceTest)"
+done
 [[ -f "$lib/cuda-$glue_version-linux-x86_64.jar" ]] \
     || fail "$lib has no CUDA 13 glue (cuda-$glue_version-linux-x86_64.jar): the GPU machine runs CUDA 13;" \
             "build with: (cd '$root' && mvn -B -DskipTests -Pcuda13 package)"
@@ -58,16 +76,22 @@ jlink --add-modules "$modules" --strip-debug --no-header-files --no-man-pages \
 "$here/jni-headers.sh" "$staging/jni-include" >/dev/null
 
 # Every jar bin/fsdp uses but libtorch's CPU natives, JMH's (benchmarks only run here), and
-# Jinjava with the jars only it needs (finetune's chat templates: no kit step renders one).
+# Jinjava with the jars only it needs (finetune's chat templates: no kit step renders one), Guava
+# among them.
 for jar in "$lib"/*.jar; do
     case "$(basename "$jar")" in
         pytorch-native-*|jmh-core-*|jopt-simple-*|commons-math3-*) ;;
         jinjava-*|javassist-*|re2j-*|commons-net-*|java-ipv6-*|annotations-3.*|jackson-*) ;;
         big-math-*|immutables-exceptions-*) ;;
+        # Guava, which only Jinjava's jars use (jdeps finds no other user among those packed).
+        guava-*|failureaccess-*|listenablefuture-*) ;;
         *) cp "$jar" "$staging/lib/" ;;
     esac
 done
 cp "$root/benchmarks/target/benchmarks.jar" "$tests_jar" "$staging/lib/"
+# The multi-process tests the correctness steps run (TestRun), on their own class path folder.
+mkdir -p "$staging/test-lib"
+cp "$trainer_tests_jar" "${junit_jars[@]}" "$staging/test-lib/"
 
 # Keep only the natives the kit runs: Linux x86-64 tokenizers, Bytedeco's cudart and NCCL glue;
 # of pytorch-jni only what DJL reads once the JNI is built on the GPU machine (it holds no classes:
@@ -105,7 +129,8 @@ tree=$(cd "$root" && git ls-files -z --cached --others --exclude-standard | xarg
 total=$((size + tree))
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
 echo "kit $(mib "$size") + repository files $(mib "$tree") = $(mib "$total") of $(mib "$limit")" \
-     "(runtime $(mib "$(du -sb "$staging/runtime" | cut -f1)"), jars $(mib "$(du -sb "$staging/lib" | cut -f1)"))"
+     "(runtime $(mib "$(du -sb "$staging/runtime" | cut -f1)"), jars $(mib "$(du -sb "$staging/lib" | cut -f1)")," \
+     "test jars $(mib "$(du -sb "$staging/test-lib" | cut -f1)"))"
 if (( total > limit )); then
     fail "the kit and the repository's files are $total bytes together, over the $limit-byte carry limit"
 fi

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Rehearses the GPU kit's first call on a CPU machine: the packed kit (pack.sh, packed here when
-# absent) builds DJL's JNI from its DJL sources with its build-jni.sh against a CPU libtorch that
-# has headers, then runs its first-call steps on that library with KIT_DEVICE=cpu (PlainFitExample
-# on DJL alone, bench train on the project, FsdpFitExample and bench train on 2 ranks).
+# Rehearses the GPU kit's call on a CPU machine with KIT_DEVICE=cpu: the packed kit (pack.sh,
+# packed here when absent) runs KIT_CALL's steps (default one) on a CPU libtorch, its ranks on the
+# CPU over the socket ring where NCCL cannot run (the NCCL and FSDP2 steps are skipped).
 #   rehearse-cpu.sh [RESULTS_DIR]        (default tools/gpu-kit/build/rehearsal)
-# The libtorch: TORCH_INCLUDE, TORCH_LIB and PYTORCH_VERSION, else Debian's libtorch-dev
-# (`apt-get install libtorch-dev`, libtorch 1.13) where it is installed; with neither it says so
-# and exits 0 (skipped). Exit status: the kit's (0 when every step passed).
+# The libtorch: TORCH_INCLUDE, TORCH_LIB and PYTORCH_VERSION (the kit builds DJL's JNI against
+# it with its build-jni.sh, as on the GPU machine), else DJL's own libtorch 2.7.1 in ~/.djl.ai
+# (its JNI lies beside it: nothing is built, every step runs), else (or with REHEARSE_DEBIAN=1)
+# Debian's libtorch-dev where it is installed (libtorch 1.13: the JNI builds, in minutes, and DJL
+# alone runs; the project's steps cannot); with none it says so and exits 0 (skipped). Exit status: the kit's (0 when every step passed).
 set -euo pipefail
 
 here="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
@@ -14,6 +15,16 @@ root="$(cd "$here/../.." && pwd)"
 results="${1:-$here/build/rehearsal}"
 kit="${KIT_DIR:-$here/build/kit}"
 
+djl_libtorch="$(ls -d "$HOME"/.djl.ai/pytorch/2.7.1-*-cpu-linux-x86_64 2>/dev/null | head -n 1)"
+if [[ -z "${TORCH_INCLUDE:-}" && -z "${REHEARSE_DEBIAN:-}" && -f "$djl_libtorch/0.35.0-libdjl_torch.so" ]]; then
+    if [[ ! -x "$kit/run-on-gpu.sh" ]]; then
+        (cd "$root" && mvn -B -q -DskipTests -Pcuda13 clean package)
+        "$here/pack.sh" "$kit"
+    fi
+    echo "rehearse-cpu.sh: DJL's libtorch 2.7.1 ($djl_libtorch), its JNI beside it: nothing to build"
+    exec env KIT_DEVICE=cpu KIT_CALL="${KIT_CALL:-one}" PYTORCH_LIBRARY_PATH="$djl_libtorch" \
+        PYTORCH_VERSION=2.7.1 "$kit/run-on-gpu.sh" "$results/kit"
+fi
 if [[ -z "${TORCH_INCLUDE:-}" ]]; then
     debian=/usr/lib/x86_64-linux-gnu
     if [[ -f /usr/include/torch/csrc/api/include/torch/torch.h && -f "$debian/libtorch_cpu.so" ]]; then
@@ -47,6 +58,6 @@ if [[ ! -x "$kit/run-on-gpu.sh" ]]; then
     "$here/pack.sh" "$kit"
 fi
 rm -rf "$results/engine-cache" "$results/kit"
-KIT_DEVICE=cpu KIT_CALL=first PYTORCH_LIBRARY_PATH="$libtorch" TORCH_INCLUDE="$TORCH_INCLUDE" \
+KIT_DEVICE=cpu KIT_CALL="${KIT_CALL:-one}" PYTORCH_LIBRARY_PATH="$libtorch" TORCH_INCLUDE="$TORCH_INCLUDE" \
     PYTORCH_VERSION="$PYTORCH_VERSION" PYTORCH_FLAVOR=cpu ENGINE_CACHE_DIR="$results/engine-cache" \
     "$kit/run-on-gpu.sh" "$results/kit"

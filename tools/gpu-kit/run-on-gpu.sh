@@ -26,9 +26,26 @@
 #  ops-124m-bf16  the operators the host calls into libtorch in one step, ours (bench train
 #                --op-profile, sdpa attention) and FSDP2's (fsdp2_bench.py --op-profile), side by
 #                side (bin/fsdp bench ops): the 124M shape in bfloat16; ops-bf16 the default shape
-#  one: a single call for a 15-minute device budget, the steps ordered so that what proves most
-#   runs first and each of ours runs beside its FSDP2 twin; adds the GPT-2 124M shape (12 x 768,
-#   seq 512, batch 8): train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32.
+#  one: a single call for a 15-minute device budget: correctness across ranks first, on one GPU
+#   shared by several ranks (DJL_FSDP_RANKS_PER_GPU, real NCCL between them), then throughput,
+#   each of ours beside its FSDP2 twin:
+#   layout       launch --ranks-per-gpu --dry-run: the NCCL found, each rank's GPU and variables
+#   nccl-check   NcclRankCheck through bin/fsdp launch on 2 ranks (sharing a GPU where there is one)
+#   nccl-ranks   NcclProcessGroupTest on 2 ranks: every collective's values, every type and op,
+#                empty to large arrays, several in flight, a silent rank, a SIGSTOP'd rank ended by
+#                the watchdog (MEASURED), a killed rank, close()
+#   equiv        MultiRankTrainingTest (2 and 3 ranks, every strategy, against DJL's trainer on the
+#                global batch: losses within the equivalence bound, what each rank holds and sends)
+#                and ReshardWithoutRecomputeGpuTest (the gathered units' CUDA memory unmapped)
+#   mem-1, mem-2 bench train FULL_SHARD, GPT-2 124M in bf16 on 1 and 2 ranks: model state per rank,
+#                peak GPU memory per process
+#   hybrid       HybridShardingTest: HYBRID_SHARD 2 x 2 (ncclCommSplit) against FULL_SHARD on 4
+#   checkpoint   CheckpointResumeTest: sharded checkpoints resumed on the same and other rank counts
+#   train-llama1b, fsdp2-llama1b: Llama 16 x 2048, 32 heads, 8 kv heads, MLP 8192, vocab 32000,
+#                seq 2048, bf16, sdpa, one rank (KIT_LLAMA_BATCH, default 8); then the GPT shapes
+#   (train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32: GPT-2 124M, 12 x 768, seq 512, batch 8);
+#   last, stop-socket: WatchdogProcessTest, a SIGSTOP'd rank of 2 ends the job within a minute with
+#   the defaults on the socket ring (MEASURED; CPU ranks, so it proves as much off the GPU).
 # KIT_STEPS="name ..." runs those steps instead; KIT_TRAIN_ARGS are added to every bench train of
 # the train-* steps on GPUs (--warmup 20 --steps 30, say; not on the CPU's small shape), KIT_FSDP2_ARGS replace fsdp2_bench.py's
 # "--steps 10 --warmup 2". KIT_DEADLINE=S: the call ends by S seconds from its
@@ -110,6 +127,11 @@ if [[ "$device" == gpu ]] && command -v nvidia-smi >/dev/null; then
     gpus="$(nvidia-smi --list-gpus | wc -l)"
 fi
 nproc="${NPROC:-$(( gpus >= 2 ? 2 : (gpus == 1 ? 1 : 2) ))}"
+# The correctness steps run 2 and 4 ranks whatever the GPUs: several ranks share a GPU where there
+# are fewer (bin/fsdp launch --ranks-per-gpu's layout, through its variable).
+pair_share=$(( gpus == 1 ? 2 : 1 ))
+quad_share=$(( gpus == 0 || gpus >= 4 ? 1 : (4 + gpus - 1) / gpus ))
+export DJL_FSDP_TEST_DEVICE="$device"
 
 note "kit $kit, results $results, device $device, $gpus GPUs, $nproc ranks"
 note "PYTORCH_LIBRARY_PATH=$PYTORCH_LIBRARY_PATH PYTORCH_VERSION=$PYTORCH_VERSION PYTORCH_FLAVOR=$PYTORCH_FLAVOR"
@@ -118,17 +140,21 @@ note "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 { "$java" -version 2>&1; nvidia-smi 2>&1 || true; "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else None)' 2>&1; } \
     > "$results/environment.log"
 
-# Samples the GPUs' used memory every 200 ms into $1 while the rest of the arguments run.
+# Samples the GPUs' used memory every 200 ms into $1, and each process's into $1.apps, while the
+# rest of the arguments run.
 with_gpu_memory() {
     local file="$1"; shift
-    local sampler=""
+    local samplers=()
     if (( gpus > 0 )); then
         nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 200 > "$file" 2>/dev/null &
-        sampler=$!
+        samplers+=($!)
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 > "$file.apps" 2>/dev/null &
+        samplers+=($!)
     fi
     "$@"
     local rc=$?
-    if [[ -n "$sampler" ]]; then kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; fi
+    local sampler
+    for sampler in "${samplers[@]}"; do kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; done
     return $rc
 }
 
@@ -153,10 +179,16 @@ step() {
     if [[ -f "$results/$name.mem" ]]; then
         note "   peak GPU memory used (MiB, per GPU, nvidia-smi): $(sort -t, -k1,1n -k2,2n "$results/$name.mem" | awk -F', *' '{m[$1]=$2} END {for (g in m) printf "gpu%s=%s ", g, m[g]}')"
     fi
+    if [[ -s "$results/$name.mem.apps" ]]; then
+        note "   peak GPU memory per process (MiB, pid=MiB): $(awk -F', *' '$2 + 0 > m[$1] {m[$1] = $2 + 0} END {for (p in m) printf "%s=%s ", p, m[p]}' "$results/$name.mem.apps")"
+    fi
+    grep -h '^MEASURED\|^SKIPPED\|^ABORTED\|^FAILED\|tests successful\|tests failed' "$results/$name.log" 2>/dev/null | sed 's/^/   > /' | tee -a "$summary"
     return 0
 }
 
 fsdp() { "$java" -Xmx4g -cp "$classpath" ai.djl.fsdp.cli.Fsdp "$@"; }
+# The project's own tests (the multi-process ones start their ranks through the launcher).
+tests() { "$java" -Xmx4g -cp "$classpath:$kit/test-lib/*" ai.djl.fsdp.testing.TestRun "$@"; }
 launch() { fsdp launch --nproc-per-node "$nproc" --jvm-opt=-Xmx4g -- "$@"; }
 # Ours and FSDP2's operators per step on the shape given, in bfloat16: traces in $1-{ours,fsdp2}.json.
 ops_side_by_side() {
@@ -168,10 +200,12 @@ ops_side_by_side() {
         && fsdp bench ops --top 60 "$prefix-ours.json" "$prefix-fsdp2.json"
 }
 export java classpath nproc gpus python kit
-export -f fsdp launch with_gpu_memory ops_side_by_side
+export -f fsdp tests launch with_gpu_memory ops_side_by_side
 small=(--layers 2 --width 128 --heads 2 --vocab 1000 --seq 32 --batch 2 --steps 2 --warmup 1)
 shape=(--layers 6 --width 384 --heads 6 --vocab 50257 --seq 128 --batch 8)
 shape124m=(--layers 12 --width 768 --heads 12 --vocab 50257 --seq 512 --batch 8)
+# Llama 3.2 1B's shape: ours through bench train --model llama, FSDP2's through fsdp2_bench.py.
+llama1b=(--layers 16 --width 2048 --heads 32 --vocab 32000 --seq 2048 --batch "${KIT_LLAMA_BATCH:-8}")
 
 export DJL_FSDP_DEVICE="$device"
 # Builds DJL's JNI for this libtorch unless DJL already has one (either call may come first on a
@@ -196,8 +230,34 @@ run_named() {
     case "$name" in
         probe-djl) step probe-djl "$java" -Xmx2g -cp "$classpath" ai.djl.fsdp.examples.PlainFitExample ;;
         probe) step probe fsdp bench train --nproc 1 --sharding NONE "${small[@]}" ;;
-        nccl-check) gpu_only "$name" && step nccl-check launch ai.djl.fsdp.dist.nccl.NcclRankCheck ;;
-        collectives) gpu_only "$name" && step collectives launch ai.djl.fsdp.dist.socket.CollectiveCheckMain ;;
+        nccl-check) gpu_only "$name" && DJL_FSDP_RANKS_PER_GPU=$pair_share step nccl-check fsdp launch \
+            --nproc-per-node 2 --jvm-opt=-Xmx4g -- ai.djl.fsdp.dist.nccl.NcclRankCheck ;;
+        collectives) gpu_only "$name" && DJL_FSDP_RANKS_PER_GPU=$pair_share step collectives fsdp launch \
+            --nproc-per-node 2 --jvm-opt=-Xmx4g -- ai.djl.fsdp.dist.socket.CollectiveCheckMain ;;
+        layout) DJL_FSDP_DEVICE= step layout fsdp launch --nproc-per-node 4 \
+            --ranks-per-gpu "$(( quad_share > 1 ? quad_share : 2 ))" --dry-run -- ai.djl.fsdp.dist.nccl.NcclRankCheck ;;
+        nccl-ranks) gpu_only "$name" && DJL_FSDP_RANKS_PER_GPU=$pair_share step nccl-ranks tests \
+            ai.djl.fsdp.dist.nccl.NcclProcessGroupTest ;;
+        stop-socket) DJL_FSDP_TEST_DEVICE=cpu step stop-socket tests \
+            'ai.djl.fsdp.dist.socket.WatchdogProcessTest#aStoppedRankEndsATwoRankJobWithinAMinuteWithTheDefaults' ;;
+        equiv) DJL_FSDP_RANKS_PER_GPU=$quad_share step equiv tests ai.djl.fsdp.trainer.MultiRankTrainingTest \
+            ai.djl.fsdp.trainer.ReshardWithoutRecomputeGpuTest ;;
+        hybrid) DJL_FSDP_RANKS_PER_GPU=$quad_share step hybrid tests ai.djl.fsdp.trainer.HybridShardingTest ;;
+        checkpoint) DJL_FSDP_RANKS_PER_GPU=$quad_share step checkpoint tests ai.djl.fsdp.trainer.CheckpointResumeTest ;;
+        mem-1|mem-2)
+            local sizes
+            sizes_for train-124m
+            DJL_FSDP_RANKS_PER_GPU=$pair_share step "$name" with_gpu_memory "$results/$name.mem" fsdp bench train \
+                --nproc "${name#mem-}" --precision bf16 "${sizes[@]}" ;;
+        train-llama1b)
+            gpu_only "$name" || return 0
+            step "$name" with_gpu_memory "$results/$name.mem" fsdp bench train --nproc 1 --model llama \
+                --intermediate 8192 --precision bf16 --attention sdpa "${llama1b[@]}" --jvm-opt=-Xmx8g ;;
+        fsdp2-llama1b)
+            gpu_only "$name" || return 0
+            step "$name" with_gpu_memory "$results/$name.mem" "$python" -m torch.distributed.run \
+                --standalone --nproc-per-node 1 "$kit/fsdp2_bench.py" --model llama --kv-heads 8 \
+                --intermediate 8192 "${llama1b[@]}" --checkpoint --dtype bfloat16 ${KIT_FSDP2_ARGS:---steps 10 --warmup 2} ;;
         fit-cpu)
             DJL_FSDP_DEVICE=cpu step fit-cpu launch ai.djl.fsdp.examples.FsdpFitExample
             note "   CPU: $(grep -ho 'validation accuracy .*' "$results/fit-cpu.log" | tail -n 1)" ;;
@@ -236,7 +296,7 @@ gpu_only() {
 sizes_for() {
     if [[ "$device" != gpu ]]; then
         sizes=("${small[@]}")
-    elif [[ "$1" == *-124m-* ]]; then
+    elif [[ "$1" == *-124m* ]]; then
         sizes=("${shape124m[@]}")
     else
         sizes=("${shape[@]}")
@@ -263,7 +323,7 @@ case "$call" in
     second) steps="$second_steps" ;;
     all) steps="$first_steps $second_steps" ;;
     # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
-    one) steps="probe-djl probe nccl-check train-f32 fsdp2-float32 train-bf16 fsdp2-bfloat16 fit-cpu fit-gpu train-keep train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-124m-f32 fsdp2-124m-float32 collectives bench-coll train-small" ;;
+    one) steps="probe-djl probe layout nccl-check nccl-ranks equiv mem-1 mem-2 hybrid checkpoint train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll stop-socket" ;;
 esac
 for name in ${KIT_STEPS:-$steps}; do
     if [[ -n "${KIT_DEADLINE:-}" ]] && (( SECONDS + 20 > KIT_DEADLINE )); then

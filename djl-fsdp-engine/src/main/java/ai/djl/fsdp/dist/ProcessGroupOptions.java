@@ -18,10 +18,22 @@ public final class ProcessGroupOptions {
      */
     public static final String TIMEOUT_VARIABLE = "DJL_FSDP_TIMEOUT";
 
+    /** The environment variable that sets the default {@link #getHeartbeatTimeout()} in seconds. */
+    public static final String HEARTBEAT_TIMEOUT_VARIABLE = "DJL_FSDP_HEARTBEAT_TIMEOUT";
+
     private static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
+
+    /**
+     * A stopped rank is found this long after its last heartbeat. Heartbeats are sent by a thread
+     * of their own over a store connection of their own, so compute, collectives and saves of any
+     * length do not delay them; only what stops every thread of the JVM does (a stopped process, a
+     * frozen machine, a garbage-collection pause, a few seconds at most on a training heap).
+     */
+    private static final Duration DEFAULT_HEARTBEAT_TIMEOUT = Duration.ofSeconds(30);
 
     private final Device device;
     private final Duration timeout;
+    private final Duration heartbeatTimeout;
     private final Duration collectiveTimeout;
     private final int socketChunkBytes;
     private final int socketBufferBytes;
@@ -30,10 +42,18 @@ public final class ProcessGroupOptions {
     private ProcessGroupOptions(Builder builder) {
         device = builder.device;
         timeout = builder.timeout;
+        heartbeatTimeout =
+                builder.heartbeatTimeout != null
+                        ? builder.heartbeatTimeout
+                        : min(timeout, DEFAULT_HEARTBEAT_TIMEOUT);
         collectiveTimeout = builder.collectiveTimeout;
         socketChunkBytes = builder.socketChunkBytes;
         socketBufferBytes = builder.socketBufferBytes;
         peerMemoryCopy = builder.peerMemoryCopy;
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
     }
 
     /** Returns the default options. */
@@ -56,14 +76,22 @@ public final class ProcessGroupOptions {
 
     /**
      * Returns how long a rank may show no sign of life before the others fail: the wait to reach
-     * the store and the other ranks at start-up, for a store call, (socket backend) the watchdog's
-     * limit for a peer that sends no heartbeat or a store host that does not answer, and (NCCL) the
-     * watchdog's limit for a queued collective, after which it aborts the communicator. A peer that
-     * is alive but busy (a long forward) keeps sending heartbeats and is waited for up to {@link
+     * the store and the other ranks at start-up, for a store call, and (NCCL) the watchdog's limit
+     * for a queued collective, after which it aborts the communicator. A peer that is alive but
+     * busy (a long forward) keeps sending heartbeats and is waited for up to {@link
      * #getCollectiveTimeout()}.
      */
     public Duration getTimeout() {
         return timeout;
+    }
+
+    /**
+     * Returns (socket backend) the watchdog's limit for a peer that sends no heartbeat or a store
+     * host that does not answer: how soon a stopped rank ends the job. Heartbeats come from a
+     * thread of their own, whatever the rank computes, so a busy rank never reaches it.
+     */
+    public Duration getHeartbeatTimeout() {
+        return heartbeatTimeout;
     }
 
     /**
@@ -97,6 +125,11 @@ public final class ProcessGroupOptions {
     public static final class Builder {
         private Device device;
         private Duration timeout = defaultTimeout(System.getenv(TIMEOUT_VARIABLE));
+        private Duration heartbeatTimeout =
+                fromVariable(
+                        HEARTBEAT_TIMEOUT_VARIABLE,
+                        System.getenv(HEARTBEAT_TIMEOUT_VARIABLE),
+                        null);
         private Duration collectiveTimeout = Duration.ofMinutes(30);
         private int socketChunkBytes = 1 << 20;
         private int socketBufferBytes;
@@ -124,6 +157,17 @@ public final class ProcessGroupOptions {
         }
 
         /**
+         * Sets how long a peer may send no heartbeat (see {@link
+         * ProcessGroupOptions#getHeartbeatTimeout()}); the default is {@value
+         * #HEARTBEAT_TIMEOUT_VARIABLE} seconds from the environment, else 30 seconds or the
+         * timeout, whichever is shorter.
+         */
+        public Builder optHeartbeatTimeout(Duration heartbeatTimeout) {
+            this.heartbeatTimeout = positive(heartbeatTimeout, "the heartbeat timeout");
+            return this;
+        }
+
+        /**
          * Sets the longest a collective waits for a live peer that does not take part (see {@link
          * ProcessGroupOptions#getCollectiveTimeout()}); the default is 30 minutes.
          */
@@ -140,8 +184,13 @@ public final class ProcessGroupOptions {
         }
 
         static Duration defaultTimeout(String seconds) {
+            return fromVariable(TIMEOUT_VARIABLE, seconds, DEFAULT_TIMEOUT);
+        }
+
+        /** Returns variable {@code name}'s {@code seconds}, or {@code unset} when it is unset. */
+        private static Duration fromVariable(String name, String seconds, Duration unset) {
             if (seconds == null || seconds.isBlank()) {
-                return DEFAULT_TIMEOUT;
+                return unset;
             }
             try {
                 double value = Double.parseDouble(seconds.trim());
@@ -152,11 +201,11 @@ public final class ProcessGroupOptions {
                 // reported below
             }
             throw new IllegalArgumentException(
-                    TIMEOUT_VARIABLE
+                    name
                             + "='"
                             + seconds
-                            + "' is not a positive number of seconds; unset it for the default"
-                            + " of 60, or give e.g. 120");
+                            + "' is not a positive number of seconds; unset it for the default, or"
+                            + " give e.g. 120");
         }
 
         /** Sets how many bytes a reduction combines at a time; the default is 1 MiB. */

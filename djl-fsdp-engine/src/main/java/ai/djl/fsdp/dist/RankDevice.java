@@ -8,7 +8,9 @@ import java.util.Locale;
 /**
  * The device a rank computes on: GPU {@code LOCAL_RANK} where PyTorch sees GPUs (one rank per GPU,
  * as torchrun runs them), the CPU otherwise. {@value #DEVICE_VARIABLE}{@code =cpu} keeps a GPU
- * host's ranks on the CPU; {@code =gpu} requires GPUs.
+ * host's ranks on the CPU; {@code =gpu} requires GPUs. {@value #RANKS_PER_GPU_VARIABLE}{@code =K}
+ * (which {@code bin/fsdp launch --ranks-per-gpu K} sets) puts local rank {@code r} on GPU {@code r
+ * / K}: a test layout, several ranks on one GPU.
  *
  * <p>DJL's own defaults put every rank on the same GPU ({@code Engine.defaultDevice()} is gpu(0)
  * and {@code DefaultTrainingConfig.getDevices()} lists every GPU); {@link #forTraining} is how the
@@ -21,6 +23,9 @@ public final class RankDevice {
      * gpu}.
      */
     public static final String DEVICE_VARIABLE = "DJL_FSDP_DEVICE";
+
+    /** The environment variable that puts that many local ranks on each GPU (default 1). */
+    public static final String RANKS_PER_GPU_VARIABLE = "DJL_FSDP_RANKS_PER_GPU";
 
     private RankDevice() {}
 
@@ -45,15 +50,44 @@ public final class RankDevice {
                 localRank,
                 localWorldSize,
                 Engine.getEngine("PyTorch").getGpuCount(),
-                System.getenv(DEVICE_VARIABLE));
+                System.getenv(DEVICE_VARIABLE),
+                ranksPerGpu(System.getenv(RANKS_PER_GPU_VARIABLE)));
+    }
+
+    /**
+     * Returns how many local ranks share a GPU: {@value #RANKS_PER_GPU_VARIABLE}'s value, 1 when
+     * unset.
+     *
+     * @param value the variable's value, null when unset
+     * @throws IllegalArgumentException if it is not a whole number of at least 1
+     */
+    public static int ranksPerGpu(String value) {
+        if (value == null || value.isBlank()) {
+            return 1;
+        }
+        try {
+            int ranks = Integer.parseInt(value.trim());
+            if (ranks >= 1) {
+                return ranks;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(
+                RANKS_PER_GPU_VARIABLE
+                        + "='"
+                        + value
+                        + "' is not a number of ranks per GPU: give a whole number of at least 1"
+                        + " (bin/fsdp launch --ranks-per-gpu K), or unset it for one rank per GPU");
     }
 
     /**
      * Returns the device of local rank {@code localRank} of {@code localWorldSize} on a node with
      * {@code gpuCount} visible GPUs; {@code requested} is {@value #DEVICE_VARIABLE}'s value (null
-     * when unset).
+     * when unset), {@code ranksPerGpu} the local ranks that share each GPU.
      */
-    static Device select(int localRank, int localWorldSize, int gpuCount, String requested) {
+    static Device select(
+            int localRank, int localWorldSize, int gpuCount, String requested, int ranksPerGpu) {
         String kind =
                 requested == null || requested.isBlank()
                         ? "auto"
@@ -62,7 +96,9 @@ public final class RankDevice {
             case "cpu":
                 return Device.cpu();
             case "auto":
-                return gpuCount == 0 ? Device.cpu() : gpuOf(localRank, localWorldSize, gpuCount);
+                return gpuCount == 0
+                        ? Device.cpu()
+                        : gpuOf(localRank, localWorldSize, gpuCount, ranksPerGpu);
             case "gpu":
                 if (gpuCount == 0) {
                     throw new IllegalArgumentException(
@@ -73,7 +109,7 @@ public final class RankDevice {
                                     + DEVICE_VARIABLE
                                     + " to train on the CPU");
                 }
-                return gpuOf(localRank, localWorldSize, gpuCount);
+                return gpuOf(localRank, localWorldSize, gpuCount, ranksPerGpu);
             default:
                 throw new IllegalArgumentException(
                         DEVICE_VARIABLE
@@ -83,11 +119,12 @@ public final class RankDevice {
         }
     }
 
-    private static Device gpuOf(int localRank, int localWorldSize, int gpuCount) {
-        if (localRank < gpuCount) {
-            return Device.gpu(localRank);
+    private static Device gpuOf(int localRank, int localWorldSize, int gpuCount, int ranksPerGpu) {
+        int gpu = localRank / ranksPerGpu;
+        if (gpu < gpuCount) {
+            return Device.gpu(gpu);
         }
-        if (gpuCount == 1) {
+        if (gpuCount == 1 && ranksPerGpu == 1) {
             // Each rank was given a GPU of its own (CUDA_VISIBLE_DEVICES per task, as Slurm's
             // --gpus-per-task=1 sets it): the one it sees. NCCL refuses two ranks on one GPU.
             return Device.gpu(0);
@@ -97,13 +134,14 @@ public final class RankDevice {
                         + localRank
                         + " of LOCAL_WORLD_SIZE="
                         + localWorldSize
+                        + (ranksPerGpu == 1 ? "" : " at " + ranksPerGpu + " ranks per GPU")
                         + " but PyTorch sees "
                         + gpuCount
                         + " GPUs: start at most "
-                        + gpuCount
+                        + gpuCount * ranksPerGpu
                         + " ranks per node (--nproc-per-node "
-                        + gpuCount
-                        + "), or set "
+                        + gpuCount * ranksPerGpu
+                        + "), test several ranks on one GPU with --ranks-per-gpu, or set "
                         + DEVICE_VARIABLE
                         + "=cpu");
     }

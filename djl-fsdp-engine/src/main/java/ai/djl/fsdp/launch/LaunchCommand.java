@@ -2,6 +2,7 @@ package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.File;
 import java.nio.file.Path;
@@ -143,6 +144,25 @@ public final class LaunchCommand implements Subcommand {
     private int stopTimeoutSeconds;
 
     @Option(
+            names = "--ranks-per-gpu",
+            paramLabel = "K",
+            description =
+                    "A test layout: local rank r computes on gpu(r / K), each rank told what its"
+                            + " NCCL needs to share a GPU (NCCL_MULTI_RANK_GPU_ENABLE=1 from NCCL"
+                            + " 2.30, else a NCCL_HOSTID per rank over sockets on lo); collectives"
+                            + " then run at a socket's bandwidth (default: "
+                            + RankDevice.RANKS_PER_GPU_VARIABLE
+                            + ", else 1).")
+    private Integer ranksPerGpu;
+
+    @Option(
+            names = "--dry-run",
+            description =
+                    "Print each local rank's GPU and the variables --ranks-per-gpu sets, and start"
+                            + " nothing (no NCCL needed).")
+    private boolean dryRun;
+
+    @Option(
             names = "--log-dir",
             paramLabel = "DIR",
             description =
@@ -175,16 +195,17 @@ public final class LaunchCommand implements Subcommand {
                         file != null ? file.getNumMachines() : null,
                         slurm != null ? slurm.nodes() : 1);
         int ranks = nprocPerNode(file, nodes);
+        int node =
+                first(
+                        nodeRank,
+                        file != null ? file.getMachineRank() : null,
+                        slurm != null ? slurm.nodeId() : 0);
         Launcher.Builder builder =
                 Launcher.builder()
                         .setNprocPerNode(ranks)
                         .setCommand(command)
                         .optNnodes(nodes)
-                        .optNodeRank(
-                                first(
-                                        nodeRank,
-                                        file != null ? file.getMachineRank() : null,
-                                        slurm != null ? slurm.nodeId() : 0))
+                        .optNodeRank(node)
                         .optJavaOptions(jvmOptions)
                         .optClassPath(classPath(env))
                         .optStopTimeout(Duration.ofSeconds(stopTimeoutSeconds));
@@ -232,6 +253,27 @@ public final class LaunchCommand implements Subcommand {
         if (logDirectory != null) {
             builder.optLogDirectory(logDirectory);
         }
+        GpuSharing sharing = gpuSharing(env, node);
+        if (sharing != null) {
+            builder.optGpuSharing(sharing);
+        }
+        if (dryRun) {
+            for (int localRank = 0; localRank < ranks; localRank++) {
+                spec.commandLine()
+                        .getOut()
+                        .println(
+                                "local rank "
+                                        + localRank
+                                        + ": gpu("
+                                        + (sharing == null ? localRank : sharing.gpuOf(localRank))
+                                        + ")"
+                                        + (sharing == null
+                                                ? ""
+                                                : " " + sharing.environment(localRank)));
+            }
+            spec.commandLine().getOut().flush();
+            return 0;
+        }
         // On SIGTERM or Ctrl-C the JVM halts once its shutdown hooks are done, which may be before
         // this thread has reported the stop: one hook waits until it has.
         CountDownLatch reported = new CountDownLatch(1);
@@ -261,6 +303,24 @@ public final class LaunchCommand implements Subcommand {
                 // the hook runs and ends at once
             }
         }
+    }
+
+    /**
+     * The layout of several ranks per GPU that --ranks-per-gpu (or its variable) asks for, its
+     * notice printed; null for one rank per GPU.
+     */
+    private GpuSharing gpuSharing(Map<String, String> env, int node) {
+        GpuSharing sharing;
+        try {
+            sharing = GpuSharing.forNode(ranksPerGpu, env, node, dryRun);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage(), e);
+        }
+        if (sharing != null) {
+            spec.commandLine().getOut().println("fsdp launch: " + sharing.notice());
+            spec.commandLine().getOut().flush();
+        }
+        return sharing;
     }
 
     /** The user's class path (the option, else CLASSPATH), then this JVM's. */

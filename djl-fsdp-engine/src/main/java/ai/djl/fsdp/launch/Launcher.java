@@ -52,6 +52,7 @@ public final class Launcher {
     private final Map<String, String> environment;
     private final List<Integer> localRanks;
     private final Duration stopTimeout;
+    private final GpuSharing gpuSharing;
     private final RankJvm jvm;
 
     private Launcher(Builder builder, JobRendezvous rendezvous, RankJvm jvm) {
@@ -63,6 +64,7 @@ public final class Launcher {
         environment = Map.copyOf(builder.environment);
         localRanks = builder.localRanks;
         stopTimeout = builder.stopTimeout;
+        gpuSharing = builder.gpuSharing;
         this.jvm = jvm;
     }
 
@@ -75,20 +77,12 @@ public final class Launcher {
         return new Builder();
     }
 
-    /**
-     * Returns the number of ranks in the job.
-     *
-     * @return {@code nnodes * nprocPerNode}
-     */
+    /** Returns the number of ranks in the job: {@code nnodes * nprocPerNode}. */
     public int getWorldSize() {
         return nnodes * nprocPerNode;
     }
 
-    /**
-     * Returns the intra-op threads each rank gets.
-     *
-     * @return the thread count per rank
-     */
+    /** Returns the intra-op threads each rank gets. */
     public int getThreadsPerRank() {
         return jvm.threadsPerRank();
     }
@@ -168,16 +162,13 @@ public final class Launcher {
                     Double.toString(timeout.toMillis() / 1000.0));
         }
         env.put("OMP_NUM_THREADS", Integer.toString(jvm.threadsPerRank()));
+        if (gpuSharing != null) {
+            env.putAll(gpuSharing.environment(localRank));
+        }
         return env;
     }
 
-    /**
-     * Returns the name of a rank's output file in the {@link Builder#optLogDirectory log
-     * directory}.
-     *
-     * @param rank the global rank
-     * @return the file name, such as {@code rank1.log}
-     */
+    /** Returns rank {@code rank}'s output file's name in the log directory: {@code rank1.log}. */
     public static String logFileName(int rank) {
         return RankJvm.logFileName(rank);
     }
@@ -203,6 +194,7 @@ public final class Launcher {
         private Duration stopTimeout = Duration.ofSeconds(5);
         private String classPath = System.getProperty("java.class.path");
         private Path logDirectory;
+        private GpuSharing gpuSharing;
         private PrintStream out = System.out;
         private PrintStream err = System.err;
 
@@ -407,6 +399,18 @@ public final class Launcher {
          */
         public Builder optLogDirectory(Path logDirectory) {
             this.logDirectory = logDirectory;
+            return this;
+        }
+
+        /**
+         * Puts several local ranks on each GPU, a test layout: each rank gets the layout's {@link
+         * GpuSharing#environment variables} (default: one rank per GPU).
+         *
+         * @param gpuSharing the layout
+         * @return this builder
+         */
+        public Builder optGpuSharing(GpuSharing gpuSharing) {
+            this.gpuSharing = gpuSharing;
             return this;
         }
 

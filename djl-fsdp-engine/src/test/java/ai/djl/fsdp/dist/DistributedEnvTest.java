@@ -211,4 +211,25 @@ class DistributedEnvTest {
                         () -> ProcessGroupOptions.Builder.defaultTimeout("soon"));
         assertTrue(e.getMessage().contains(ProcessGroupOptions.TIMEOUT_VARIABLE), e.getMessage());
     }
+
+    @Test
+    void aStoppedRankIsFoundWithinHalfAMinuteUnlessTheTimeoutIsShorter() {
+        java.time.Duration minute = java.time.Duration.ofSeconds(60);
+        assertEquals(
+                java.time.Duration.ofSeconds(30),
+                ProcessGroupOptions.builder().optTimeout(minute).build().getHeartbeatTimeout());
+        assertEquals(
+                java.time.Duration.ofSeconds(5),
+                ProcessGroupOptions.builder()
+                        .optTimeout(java.time.Duration.ofSeconds(5))
+                        .build()
+                        .getHeartbeatTimeout());
+        assertEquals(
+                java.time.Duration.ofSeconds(45),
+                ProcessGroupOptions.builder()
+                        .optTimeout(minute)
+                        .optHeartbeatTimeout(java.time.Duration.ofSeconds(45))
+                        .build()
+                        .getHeartbeatTimeout());
+    }
 }

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.testing;
 
 import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.launch.GpuSharing;
 import ai.djl.fsdp.launch.LaunchedJob;
 import ai.djl.fsdp.launch.Launcher;
 import ai.djl.fsdp.launch.RankFailedException;
@@ -24,8 +25,10 @@ import java.util.stream.Stream;
  * Launcher} (so tests run the ranks exactly as {@code bin/fsdp launch} does): each rank is a JVM
  * running a given main class on the test class path, with a small heap and one DJL thread, on the
  * CPU unless {@code env(RankDevice.DEVICE_VARIABLE, "gpu")} asks for GPUs (so a GPU host still
- * tests the socket ring), and its standard output and error in a file that the results carry as
- * text.
+ * tests the socket ring), or {@value #DEVICE_VARIABLE}{@code =gpu} puts every job's ranks on GPUs
+ * (the GPU kit, with {@code DJL_FSDP_RANKS_PER_GPU} for several ranks per GPU, which then get the
+ * NCCL variables {@code bin/fsdp launch} gives them), and its standard output and error in a file
+ * that the results carry as text.
  *
  * <pre>{@code
  * try (RankProcesses job = RankProcesses.builder(MyRankMain.class).worldSize(3).start()) {
@@ -36,6 +39,9 @@ import java.util.stream.Stream;
  * <p>Every wait is bounded: past the job's timeout all ranks are stopped and the results say so.
  */
 public final class RankProcesses implements AutoCloseable {
+
+    /** The environment variable that sets the ranks' default device kind: {@code cpu} or gpu. */
+    public static final String DEVICE_VARIABLE = "DJL_FSDP_TEST_DEVICE";
 
     /** How long a rank gets to exit after SIGTERM when the job is stopped; a test needs no more. */
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(2);
@@ -303,7 +309,10 @@ public final class RankProcesses implements AutoCloseable {
         private final List<String> jvmOptions =
                 new ArrayList<>(List.of("-Xmx512m", "-XX:+UseSerialGC"));
         private final Map<String, String> environment =
-                new LinkedHashMap<>(Map.of(RankDevice.DEVICE_VARIABLE, "cpu"));
+                new LinkedHashMap<>(
+                        Map.of(
+                                RankDevice.DEVICE_VARIABLE,
+                                Objects.requireNonNullElse(System.getenv(DEVICE_VARIABLE), "cpu")));
         private Duration timeout = Duration.ofMinutes(2);
         private Integer masterPort;
         private String jobToken;
@@ -382,6 +391,12 @@ public final class RankProcesses implements AutoCloseable {
                             .optLogDirectory(logDirectory)
                             .optStopTimeout(STOP_TIMEOUT);
             environment.forEach(launcher::optEnvironment);
+            if (!"cpu".equalsIgnoreCase(environment.get(RankDevice.DEVICE_VARIABLE).trim())) {
+                GpuSharing sharing = GpuSharing.forNode(null, System.getenv(), 0, false);
+                if (sharing != null) {
+                    launcher.optGpuSharing(sharing);
+                }
+            }
             if (masterPort != null) {
                 launcher.optMasterPort(masterPort);
             }

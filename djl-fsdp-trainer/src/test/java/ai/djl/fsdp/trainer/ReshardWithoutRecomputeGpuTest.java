@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
  * does (SHARD_GRAD_OP without recompute: the same graphs over the same values), and after every
  * forward no unit has physical memory mapped, where SHARD_GRAD_OP keeps it. That the unmapped
  * memory really goes back to the device is {@code CudaReleasableMemoryGpuTest}'s check. Skips
- * without two GPUs, NCCL or the CUDA driver library.
+ * without two GPUs (or one shared by two ranks, DJL_FSDP_RANKS_PER_GPU=2), NCCL or the CUDA driver
+ * library.
  */
 class ReshardWithoutRecomputeGpuTest {
 
@@ -32,8 +33,12 @@ class ReshardWithoutRecomputeGpuTest {
     void trainsAsKeepingTheParametersDoesWithTheUnitsUnmappedAfterForward(@TempDir Path directory)
             throws Exception {
         int gpus = Engine.getEngine("PyTorch").getGpuCount();
+        int perGpu = RankDevice.ranksPerGpu(System.getenv(RankDevice.RANKS_PER_GPU_VARIABLE));
         Assumptions.assumeTrue(
-                gpus >= WORLD, "needs two CUDA GPUs (NCCL ranks on distinct GPUs), found " + gpus);
+                gpus * perGpu >= WORLD,
+                "needs two CUDA GPUs (NCCL ranks on distinct GPUs), or one with"
+                        + " DJL_FSDP_RANKS_PER_GPU=2, found "
+                        + gpus);
         Assumptions.assumeTrue(
                 NcclProcessGroup.isAvailable(),
                 () -> CudaLibraries.Part.NCCL.problem().orElse("NCCL cannot run here"));

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench.ranks;
 
+import ai.djl.fsdp.launch.GpuSharing;
 import ai.djl.fsdp.launch.Launcher;
 import ai.djl.fsdp.launch.RankFailedException;
 import java.io.IOException;
@@ -106,13 +107,20 @@ public final class BenchRanks {
             throws IOException, InterruptedException {
         Path report = Files.createTempFile("fsdp-bench-" + spec.name(), "");
         try {
-            Launcher.builder()
-                    .setNprocPerNode(nproc)
-                    .setCommand(command.apply(report))
-                    .optJavaOptions(jvmOptions.isEmpty() ? defaultJvmOptions : jvmOptions)
-                    .build()
-                    .run();
+            Launcher.Builder launcher =
+                    Launcher.builder()
+                            .setNprocPerNode(nproc)
+                            .setCommand(command.apply(report))
+                            .optJavaOptions(jvmOptions.isEmpty() ? defaultJvmOptions : jvmOptions);
+            // DJL_FSDP_RANKS_PER_GPU: several ranks on one GPU, as bin/fsdp launch puts them.
+            GpuSharing sharing = GpuSharing.forNode(null, System.getenv(), 0, false);
             PrintWriter out = spec.commandLine().getOut();
+            if (sharing != null) {
+                out.println("fsdp bench " + spec.name() + ": " + sharing.notice());
+                out.flush();
+                launcher.optGpuSharing(sharing);
+            }
+            launcher.build().run();
             out.println(summary.read(report));
             out.flush();
             return 0;

@@ -13,9 +13,10 @@ import java.util.Locale;
  * --width}, {@code --heads}, {@code --vocab} and {@code --seq} ({@code max_position_embeddings}).
  * GPT-2 as before; the families built on Llama's block with their released models' proportions: one
  * key-value head per 4 query heads where the heads divide by 4 (else one each), an MLP of {@code
- * 8/3} the width rounded up to a multiple of 64, and each family's features on: Llama 3's llama3
- * RoPE scaling (original length half the sequence) and untied head; Mistral's sliding window of
- * half the sequence; Qwen2's q/k/v biases and tied head; Qwen3's q/k norms and tied head.
+ * 8/3} the width rounded up to a multiple of 64 (or {@code --intermediate}), and each family's
+ * features on: Llama 3's llama3 RoPE scaling (original length half the sequence) and untied head;
+ * Mistral's sliding window of half the sequence; Qwen2's q/k/v biases and tied head; Qwen3's q/k
+ * norms and tied head.
  */
 enum BenchModel {
     GPT2,
@@ -57,9 +58,10 @@ enum BenchModel {
      * Returns the configuration of this family at a shape, dropout off.
      *
      * @param shape the shape
+     * @param intermediate the MLP's width; 0 for the family's proportion
      * @return the configuration
      */
-    ModelConfig config(GptShape shape) {
+    ModelConfig config(GptShape shape, int intermediate) {
         if (this == GPT2) {
             return shape.modelConfig();
         }
@@ -68,7 +70,7 @@ enum BenchModel {
         json.addProperty("model_type", getName());
         json.addProperty("vocab_size", shape.vocab());
         json.addProperty("hidden_size", shape.width());
-        json.addProperty("intermediate_size", intermediate(shape));
+        json.addProperty("intermediate_size", intermediate(shape, intermediate));
         json.addProperty("num_hidden_layers", shape.layers());
         json.addProperty("num_attention_heads", shape.heads());
         json.addProperty("num_key_value_heads", kvHeads(shape));
@@ -103,9 +105,10 @@ enum BenchModel {
      * not the hardware's.
      *
      * @param shape the shape
+     * @param intermediate the MLP's width; 0 for the family's proportion
      * @return FLOPs per token
      */
-    double flopsPerToken(GptShape shape) {
+    double flopsPerToken(GptShape shape, int intermediate) {
         double c = shape.width();
         double attention = 4.0 * shape.sequence() * c;
         double projections;
@@ -113,7 +116,7 @@ enum BenchModel {
             projections = 24 * c * c;
         } else {
             double kv = (double) kvHeads(shape) * (shape.width() / shape.heads());
-            projections = 2 * c * (2 * c + 2 * kv) + 6 * c * intermediate(shape);
+            projections = 2 * c * (2 * c + 2 * kv) + 6 * c * intermediate(shape, intermediate);
         }
         return 3 * (shape.layers() * (projections + attention) + 2 * c * shape.vocab());
     }
@@ -122,7 +125,10 @@ enum BenchModel {
         return shape.heads() % 4 == 0 ? shape.heads() / 4 : shape.heads();
     }
 
-    private static int intermediate(GptShape shape) {
+    private static int intermediate(GptShape shape, int given) {
+        if (given > 0) {
+            return given;
+        }
         int inner = (8 * shape.width() + 2) / 3;
         return (inner + 63) / 64 * 64;
     }

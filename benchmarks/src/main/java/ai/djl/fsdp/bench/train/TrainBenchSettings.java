@@ -27,6 +27,7 @@ import java.util.Set;
  *     LOCAL_WORLD_SIZE} (all {@code nproc} ranks of this machine)
  * @param model the family trained at {@code shape}: {@code gpt2}, {@code llama}, {@code mistral},
  *     {@code qwen2} or {@code qwen3} ({@link BenchModel})
+ * @param intermediate the MLP's width of the Llama-based families; 0 for the family's proportion
  */
 public record TrainBenchSettings(
         int nproc,
@@ -40,7 +41,8 @@ public record TrainBenchSettings(
         Boolean activationCheckpointing,
         int loraRank,
         int shardGroupSize,
-        String model) {
+        String model,
+        int intermediate) {
 
     /** The {@code --sharding} value that runs DJL's plain trainer as the baseline. */
     static final String BASELINE = "NONE";
@@ -93,7 +95,16 @@ public record TrainBenchSettings(
                     "--nproc and --steps must be at least 1 and --warmup at least 0");
         }
         shape.check();
-        BenchModel.of(model);
+        BenchModel family = BenchModel.of(model);
+        if (intermediate < 0 || intermediate > 0 && family == BenchModel.GPT2) {
+            throw new IllegalArgumentException(
+                    "--intermediate sets the MLP width of llama, mistral, qwen2 and qwen3 (GPT-2's"
+                            + " is 4 x --width): give 0 or a positive width with one of those,"
+                            + " got "
+                            + intermediate
+                            + " with --model "
+                            + model);
+        }
         try {
             AttentionKernel.of(attention);
         } catch (IllegalArgumentException e) {
@@ -146,7 +157,7 @@ public record TrainBenchSettings(
      * @return the configuration
      */
     ModelConfig modelConfig() {
-        return BenchModel.of(model).config(shape);
+        return BenchModel.of(model).config(shape, intermediate);
     }
 
     /**
@@ -155,6 +166,6 @@ public record TrainBenchSettings(
      * @return FLOPs per token
      */
     double modelFlopsPerToken() {
-        return BenchModel.of(model).flopsPerToken(shape);
+        return BenchModel.of(model).flopsPerToken(shape, intermediate);
     }
 }

@@ -93,6 +93,15 @@ final class TrainOptions {
     private String model;
 
     @Option(
+            names = "--intermediate",
+            defaultValue = "0",
+            paramLabel = "I",
+            description =
+                    "The MLP width of llama, mistral, qwen2 and qwen3 (Llama 3.2 1B: 8192); 0:"
+                            + " 8/3 of --width rounded up to 64 (default: ${DEFAULT-VALUE}).")
+    private int intermediate;
+
+    @Option(
             names = "--op-profile",
             paramLabel = "FILE",
             description =
@@ -121,6 +130,7 @@ final class TrainOptions {
                 activationCheckpointing,
                 loraRank,
                 shardGroupSize,
-                model);
+                model,
+                intermediate);
     }
 }

@@ -17,7 +17,7 @@ class TrainBenchSettingsTest {
     private static TrainBenchSettings settings(
             int nproc, String sharding, GptShape shape, String attention, String precision) {
         return new TrainBenchSettings(
-                nproc, sharding, 10, 2, shape, attention, precision, null, null, 0, 0, "gpt2");
+                nproc, sharding, 10, 2, shape, attention, precision, null, null, 0, 0, "gpt2", 0);
     }
 
     @Test
@@ -57,7 +57,8 @@ class TrainBenchSettingsTest {
                             null,
                             8,
                             0,
-                            family);
+                            family,
+                            0);
             settings.check();
             LlamaConfig config = (LlamaConfig) settings.modelConfig();
             assertEquals(family, config.modelType());
@@ -72,14 +73,70 @@ class TrainBenchSettingsTest {
         }
         TrainBenchSettings mistral =
                 new TrainBenchSettings(
-                        1, "NONE", 10, 2, shape, "explicit", "fp32", null, null, 0, 0, "mistral");
+                        1,
+                        "NONE",
+                        10,
+                        2,
+                        shape,
+                        "explicit",
+                        "fp32",
+                        null,
+                        null,
+                        0,
+                        0,
+                        "mistral",
+                        0);
         assertEquals(32, ((LlamaConfig) mistral.modelConfig()).slidingWindow());
         TrainBenchSettings unknown =
                 new TrainBenchSettings(
-                        1, "NONE", 10, 2, shape, "explicit", "fp32", null, null, 0, 0, "gemma");
+                        1, "NONE", 10, 2, shape, "explicit", "fp32", null, null, 0, 0, "gemma", 0);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, unknown::check);
         assertTrue(e.getMessage().contains("--model"), e.getMessage());
         assertTrue(e.getMessage().contains("qwen3"), e.getMessage());
+    }
+
+    @Test
+    void theIntermediateSizeCanBeGivenForLlama1b() {
+        // Llama 3.2 1B's proportions: 16 x 2048, 32 heads, 8 key-value heads, MLP 8192.
+        GptShape shape = new GptShape(16, 2048, 32, 32000, 2048, 1);
+        TrainBenchSettings llama =
+                new TrainBenchSettings(
+                        1,
+                        "FULL_SHARD",
+                        10,
+                        2,
+                        shape,
+                        "sdpa",
+                        "bf16",
+                        null,
+                        null,
+                        0,
+                        0,
+                        "llama",
+                        8192);
+        llama.check();
+        LlamaConfig config = (LlamaConfig) llama.modelConfig();
+        assertEquals(8192, config.intermediateSize());
+        assertEquals(8, config.numKeyValueHeads());
+        double perLayer = 2 * 2048 * (2 * 2048 + 2 * 512) + 6 * 2048 * 8192 + 4 * 2048 * 2048;
+        assertEquals(3 * (16 * perLayer + 2 * 2048 * 32000), llama.modelFlopsPerToken(), 1e-3);
+        TrainBenchSettings gpt2 =
+                new TrainBenchSettings(
+                        1,
+                        "FULL_SHARD",
+                        10,
+                        2,
+                        shape,
+                        "sdpa",
+                        "bf16",
+                        null,
+                        null,
+                        0,
+                        0,
+                        "gpt2",
+                        8192);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, gpt2::check);
+        assertTrue(e.getMessage().contains("--intermediate"), e.getMessage());
     }
 
     @Test
@@ -117,7 +174,7 @@ class TrainBenchSettingsTest {
     private static TrainBenchSettings grouped(String sharding, int size) {
         GptShape shape = new GptShape(2, 64, 4, 1000, 8, 2);
         return new TrainBenchSettings(
-                4, sharding, 10, 2, shape, "explicit", "fp32", null, null, 0, size, "gpt2");
+                4, sharding, 10, 2, shape, "explicit", "fp32", null, null, 0, size, "gpt2", 0);
     }
 
     @Test

@@ -116,7 +116,12 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
         watchdog =
                 ring == null || subgroup != null
                         ? null
-                        : new Watchdog(store.newClient(timeout), rank, size, timeout, this::abort);
+                        : new Watchdog(
+                                store.newClient(options.getHeartbeatTimeout()),
+                                rank,
+                                size,
+                                options.getHeartbeatTimeout(),
+                                this::abort);
     }
 
     /**

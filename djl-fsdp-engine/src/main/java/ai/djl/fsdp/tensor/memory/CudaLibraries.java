@@ -89,6 +89,26 @@ public final class CudaLibraries {
     private CudaLibraries() {}
 
     /**
+     * Returns the version of the NCCL library that Bytedeco's glue loads here, coded as NCCL codes
+     * it ({@code major * 10000 + minor * 100 + patch}: 22809 for NCCL 2.28.9).
+     *
+     * @throws IllegalStateException where NCCL cannot run here, saying which piece is missing
+     */
+    public static int ncclVersion() {
+        Optional<String> problem = Part.NCCL.problem();
+        if (problem.isPresent()) {
+            throw new IllegalStateException(problem.get());
+        }
+        int[] version = new int[1];
+        int result = nccl.ncclGetVersion(version);
+        if (result != nccl.ncclSuccess) {
+            throw new IllegalStateException(
+                    "ncclGetVersion failed: " + nccl.ncclGetErrorString(result).getString());
+        }
+        return version[0];
+    }
+
+    /**
      * Returns what keeps a feature from running, from what was found.
      *
      * @param feature the feature's name, such as {@code NCCL}

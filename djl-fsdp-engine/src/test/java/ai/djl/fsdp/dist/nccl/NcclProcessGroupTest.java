@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.dist.socket.CollectiveCheckMain;
 import ai.djl.fsdp.dist.socket.FailureMain;
@@ -78,6 +79,37 @@ class NcclProcessGroupTest {
     }
 
     @Test
+    void aStoppedRankIsEndedByTheWatchdogNamingRankAndCollective() throws InterruptedException {
+        int ranks = gpuRanks(2);
+        try (RankProcesses job =
+                onGpus(FailureMain.class, ranks)
+                        .args("endless")
+                        .env(ProcessGroupOptions.TIMEOUT_VARIABLE, "20")
+                        .timeout(Duration.ofMinutes(3))
+                        .start()) {
+            for (int rank = 0; rank < ranks; rank++) {
+                job.awaitOutput(rank, "RUNNING", Duration.ofSeconds(120));
+            }
+            long start = System.nanoTime();
+            job.signal(1, "STOP");
+            job.awaitOutput(0, "FAILED: ", Duration.ofSeconds(60));
+            double seconds = (System.nanoTime() - start) / 1e9;
+            job.kill(1);
+            RankProcesses.Results results = job.await();
+            String output = results.rank(0).output();
+            System.out.printf(
+                    "MEASURED SIGSTOP of rank 1 of %d on NCCL, timeout 20 s: rank 0 failed after"
+                            + " %.1f s%n",
+                    ranks, seconds);
+            assertEquals(FailureMain.FAILED_EXIT, results.rank(0).exitCode(), results.describe());
+            assertTrue(output.contains("NCCL communicator aborted"), results.describe());
+            assertTrue(output.contains("on rank 0"), results.describe());
+            assertTrue(output.contains("allReduce #"), results.describe());
+            assertTrue(seconds < 20 + 10, "took " + seconds + " s:\n" + results.describe());
+        }
+    }
+
+    @Test
     void aKilledRankFailsTheSurvivorsInsteadOfHangingThem() {
         int ranks = gpuRanks(2);
         try (RankProcesses job =
@@ -104,8 +136,12 @@ class NcclProcessGroupTest {
         Assumptions.assumeTrue(
                 NcclProcessGroup.isAvailable(),
                 () -> CudaLibraries.Part.NCCL.problem().orElse("NCCL cannot run here"));
-        Assumptions.assumeTrue(gpus >= 2, "one GPU: NCCL collectives need two ranks on two GPUs");
-        return Math.min(wanted, gpus);
+        int slots = gpus * RankDevice.ranksPerGpu(System.getenv(RankDevice.RANKS_PER_GPU_VARIABLE));
+        Assumptions.assumeTrue(
+                slots >= 2,
+                "one GPU: NCCL collectives need two ranks, on two GPUs or sharing one"
+                        + " (DJL_FSDP_RANKS_PER_GPU=2)");
+        return Math.min(wanted, slots);
     }
 
     private static RankProcesses.Builder onGpus(Class<?> main, int ranks) {

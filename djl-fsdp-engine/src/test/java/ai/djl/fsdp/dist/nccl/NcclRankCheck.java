@@ -2,6 +2,7 @@ package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.Device;
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.rendezvous.TcpStore;
 import ai.djl.fsdp.tensor.TensorMemory;
@@ -13,9 +14,9 @@ import java.time.Duration;
 import java.util.Arrays;
 
 /**
- * A rank of {@link NcclProcessGroupTest}: joins the NCCL group on GPU {@code LOCAL_RANK} and checks
- * every collective against values it computes itself; any mismatch throws, so the rank exits
- * non-zero. Rank {@code r} contributes {@code r + 1 + i} at index {@code i}.
+ * A rank of {@link NcclProcessGroupTest}: joins the NCCL group on its rank's GPU ({@code
+ * RankDevice}) and checks every collective against values it computes itself; any mismatch throws,
+ * so the rank exits non-zero. Rank {@code r} contributes {@code r + 1 + i} at index {@code i}.
  */
 public final class NcclRankCheck {
 
@@ -27,7 +28,7 @@ public final class NcclRankCheck {
         DistributedEnv env = DistributedEnv.fromEnvironment();
         int rank = env.getRank();
         int size = env.getWorldSize();
-        Device gpu = Device.gpu(env.getLocalRank());
+        Device gpu = RankDevice.of(env);
         try (TcpStore store =
                         TcpStore.builder(env.getMasterAddr(), env.getMasterPort())
                                 .optHostServer(rank == 0)

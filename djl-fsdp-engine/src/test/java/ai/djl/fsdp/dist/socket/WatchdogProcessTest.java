@@ -82,6 +82,36 @@ class WatchdogProcessTest {
     }
 
     @Test
+    void aStoppedRankEndsATwoRankJobWithinAMinuteWithTheDefaults() throws InterruptedException {
+        // No timeout set: the heartbeat timeout's default (30 s) decides, as in a real job.
+        try (RankProcesses job =
+                RankProcesses.builder(FailureMain.class)
+                        .worldSize(2)
+                        .args("endless")
+                        .timeout(Duration.ofMinutes(3))
+                        .start()) {
+            for (int rank = 0; rank < 2; rank++) {
+                job.awaitOutput(rank, "RUNNING", Duration.ofSeconds(90));
+            }
+            long start = System.nanoTime();
+            job.signal(1, "STOP");
+            RankFailedException launcher = job.awaitLauncherFailure();
+            double seconds = (System.nanoTime() - start) / 1e9;
+            RankProcesses.Results results = job.await();
+            System.out.printf(
+                    "MEASURED SIGSTOP of rank 1 of 2, default settings: the launcher reported"
+                            + " after %.1f s: %s%n",
+                    seconds, launcher.getMessage());
+            assertEquals(1, launcher.getRank(), launcher.getMessage());
+            assertTrue(launcher.getMessage().contains("stopped"), launcher.getMessage());
+            assertTrue(
+                    results.rank(0).output().contains("rank 1 has sent no heartbeat for PT30S"),
+                    results.describe());
+            assertTrue(seconds < 60, "took " + seconds + " s:\n" + results.describe());
+        }
+    }
+
+    @Test
     void killedRankIsReportedBySignalName() {
         try (RankProcesses job = endlessJob(2)) {
             job.kill(1);
