@@ -96,9 +96,15 @@ public final class FsdpDistributor {
     }
 
     /**
-     * Trains with {@code function} on every rank on its share of {@code data}, repartitioned to the
-     * ranks, in the executors' JVMs (one rank per executor): a DataFrame trains without being
-     * written out first.
+     * Trains with {@code function} on every rank on its share of {@code data}, in the executors'
+     * JVMs (one rank per executor): a DataFrame trains without being written out first. The rows
+     * are dealt to the ranks by position (row {@code i} to rank {@code i % ranks}, in order), so
+     * the ranks' shares differ by at most one row.
+     *
+     * <p>The ranks must still agree on their number of steps: a rank that runs a step more than the
+     * others waits in a collective until the timeout, and every retry of the stage fails the same
+     * way. Train a fixed number of steps, or as many as the smallest share gives (it holds the row
+     * count divided by the ranks, rounded down).
      *
      * @param data the training data
      * @param function the rank's training on its rows
@@ -110,8 +116,9 @@ public final class FsdpDistributor {
     }
 
     /**
-     * Trains with {@code function} on every rank on its share of {@code data}, repartitioned to the
-     * ranks, in the executors' JVMs (one rank per executor).
+     * Trains with {@code function} on every rank on its share of {@code data}, in the executors'
+     * JVMs (one rank per executor); see {@link #run(Dataset, PartitionFunction)} for how the rows
+     * are shared and the steps the ranks must agree on.
      *
      * @param data the training data
      * @param function the rank's training on its rows
@@ -120,7 +127,7 @@ public final class FsdpDistributor {
      * @return each rank's result, by rank
      */
     public <R, T> List<T> run(JavaRDD<R> data, PartitionFunction<R, T> function) {
-        return runStage(data.repartition(ranks), new BarrierTask<>(function, timeout, true));
+        return runStage(RankShares.deal(data, ranks), new BarrierTask<>(function, timeout, true));
     }
 
     /**
