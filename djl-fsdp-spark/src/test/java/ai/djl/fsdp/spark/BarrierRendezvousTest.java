@@ -3,10 +3,14 @@ package ai.djl.fsdp.spark;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
+import ai.djl.fsdp.launch.rank.FailureReport;
+import ai.djl.fsdp.launch.rank.RankCommand;
+import ai.djl.fsdp.launch.rank.RankThreads;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -52,23 +56,27 @@ class BarrierRendezvousTest {
     }
 
     @Test
-    void aRankJvmSeesItsTasksGpuAloneAndItsPlaceInTheJob() {
+    void aRankJvmStartsAsBinFsdpLaunchStartsOneAndSeesItsTasksGpuAlone() {
         DistributedEnv env =
                 DistributedEnv.of(1, 4, 0, 2, "node-0", 29500, "token").withRunId("spark-3.1-x");
         SparkRank rank = new SparkRank(env, Device.gpu(5), 8, Duration.ofSeconds(30), 1);
-        Map<String, String> variables = RankProcess.environment(rank, Path.of("/tmp/report"));
-        assertEquals("1", variables.get("RANK"));
-        assertEquals("4", variables.get("WORLD_SIZE"));
-        assertEquals("0", variables.get("LOCAL_RANK"));
-        assertEquals("2", variables.get("LOCAL_WORLD_SIZE"));
-        assertEquals("node-0", variables.get("MASTER_ADDR"));
-        assertEquals("29500", variables.get("MASTER_PORT"));
-        assertEquals("token", variables.get(DistributedEnv.JOB_TOKEN_VARIABLE));
-        assertEquals("spark-3.1-x", variables.get(DistributedEnv.RUN_ID_VARIABLE));
+        ProcessBuilder builder =
+                new RankProcess(List.of("com.example.Train"), List.of("-Xmx1g"))
+                        .processBuilder(rank, Path.of("/tmp/report"));
+        Map<String, String> variables = builder.environment();
+        assertEquals(env.toString(), DistributedEnv.fromVariables(variables).toString());
         assertEquals("8", variables.get("OMP_NUM_THREADS"));
         assertEquals("30.0", variables.get(ProcessGroupOptions.TIMEOUT_VARIABLE));
         assertEquals("5", variables.get("CUDA_VISIBLE_DEVICES"));
-        assertEquals(env.toString(), DistributedEnv.fromVariables(variables).toString());
+        assertEquals("/tmp/report", variables.get(FailureReport.FILE_VARIABLE));
+        assertEquals(
+                RankCommand.MALLOC_TUNABLES, variables.get(RankCommand.MALLOC_TUNABLES_VARIABLE));
+        assertTrue(
+                builder.command().contains("-D" + RankThreads.THREADS_PROPERTY + "=8"),
+                builder.command().toString());
+        assertEquals(ProcessBuilder.Redirect.PIPE, builder.redirectInput(), "stdin is closed");
+        assertEquals(ProcessBuilder.Redirect.INHERIT, builder.redirectOutput());
+        assertEquals(ProcessBuilder.Redirect.INHERIT, builder.redirectError());
     }
 
     @Test
