@@ -5,6 +5,7 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,7 +23,8 @@ import org.apache.spark.resource.ResourceInformation;
  * partition, the world size the stage's task count, its local rank and local world size come from
  * the tasks on its host, and the store listens on rank 0's host (from the task infos) at a port
  * rank 0 picks, with a fresh job token, both told to every task through the barrier's {@code
- * allGather}. The run id names the stage attempt, so a retried stage is a new run.
+ * allGather}, with the checkpoint rank 0 chose for every rank to resume from. The run id names the
+ * stage attempt, so a retried stage is a new run.
  */
 final class BarrierRendezvous {
 
@@ -37,19 +39,21 @@ final class BarrierRendezvous {
      * @param timeout the process group timeout, or null for its default
      * @param ownExecutor whether each rank must run in an executor of its own (training in the
      *     executor's JVM, whose engine state is per process)
+     * @param resume the command whose checkpoint rank 0 chooses for every rank, or null for none
      * @return the rank
      * @throws IllegalStateException on every task alike if two ranks share an executor where they
      *     must not
      */
-    static SparkRank join(BarrierTaskContext context, Duration timeout, boolean ownExecutor) {
+    static SparkRank join(
+            BarrierTaskContext context, Duration timeout, boolean ownExecutor, ResumeFlag resume) {
         int rank = context.partitionId();
         List<String> hosts =
                 Arrays.stream(context.getTaskInfos())
                         .map(BarrierTaskInfo::address)
                         .map(BarrierRendezvous::host)
                         .toList();
-        String offer = rank == 0 ? freePort() + " " + newToken() : "";
-        String[] gathered = context.allGather(SparkEnv.get().executorId() + " " + offer);
+        String executor = SparkEnv.get().executorId();
+        String[] gathered = context.allGather(rank == 0 ? leaderOffer(executor, resume) : executor);
         List<String> executors = new ArrayList<>(gathered.length);
         for (String message : gathered) {
             executors.add(message.split(" ", 2)[0]);
@@ -57,7 +61,7 @@ final class BarrierRendezvous {
         if (ownExecutor) {
             requireOwnExecutors(executors);
         }
-        String[] store = gathered[0].split(" ");
+        String[] store = gathered[0].split(" ", 4);
         DistributedEnv env =
                 DistributedEnv.of(
                                 rank,
@@ -79,7 +83,17 @@ final class BarrierRendezvous {
                 gpu(context.resourcesJMap()),
                 context.cpus(),
                 timeout,
-                context.stageAttemptNumber());
+                context.stageAttemptNumber(),
+                store[3].isEmpty() ? null : Path.of(store[3]));
+    }
+
+    /**
+     * Rank 0's message to every task: its executor, the store's port, the job's token and the
+     * checkpoint to resume from (last, as a path may hold spaces; empty for none).
+     */
+    static String leaderOffer(String executor, ResumeFlag resume) {
+        String checkpoint = resume == null ? "" : resume.choose().map(Path::toString).orElse("");
+        return executor + " " + freePort() + " " + newToken() + " " + checkpoint;
     }
 
     /** Returns the host of a task's {@code host:port} address. */

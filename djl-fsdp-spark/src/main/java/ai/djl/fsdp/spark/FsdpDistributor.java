@@ -92,7 +92,8 @@ public final class FsdpDistributor {
     public <T> List<T> run(RankFunction<T> function) {
         JavaRDD<Object> tasks = emptyPartitions();
         return runStage(
-                tasks, new BarrierTask<>((rank, rows) -> function.apply(rank), timeout, true));
+                tasks,
+                new BarrierTask<>((rank, rows) -> function.apply(rank), timeout, true, null));
     }
 
     /**
@@ -127,7 +128,8 @@ public final class FsdpDistributor {
      * @return each rank's result, by rank
      */
     public <R, T> List<T> run(JavaRDD<R> data, PartitionFunction<R, T> function) {
-        return runStage(RankShares.deal(data, ranks), new BarrierTask<>(function, timeout, true));
+        return runStage(
+                RankShares.deal(data, ranks), new BarrierTask<>(function, timeout, true, null));
     }
 
     /**
@@ -141,8 +143,9 @@ public final class FsdpDistributor {
      */
     public void runMain(List<String> command) {
         JavaRDD<Object> tasks = emptyPartitions();
-        RankProcess process = new RankProcess(mainCommand(command), javaOptions);
-        runStage(tasks, new BarrierTask<>(process, timeout, false));
+        ResumeFlag resume = ResumeFlag.of(mainCommand(command));
+        RankProcess process = new RankProcess(resume, javaOptions);
+        runStage(tasks, new BarrierTask<>(process, timeout, false, resume));
     }
 
     /**

@@ -30,17 +30,17 @@ final class RankProcess implements PartitionFunction<Object, Integer> {
 
     private static final long STOP_SECONDS = 5;
 
-    private final List<String> mainCommand;
+    private final ResumeFlag mainCommand;
     private final List<String> javaOptions;
 
     /**
      * Creates the rank's runner.
      *
-     * @param mainCommand the main class and its arguments
+     * @param mainCommand the main class and its arguments, its resume flag resolved per attempt
      * @param javaOptions JVM options for the rank, after its thread settings
      */
-    RankProcess(List<String> mainCommand, List<String> javaOptions) {
-        this.mainCommand = List.copyOf(mainCommand);
+    RankProcess(ResumeFlag mainCommand, List<String> javaOptions) {
+        this.mainCommand = mainCommand;
         this.javaOptions = List.copyOf(javaOptions);
     }
 
@@ -69,7 +69,10 @@ final class RankProcess implements PartitionFunction<Object, Integer> {
     ProcessBuilder processBuilder(SparkRank rank, Path report) {
         RankCommand command =
                 new RankCommand(
-                        rank.getCpus(), javaOptions, classPath(), ResumeFlag.resolve(mainCommand));
+                        rank.getCpus(),
+                        javaOptions,
+                        classPath(),
+                        mainCommand.command(rank.getResumeCheckpoint()));
         return command.processBuilder(environment(command, rank), report)
                 .redirectOutput(ProcessBuilder.Redirect.INHERIT)
                 .redirectError(ProcessBuilder.Redirect.INHERIT);

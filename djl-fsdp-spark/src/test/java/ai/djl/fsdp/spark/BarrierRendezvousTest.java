@@ -59,9 +59,9 @@ class BarrierRendezvousTest {
     void aRankJvmStartsAsBinFsdpLaunchStartsOneAndSeesItsTasksGpuAlone() {
         DistributedEnv env =
                 DistributedEnv.of(1, 4, 0, 2, "node-0", 29500, "token").withRunId("spark-3.1-x");
-        SparkRank rank = new SparkRank(env, Device.gpu(5), 8, Duration.ofSeconds(30), 1);
+        SparkRank rank = new SparkRank(env, Device.gpu(5), 8, Duration.ofSeconds(30), 1, null);
         ProcessBuilder builder =
-                new RankProcess(List.of("com.example.Train"), List.of("-Xmx1g"))
+                new RankProcess(ResumeFlag.of(List.of("com.example.Train")), List.of("-Xmx1g"))
                         .processBuilder(rank, Path.of("/tmp/report"));
         Map<String, String> variables = builder.environment();
         assertEquals(env.toString(), DistributedEnv.fromVariables(variables).toString());
