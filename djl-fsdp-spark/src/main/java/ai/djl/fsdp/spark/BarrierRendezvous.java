@@ -59,7 +59,7 @@ final class BarrierRendezvous {
             executors.add(message.split(" ", 2)[0]);
         }
         if (ownExecutor) {
-            requireOwnExecutors(executors);
+            OwnExecutors.require(executors);
         }
         String[] store = gathered[0].split(" ", 4);
         DistributedEnv env =
@@ -116,31 +116,6 @@ final class BarrierRendezvous {
     /** Returns how many tasks run on {@code rank}'s host, itself included. */
     static int localWorldSize(List<String> hosts, int rank) {
         return (int) hosts.stream().filter(hosts.get(rank)::equals).count();
-    }
-
-    /**
-     * Fails when two ranks share an executor.
-     *
-     * @param executors each rank's executor id, by rank
-     * @throws IllegalStateException naming the ranks, the executor and the fix
-     */
-    static void requireOwnExecutors(List<String> executors) {
-        for (int later = 1; later < executors.size(); later++) {
-            int earlier = executors.indexOf(executors.get(later));
-            if (earlier < later) {
-                throw new IllegalStateException(
-                        "ranks "
-                                + earlier
-                                + " and "
-                                + later
-                                + " run in the same executor ("
-                                + executors.get(later)
-                                + "), but a rank that trains in the executor's JVM needs one of its"
-                                + " own (DJL's engine is per process): set spark.task.cpus to"
-                                + " spark.executor.cores so that each executor runs one task at a"
-                                + " time, or run a main class in a JVM per rank (runMain)");
-            }
-        }
     }
 
     /** Returns the task's GPU, the first address of its {@code gpu} resource, or null. */

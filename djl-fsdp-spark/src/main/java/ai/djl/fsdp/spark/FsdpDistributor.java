@@ -88,8 +88,12 @@ public final class FsdpDistributor {
      * @return each rank's result, by rank
      * @throws org.apache.spark.SparkException (undeclared) if the stage failed in its last attempt:
      *     its message names the failed rank and its message
+     * @throws IllegalArgumentException at once, before the stage, if the configuration would put
+     *     several ranks in one executor (a {@code local} master, or executors with the cores for
+     *     several tasks) or the cluster cannot run every rank at once
      */
     public <T> List<T> run(RankFunction<T> function) {
+        OwnExecutors.requireOnDriver(spark.getConf(), ranks);
         JavaRDD<Object> tasks = emptyPartitions();
         return runStage(
                 tasks,
@@ -126,8 +130,10 @@ public final class FsdpDistributor {
      * @param <R> the type of the rows
      * @param <T> the type of a rank's result
      * @return each rank's result, by rank
+     * @throws IllegalArgumentException at once, before the stage: see {@link #run(RankFunction)}
      */
     public <R, T> List<T> run(JavaRDD<R> data, PartitionFunction<R, T> function) {
+        OwnExecutors.requireOnDriver(spark.getConf(), ranks);
         return runStage(
                 RankShares.deal(data, ranks), new BarrierTask<>(function, timeout, true, null));
     }

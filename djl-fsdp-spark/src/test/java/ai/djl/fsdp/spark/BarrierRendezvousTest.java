@@ -2,7 +2,6 @@ package ai.djl.fsdp.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
@@ -18,10 +17,7 @@ import java.util.Map;
 import org.apache.spark.resource.ResourceInformation;
 import org.junit.jupiter.api.Test;
 
-/**
- * How a barrier task finds its place on its host and its GPU, what a rank JVM is told, and when
- * ranks may not share an executor.
- */
+/** How a barrier task finds its place on its host and its GPU, and how its rank JVM starts. */
 class BarrierRendezvousTest {
 
     @Test
@@ -77,20 +73,5 @@ class BarrierRendezvousTest {
         assertEquals(ProcessBuilder.Redirect.PIPE, builder.redirectInput(), "stdin is closed");
         assertEquals(ProcessBuilder.Redirect.INHERIT, builder.redirectOutput());
         assertEquals(ProcessBuilder.Redirect.INHERIT, builder.redirectError());
-    }
-
-    @Test
-    void ranksInOneExecutorAreRefusedNamingThemAndTheFix() {
-        BarrierRendezvous.requireOwnExecutors(List.of("1", "2", "3"));
-        IllegalStateException failure =
-                assertThrows(
-                        IllegalStateException.class,
-                        () -> BarrierRendezvous.requireOwnExecutors(List.of("1", "2", "1")));
-        assertEquals(
-                "ranks 0 and 2 run in the same executor (1), but a rank that trains in the"
-                        + " executor's JVM needs one of its own (DJL's engine is per process): set"
-                        + " spark.task.cpus to spark.executor.cores so that each executor runs one"
-                        + " task at a time, or run a main class in a JVM per rank (runMain)",
-                failure.getMessage());
     }
 }
