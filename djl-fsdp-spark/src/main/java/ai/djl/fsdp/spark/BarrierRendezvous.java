@@ -96,8 +96,15 @@ final class BarrierRendezvous {
         return executor + " " + freePort() + " " + newToken() + " " + checkpoint;
     }
 
-    /** Returns the host of a task's {@code host:port} address. */
+    /**
+     * Returns the host of a task's {@code host:port} address, an IPv6 address without the brackets
+     * of {@code [address]:port}.
+     */
     static String host(String address) {
+        if (address.startsWith("[")) {
+            int end = address.indexOf(']');
+            return address.substring(1, end < 0 ? address.length() : end);
+        }
         int colon = address.lastIndexOf(':');
         return colon < 0 ? address : address.substring(0, colon);
     }

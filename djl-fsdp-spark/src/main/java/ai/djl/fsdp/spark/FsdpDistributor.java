@@ -307,7 +307,7 @@ public final class FsdpDistributor {
          * Sets how long a run waits for executors to register before it fails for want of task
          * slots (default 30 seconds).
          *
-         * @param slotWait the longest wait
+         * @param slotWait the longest wait, zero or more
          * @return this builder
          */
         public Builder optSlotWait(Duration slotWait) {
@@ -319,7 +319,8 @@ public final class FsdpDistributor {
          * Builds the distributor.
          *
          * @return the distributor
-         * @throws IllegalArgumentException if the ranks are not positive or the timeout is not
+         * @throws IllegalArgumentException if the ranks or the timeout are not positive, or the
+         *     slot wait is null or negative
          */
         public FsdpDistributor build() {
             if (ranks <= 0) {
@@ -328,6 +329,10 @@ public final class FsdpDistributor {
             }
             if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
                 throw new IllegalArgumentException("the timeout must be positive, got " + timeout);
+            }
+            if (slotWait == null || slotWait.isNegative()) {
+                throw new IllegalArgumentException(
+                        "the slot wait must be zero or more (optSlotWait), got " + slotWait);
             }
             return new FsdpDistributor(this);
         }

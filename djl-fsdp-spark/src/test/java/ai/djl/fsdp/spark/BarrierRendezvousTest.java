@@ -40,6 +40,8 @@ class BarrierRendezvousTest {
         assertEquals("10.0.0.7", BarrierRendezvous.host("10.0.0.7:41231"));
         assertEquals("node-3.example", BarrierRendezvous.host("node-3.example:7077"));
         assertEquals("node-3", BarrierRendezvous.host("node-3"));
+        assertEquals("::1", BarrierRendezvous.host("[::1]:41231"));
+        assertEquals("fe80::1", BarrierRendezvous.host("[fe80::1]"));
     }
 
     @Test

@@ -222,6 +222,23 @@ class FsdpDistributorClusterTest {
     }
 
     @Test
+    void theSlotWaitMustBeGivenAndNotNegative() {
+        for (Duration slotWait : new Duration[] {null, Duration.ofSeconds(-1)}) {
+            IllegalArgumentException failure =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () ->
+                                    FsdpDistributor.builder(cluster.session())
+                                            .setRanks(2)
+                                            .optSlotWait(slotWait)
+                                            .build());
+            assertEquals(
+                    "the slot wait must be zero or more (optSlotWait), got " + slotWait,
+                    failure.getMessage());
+        }
+    }
+
+    @Test
     void moreRanksThanTaskSlotsFailsAtOnceNamingBoth() {
         FsdpDistributor tooMany =
                 FsdpDistributor.builder(cluster.session())
