@@ -3,6 +3,7 @@ package ai.djl.fsdp.launch;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.LauncherWatch;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
+import ai.djl.fsdp.launch.rank.RankCommand;
 import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -84,7 +85,7 @@ public final class Launcher {
 
     /** Returns the intra-op threads each rank gets. */
     public int getThreadsPerRank() {
-        return jvm.threadsPerRank();
+        return jvm.command().threads();
     }
 
     /**
@@ -146,22 +147,19 @@ public final class Launcher {
             throw new IllegalArgumentException(
                     "local rank must be in [0, " + nprocPerNode + "), got " + localRank);
         }
+        DistributedEnv place =
+                DistributedEnv.of(
+                                nodeRank * nprocPerNode + localRank,
+                                getWorldSize(),
+                                localRank,
+                                nprocPerNode,
+                                rendezvous.masterAddr(),
+                                rendezvous.masterPort(),
+                                rendezvous.jobToken())
+                        .withRunId(rendezvous.runId());
         Map<String, String> env = new LinkedHashMap<>(environment);
-        env.put("RANK", Integer.toString(nodeRank * nprocPerNode + localRank));
-        env.put("WORLD_SIZE", Integer.toString(getWorldSize()));
-        env.put("LOCAL_RANK", Integer.toString(localRank));
-        env.put("LOCAL_WORLD_SIZE", Integer.toString(nprocPerNode));
         env.put("GROUP_RANK", Integer.toString(nodeRank));
-        env.put("MASTER_ADDR", rendezvous.masterAddr());
-        env.put("MASTER_PORT", Integer.toString(rendezvous.masterPort()));
-        env.put(DistributedEnv.JOB_TOKEN_VARIABLE, rendezvous.jobToken());
-        env.put(DistributedEnv.RUN_ID_VARIABLE, rendezvous.runId());
-        if (timeout != null) {
-            env.put(
-                    ProcessGroupOptions.TIMEOUT_VARIABLE,
-                    Double.toString(timeout.toMillis() / 1000.0));
-        }
-        env.put("OMP_NUM_THREADS", Integer.toString(jvm.threadsPerRank()));
+        env.putAll(jvm.command().variables(place, timeout));
         if (gpuSharing != null) {
             env.putAll(gpuSharing.environment(localRank));
         }
@@ -479,10 +477,11 @@ public final class Launcher {
             UserProgram program = UserProgram.of(command, classPath);
             RankJvm jvm =
                     new RankJvm(
-                            threadsPerRank,
-                            javaOptions,
-                            program.classPath(),
-                            program.mainCommand(),
+                            new RankCommand(
+                                    threadsPerRank,
+                                    javaOptions,
+                                    program.classPath(),
+                                    program.mainCommand()),
                             logDirectory,
                             out,
                             err);

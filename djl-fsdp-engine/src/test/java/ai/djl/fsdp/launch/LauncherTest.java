@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.launch.rank.RankCommand;
 import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -82,7 +83,8 @@ class LauncherTest {
             assertEquals(String.valueOf(expectedThreads), report.get("num_threads"));
             assertEquals(String.valueOf(expectedThreads), report.get("OMP_NUM_THREADS"));
             assertEquals("1", report.get("num_interop_threads"));
-            assertEquals(RankJvm.MALLOC_TUNABLES, report.get(RankJvm.MALLOC_TUNABLES_VARIABLE));
+            assertEquals(
+                    RankCommand.MALLOC_TUNABLES, report.get(RankCommand.MALLOC_TUNABLES_VARIABLE));
         }
         assertEquals(expectedThreads, launcher.getThreadsPerRank());
         assertEquals(rank0.get("MASTER_PORT"), rank1.get("MASTER_PORT"));
@@ -170,7 +172,7 @@ class LauncherTest {
         probe(2, "report")
                 .optThreadsPerRank(3)
                 .optJobToken("shared-secret")
-                .optEnvironment(RankJvm.MALLOC_TUNABLES_VARIABLE, "glibc.malloc.arena_max=2")
+                .optEnvironment(RankCommand.MALLOC_TUNABLES_VARIABLE, "glibc.malloc.arena_max=2")
                 .build()
                 .run();
 
@@ -179,7 +181,8 @@ class LauncherTest {
             assertEquals("shared-secret", report.get(DistributedEnv.JOB_TOKEN_VARIABLE));
             assertEquals("3", report.get("num_threads"));
             assertEquals("3", report.get("OMP_NUM_THREADS"));
-            assertEquals("glibc.malloc.arena_max=2", report.get(RankJvm.MALLOC_TUNABLES_VARIABLE));
+            assertEquals(
+                    "glibc.malloc.arena_max=2", report.get(RankCommand.MALLOC_TUNABLES_VARIABLE));
         }
     }
 

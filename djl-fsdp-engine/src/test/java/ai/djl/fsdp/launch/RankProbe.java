@@ -1,6 +1,7 @@
 package ai.djl.fsdp.launch;
 
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.launch.rank.RankCommand;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,7 +27,7 @@ public final class RankProbe {
                     "MASTER_PORT",
                     DistributedEnv.JOB_TOKEN_VARIABLE,
                     "OMP_NUM_THREADS",
-                    RankJvm.MALLOC_TUNABLES_VARIABLE);
+                    RankCommand.MALLOC_TUNABLES_VARIABLE);
 
     private RankProbe() {}
 

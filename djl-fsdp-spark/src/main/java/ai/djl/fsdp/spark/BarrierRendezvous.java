@@ -5,6 +5,7 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,7 +23,8 @@ import org.apache.spark.resource.ResourceInformation;
  * partition, the world size the stage's task count, its local rank and local world size come from
  * the tasks on its host, and the store listens on rank 0's host (from the task infos) at a port
  * rank 0 picks, with a fresh job token, both told to every task through the barrier's {@code
- * allGather}. The run id names the stage attempt, so a retried stage is a new run.
+ * allGather}, with the checkpoint rank 0 chose for every rank to resume from. The run id names the
+ * stage attempt, so a retried stage is a new run.
  */
 final class BarrierRendezvous {
 
@@ -37,27 +39,29 @@ final class BarrierRendezvous {
      * @param timeout the process group timeout, or null for its default
      * @param ownExecutor whether each rank must run in an executor of its own (training in the
      *     executor's JVM, whose engine state is per process)
+     * @param resume the command whose checkpoint rank 0 chooses for every rank, or null for none
      * @return the rank
      * @throws IllegalStateException on every task alike if two ranks share an executor where they
      *     must not
      */
-    static SparkRank join(BarrierTaskContext context, Duration timeout, boolean ownExecutor) {
+    static SparkRank join(
+            BarrierTaskContext context, Duration timeout, boolean ownExecutor, ResumeFlag resume) {
         int rank = context.partitionId();
         List<String> hosts =
                 Arrays.stream(context.getTaskInfos())
                         .map(BarrierTaskInfo::address)
                         .map(BarrierRendezvous::host)
                         .toList();
-        String offer = rank == 0 ? freePort() + " " + newToken() : "";
-        String[] gathered = context.allGather(SparkEnv.get().executorId() + " " + offer);
+        String executor = SparkEnv.get().executorId();
+        String[] gathered = context.allGather(rank == 0 ? leaderOffer(executor, resume) : executor);
         List<String> executors = new ArrayList<>(gathered.length);
         for (String message : gathered) {
             executors.add(message.split(" ", 2)[0]);
         }
         if (ownExecutor) {
-            requireOwnExecutors(executors);
+            OwnExecutors.require(executors);
         }
-        String[] store = gathered[0].split(" ");
+        String[] store = gathered[0].split(" ", 4);
         DistributedEnv env =
                 DistributedEnv.of(
                                 rank,
@@ -79,11 +83,28 @@ final class BarrierRendezvous {
                 gpu(context.resourcesJMap()),
                 context.cpus(),
                 timeout,
-                context.stageAttemptNumber());
+                context.stageAttemptNumber(),
+                store[3].isEmpty() ? null : Path.of(store[3]));
     }
 
-    /** Returns the host of a task's {@code host:port} address. */
+    /**
+     * Rank 0's message to every task: its executor, the store's port, the job's token and the
+     * checkpoint to resume from (last, as a path may hold spaces; empty for none).
+     */
+    static String leaderOffer(String executor, ResumeFlag resume) {
+        String checkpoint = resume == null ? "" : resume.choose().map(Path::toString).orElse("");
+        return executor + " " + freePort() + " " + newToken() + " " + checkpoint;
+    }
+
+    /**
+     * Returns the host of a task's {@code host:port} address, an IPv6 address without the brackets
+     * of {@code [address]:port}.
+     */
     static String host(String address) {
+        if (address.startsWith("[")) {
+            int end = address.indexOf(']');
+            return address.substring(1, end < 0 ? address.length() : end);
+        }
         int colon = address.lastIndexOf(':');
         return colon < 0 ? address : address.substring(0, colon);
     }
@@ -102,31 +123,6 @@ final class BarrierRendezvous {
     /** Returns how many tasks run on {@code rank}'s host, itself included. */
     static int localWorldSize(List<String> hosts, int rank) {
         return (int) hosts.stream().filter(hosts.get(rank)::equals).count();
-    }
-
-    /**
-     * Fails when two ranks share an executor.
-     *
-     * @param executors each rank's executor id, by rank
-     * @throws IllegalStateException naming the ranks, the executor and the fix
-     */
-    static void requireOwnExecutors(List<String> executors) {
-        for (int later = 1; later < executors.size(); later++) {
-            int earlier = executors.indexOf(executors.get(later));
-            if (earlier < later) {
-                throw new IllegalStateException(
-                        "ranks "
-                                + earlier
-                                + " and "
-                                + later
-                                + " run in the same executor ("
-                                + executors.get(later)
-                                + "), but a rank that trains in the executor's JVM needs one of its"
-                                + " own (DJL's engine is per process): set spark.task.cpus to"
-                                + " spark.executor.cores so that each executor runs one task at a"
-                                + " time, or run a main class in a JVM per rank (runMain)");
-            }
-        }
     }
 
     /** Returns the task's GPU, the first address of its {@code gpu} resource, or null. */

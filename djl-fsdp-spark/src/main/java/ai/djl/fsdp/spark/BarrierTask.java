@@ -24,6 +24,7 @@ final class BarrierTask<R, T> extends AbstractFunction1<Iterator<R>, Iterator<Ra
     private final PartitionFunction<R, T> function;
     private final Duration timeout;
     private final boolean ownExecutor;
+    private final ResumeFlag resume;
 
     /**
      * Creates the task body.
@@ -31,17 +32,23 @@ final class BarrierTask<R, T> extends AbstractFunction1<Iterator<R>, Iterator<Ra
      * @param function the rank's training
      * @param timeout the process group timeout, or null for its default
      * @param ownExecutor whether the function trains in the executor's JVM (one rank per executor)
+     * @param resume the command whose checkpoint rank 0 chooses for every rank, or null for none
      */
-    BarrierTask(PartitionFunction<R, T> function, Duration timeout, boolean ownExecutor) {
+    BarrierTask(
+            PartitionFunction<R, T> function,
+            Duration timeout,
+            boolean ownExecutor,
+            ResumeFlag resume) {
         this.function = function;
         this.timeout = timeout;
         this.ownExecutor = ownExecutor;
+        this.resume = resume;
     }
 
     @Override
     public Iterator<RankResult<T>> apply(Iterator<R> rows) {
         BarrierTaskContext context = BarrierTaskContext.get();
-        SparkRank rank = BarrierRendezvous.join(context, timeout, ownExecutor);
+        SparkRank rank = BarrierRendezvous.join(context, timeout, ownExecutor, resume);
         T value;
         try {
             value = function.apply(rank, CollectionConverters.asJava(rows));

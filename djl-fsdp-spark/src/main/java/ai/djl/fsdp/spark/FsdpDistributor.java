@@ -88,17 +88,28 @@ public final class FsdpDistributor {
      * @return each rank's result, by rank
      * @throws org.apache.spark.SparkException (undeclared) if the stage failed in its last attempt:
      *     its message names the failed rank and its message
+     * @throws IllegalArgumentException at once, before the stage, if the configuration would put
+     *     several ranks in one executor (a {@code local} master, or executors with the cores for
+     *     several tasks) or the cluster cannot run every rank at once
      */
     public <T> List<T> run(RankFunction<T> function) {
+        OwnExecutors.requireOnDriver(spark.getConf(), ranks);
         JavaRDD<Object> tasks = emptyPartitions();
         return runStage(
-                tasks, new BarrierTask<>((rank, rows) -> function.apply(rank), timeout, true));
+                tasks,
+                new BarrierTask<>((rank, rows) -> function.apply(rank), timeout, true, null));
     }
 
     /**
-     * Trains with {@code function} on every rank on its share of {@code data}, repartitioned to the
-     * ranks, in the executors' JVMs (one rank per executor): a DataFrame trains without being
-     * written out first.
+     * Trains with {@code function} on every rank on its share of {@code data}, in the executors'
+     * JVMs (one rank per executor): a DataFrame trains without being written out first. The rows
+     * are dealt to the ranks by position (row {@code i} to rank {@code i % ranks}, in order), so
+     * the ranks' shares differ by at most one row.
+     *
+     * <p>The ranks must still agree on their number of steps: a rank that runs a step more than the
+     * others waits in a collective until the timeout, and every retry of the stage fails the same
+     * way. Train a fixed number of steps, or as many as the smallest share gives (it holds the row
+     * count divided by the ranks, rounded down).
      *
      * @param data the training data
      * @param function the rank's training on its rows
@@ -110,17 +121,21 @@ public final class FsdpDistributor {
     }
 
     /**
-     * Trains with {@code function} on every rank on its share of {@code data}, repartitioned to the
-     * ranks, in the executors' JVMs (one rank per executor).
+     * Trains with {@code function} on every rank on its share of {@code data}, in the executors'
+     * JVMs (one rank per executor); see {@link #run(Dataset, PartitionFunction)} for how the rows
+     * are shared and the steps the ranks must agree on.
      *
      * @param data the training data
      * @param function the rank's training on its rows
      * @param <R> the type of the rows
      * @param <T> the type of a rank's result
      * @return each rank's result, by rank
+     * @throws IllegalArgumentException at once, before the stage: see {@link #run(RankFunction)}
      */
     public <R, T> List<T> run(JavaRDD<R> data, PartitionFunction<R, T> function) {
-        return runStage(data.repartition(ranks), new BarrierTask<>(function, timeout, true));
+        OwnExecutors.requireOnDriver(spark.getConf(), ranks);
+        return runStage(
+                RankShares.deal(data, ranks), new BarrierTask<>(function, timeout, true, null));
     }
 
     /**
@@ -134,8 +149,9 @@ public final class FsdpDistributor {
      */
     public void runMain(List<String> command) {
         JavaRDD<Object> tasks = emptyPartitions();
-        RankProcess process = new RankProcess(mainCommand(command), javaOptions);
-        runStage(tasks, new BarrierTask<>(process, timeout, false));
+        ResumeFlag resume = ResumeFlag.of(mainCommand(command));
+        RankProcess process = new RankProcess(resume, javaOptions);
+        runStage(tasks, new BarrierTask<>(process, timeout, false, resume));
     }
 
     /**
@@ -291,7 +307,7 @@ public final class FsdpDistributor {
          * Sets how long a run waits for executors to register before it fails for want of task
          * slots (default 30 seconds).
          *
-         * @param slotWait the longest wait
+         * @param slotWait the longest wait, zero or more
          * @return this builder
          */
         public Builder optSlotWait(Duration slotWait) {
@@ -303,7 +319,8 @@ public final class FsdpDistributor {
          * Builds the distributor.
          *
          * @return the distributor
-         * @throws IllegalArgumentException if the ranks are not positive or the timeout is not
+         * @throws IllegalArgumentException if the ranks or the timeout are not positive, or the
+         *     slot wait is null or negative
          */
         public FsdpDistributor build() {
             if (ranks <= 0) {
@@ -312,6 +329,10 @@ public final class FsdpDistributor {
             }
             if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
                 throw new IllegalArgumentException("the timeout must be positive, got " + timeout);
+            }
+            if (slotWait == null || slotWait.isNegative()) {
+                throw new IllegalArgumentException(
+                        "the slot wait must be zero or more (optSlotWait), got " + slotWait);
             }
             return new FsdpDistributor(this);
         }

@@ -5,6 +5,7 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ProcessGroups;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -20,13 +21,21 @@ public final class SparkRank {
     private final int cpus;
     private final Duration timeout;
     private final int stageAttempt;
+    private final Path resumeCheckpoint;
 
-    SparkRank(DistributedEnv env, Device gpu, int cpus, Duration timeout, int stageAttempt) {
+    SparkRank(
+            DistributedEnv env,
+            Device gpu,
+            int cpus,
+            Duration timeout,
+            int stageAttempt,
+            Path resumeCheckpoint) {
         this.env = env;
         this.gpu = gpu;
         this.cpus = cpus;
         this.timeout = timeout;
         this.stageAttempt = stageAttempt;
+        this.resumeCheckpoint = resumeCheckpoint;
     }
 
     /** Returns the rank's place in the job: rank, world size, local rank, store address, token. */
@@ -81,6 +90,14 @@ public final class SparkRank {
     /** Returns the timeout the distributor was given, empty for the process group's default. */
     Optional<Duration> getTimeout() {
         return Optional.ofNullable(timeout);
+    }
+
+    /**
+     * Returns the checkpoint rank 0 chose for every rank of this attempt to resume from ({@link
+     * ResumeFlag}), empty to start afresh.
+     */
+    Optional<Path> getResumeCheckpoint() {
+        return Optional.ofNullable(resumeCheckpoint);
     }
 
     @Override

@@ -2,11 +2,14 @@ package ai.djl.fsdp.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
+import ai.djl.fsdp.launch.rank.FailureReport;
+import ai.djl.fsdp.launch.rank.RankCommand;
+import ai.djl.fsdp.launch.rank.RankThreads;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -14,10 +17,7 @@ import java.util.Map;
 import org.apache.spark.resource.ResourceInformation;
 import org.junit.jupiter.api.Test;
 
-/**
- * How a barrier task finds its place on its host and its GPU, what a rank JVM is told, and when
- * ranks may not share an executor.
- */
+/** How a barrier task finds its place on its host and its GPU, and how its rank JVM starts. */
 class BarrierRendezvousTest {
 
     @Test
@@ -40,6 +40,8 @@ class BarrierRendezvousTest {
         assertEquals("10.0.0.7", BarrierRendezvous.host("10.0.0.7:41231"));
         assertEquals("node-3.example", BarrierRendezvous.host("node-3.example:7077"));
         assertEquals("node-3", BarrierRendezvous.host("node-3"));
+        assertEquals("::1", BarrierRendezvous.host("[::1]:41231"));
+        assertEquals("fe80::1", BarrierRendezvous.host("[fe80::1]"));
     }
 
     @Test
@@ -52,37 +54,26 @@ class BarrierRendezvousTest {
     }
 
     @Test
-    void aRankJvmSeesItsTasksGpuAloneAndItsPlaceInTheJob() {
+    void aRankJvmStartsAsBinFsdpLaunchStartsOneAndSeesItsTasksGpuAlone() {
         DistributedEnv env =
                 DistributedEnv.of(1, 4, 0, 2, "node-0", 29500, "token").withRunId("spark-3.1-x");
-        SparkRank rank = new SparkRank(env, Device.gpu(5), 8, Duration.ofSeconds(30), 1);
-        Map<String, String> variables = RankProcess.environment(rank, Path.of("/tmp/report"));
-        assertEquals("1", variables.get("RANK"));
-        assertEquals("4", variables.get("WORLD_SIZE"));
-        assertEquals("0", variables.get("LOCAL_RANK"));
-        assertEquals("2", variables.get("LOCAL_WORLD_SIZE"));
-        assertEquals("node-0", variables.get("MASTER_ADDR"));
-        assertEquals("29500", variables.get("MASTER_PORT"));
-        assertEquals("token", variables.get(DistributedEnv.JOB_TOKEN_VARIABLE));
-        assertEquals("spark-3.1-x", variables.get(DistributedEnv.RUN_ID_VARIABLE));
+        SparkRank rank = new SparkRank(env, Device.gpu(5), 8, Duration.ofSeconds(30), 1, null);
+        ProcessBuilder builder =
+                new RankProcess(ResumeFlag.of(List.of("com.example.Train")), List.of("-Xmx1g"))
+                        .processBuilder(rank, Path.of("/tmp/report"));
+        Map<String, String> variables = builder.environment();
+        assertEquals(env.toString(), DistributedEnv.fromVariables(variables).toString());
         assertEquals("8", variables.get("OMP_NUM_THREADS"));
         assertEquals("30.0", variables.get(ProcessGroupOptions.TIMEOUT_VARIABLE));
         assertEquals("5", variables.get("CUDA_VISIBLE_DEVICES"));
-        assertEquals(env.toString(), DistributedEnv.fromVariables(variables).toString());
-    }
-
-    @Test
-    void ranksInOneExecutorAreRefusedNamingThemAndTheFix() {
-        BarrierRendezvous.requireOwnExecutors(List.of("1", "2", "3"));
-        IllegalStateException failure =
-                assertThrows(
-                        IllegalStateException.class,
-                        () -> BarrierRendezvous.requireOwnExecutors(List.of("1", "2", "1")));
+        assertEquals("/tmp/report", variables.get(FailureReport.FILE_VARIABLE));
         assertEquals(
-                "ranks 0 and 2 run in the same executor (1), but a rank that trains in the"
-                        + " executor's JVM needs one of its own (DJL's engine is per process): set"
-                        + " spark.task.cpus to spark.executor.cores so that each executor runs one"
-                        + " task at a time, or run a main class in a JVM per rank (runMain)",
-                failure.getMessage());
+                RankCommand.MALLOC_TUNABLES, variables.get(RankCommand.MALLOC_TUNABLES_VARIABLE));
+        assertTrue(
+                builder.command().contains("-D" + RankThreads.THREADS_PROPERTY + "=8"),
+                builder.command().toString());
+        assertEquals(ProcessBuilder.Redirect.PIPE, builder.redirectInput(), "stdin is closed");
+        assertEquals(ProcessBuilder.Redirect.INHERIT, builder.redirectOutput());
+        assertEquals(ProcessBuilder.Redirect.INHERIT, builder.redirectError());
     }
 }

@@ -9,6 +9,7 @@ import ai.djl.fsdp.cli.Fsdp;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -60,48 +61,110 @@ class CommandLineTest {
                 FsdpSparkSubmit.summary(new IllegalStateException(reason)));
     }
 
+    /** The command a rank runs when rank 0 chose as it chooses now. */
+    private static List<String> resolve(String... command) {
+        ResumeFlag flag = ResumeFlag.of(FsdpDistributor.mainCommand(List.of(command)));
+        return flag.command(flag.choose());
+    }
+
+    private static List<String> fsdp(String... command) {
+        return FsdpDistributor.mainCommand(List.of(command));
+    }
+
     @Test
     void aBareResumeFlagResumesFromTheNewestCompleteCheckpointOrStartsAfresh(@TempDir Path out)
             throws Exception {
-        List<String> bare =
-                List.of("finetune", "--output_dir", out.toString(), "--resume_from_checkpoint");
-        List<String> fresh = List.of("finetune", "--output_dir", out.toString());
-        assertEquals(fresh, ResumeFlag.resolve(bare));
+        String dir = out.toString();
+        List<String> fresh = fsdp("finetune", "--output_dir", dir);
+        assertEquals(fresh, resolve("finetune", "--output_dir", dir, "--resume_from_checkpoint"));
         assertEquals(
                 fresh,
-                ResumeFlag.resolve(
-                        List.of(
-                                "finetune",
-                                "--output_dir",
-                                out.toString(),
-                                "--resume_from_checkpoint",
-                                "True")));
+                resolve("finetune", "--output_dir", dir, "--resume_from_checkpoint", "True"));
+        assertEquals(
+                fresh, resolve("finetune", "--output_dir", dir, "--resume_from_checkpoint=true"));
 
         Path complete = Files.createDirectories(CheckpointDirectory.of(out, 4));
         Files.createFile(complete.resolve(CheckpointDirectory.COMPLETE));
         Files.createDirectories(CheckpointDirectory.of(out, 6)); // being written: not complete
         List<String> resumed =
+                fsdp(
+                        "finetune",
+                        "--output_dir",
+                        dir,
+                        "--resume_from_checkpoint",
+                        complete.toString());
+        assertEquals(resumed, resolve("finetune", "--output_dir", dir, "--resume_from_checkpoint"));
+        assertEquals(
+                resumed,
+                resolve("finetune", "--output_dir", dir, "--resume_from_checkpoint", "TRUE"));
+        for (String equals : List.of("True", "true", "TRUE")) {
+            assertEquals(
+                    fsdp(
+                            "finetune",
+                            "--output_dir=" + out,
+                            "--resume_from_checkpoint",
+                            complete.toString()),
+                    resolve(
+                            "finetune",
+                            "--output_dir=" + out,
+                            "--resume_from_checkpoint=" + equals),
+                    equals);
+        }
+        // A named checkpoint, false, or no flag, is left alone.
+        for (List<String> asGiven :
                 List.of(
+                        fsdp("finetune", "--resume_from_checkpoint", "/ckpt/checkpoint-2"),
+                        fsdp("finetune", "--output_dir", dir, "--resume_from_checkpoint=false"),
+                        fresh)) {
+            assertEquals(
+                    asGiven, resolve(asGiven.subList(1, asGiven.size()).toArray(String[]::new)));
+        }
+    }
+
+    @Test
+    void onlyFinetuneHasItsResumeFlagResolved(@TempDir Path out) throws Exception {
+        Path complete = Files.createDirectories(CheckpointDirectory.of(out, 4));
+        Files.createFile(complete.resolve(CheckpointDirectory.COMPLETE));
+        List<String> train =
+                List.of(
+                        "com.example.Train",
+                        "--output_dir",
+                        out.toString(),
+                        "--resume_from_checkpoint");
+        assertEquals(train, resolve(train.toArray(String[]::new)));
+        List<String> other =
+                fsdp("bench", "--output_dir", out.toString(), "--resume_from_checkpoint");
+        assertEquals(other, resolve(other.subList(1, other.size()).toArray(String[]::new)));
+    }
+
+    @Test
+    void everyRankResumesFromTheCheckpointRankZeroChose(@TempDir Path tmp) throws Exception {
+        Path out = Files.createDirectory(tmp.resolve("out dir"));
+        Path chosen = Files.createDirectories(CheckpointDirectory.of(out, 2));
+        Files.createFile(chosen.resolve(CheckpointDirectory.COMPLETE));
+        ResumeFlag flag =
+                ResumeFlag.of(
+                        fsdp(
+                                "finetune",
+                                "--output_dir",
+                                out.toString(),
+                                "--resume_from_checkpoint"));
+        String offer = BarrierRendezvous.leaderOffer("driver", flag);
+
+        // A later checkpoint completes while the other ranks start: they still resume from step 2.
+        Path later = Files.createDirectories(CheckpointDirectory.of(out, 4));
+        Files.createFile(later.resolve(CheckpointDirectory.COMPLETE));
+        String[] told = offer.split(" ", 4);
+        assertEquals("driver", told[0]);
+        assertEquals(chosen.toString(), told[3]);
+        assertEquals(
+                fsdp(
                         "finetune",
                         "--output_dir",
                         out.toString(),
                         "--resume_from_checkpoint",
-                        complete.toString());
-        assertEquals(resumed, ResumeFlag.resolve(bare));
-        assertEquals(
-                List.of(
-                        "finetune",
-                        "--output_dir=" + out,
-                        "--resume_from_checkpoint",
-                        complete.toString()),
-                ResumeFlag.resolve(
-                        List.of(
-                                "finetune",
-                                "--output_dir=" + out,
-                                "--resume_from_checkpoint=True")));
-        // A named checkpoint, or no flag, is left alone.
-        List<String> named = List.of("finetune", "--resume_from_checkpoint", "/ckpt/checkpoint-2");
-        assertEquals(named, ResumeFlag.resolve(named));
-        assertEquals(fresh, ResumeFlag.resolve(fresh));
+                        chosen.toString()),
+                flag.command(Optional.of(Path.of(told[3]))));
+        assertEquals("", BarrierRendezvous.leaderOffer("driver", null).split(" ", 4)[3]);
     }
 }

@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -101,28 +102,30 @@ class FsdpDistributorClusterTest {
     }
 
     @Test
-    void eachRankTrainsOnItsPartitionOfADataFrame() {
+    void eachRankTrainsOnItsShareOfADataFrameDealtByPosition() {
+        // 15 rows in 3 partitions of 5: a repartition to 2 ranks could give them 9 and 6 rows.
         Dataset<Row> rows =
                 cluster.session()
-                        .createDataset(IntStream.range(0, 16).boxed().toList(), Encoders.INT())
-                        .toDF("id");
+                        .createDataset(IntStream.range(0, 15).boxed().toList(), Encoders.INT())
+                        .toDF("id")
+                        .repartitionByRange(3, new Column("id"))
+                        .sortWithinPartitions("id");
+        assertEquals(3, rows.javaRDD().getNumPartitions());
         List<List<Integer>> seen =
                 distributor()
                         .run(
                                 rows,
-                                (rank, partition) -> {
+                                (rank, share) -> {
                                     List<Integer> ids = new ArrayList<>();
-                                    partition.forEachRemaining(row -> ids.add(row.getInt(0)));
+                                    share.forEachRemaining(row -> ids.add(row.getInt(0)));
                                     // The ranks agree on the steps, so all of them see rows.
                                     MlpRun.train(rank.getEnv(), rank.getProcessGroupOptions(), 1);
                                     return ids;
                                 });
-        assertEquals(2, seen.size());
-        assertEquals(8, seen.get(0).size(), "rank 0's rows: " + seen);
-        assertEquals(8, seen.get(1).size(), "rank 1's rows: " + seen);
-        List<Integer> all = new ArrayList<>(seen.get(0));
-        all.addAll(seen.get(1));
-        assertEquals(IntStream.range(0, 16).boxed().toList(), all.stream().sorted().toList());
+        assertEquals(
+                List.of(List.of(0, 2, 4, 6, 8, 10, 12, 14), List.of(1, 3, 5, 7, 9, 11, 13)),
+                seen,
+                "row i goes to rank i % 2, in order");
     }
 
     @Test
@@ -214,6 +217,23 @@ class FsdpDistributorClusterTest {
                                             .build());
             assertEquals(
                     "ranks=" + ranks + ": set the number of ranks to at least 1 (setRanks)",
+                    failure.getMessage());
+        }
+    }
+
+    @Test
+    void theSlotWaitMustBeGivenAndNotNegative() {
+        for (Duration slotWait : new Duration[] {null, Duration.ofSeconds(-1)}) {
+            IllegalArgumentException failure =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () ->
+                                    FsdpDistributor.builder(cluster.session())
+                                            .setRanks(2)
+                                            .optSlotWait(slotWait)
+                                            .build());
+            assertEquals(
+                    "the slot wait must be zero or more (optSlotWait), got " + slotWait,
                     failure.getMessage());
         }
     }
