@@ -207,10 +207,13 @@ public enum Precision {
      * @throws IllegalArgumentException for an array of a type neither DJL nor this class knows
      */
     public static NDArray toDevice(NDArray array, Device device, boolean copy) {
+        boolean here = array.getDevice().equals(device);
         if (array.getDataType() != DataType.UNKNOWN) {
-            return array.toDevice(device, copy);
+            // DJL's toDevice is libtorch's to(), which returns the array itself on its own device
+            // even when a copy is asked for: a copy then is a clone.
+            return copy && here ? array.duplicate() : array.toDevice(device, copy);
         }
-        if (array.getDevice().equals(device) && !copy) {
+        if (here && !copy) {
             return array;
         }
         Precision precision = ofArray(array);

@@ -132,9 +132,21 @@ class PrecisionTest {
                 Precision.FLOAT32.cast(copy).toFloatArray());
         NDArray floats = manager.arange(0f, 4f, 1f);
         assertSame(floats, Precision.toDevice(floats, Device.cpu(), false));
-        assertArrayEquals(
-                floats.toFloatArray(),
-                Precision.toDevice(floats, Device.cpu(), true).toFloatArray());
+        NDArray floatCopy = Precision.toDevice(floats, Device.cpu(), true);
+        assertArrayEquals(floats.toFloatArray(), floatCopy.toFloatArray());
+        // A copy owns its memory: DJL's own toDevice(device, true) returns an alias on the
+        // array's device, and an asynchronous checkpoint's snapshot then saw later steps.
+        floats.addi(10f);
+        bf16.addi(Precision.BFLOAT16.cast(manager.ones(new Shape(3, 7))));
+        assertArrayEquals(new float[] {0f, 1f, 2f, 3f}, floatCopy.toFloatArray());
+        assertTrue(
+                Precision.FLOAT32
+                                .cast(bf16)
+                                .sub(Precision.FLOAT32.cast(copy))
+                                .abs()
+                                .min()
+                                .getFloat()
+                        > 0.5f);
     }
 
     @Test
