@@ -10,6 +10,10 @@
 #
 #   tools/host-cost/side-by-side.sh [ROUNDS] [-- extra bench train options]
 #
+# BUILDS="before=/path/to/other/checkout ..." runs our configurations with each of those builds as
+# well (their bin/fsdp and benchmarks/target), interleaved in the same rounds, in rows labelled with
+# the name: a change measured before and after against the same eager runs.
+#
 # Needs the build (mvn -B -DskipTests package) and a python3 with torch (Debian: apt-get install
 # python3-torch; PYTHON overrides which python runs it).
 set -euo pipefail
@@ -28,20 +32,30 @@ shape=(--layers 12 --width 64 --heads 4 --vocab 512 --seq 16 --batch 2)
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-# name | command (the shape and --steps/--warmup are added)
+# name | precision | command (the shape and --steps/--warmup are added)
 configs=(
-    "eager fp32|$python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision fp32"
-    "eager bf16|$python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision bf16"
-    "DJL Trainer fp32|$root/bin/fsdp bench train --nproc 1 --sharding NONE --precision fp32"
-    "FULL_SHARD fp32|$root/bin/fsdp bench train --nproc 1 --sharding FULL_SHARD --precision fp32"
-    "FULL_SHARD fp32 no recompute|$root/bin/fsdp bench train --nproc 1 --sharding FULL_SHARD --precision fp32 --activation-checkpointing=false"
-    "FULL_SHARD bf16|$root/bin/fsdp bench train --nproc 1 --sharding FULL_SHARD --precision bf16"
-    "FULL_SHARD bf16 no recompute|$root/bin/fsdp bench train --nproc 1 --sharding FULL_SHARD --precision bf16 --activation-checkpointing=false"
+    "eager fp32|fp32|$python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision fp32"
+    "eager bf16|bf16|$python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision bf16"
 )
+ours=(
+    "DJL Trainer fp32|fp32|bench train --nproc 1 --sharding NONE --precision fp32"
+    "FULL_SHARD fp32|fp32|bench train --nproc 1 --sharding FULL_SHARD --precision fp32"
+    "FULL_SHARD fp32 no recompute|fp32|bench train --nproc 1 --sharding FULL_SHARD --precision fp32 --activation-checkpointing=false"
+    "FULL_SHARD bf16|bf16|bench train --nproc 1 --sharding FULL_SHARD --precision bf16"
+    "FULL_SHARD bf16 no recompute|bf16|bench train --nproc 1 --sharding FULL_SHARD --precision bf16 --activation-checkpointing=false"
+)
+for build in "this=$root" ${BUILDS:-}; do
+    label="${build%%=*}" dir="${build#*=}"
+    suffix="" && [[ "$label" != this ]] && suffix=" [$label]"
+    for config in "${ours[@]}"; do
+        IFS='|' read -r name precision command <<<"$config"
+        configs+=("$name$suffix|$precision|$dir/bin/fsdp $command")
+    done
+done
 
 run() { # index round [extra...]
-    local name="${configs[$1]%%|*}" command="${configs[$1]#*|}"
-    local line
+    local name precision command line
+    IFS='|' read -r name precision command <<<"${configs[$1]}"
     # Word splitting of the command is intended.
     # shellcheck disable=SC2086
     line="$($command "${shape[@]}" --steps 20 --warmup 3 "${@:3}" 2>/dev/null | grep -E 'step_ms=' | tail -1)"
@@ -65,11 +79,9 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[
 printf '| run | step ms (median of %d) | x eager | operators per step |\n| --- | --- | --- | --- |\n' "$rounds"
 declare -A eager
 for i in "${!configs[@]}"; do
-    name="${configs[$i]%%|*}"
+    IFS='|' read -r name precision command <<<"${configs[$i]}"
     ms="$(head -n "$rounds" "$out/$i.ms" | median)"
     ops="$("$root/bin/fsdp" bench ops --top 1 "$out/$i.trace.json" 2>/dev/null | awk -F'\t' '/all top-level/ {print $2}')"
-    precision="${name##* }"
-    [[ "$name" == *"no recompute" ]] && precision="$(echo "$name" | awk '{print $(NF-2)}')"
     if [[ "$name" == eager* ]]; then eager[$precision]="$ms"; fi
     ratio="$(awk -v a="$ms" -v b="${eager[$precision]}" 'BEGIN {printf "%.2f", a / b}')"
     printf '| %s | %.1f | %s | %s |\n' "$name" "$ms" "$ratio" "$ops"

@@ -65,9 +65,6 @@ public interface AotiTorch extends Library {
             int deviceIndex,
             LongByReference newTensor);
 
-    /** A second handle to the same tensor, as {@code new at::Tensor(*orig)}. */
-    int aoti_torch_new_tensor_handle(Pointer orig, LongByReference newHandle);
-
     /** {@code at::cpu::mm_out(out, self, mat2)}: a CPU matrix product into {@code out}. */
     int aoti_torch_cpu_mm_out(Pointer out, Pointer self, Pointer mat2);
 
@@ -77,13 +74,6 @@ public interface AotiTorch extends Library {
      */
     int aoti_torch_cpu_addmm_out(
             Pointer out, Pointer self, Pointer mat1, Pointer mat2, double beta, double alpha);
-
-    /**
-     * Calls an operator by its schema name through the dispatcher, autograd included. {@code stack}
-     * holds one {@code StableIValue} per schema argument and receives the returns; see {@link
-     * DispatcherCall}.
-     */
-    int aoti_torch_call_dispatcher(String opName, String overloadName, long[] stack);
 
     /** The shim's CUDA part, in {@code libtorch_cuda.so} of libtorch's CUDA builds only. */
     interface Cuda extends Library {

@@ -209,11 +209,9 @@ public final class TensorMemory {
      * @return the new array
      */
     public static NDArray newReference(NDArray array, NDManager manager) {
-        LongByReference reference = new LongByReference();
-        check(
-                AotiTorch.cpu().aoti_torch_new_tensor_handle(handle(array), reference),
-                "aoti_torch_new_tensor_handle");
-        return new PtNDArray((PtNDManager) manager, reference.getValue());
+        return new PtNDArray(
+                (PtNDManager) manager,
+                DirectShim.newTensorHandle(Pointer.nativeValue(handle(array))));
     }
 
     /**

@@ -21,7 +21,7 @@ import java.util.List;
  * parameter's gradient has its own size, and {@link #flatGradient} concatenates them into the flat
  * array the reduction reads.
  */
-final class GradientLeaves {
+public final class GradientLeaves {
 
     private final FlatLayout layout;
     private final List<NDArray> leaves;
@@ -40,7 +40,7 @@ final class GradientLeaves {
      * @param scope the call's manager
      * @return the leaves
      */
-    static GradientLeaves of(FlatLayout layout, NDArray base, NDManager scope) {
+    public static GradientLeaves of(FlatLayout layout, NDArray base, NDManager scope) {
         List<NDArray> leaves = layout.viewsOf(base);
         for (NDArray leaf : leaves) {
             leaf.attach(scope);
@@ -50,7 +50,7 @@ final class GradientLeaves {
     }
 
     /** Returns the parameters' leaves, in buffer order: the arrays the unit computes with. */
-    List<NDArray> views() {
+    public List<NDArray> views() {
         return leaves;
     }
 
@@ -62,7 +62,7 @@ final class GradientLeaves {
      * @param scope the manager of the flat gradient
      * @return the flat gradient
      */
-    NDArray flatGradient(Precision type, NDManager scope) {
+    public NDArray flatGradient(Precision type, NDManager scope) {
         long padded = layout.getPaddedNumel();
         try (NDManager scratch = scope.newSubManager()) {
             // One concatenation of the gradients laid flat: a libtorch call per parameter of two or

@@ -1,12 +1,11 @@
 package ai.djl.fsdp.tensor.op;
 
-import ai.djl.fsdp.tensor.AotiTorch;
+import ai.djl.fsdp.tensor.DirectShim;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.Pointer;
-import com.sun.jna.ptr.LongByReference;
 
 /**
  * One call of a libtorch operator by its schema name ({@code aten::scaled_dot_product_attention})
@@ -83,9 +82,7 @@ final class DispatcherCall {
      *     then leak their handles)
      */
     NDArray[] call(PtNDManager manager, int returns) {
-        TensorMemory.check(
-                AotiTorch.cpu().aoti_torch_call_dispatcher(operator, "", stack),
-                "aoti_torch_call_dispatcher(" + operator + ")");
+        DirectShim.callDispatcher(operator, stack);
         NDArray[] results = new NDArray[returns];
         for (int i = 0; i < returns; i++) {
             results[i] = new PtNDArray(manager, stack[i]);
@@ -100,9 +97,7 @@ final class DispatcherCall {
      * @throws IllegalStateException if libtorch rejects the call
      */
     boolean callForBoolean() {
-        TensorMemory.check(
-                AotiTorch.cpu().aoti_torch_call_dispatcher(operator, "", stack),
-                "aoti_torch_call_dispatcher(" + operator + ")");
+        DirectShim.callDispatcher(operator, stack);
         // Only the slot's low byte is defined for a bool (seen: the others keep the argument's).
         return (stack[0] & 0xFF) != 0;
     }
@@ -113,10 +108,6 @@ final class DispatcherCall {
     }
 
     private static long newHandle(NDArray array) {
-        LongByReference handle = new LongByReference();
-        TensorMemory.check(
-                AotiTorch.cpu().aoti_torch_new_tensor_handle(TensorMemory.handle(array), handle),
-                "aoti_torch_new_tensor_handle");
-        return handle.getValue();
+        return DirectShim.newTensorHandle(Pointer.nativeValue(TensorMemory.handle(array)));
     }
 }

@@ -6,7 +6,8 @@ import java.util.function.BinaryOperator;
 
 /**
  * Arithmetic of an array with a float scalar made on the array's own device ({@link
- * OwnedArrays#scalar}), for what runs every step.
+ * OwnedArrays#scalar}), for what runs every step. Each value's scalar is made once per device and
+ * kept ({@link DeviceScalars}), not made anew per call.
  *
  * <p>DJL's {@code Number} overloads ({@code mul(0.5f)}, {@code addi(eps)}) make the scalar from
  * Java data: on a GPU that is a copy from pageable host memory, and such a copy waits until the
@@ -51,8 +52,6 @@ public final class ScalarOps {
     }
 
     private static NDArray with(NDArray array, float value, BinaryOperator<NDArray> operator) {
-        try (NDArray scalar = OwnedArrays.scalar(array, value)) {
-            return operator.apply(array, scalar);
-        }
+        return operator.apply(array, DeviceScalars.of(array, value));
     }
 }

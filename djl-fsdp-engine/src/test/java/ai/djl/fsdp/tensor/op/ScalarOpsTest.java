@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 import ai.djl.Device;
+import ai.djl.engine.Engine;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.training.GradientCollector;
 import java.util.List;
 import java.util.function.BiFunction;
 import org.junit.jupiter.api.AfterEach;
@@ -18,7 +20,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link ScalarOps} computes exactly what DJL's {@code Number} overloads compute, in the array's
- * own type, in place where asked, on float32 and bfloat16 arrays.
+ * own type, in place where asked, on float32 and bfloat16 arrays; its scalars, kept per value, stay
+ * valid in a graph after the cache has dropped them.
  */
 class ScalarOpsTest {
 
@@ -72,5 +75,23 @@ class ScalarOpsTest {
             }
         }
         assertEquals(DataType.FLOAT32, values.getDataType());
+    }
+
+    @Test
+    void aScalarAGraphSavedOutlivesTheCache() {
+        NDArray x = manager.ones(new Shape(4));
+        x.setRequiresGradient(true);
+        NDArray y;
+        NDArray first = DeviceScalars.of(x, 3f);
+        assertSame(first, DeviceScalars.of(x, 3f), "made once per value");
+        try (GradientCollector collector = Engine.getInstance().newGradientCollector()) {
+            y = ScalarOps.mul(x, 3f);
+            // Enough other values to drop 3 from the cache and close its array.
+            for (int i = 0; i <= DeviceScalars.CAPACITY; i++) {
+                DeviceScalars.of(x, 100f + i);
+            }
+            collector.backward(y.sum());
+        }
+        assertArrayEquals(new float[] {3f, 3f, 3f, 3f}, x.getGradient().toFloatArray());
     }
 }

@@ -1,6 +1,5 @@
 package ai.djl.fsdp.zoo.nn;
 
-import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.op.FusedAttention;
 import ai.djl.fsdp.tensor.op.ScalarOps;
@@ -82,11 +81,12 @@ public final class Attention {
                     causal ? null : Precision.ofArray(q) == Precision.FLOAT32 ? bias : bias.eq(0);
             return FusedAttention.scaledDotProduct(q, k, v, mask, p, causal);
         }
-        NDArray scale = OwnedArrays.scalar(q, (float) (1 / Math.sqrt(q.getShape().get(3))));
+        float scale = (float) (1 / Math.sqrt(q.getShape().get(3)));
         // Scores, mask and softmax in float32 (a bfloat16 MASKED would be -inf); the weights go
         // back to the values' type for the product.
         NDArray scores =
-                Precision.FLOAT32.cast(q.matMul(k.transpose(0, 1, 3, 2))).mul(scale).add(bias);
+                ScalarOps.mul(Precision.FLOAT32.cast(q.matMul(k.transpose(0, 1, 3, 2))), scale)
+                        .add(bias);
         NDArray weights = Precision.castLike(scores.softmax(-1), v);
         return dropout(weights, dropout, training).matMul(v);
     }

@@ -1,0 +1,116 @@
+package ai.djl.fsdp.bench.host;
+
+import ai.djl.Device;
+import ai.djl.fsdp.optim.Adam;
+import ai.djl.fsdp.optim.ElementFactor;
+import ai.djl.fsdp.param.FlatLayout;
+import ai.djl.fsdp.runtime.GradientLeaves;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.op.Autograd;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.tracker.Tracker;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * What a unit's flat buffer costs the host per step, for a GPT-2 block of width 64 (12 parameters,
+ * 49,984 elements): its parameters' gradient leaves over a gathered buffer ({@link
+ * FlatLayout#viewsOf}), the flat gradient made from the leaves' gradients, and one AdamW update of
+ * the flat shard ({@link Adam}, PyTorch's formulas, as {@code bench train} steps).
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Fork(
+        value = 1,
+        jvmArgsAppend = {
+            "-Xmx1g",
+            "-Dai.djl.pytorch.num_threads=1",
+            "-Dai.djl.pytorch.num_interop_threads=1"
+        })
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+public class FlatShardBenchmark {
+
+    private NDManager manager;
+    private FlatLayout layout;
+    private NDArray buffer;
+    private GradientLeaves leaves;
+    private Adam adamW;
+    private NDArray weight;
+    private NDArray gradient;
+    private NDArray updated;
+
+    /** Lays the block's parameters out and leaves a gradient on each parameter's leaf. */
+    @Setup(Level.Trial)
+    public void setUp() {
+        manager = NDManager.newBaseManager(Device.cpu());
+        layout = HostBoundUnit.create(manager).layout();
+        buffer = manager.randomNormal(new Shape(layout.getPaddedNumel()));
+        leaves = GradientLeaves.of(layout, buffer, manager);
+        Autograd.withGradMode(
+                true,
+                () -> {
+                    NDList squares = new NDList();
+                    for (NDArray leaf : leaves.views()) {
+                        squares.add(leaf.square().sum());
+                    }
+                    NDArray loss = NDArrays.stack(squares).sum();
+                    Autograd.backward(loss, manager.ones(loss.getShape()));
+                    return null;
+                });
+        adamW = Adam.adamWBuilder().optLearningRateTracker(Tracker.fixed(1e-4f)).build();
+        weight = manager.randomNormal(new Shape(layout.getShardNumel()));
+        gradient = manager.randomNormal(new Shape(layout.getShardNumel()));
+        updated = gradient.duplicate();
+    }
+
+    /** Frees the arrays. */
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        manager.close();
+    }
+
+    /** Restores the gradient the update overwrites (outside the measured time). */
+    @Setup(Level.Invocation)
+    public void restoreGradient() {
+        gradient.copyTo(updated);
+    }
+
+    /** The parameters' views of a gathered buffer, made leaves. */
+    @Benchmark
+    public void views() {
+        try (NDManager scope = manager.newSubManager()) {
+            GradientLeaves.of(layout, buffer, scope);
+        }
+    }
+
+    /** The flat gradient from the leaves' gradients, as the reduction reads it. */
+    @Benchmark
+    public void flatGradient() {
+        try (NDManager scope = manager.newSubManager()) {
+            leaves.flatGradient(Precision.FLOAT32, scope);
+        }
+    }
+
+    /** One AdamW update of the flat shard, weight decay 0.01 on every element. */
+    @Benchmark
+    public void adamW() {
+        adamW.update("unit", weight, updated, ElementFactor.ONE, ElementFactor.ONE);
+    }
+}

@@ -1,0 +1,74 @@
+package ai.djl.fsdp.tensor;
+
+import com.sun.jna.Memory;
+import com.sun.jna.Native;
+import com.sun.jna.NativeLibrary;
+import com.sun.jna.Pointer;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The C shim's functions a training step calls hundreds of times (every operator called by schema
+ * name, {@code aten::linear} among them), bound with JNA's direct mapping ({@link
+ * Native#register}): a static native method each, where {@link AotiTorch}'s interface proxy
+ * reflects on the method and converts every argument on every call, and a schema name is a C string
+ * made once, not one per call. Tensor handles pass as {@code long}s, results come back in a {@code
+ * long[]}.
+ */
+public final class DirectShim {
+
+    private static final Pointer EMPTY_NAME = cString("");
+    private static final Map<String, Pointer> NAMES = new ConcurrentHashMap<>();
+
+    static {
+        Native.register(
+                DirectShim.class,
+                NativeLibrary.getInstance(
+                        AotiTorch.directory().resolve("libtorch_cpu.so").toString()));
+    }
+
+    private DirectShim() {}
+
+    /**
+     * Returns a second handle to a tensor, as {@code new at::Tensor(*orig)}.
+     *
+     * @param handle a tensor handle
+     * @return the new handle, which its receiver owns
+     * @throws IllegalStateException if libtorch rejects the call
+     */
+    public static long newTensorHandle(long handle) {
+        long[] result = new long[1];
+        TensorMemory.check(
+                aoti_torch_new_tensor_handle(handle, result), "aoti_torch_new_tensor_handle");
+        return result[0];
+    }
+
+    /**
+     * Calls an operator by its schema name through the dispatcher, autograd included: {@code stack}
+     * holds one {@code StableIValue} per schema argument and receives the returns.
+     *
+     * @param operator the schema name, such as {@code aten::linear}, no overload
+     * @param stack the arguments, then the returns
+     * @throws IllegalStateException if libtorch rejects the call
+     */
+    public static void callDispatcher(String operator, long[] stack) {
+        Pointer name = NAMES.computeIfAbsent(operator, DirectShim::cString);
+        TensorMemory.check(
+                aoti_torch_call_dispatcher(name, EMPTY_NAME, stack),
+                "aoti_torch_call_dispatcher(" + operator + ")");
+    }
+
+    private static Pointer cString(String value) {
+        byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
+        Memory memory = new Memory(bytes.length + 1L);
+        memory.write(0, bytes, 0, bytes.length);
+        memory.setByte(bytes.length, (byte) 0);
+        return memory;
+    }
+
+    private static native int aoti_torch_new_tensor_handle(long orig, long[] newHandle);
+
+    private static native int aoti_torch_call_dispatcher(
+            Pointer opName, Pointer overloadName, long[] stack);
+}
