@@ -17,13 +17,12 @@ import java.util.List;
 public final class GPT2Model extends DecoderModel {
 
     private final GPT2Config config;
-    private final Embedding wte;
 
     GPT2Model(GPT2Config config) {
         super("h", "ln_f", config.numHeads(), config.hiddenSize() / config.numHeads());
         this.config = config;
         float std = config.initializerRange();
-        wte = addChild("wte", new Embedding(config.vocabSize(), config.hiddenSize(), std));
+        addChild("wte", new Embedding(config.vocabSize(), config.hiddenSize(), std));
         addChild("wpe", new Embedding(config.maxPositions(), config.hiddenSize(), std));
         List<GPT2Block> blocks = new ArrayList<>();
         for (int i = 0; i < config.numLayers(); i++) {
@@ -33,8 +32,9 @@ public final class GPT2Model extends DecoderModel {
         addChild("ln_f", new LayerNorm(config.hiddenSize(), config.layerNormEpsilon()));
     }
 
+    /** Returns the token embedding the head shares, by name (FSDP may make it a unit). */
     Embedding getTokenEmbedding() {
-        return wte;
+        return (Embedding) child("wte");
     }
 
     /** GPT-2's positions are learned embeddings, which end at {@code n_positions}. */

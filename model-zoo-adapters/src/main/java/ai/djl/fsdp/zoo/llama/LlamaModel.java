@@ -18,19 +18,14 @@ import java.util.function.Supplier;
  */
 public final class LlamaModel extends DecoderModel {
 
-    private final Embedding embedTokens;
     private final RotaryEmbedding rotary;
     private final int slidingWindow;
 
     LlamaModel(LlamaConfig config, Supplier<? extends LlamaDecoderLayer> layer) {
         super("layers", "norm", config.numKeyValueHeads(), config.headDim());
-        embedTokens =
-                addChild(
-                        "embed_tokens",
-                        new Embedding(
-                                config.vocabSize(),
-                                config.hiddenSize(),
-                                config.initializerRange()));
+        addChild(
+                "embed_tokens",
+                new Embedding(config.vocabSize(), config.hiddenSize(), config.initializerRange()));
         List<LlamaDecoderLayer> decoderLayers = new ArrayList<>();
         for (int i = 0; i < config.numLayers(); i++) {
             decoderLayers.add(layer.get());
@@ -41,8 +36,13 @@ public final class LlamaModel extends DecoderModel {
         slidingWindow = config.slidingWindow();
     }
 
+    /**
+     * Returns the token embedding, for a head that shares its weight: looked up by name, not held
+     * in a field, so that FSDP may make it a unit of its own (a 128,256-word vocabulary's embedding
+     * is a gigabyte in bfloat16).
+     */
     Embedding getTokenEmbedding() {
-        return embedTokens;
+        return (Embedding) child("embed_tokens");
     }
 
     @Override
