@@ -70,6 +70,13 @@ class FamilyFinetuneTest {
         return switch (family) {
             case "llama" -> List.of("--sharding_strategy", "SHARD_GRAD_OP");
             case "qwen2" -> List.of("--sharding_strategy", "NO_SHARD");
+            // The untied embedding a unit of its own, as the 8B-shaped run needs (docs/scale.md).
+            case "mistral" ->
+                    List.of(
+                            "--bf16",
+                            "True",
+                            "--fsdp_transformer_layer_cls_to_wrap",
+                            "MistralDecoderLayer,Embedding");
             default ->
                     List.of(
                             "--bf16",
