@@ -1,6 +1,5 @@
 package ai.djl.fsdp.bench.host;
 
-import ai.djl.Device;
 import ai.djl.fsdp.optim.Adam;
 import ai.djl.fsdp.optim.ElementFactor;
 import ai.djl.fsdp.param.FlatLayout;
@@ -13,19 +12,9 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.tracker.Tracker;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * What a unit's flat buffer costs the host per step, for a GPT-2 block of width 64 (12 parameters,
@@ -33,21 +22,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * FlatLayout#viewsOf}), the flat gradient made from the leaves' gradients, and one AdamW update of
  * the flat shard ({@link Adam}, PyTorch's formulas, as {@code bench train} steps).
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(
-        value = 1,
-        jvmArgsAppend = {
-            "-Xmx1g",
-            "-Dai.djl.pytorch.num_threads=1",
-            "-Dai.djl.pytorch.num_interop_threads=1"
-        })
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class FlatShardBenchmark {
+public class FlatShardBenchmark extends HostBenchmark {
 
-    private NDManager manager;
     private FlatLayout layout;
     private NDArray buffer;
     private GradientLeaves leaves;
@@ -59,7 +35,6 @@ public class FlatShardBenchmark {
     /** Lays the block's parameters out and leaves a gradient on each parameter's leaf. */
     @Setup(Level.Trial)
     public void setUp() {
-        manager = NDManager.newBaseManager(Device.cpu());
         layout = HostBoundUnit.create(manager).layout();
         buffer = manager.randomNormal(new Shape(layout.getPaddedNumel()));
         leaves = GradientLeaves.of(layout, buffer, manager);
@@ -81,10 +56,6 @@ public class FlatShardBenchmark {
     }
 
     /** Frees the arrays. */
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        manager.close();
-    }
 
     /** Restores the gradient the update overwrites (outside the measured time). */
     @Setup(Level.Invocation)

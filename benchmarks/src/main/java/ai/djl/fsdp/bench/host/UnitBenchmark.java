@@ -1,25 +1,14 @@
 package ai.djl.fsdp.bench.host;
 
-import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.ParameterStore;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * One GPT-2 block's forward and backward at the host-bound width (64; explicit attention, batch 2,
@@ -27,37 +16,19 @@ import org.openjdk.jmh.annotations.Warmup;
  * backward from the sum of the outputs. At this width the kernels cost next to nothing, so the time
  * is the host's: about as many operators as an FSDP unit's recompute and backward.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(
-        value = 1,
-        jvmArgsAppend = {
-            "-Xmx1g",
-            "-Dai.djl.pytorch.num_threads=1",
-            "-Dai.djl.pytorch.num_interop_threads=1"
-        })
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class UnitBenchmark {
+public class UnitBenchmark extends HostBenchmark {
 
-    private NDManager manager;
     private HostBoundUnit unit;
     private ParameterStore parameters;
 
     /** Builds the block. */
     @Setup(Level.Trial)
     public void setUp() {
-        manager = NDManager.newBaseManager(Device.cpu());
         unit = HostBoundUnit.create(manager);
         parameters = new ParameterStore(manager, false);
     }
 
     /** Frees the block. */
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        manager.close();
-    }
 
     /** Forward with a graph, then backward into the parameters' gradients. */
     @Benchmark
