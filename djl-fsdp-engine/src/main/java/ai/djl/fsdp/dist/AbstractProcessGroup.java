@@ -1,14 +1,29 @@
 package ai.djl.fsdp.dist;
 
 import ai.djl.fsdp.rendezvous.Store;
+import ai.djl.fsdp.rendezvous.StoreException;
+import ai.djl.fsdp.rendezvous.StoreTimeoutException;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What every backend's process group holds the same way: this rank's place among the group's job
  * ranks, its local rank, the job's store, the subgroup it was split as (none for the job's group),
- * and the splits it has made, with the getters over them.
+ * and the splits it has made, with the getters over them; and how the job's group leaves the store.
  */
 public abstract class AbstractProcessGroup implements ProcessGroup {
+
+    private static final Logger logger = LoggerFactory.getLogger(AbstractProcessGroup.class);
+
+    /** The prefix of the store keys by which ranks other than 0 say they have left the job. */
+    private static final String CLOSED_KEY_PREFIX = "job/closed/";
+
+    /** How long rank 0 keeps the store up for the others to finish closing after a failure. */
+    private static final Duration FAILED_CLOSE_WAIT = Duration.ofSeconds(2);
+
+    private static final Duration MAX_CLOSE_WAIT = Duration.ofMinutes(1);
 
     /** How this group was split from its parent, or null for the job's group. */
     protected final Subgroup subgroup;
@@ -98,5 +113,44 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
      */
     protected final String where() {
         return subgroup == null ? "" : " in " + subgroup.describe();
+    }
+
+    /**
+     * Leaves the job's store and closes it, as the job's group closes: a rank other than 0 says it
+     * has left; rank 0, which hosts the store, first waits for the others to leave (at most the
+     * timeout or a minute, 2 seconds after a failure), so that no rank finds the store gone while
+     * it is still closing (its {@link HeartbeatWatchdog} would take that for rank 0's death).
+     *
+     * @param failed whether the job failed
+     * @param storeLost whether the store is known to be unreachable: then it is only closed
+     * @param timeout the group's timeout
+     */
+    protected final void leaveStore(boolean failed, boolean storeLost, Duration timeout) {
+        try {
+            if (storeLost) {
+                return;
+            }
+            if (rank != 0) {
+                store.set(CLOSED_KEY_PREFIX + rank, new byte[0]);
+                return;
+            }
+            Duration wait =
+                    failed
+                            ? FAILED_CLOSE_WAIT
+                            : timeout.compareTo(MAX_CLOSE_WAIT) < 0 ? timeout : MAX_CLOSE_WAIT;
+            long deadline = System.nanoTime() + wait.toNanos();
+            for (int r = 1; r < size; r++) {
+                Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+                try {
+                    store.get(CLOSED_KEY_PREFIX + r, left);
+                } catch (StoreTimeoutException e) {
+                    logger.debug("Rank {} did not close its process group before rank 0", r);
+                }
+            }
+        } catch (StoreException e) {
+            logger.debug("Rank {} could not sign off from the store", rank, e);
+        } finally {
+            store.close();
+        }
     }
 }

@@ -76,19 +76,20 @@ public final class ProcessGroupOptions {
 
     /**
      * Returns how long a rank may show no sign of life before the others fail: the wait to reach
-     * the store and the other ranks at start-up, for a store call, and (NCCL) the watchdog's limit
-     * for a queued collective, after which it aborts the communicator. A peer that is alive but
-     * busy (a long forward) keeps sending heartbeats and is waited for up to {@link
-     * #getCollectiveTimeout()}.
+     * the store and the other ranks at start-up (NCCL: the communicator's set-up and splits), and
+     * for a store call. Once the group is up, a stopped peer is found by {@link
+     * #getHeartbeatTimeout()}, and a peer that is alive but busy (a long forward) keeps sending
+     * heartbeats and is waited for up to {@link #getCollectiveTimeout()}.
      */
     public Duration getTimeout() {
         return timeout;
     }
 
     /**
-     * Returns (socket backend) the watchdog's limit for a peer that sends no heartbeat or a store
-     * host that does not answer: how soon a stopped rank ends the job. Heartbeats come from a
-     * thread of their own, whatever the rank computes, so a busy rank never reaches it.
+     * Returns the heartbeat watchdog's limit, on either backend, for a peer that sends no heartbeat
+     * or a store host that does not answer: how soon a stopped rank ends the job (the socket ring
+     * closes its links, NCCL aborts its communicators). Heartbeats come from a thread of their own,
+     * whatever the rank computes, so a busy rank never reaches it.
      */
     public Duration getHeartbeatTimeout() {
         return heartbeatTimeout;
@@ -97,7 +98,7 @@ public final class ProcessGroupOptions {
     /**
      * Returns the longest a collective waits for a peer that is alive (its heartbeats arrive) but
      * does not take part: a rank that is busy for longer, or calls other collectives, fails the job
-     * after this time.
+     * after this time (NCCL: the watchdog aborts the communicator).
      */
     public Duration getCollectiveTimeout() {
         return collectiveTimeout;

@@ -28,6 +28,6 @@ public final class NcclBackend implements ProcessGroupBackend {
             InetAddress localAddress,
             Device device,
             ProcessGroupOptions options) {
-        return NcclProcessGroup.create(env, store, device, options.getTimeout());
+        return NcclProcessGroup.create(env, store, device, options);
     }
 }

@@ -5,7 +5,10 @@ import ai.djl.fsdp.dist.AbstractProcessGroup;
 import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.HeartbeatWatchdog;
+import ai.djl.fsdp.dist.JobAbort;
 import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Subgroup;
 import ai.djl.fsdp.dist.Work;
@@ -30,16 +33,17 @@ import org.bytedeco.cuda.nccl.ncclUniqueId;
 
 /**
  * A {@link ProcessGroup} over NCCL: one rank per GPU, the communicator set up through the job's
- * {@link Store} (rank 0 publishes the NCCL unique id, the others read it).
+ * {@link Store} ({@link NcclUniqueIds}).
  *
  * <p>Collectives run straight on the arrays' device memory, on two streams of the group's own
  * ({@link NcclStreams}: all-gathers and broadcasts on one, reduce-scatters and all-reduces on the
  * other), each first ordered after everything already queued on the caller's current stream (where
  * DJL's operators run). {@link Work#await()} orders the caller's stream after the collective
  * without blocking the host; {@link #barrier()} and {@link #close()} block the host. A watchdog
- * ({@link NcclWatchdog}) aborts the communicator when NCCL reports an error or a collective runs
- * past the options' timeout, and every later call throws that failure. The streams are made at the
- * first collective.
+ * ({@link NcclWatchdog}) aborts the communicator when NCCL reports an error, when the job's {@link
+ * HeartbeatWatchdog} (which the job's group runs, as the socket ring's does) finds a peer stopped
+ * or reads the job's failure, or when a collective runs past the options' collective timeout; every
+ * later call throws that failure. The streams are made at the first collective.
  *
  * <p>Supported element types: float32, float16, bfloat16 (arrays made by {@link TensorMemory}),
  * float64, int32, int64, int8 and uint8. Arrays must be contiguous and on the group's device, and
@@ -49,18 +53,14 @@ import org.bytedeco.cuda.nccl.ncclUniqueId;
  */
 public final class NcclProcessGroup extends AbstractProcessGroup {
 
-    /** The prefix of the store keys under which rank 0 publishes each communicator's unique id. */
-    static final String UNIQUE_ID_KEY_PREFIX = "nccl/unique-id/";
-
-    /** The store counter every rank bumps as it joins a communicator. */
-    static final String JOINS_KEY = "nccl/joins";
-
     private final NcclProcessGroup root;
     private final List<NcclProcessGroup> subgroups = new CopyOnWriteArrayList<>();
     private final Device device;
     private final Communicator comm;
-    private final Duration timeout;
+    private final ProcessGroupOptions options;
     private final NcclWatchdog watchdog;
+    private final HeartbeatWatchdog heartbeats;
+    private volatile JobAbort.Cause jobFailure;
     private final NDManager manager;
     private NcclStreams streams;
     private NDArray barrierToken;
@@ -74,10 +74,14 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
      * @param device this rank's GPU
      * @param comm the communicator; the group owns it from now on
      * @param store the job's store; the group owns it from now on
-     * @param timeout the longest a queued collective may take
+     * @param options the timeouts: the heartbeats' and the collectives'
      */
     NcclProcessGroup(
-            DistributedEnv env, Device device, Communicator comm, Store store, Duration timeout) {
+            DistributedEnv env,
+            Device device,
+            Communicator comm,
+            Store store,
+            ProcessGroupOptions options) {
         this(
                 null,
                 null,
@@ -87,12 +91,13 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                 device,
                 comm,
                 store,
-                timeout);
+                options);
     }
 
     /**
-     * Takes over the job's communicator (no {@code subgroup}) or one split from {@code root}'s,
-     * which shares the root's store and timeout and has a watchdog of its own.
+     * Takes over the job's communicator (no {@code subgroup}: the root, which runs the job's
+     * heartbeats when it has peers) or one split from {@code root}'s, which shares the root's
+     * store, options and heartbeats and has a watchdog of its own.
      */
     private NcclProcessGroup(
             Subgroup subgroup,
@@ -103,14 +108,20 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
             Device device,
             Communicator comm,
             Store store,
-            Duration timeout) {
+            ProcessGroupOptions options) {
         super(subgroup, rank, jobRanks, localRank, store);
         this.root = root == null ? this : root;
         this.device = device;
         this.comm = comm;
-        this.timeout = timeout;
-        this.watchdog = new NcclWatchdog(comm, jobRank(), timeout);
+        this.options = options;
+        this.watchdog = new NcclWatchdog(comm, jobRank(), options.getCollectiveTimeout());
         this.manager = NDManager.newBaseManager(device, "PyTorch");
+        Duration beat = options.getHeartbeatTimeout();
+        heartbeats =
+                root != null || size == 1
+                        ? null
+                        : new HeartbeatWatchdog(
+                                store.newClient(beat), rank, size, beat, this::abort);
     }
 
     /**
@@ -132,15 +143,17 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
      * @param store the job's store, through which rank 0 hands out the communicator's unique id;
      *     the group owns it from now on and closes it
      * @param device this rank's GPU, usually {@code RankDevice.of(env)}
-     * @param timeout the longest the communicator's set-up may take, and the longest a queued
-     *     collective may take before the watchdog aborts the communicator
+     * @param options the longest the communicator's set-up may take (the timeout), how soon a
+     *     stopped peer aborts it (the heartbeat timeout) and how long a collective may wait for
+     *     live peers (the collective timeout)
      * @return the group
      * @throws UnsupportedOperationException if NCCL cannot run here, saying what is missing
      * @throws CollectiveException if NCCL fails to set up the communicator, or a rank does not join
      *     it within the timeout
      */
     public static NcclProcessGroup create(
-            DistributedEnv env, Store store, Device device, Duration timeout) {
+            DistributedEnv env, Store store, Device device, ProcessGroupOptions options) {
+        Duration timeout = options.getTimeout();
         int rank = env.getRank();
         if (!device.isGpu()) {
             throw new IllegalArgumentException("NCCL needs a GPU, got " + device);
@@ -152,25 +165,7 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                             throw new UnsupportedOperationException(problem);
                         });
         NcclStatus.CUDA.setDevice(device.getDeviceId());
-        String idKey = uniqueIdKey(store, env.getWorldSize());
-        ncclUniqueId id = new ncclUniqueId();
-        byte[] idBytes = new byte[nccl.NCCL_UNIQUE_ID_BYTES];
-        if (rank == 0) {
-            NcclStatus.checkNccl(nccl.ncclGetUniqueId(id), "ncclGetUniqueId", rank);
-            id.internal().get(idBytes);
-            store.set(idKey, idBytes);
-        } else {
-            byte[] published = store.get(idKey);
-            if (published.length != idBytes.length) {
-                throw new CollectiveException(
-                        "The NCCL unique id in the store has "
-                                + published.length
-                                + " bytes, expected "
-                                + idBytes.length
-                                + ": do all ranks use the same NCCL?");
-            }
-            id.internal().put(published);
-        }
+        ncclUniqueId id = NcclUniqueIds.exchange(store, rank, env.getWorldSize());
         ncclComm comm = new ncclComm();
         int deviceId = device.getDeviceId();
         int result =
@@ -184,18 +179,7 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                         timeout);
         NcclStatus.checkNccl(result, "ncclCommInitRank", rank);
         return new NcclProcessGroup(
-                env, device, new NcclCommunicator(comm, deviceId), store, timeout);
-    }
-
-    /**
-     * Returns the key of the communicator this rank is joining, so that one store can set up
-     * several in turn. Joining a communicator waits for all ranks, so every rank has counted itself
-     * into one before any counts itself into the next: the {@code worldSize} joins of communicator
-     * {@code g} are counts {@code g * worldSize + 1} to {@code (g + 1) * worldSize}.
-     */
-    static String uniqueIdKey(Store store, int worldSize) {
-        long generation = (store.add(JOINS_KEY, 1) - 1) / worldSize;
-        return UNIQUE_ID_KEY_PREFIX + generation;
+                env, device, new NcclCommunicator(comm, deviceId), store, options);
     }
 
     @Override
@@ -318,7 +302,7 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                         },
                         "ncclCommSplit of " + group.describe(),
                         jobRank,
-                        timeout);
+                        options.getTimeout());
         NcclStatus.checkNccl(result, "ncclCommSplit", jobRank);
         NcclProcessGroup split =
                 new NcclProcessGroup(
@@ -330,9 +314,25 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                         device,
                         new NcclCommunicator(child, device.getDeviceId()),
                         store,
-                        timeout);
+                        options);
         root.subgroups.add(split);
+        JobAbort.Cause failed = root.jobFailure;
+        if (failed != null) {
+            split.watchdog.abort(failed);
+        }
         return split;
+    }
+
+    /**
+     * The heartbeats' report: the job failed (a peer stopped, or another rank recorded a failure),
+     * so this group's communicator and every subgroup's are aborted with it.
+     */
+    private void abort(JobAbort.Cause cause) {
+        jobFailure = cause;
+        watchdog.abort(cause);
+        for (NcclProcessGroup child : subgroups) {
+            child.watchdog.abort(cause);
+        }
     }
 
     /**
@@ -352,11 +352,11 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
     }
 
     /**
-     * Waits on the host for every queued collective, stops the watchdog (it polls the
-     * communicator), then finalizes and destroys the communicator, or aborts it where waiting or
-     * finalizing failed (one the watchdog aborted before is left alone, and its failure, already
-     * thrown by the call that met it, is not thrown again), and closes the streams, the arrays and
-     * the store.
+     * Waits on the host for every queued collective, stops the heartbeats and the watchdog (it
+     * polls the communicator), then finalizes and destroys the communicator, or aborts it where
+     * waiting or finalizing failed (one the watchdog aborted before is left alone, and its failure,
+     * already thrown by the call that met it, is not thrown again), and closes the streams, the
+     * arrays and the store (rank 0 once the other ranks have left it).
      *
      * @throws CollectiveException if a queued collective or the communicator failed while closing;
      *     everything is closed all the same
@@ -379,6 +379,9 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
         } catch (CollectiveException e) {
             failure = e;
         }
+        if (heartbeats != null) {
+            heartbeats.close();
+        }
         watchdog.close();
         try {
             failure = end(failure);
@@ -388,7 +391,11 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
             }
             manager.close();
             if (subgroup == null) {
-                store.close();
+                JobAbort.Cause cause = jobFailure;
+                leaveStore(
+                        cause != null || watchdog.aborted(),
+                        cause != null && cause.message().contains(JobAbort.STORE_LOST),
+                        options.getTimeout());
             } else {
                 root.subgroups.remove(this);
             }

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.fsdp.dist.CollectiveException;
+import ai.djl.fsdp.dist.JobAbort;
 import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -11,9 +12,12 @@ import org.slf4j.LoggerFactory;
 /**
  * Watches a communicator's queued collectives from a daemon thread, since the host does not wait
  * for them: it polls {@code ncclCommGetAsyncError} and the oldest collective's age, and on a
- * reported error or a collective older than the timeout it aborts the communicator ({@code
- * ncclCommAbort}, which makes the GPU's stuck kernels return) and keeps the failure, naming the
- * rank and the collective, for every later call to throw. Nothing waits endlessly on a lost peer.
+ * reported error, on the job's failure handed to {@link #abort(JobAbort.Cause)} (a peer whose
+ * heartbeats stopped, found by the job's {@link ai.djl.fsdp.dist.HeartbeatWatchdog}), or on a
+ * collective older than the collective timeout (its peers alive but one of them stuck, or calling
+ * another collective) it aborts the communicator ({@code ncclCommAbort}, which makes the GPU's
+ * stuck kernels return) and keeps the failure, naming the rank at fault where there is one and the
+ * collective, for every later call to throw. Nothing waits endlessly on a lost peer.
  *
  * <p>{@link #close()} stops the thread and waits for it before it returns: the group finalizes,
  * destroys or aborts the communicator only then, never while a poll may still use it.
@@ -27,24 +31,42 @@ final class NcclWatchdog implements AutoCloseable {
 
     private final Communicator comm;
     private final int rank;
-    private final Duration timeout;
-    private final Queue<NcclWork> pending = new ConcurrentLinkedQueue<>();
+    private final Duration collectiveTimeout;
+    private final Queue<QueuedCollective> pending = new ConcurrentLinkedQueue<>();
     private final Thread thread;
+    private volatile JobAbort.Cause jobFailure;
+    private volatile String lastQueued;
     private volatile CollectiveException failure;
     private boolean stopped;
 
-    NcclWatchdog(Communicator comm, int rank, Duration timeout) {
+    /**
+     * Starts watching a communicator.
+     *
+     * @param comm the communicator
+     * @param rank this rank in the job, for messages
+     * @param collectiveTimeout the longest a queued collective may take
+     */
+    NcclWatchdog(Communicator comm, int rank, Duration collectiveTimeout) {
         this.comm = comm;
         this.rank = rank;
-        this.timeout = timeout;
+        this.collectiveTimeout = collectiveTimeout;
         thread = new Thread(this::run, "nccl-watchdog-rank-" + rank);
         thread.setDaemon(true);
         thread.start();
     }
 
     /** Starts watching a collective that was just queued. */
-    void watch(NcclWork work) {
+    void watch(QueuedCollective work) {
+        lastQueued = work.name();
         pending.add(work);
+    }
+
+    /**
+     * Hands over the job's failure (from any thread): the next look aborts the communicator, if it
+     * has not failed already, with {@code cause}'s message and rank.
+     */
+    void abort(JobAbort.Cause cause) {
+        jobFailure = cause;
     }
 
     /** Throws the communicator's failure, if it has failed. */
@@ -62,9 +84,9 @@ final class NcclWatchdog implements AutoCloseable {
 
     /**
      * Blocks the host until {@code work} has finished; throws the failure if the communicator fails
-     * meanwhile, which happens at the latest after the timeout.
+     * meanwhile, which happens at the latest after the collective timeout.
      */
-    void awaitOnHost(NcclWork work) {
+    void awaitOnHost(QueuedCollective work) {
         while (!work.poll()) {
             check();
             try {
@@ -83,7 +105,7 @@ final class NcclWatchdog implements AutoCloseable {
      * communicator fails meanwhile.
      */
     void awaitPending() {
-        for (NcclWork work = pending.peek(); work != null; work = pending.peek()) {
+        for (QueuedCollective work = pending.peek(); work != null; work = pending.peek()) {
             awaitOnHost(work);
             pending.remove(work);
         }
@@ -106,42 +128,60 @@ final class NcclWatchdog implements AutoCloseable {
     }
 
     /**
-     * One look: drop finished collectives, then fail on a reported error or an overdue one. Holds
-     * the watchdog's lock, so that {@link #close()} returns only once no look is under way.
+     * One look: drop finished collectives, then fail on the job's failure, a reported error or an
+     * overdue collective. Holds the watchdog's lock, so that {@link #close()} returns only once no
+     * look is under way.
      */
     synchronized void poll() {
         if (stopped || failure != null) {
             return;
         }
         try {
-            pending.removeIf(NcclWork::poll);
+            pending.removeIf(QueuedCollective::poll);
         } catch (CollectiveException e) {
-            fail(e.getMessage());
+            fail(": " + e.getMessage(), -1);
             return;
         }
-        NcclWork oldest = pending.peek();
+        QueuedCollective oldest = pending.peek();
+        JobAbort.Cause cause = jobFailure;
         int error = comm.asyncError();
-        if (error != nccl.ncclSuccess && error != nccl.ncclInProgress) {
+        if (cause != null) {
+            fail(" on rank " + rank + where(oldest) + ": " + cause.message(), cause.rank());
+        } else if (error != nccl.ncclSuccess && error != nccl.ncclInProgress) {
             fail(
-                    comm.describe(error)
+                    ": "
+                            + comm.describe(error)
                             + " on rank "
                             + rank
                             + (oldest == null ? "" : " during " + oldest.name())
-                            + " (a peer failed or left the job)");
-        } else if (oldest != null && oldest.ageNanos() > timeout.toNanos()) {
+                            + " (a peer failed or left the job)",
+                    -1);
+        } else if (oldest != null && oldest.ageNanos() > collectiveTimeout.toNanos()) {
             fail(
-                    oldest.name()
+                    ": "
+                            + oldest.name()
                             + " did not finish on rank "
                             + rank
                             + " within "
-                            + timeout.toSeconds()
-                            + " s (ProcessGroupOptions.optTimeout): a peer is gone, stuck, or"
-                            + " called a different collective");
+                            + collectiveTimeout.toSeconds()
+                            + " s (ProcessGroupOptions.optCollectiveTimeout): a peer is stuck, or"
+                            + " called a different collective (a stopped one is found sooner, by"
+                            + " its missing heartbeats)",
+                    -1);
         }
     }
 
-    private void fail(String message) {
-        failure = new CollectiveException("NCCL communicator aborted: " + message);
+    /** Returns the collective in flight, or the last one queued, for a message. */
+    private String where(QueuedCollective oldest) {
+        if (oldest != null) {
+            return " in " + oldest.name();
+        }
+        String last = lastQueued;
+        return last == null ? " before the first collective" : " after " + last;
+    }
+
+    private void fail(String detail, int failedRank) {
+        failure = new CollectiveException("NCCL communicator aborted" + detail, null, failedRank);
         logger.error("{}", failure.getMessage());
         comm.abort();
     }

@@ -13,7 +13,7 @@ import org.bytedeco.cuda.global.cudart;
  * that event, without blocking the host; the watchdog and host waits poll it. The event is released
  * as soon as the collective is seen to be done.
  */
-final class NcclWork implements Work {
+final class NcclWork implements Work, QueuedCollective {
 
     private final String name;
     private final Device device;
@@ -74,7 +74,8 @@ final class NcclWork implements Work {
     }
 
     /** Returns whether the collective has finished, releasing its event once it has. */
-    synchronized boolean poll() {
+    @Override
+    public synchronized boolean poll() {
         if (event == null) {
             return true;
         }
@@ -88,13 +89,13 @@ final class NcclWork implements Work {
         return true;
     }
 
-    /** Returns the collective's name and sequence number, for messages. */
-    String name() {
+    @Override
+    public String name() {
         return name;
     }
 
-    /** Returns how long ago the collective was queued. */
-    long ageNanos() {
+    @Override
+    public long ageNanos() {
         return System.nanoTime() - queuedNanos;
     }
 

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.dist.socket;
 
 import ai.djl.fsdp.dist.CollectiveException;
+import ai.djl.fsdp.dist.JobAbort;
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.StoreException;
 import java.time.Duration;
@@ -15,8 +16,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The failure of a {@link SocketProcessGroup}, once it has one: the cause the ranks agree on
  * through the store ({@link JobAbort}; the first rank to notice wins), or the one its {@link
- * Watchdog} found, whichever comes first. Recording it closes the ring, so that the collective in
- * flight fails and the neighbours notice; every later collective fails with the same error.
+ * ai.djl.fsdp.dist.HeartbeatWatchdog} found, whichever comes first. Recording it closes the ring,
+ * so that the collective in flight fails and the neighbours notice; every later collective fails
+ * with the same error.
  */
 final class GroupFailure {
 
@@ -72,7 +74,7 @@ final class GroupFailure {
             return true;
         }
         JobAbort.Cause cause = aborted.getNow(null);
-        return cause != null && cause.message.contains(JobAbort.STORE_LOST);
+        return cause != null && cause.message().contains(JobAbort.STORE_LOST);
     }
 
     /**
@@ -124,10 +126,10 @@ final class GroupFailure {
                                     + rank
                                     + where.get()
                                     + ": "
-                                    + agreed.message,
+                                    + agreed.message(),
                             cause,
-                            agreed.rank);
-            storeLost |= agreed.message.contains(JobAbort.STORE_LOST);
+                            agreed.rank());
+            storeLost |= agreed.message().contains(JobAbort.STORE_LOST);
             logger.error(failure.getMessage());
         }
         return failure;
@@ -135,8 +137,8 @@ final class GroupFailure {
 
     private static JobAbort.Cause withLostStore(JobAbort.Cause ours, StoreException e) {
         return new JobAbort.Cause(
-                ours.rank,
-                ours.message
+                ours.rank(),
+                ours.message()
                         + " ("
                         + JobAbort.STORE_LOST
                         + " as well, so rank 0, its host, may have failed: "

@@ -25,8 +25,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Failures name the neighbour: end of stream or a reset on a link, a pull from a process that is
  * gone, or no progress on a link for the collective timeout (a neighbour that has stopped is found
- * sooner, by the {@link Watchdog}, which closes the ring). {@link RingConnector} makes the links;
- * {@link RingLinks} reads, writes and waits on them.
+ * sooner, by the {@link ai.djl.fsdp.dist.HeartbeatWatchdog}, which closes the ring). {@link
+ * RingConnector} makes the links; {@link RingLinks} reads, writes and waits on them.
  */
 final class Ring implements AutoCloseable {
 

@@ -5,14 +5,14 @@ import ai.djl.fsdp.dist.AbstractProcessGroup;
 import ai.djl.fsdp.dist.CollectiveArguments;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.HeartbeatWatchdog;
+import ai.djl.fsdp.dist.JobAbort;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Subgroup;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.rendezvous.Store;
-import ai.djl.fsdp.rendezvous.StoreException;
-import ai.djl.fsdp.rendezvous.StoreTimeoutException;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
@@ -31,8 +31,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The CPU backend: a ring of TCP connections between neighbouring ranks, running NCCL's ring
@@ -42,21 +40,12 @@ import org.slf4j.LoggerFactory;
  * rank that notices records the cause in the store ({@link JobAbort}; the first to notice wins) and
  * then closes its ring links; its neighbours' links break in turn, and they read the recorded
  * cause, so every surviving rank fails promptly with the same message naming the rank at fault. A
- * peer that stops (SIGSTOP) breaks no link: each rank's {@link Watchdog} finds it within the
- * timeout from its missing heartbeats, or from a store that no longer answers when the stopped rank
- * is rank 0, and fails the group the same way. The group stays failed: later collectives fail at
- * once with that message, which names the rank at fault and the collective that was running.
+ * peer that stops (SIGSTOP) breaks no link: each rank's {@link HeartbeatWatchdog} finds it within
+ * the timeout from its missing heartbeats, or from a store that no longer answers when the stopped
+ * rank is rank 0, and fails the group the same way. The group stays failed: later collectives fail
+ * at once with that message, which names the rank at fault and the collective that was running.
  */
 public final class SocketProcessGroup extends AbstractProcessGroup {
-
-    private static final Logger logger = LoggerFactory.getLogger(SocketProcessGroup.class);
-
-    private static final String CLOSED_KEY_PREFIX = "socket/closed/";
-
-    /** How long rank 0 keeps the store up for the others to finish closing after a failure. */
-    private static final Duration FAILED_CLOSE_WAIT = Duration.ofSeconds(2);
-
-    private static final Duration MAX_CLOSE_WAIT = Duration.ofMinutes(1);
 
     private final SocketProcessGroup root;
     private final List<SocketProcessGroup> subgroups = new CopyOnWriteArrayList<>();
@@ -69,7 +58,7 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
     private final ExecutorService communication;
     private final Set<SocketWork> outstanding = ConcurrentHashMap.newKeySet();
     private final GroupFailure failure;
-    private final Watchdog watchdog;
+    private final HeartbeatWatchdog watchdog;
     private long sequence;
     private volatile SocketWork running;
     private volatile String lastRun = "before the first collective";
@@ -116,7 +105,7 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
         watchdog =
                 ring == null || subgroup != null
                         ? null
-                        : new Watchdog(
+                        : new HeartbeatWatchdog(
                                 store.newClient(options.getHeartbeatTimeout()),
                                 rank,
                                 size,
@@ -421,34 +410,6 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
             root.subgroups.remove(this);
             return;
         }
-        try {
-            if (!failure.isStoreLost()) {
-                leaveStore();
-            }
-        } catch (StoreException e) {
-            logger.debug("Rank {} could not sign off from the store", rank, e);
-        } finally {
-            store.close();
-        }
-    }
-
-    private void leaveStore() {
-        if (rank != 0) {
-            store.set(CLOSED_KEY_PREFIX + rank, new byte[0]);
-            return;
-        }
-        Duration wait =
-                failure.isFailed()
-                        ? FAILED_CLOSE_WAIT
-                        : timeout.compareTo(MAX_CLOSE_WAIT) < 0 ? timeout : MAX_CLOSE_WAIT;
-        long deadline = System.nanoTime() + wait.toNanos();
-        for (int r = 1; r < size; r++) {
-            Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
-            try {
-                store.get(CLOSED_KEY_PREFIX + r, left);
-            } catch (StoreTimeoutException e) {
-                logger.debug("Rank {} did not close its process group before rank 0", r);
-            }
-        }
+        leaveStore(failure.isFailed(), failure.isStoreLost(), timeout);
     }
 }

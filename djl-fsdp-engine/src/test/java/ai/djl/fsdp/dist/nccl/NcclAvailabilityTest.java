@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.DistributedEnv;
-import java.time.Duration;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -29,7 +29,7 @@ class NcclAvailabilityTest {
                                         DistributedEnv.single(""),
                                         null,
                                         Device.gpu(0),
-                                        Duration.ofSeconds(1)));
+                                        ProcessGroupOptions.defaults()));
         assertTrue(error.getMessage().contains("-Pcuda"), error.getMessage());
     }
 
@@ -42,6 +42,6 @@ class NcclAvailabilityTest {
                                 DistributedEnv.single(""),
                                 null,
                                 Device.cpu(),
-                                Duration.ofSeconds(1)));
+                                ProcessGroupOptions.defaults()));
     }
 }

@@ -7,12 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.Device;
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.rendezvous.TcpStore;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import org.bytedeco.cuda.global.nccl;
-import org.bytedeco.cuda.nccl.ncclComm;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,7 +22,8 @@ import org.junit.jupiter.api.Test;
  */
 class NcclCloseTest {
 
-    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    private static final ProcessGroupOptions OPTIONS =
+            ProcessGroupOptions.builder().optTimeout(Duration.ofSeconds(30)).build();
 
     @Test
     void closingAHealthyGroupStopsTheWatchdogThenFinalizesAndDestroysAndThrowsNothing() {
@@ -59,7 +59,7 @@ class NcclCloseTest {
         NcclProcessGroup group = group(comm);
         comm.awaitPolls(1);
         for (int i = 0; i < 200 && comm.ends().isEmpty(); i++) {
-            sleep(10);
+            RecordingCommunicator.sleep(10);
         }
         assertEquals(List.of("abort"), comm.ends(), "the watchdog aborts on an async error");
         group.close();
@@ -70,85 +70,6 @@ class NcclCloseTest {
     private static NcclProcessGroup group(Communicator comm) {
         TcpStore store = TcpStore.builder("127.0.0.1", 0).optHostServer(true).optToken("t").build();
         DistributedEnv env = DistributedEnv.of(0, 1, 0, 1, "127.0.0.1", 0, "t");
-        return new NcclProcessGroup(env, Device.gpu(0), comm, store, TIMEOUT);
-    }
-
-    private static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /** Records the calls that end the communicator, and any poll made during or after them. */
-    private static final class RecordingCommunicator implements Communicator {
-
-        final List<String> calls = new CopyOnWriteArrayList<>();
-        final List<String> pollsAfterEnd = new CopyOnWriteArrayList<>();
-        volatile int polls;
-        volatile boolean ending;
-        int asyncError = nccl.ncclSuccess;
-        int finalizeResult = nccl.ncclSuccess;
-        long finalizeMillis;
-
-        List<String> ends() {
-            return calls.stream().filter(call -> !call.equals("bind")).toList();
-        }
-
-        void awaitPolls(int count) {
-            for (int i = 0; i < 500 && polls < count; i++) {
-                sleep(10);
-            }
-            assertTrue(polls >= count, "the watchdog never polled");
-        }
-
-        @Override
-        public ncclComm handle() {
-            return null;
-        }
-
-        @Override
-        public void bindThread() {
-            calls.add("bind");
-        }
-
-        @Override
-        public int asyncError() {
-            if (ending) {
-                pollsAfterEnd.add("asyncError after " + calls);
-            }
-            polls++;
-            return asyncError;
-        }
-
-        @Override
-        public int finalizeComm() {
-            end("finalize");
-            sleep(finalizeMillis);
-            return finalizeResult;
-        }
-
-        @Override
-        public int destroy() {
-            end("destroy");
-            return nccl.ncclSuccess;
-        }
-
-        @Override
-        public int abort() {
-            end("abort");
-            return nccl.ncclSuccess;
-        }
-
-        @Override
-        public String describe(int result) {
-            return "NCCL result " + result;
-        }
-
-        private void end(String call) {
-            calls.add(call);
-            ending = true;
-        }
+        return new NcclProcessGroup(env, Device.gpu(0), comm, store, OPTIONS);
     }
 }

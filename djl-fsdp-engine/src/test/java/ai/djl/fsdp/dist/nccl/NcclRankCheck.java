@@ -2,6 +2,7 @@ package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.Device;
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
 import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.rendezvous.TcpStore;
@@ -10,7 +11,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import java.time.Duration;
 import java.util.Arrays;
 
 /**
@@ -35,7 +35,7 @@ public final class NcclRankCheck {
                                 .optToken(env.getJobToken())
                                 .build();
                 NcclProcessGroup group =
-                        NcclProcessGroup.create(env, store, gpu, Duration.ofSeconds(60));
+                        NcclProcessGroup.create(env, store, gpu, ProcessGroupOptions.defaults());
                 NDManager manager = NDManager.newBaseManager(gpu, "PyTorch")) {
             NDArray shard = manager.arange(0f, SHARD, 1f).add(rank + 1);
             NDArray gathered = manager.zeros(new Shape((long) SHARD * size));

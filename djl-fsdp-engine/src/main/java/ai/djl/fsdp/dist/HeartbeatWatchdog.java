@@ -1,4 +1,4 @@
-package ai.djl.fsdp.dist.socket;
+package ai.djl.fsdp.dist;
 
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.StoreException;
@@ -13,13 +13,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Tells a stopped rank from a busy one, on a thread of its own with a store connection of its own.
+ * Tells a stopped rank from a busy one, on a thread of its own with a store connection of its own;
+ * the job's group of either backend runs one.
  *
  * <p>Every {@link #interval} the watchdog adds one to this rank's heartbeat counter in the store,
- * reads the job's {@link JobAbort} record, and reads the counters of its two ring neighbours. A
- * rank that is busy (a long forward, a slow save) runs its watchdog thread all the same, so its
- * counter moves; a rank whose process is stopped (SIGSTOP, a debugger, a frozen machine) does not.
- * The watchdog reports, through its listener:
+ * reads the job's {@link JobAbort} record, and reads the counters of its two ring neighbours (the
+ * ranks before and after it: each rank is watched by two others). A rank that is busy (a long
+ * forward, a slow save) runs its watchdog thread all the same, so its counter moves; a rank whose
+ * process is stopped (SIGSTOP, a debugger, a frozen machine) does not. The watchdog reports,
+ * through its listener:
  *
  * <ul>
  *   <li>a recorded failure, as soon as it reads one: a failure seen by any rank ends every rank;
@@ -29,13 +31,14 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * A stopped rank is thus found within the timeout plus one interval by each of its neighbours, and
- * every other rank reads the record at its next poll.
+ * every other rank reads the record at its next poll. What the listener does with the failure is
+ * the backend's: the socket ring closes its links, NCCL aborts its communicators.
  */
-final class Watchdog implements AutoCloseable {
+public final class HeartbeatWatchdog implements AutoCloseable {
 
-    private static final Logger logger = LoggerFactory.getLogger(Watchdog.class);
+    private static final Logger logger = LoggerFactory.getLogger(HeartbeatWatchdog.class);
 
-    static final String HEARTBEAT_KEY_PREFIX = "socket/heartbeat/";
+    static final String HEARTBEAT_KEY_PREFIX = "job/heartbeat/";
 
     private final Store store;
     private final int rank;
@@ -51,9 +54,13 @@ final class Watchdog implements AutoCloseable {
      * Starts watching.
      *
      * @param store a store client for this watchdog alone, which it closes
+     * @param rank this rank in the job
+     * @param size the number of ranks in the job
+     * @param timeout how long a neighbour may send no heartbeat, or the store not answer
      * @param listener told once of the job's failure, on the watchdog's thread
      */
-    Watchdog(Store store, int rank, int size, Duration timeout, Consumer<JobAbort.Cause> listener) {
+    public HeartbeatWatchdog(
+            Store store, int rank, int size, Duration timeout, Consumer<JobAbort.Cause> listener) {
         this.store = store;
         this.rank = rank;
         this.timeout = timeout;

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.dist.socket;
+package ai.djl.fsdp.dist;
 
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.StoreException;
@@ -10,30 +10,29 @@ import java.util.Optional;
 /**
  * The job's first failure, recorded in the store so that every rank fails with the same cause: the
  * rank at fault and a message naming it. The first rank to claim the record writes it; the others
- * adopt it. Every rank's {@link Watchdog} polls it, so a failure seen by one rank ends them all.
+ * adopt it. Every rank's {@link HeartbeatWatchdog} polls it, so a failure seen by one rank ends
+ * them all, whichever backend the ranks run.
  */
-final class JobAbort {
+public final class JobAbort {
 
     /** The store key holding the recorded cause: the rank at fault (-1: none), a newline, text. */
-    static final String KEY = "socket/abort";
+    static final String KEY = "job/abort";
 
     /** Part of every message of a failure after which the store cannot be reached. */
-    static final String STORE_LOST = "the store is unreachable";
+    public static final String STORE_LOST = "the store is unreachable";
 
-    private static final String CLAIM_KEY = "socket/abort-claims";
+    private static final String CLAIM_KEY = "job/abort-claims";
 
     /** How long a rank that lost the race to record a failure waits for the winner's cause. */
     private static final Duration READ_WAIT = Duration.ofSeconds(10);
 
-    /** A cause: the rank at fault, or -1, and the message. */
-    static final class Cause {
-        final int rank;
-        final String message;
-
-        Cause(int rank, String message) {
-            this.rank = rank;
-            this.message = message;
-        }
+    /**
+     * A cause of the job's failure.
+     *
+     * @param rank the job rank at fault, or -1 when no single rank is
+     * @param message what happened, naming that rank
+     */
+    public record Cause(int rank, String message) {
 
         byte[] encode() {
             return (rank + "\n" + message).getBytes(StandardCharsets.UTF_8);
@@ -53,7 +52,13 @@ final class JobAbort {
 
     private JobAbort() {}
 
-    /** Returns the recorded cause, if one is. */
+    /**
+     * Returns the recorded cause, if one is.
+     *
+     * @param store the job's store
+     * @param wait how long to wait for one to be recorded
+     * @return the cause, or empty
+     */
     static Optional<Cause> read(Store store, Duration wait) {
         try {
             return Optional.of(Cause.decode(store.get(KEY, wait)));
@@ -67,9 +72,12 @@ final class JobAbort {
      * closes its links only after recording, so a rank whose link broke because a neighbour gave up
      * finds the neighbour's cause here, not a blame on the neighbour.
      *
+     * @param store the job's store
+     * @param ours the cause this rank saw
+     * @return the cause every rank fails with
      * @throws StoreException if the store cannot be reached
      */
-    static Cause agree(Store store, Cause ours) {
+    public static Cause agree(Store store, Cause ours) {
         Optional<Cause> recorded = read(store, Duration.ZERO);
         if (recorded.isPresent()) {
             return recorded.get();
