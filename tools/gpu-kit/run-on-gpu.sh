@@ -33,14 +33,17 @@
 #   nccl-check   NcclRankCheck through bin/fsdp launch on 2 ranks (sharing a GPU where there is one)
 #   nccl-ranks   NcclProcessGroupTest on 2 ranks: every collective's values, every type and op,
 #                empty to large arrays, several in flight, a silent rank, a SIGSTOP'd rank ended by
-#                the watchdog (MEASURED), a killed rank, close()
+#                the heartbeats with the default settings (MEASURED against the 60 s target), a
+#                killed rank, close(); and NcclHeartbeatTest (no GPU needed: so it runs on the CPU
+#                rehearsal too, where NcclProcessGroupTest's GPU cases are skipped with the reason)
 #   equiv        MultiRankTrainingTest (2 and 3 ranks, every strategy, against DJL's trainer on the
 #                global batch: losses within the equivalence bound, what each rank holds and sends)
 #                and ReshardWithoutRecomputeGpuTest (the gathered units' CUDA memory unmapped)
 #   mem-1, mem-2 bench train FULL_SHARD, GPT-2 124M in bf16 on 1 and 2 ranks: model state per rank,
 #                peak GPU memory per process
 #   hybrid       HybridShardingTest: HYBRID_SHARD 2 x 2 (ncclCommSplit) against FULL_SHARD on 4
-#   checkpoint   CheckpointResumeTest: sharded checkpoints resumed on the same and other rank counts
+#   checkpoint   CheckpointResumeTest: sharded checkpoints resumed on the same and other rank counts,
+#                on GPU ranks: 2 -> 2 bit for bit, 2 -> 1, 1 -> 2, 2 -> 4, 4 -> 2
 #   train-llama1b, fsdp2-llama1b: Llama 16 x 2048, 32 heads, 8 kv heads, MLP 8192, vocab 32000,
 #                seq 2048, bf16, sdpa, one rank (KIT_LLAMA_BATCH, default 8); then the GPT shapes
 #   (train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32: GPT-2 124M, 12 x 768, seq 512, batch 8);
@@ -236,8 +239,8 @@ run_named() {
             --nproc-per-node 2 --jvm-opt=-Xmx4g -- ai.djl.fsdp.dist.socket.CollectiveCheckMain ;;
         layout) DJL_FSDP_DEVICE= step layout fsdp launch --nproc-per-node 4 \
             --ranks-per-gpu "$(( quad_share > 1 ? quad_share : 2 ))" --dry-run -- ai.djl.fsdp.dist.nccl.NcclRankCheck ;;
-        nccl-ranks) gpu_only "$name" && DJL_FSDP_RANKS_PER_GPU=$pair_share step nccl-ranks tests \
-            ai.djl.fsdp.dist.nccl.NcclProcessGroupTest ;;
+        nccl-ranks) DJL_FSDP_RANKS_PER_GPU=$pair_share step nccl-ranks tests \
+            ai.djl.fsdp.dist.nccl.NcclProcessGroupTest ai.djl.fsdp.dist.nccl.NcclHeartbeatTest ;;
         stop-socket) DJL_FSDP_TEST_DEVICE=cpu step stop-socket tests \
             'ai.djl.fsdp.dist.socket.WatchdogProcessTest#aStoppedRankEndsATwoRankJobWithinAMinuteWithTheDefaults' ;;
         equiv) DJL_FSDP_RANKS_PER_GPU=$quad_share step equiv tests ai.djl.fsdp.trainer.MultiRankTrainingTest \

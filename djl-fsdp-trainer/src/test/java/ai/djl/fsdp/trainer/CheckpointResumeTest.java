@@ -18,8 +18,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Sharded checkpoints with real rank processes: a run stopped after a step and resumed by a new job
  * on the same ranks gives bit-identical losses (dropout, a frozen parameter and gradient
- * accumulation included); a checkpoint written by N ranks resumes on M (2 to 1, 2 to 4, 4 to 2) on
- * the same global batches and continues the same curve, within float summation tolerance.
+ * accumulation included); a checkpoint written by N ranks resumes on M (2 to 1, 1 to 2, 2 to 4, 4
+ * to 2) on the same global batches and continues the same curve, within float summation tolerance.
+ * Under the GPU kit ({@code DJL_FSDP_TEST_DEVICE=gpu}) every job's ranks are GPU ranks, so 2 to 1
+ * and 1 to 2 are the GPU checkpoints of issue #32's step 4.
  */
 class CheckpointResumeTest {
 
@@ -69,11 +71,17 @@ class CheckpointResumeTest {
                                 "false"));
         assertTrue(CheckpointDirectory.isComplete(CheckpointDirectory.of(elastic, 6)));
         String from4 = CheckpointDirectory.of(elastic, 4).toString();
+        Path oneRank = directory.resolve("one");
         assertCurve(
                 "2 -> 1 ranks",
                 reference,
-                mean(run(directory, "to1", 1, from4, null, "-", "sync", "0", "1", "false")),
+                mean(run(directory, "to1", 1, from4, oneRank, "6", "sync", "0", "1", "false")),
                 4);
+        assertCurve(
+                "1 -> 2 ranks",
+                reference,
+                mean(resumeOnTwo(directory, "back-from-1", CheckpointDirectory.of(oneRank, 6))),
+                6);
         Path fourRanks = directory.resolve("four");
         assertCurve(
                 "2 -> 4 ranks",
@@ -83,19 +91,14 @@ class CheckpointResumeTest {
         assertCurve(
                 "4 -> 2 ranks",
                 reference,
-                mean(
-                        run(
-                                directory,
-                                "back-to-2",
-                                2,
-                                CheckpointDirectory.of(fourRanks, 6).toString(),
-                                null,
-                                "-",
-                                "sync",
-                                "0",
-                                "1",
-                                "false")),
+                mean(resumeOnTwo(directory, "back-to-2", CheckpointDirectory.of(fourRanks, 6))),
                 6);
+    }
+
+    /** Resumes the elastic run from {@code checkpoint} on 2 ranks, to the end, saving nothing. */
+    private static List<Map<Long, Double>> resumeOnTwo(Path directory, String name, Path checkpoint)
+            throws Exception {
+        return run(directory, name, 2, checkpoint.toString(), null, "-", "sync", "0", "1", "false");
     }
 
     static void assertCurve(String what, double[] reference, double[] resumed, int from) {
