@@ -60,8 +60,8 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
     private final ProcessGroupOptions options;
     private final NcclWatchdog watchdog;
     private final HeartbeatWatchdog heartbeats;
-    private volatile JobAbort.Cause jobFailure;
     private final NDManager manager;
+    private volatile JobAbort.Cause jobFailure;
     private NcclStreams streams;
     private NDArray barrierToken;
     private long sequence;
