@@ -1,8 +1,11 @@
 package ai.djl.fsdp.checkpoint;
 
 import ai.djl.fsdp.safetensors.CheckpointShards;
+import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.util.Failures;
+import ai.djl.ndarray.NDArray;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,8 +17,9 @@ import java.util.Map;
 /**
  * Writes a sharded model's full state as safetensors, one FSDP unit at a time: each unit is
  * gathered alone, transformed, and the writing rank streams its tensors from their own memory into
- * their place in the file that holds them, so no rank ever holds more than one unit (and the
- * transform's copy of one tensor). Each file appears (atomically) once every tensor of it is in.
+ * their place in the file that holds them, each cast to its declared type alone where it is held in
+ * another, so no rank ever holds more than one unit (and the transform's copy of one tensor). Each
+ * file appears (atomically) once every tensor of it is in.
  */
 public final class ModelStateWriter {
 
@@ -115,7 +119,11 @@ public final class ModelStateWriter {
                         if (writes) {
                             transform.transform(
                                     unit,
-                                    (name, value) -> fileFor(fileOf, name).write(name, value));
+                                    (name, value) ->
+                                            write(
+                                                    fileFor(fileOf, name),
+                                                    declared.get(name),
+                                                    value));
                         }
                     });
             for (SafetensorsWriter.StreamingFile out : open) {
@@ -124,6 +132,29 @@ public final class ModelStateWriter {
         } finally {
             // Closes every file (deleting those not committed), then throws the first failure.
             Failures.forEach(open, SafetensorsWriter.StreamingFile::close);
+        }
+    }
+
+    /**
+     * Writes {@code value} in its declared type: itself, or (a floating tensor handed in another
+     * floating type) a cast freed once written.
+     */
+    private static void write(
+            SafetensorsWriter.StreamingFile file, StateTransform.Entry entry, NDArray value)
+            throws IOException {
+        Dtype type = Dtype.ofArray(value);
+        if (type == entry.dtype()
+                || !StateTransform.isFloat(type)
+                || !StateTransform.isFloat(entry.dtype())) {
+            file.write(entry.name(), value);
+            return;
+        }
+        Precision precision =
+                entry.dtype() == Dtype.BF16
+                        ? Precision.BFLOAT16
+                        : Precision.of(entry.dtype().readableAs());
+        try (NDArray cast = precision.cast(value)) {
+            file.write(entry.name(), cast);
         }
     }
 

@@ -2,7 +2,6 @@ package ai.djl.fsdp.checkpoint;
 
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
@@ -29,7 +28,10 @@ public interface StateTransform {
      */
     record Entry(String name, Dtype dtype, Shape shape) {}
 
-    /** Receives the tensors of one unit. */
+    /**
+     * Receives the tensors of one unit. A floating tensor may come in any floating type: it is
+     * stored in its declared type, cast alone as it is written.
+     */
     @FunctionalInterface
     interface Sink {
 
@@ -37,7 +39,8 @@ public interface StateTransform {
          * Writes one tensor.
          *
          * @param name a declared name
-         * @param value its value
+         * @param value its value, of the declared shape; of the declared type, or of any floating
+         *     type when that is floating
          * @throws IOException if writing fails
          */
         void put(String name, NDArray value) throws IOException;
@@ -58,8 +61,9 @@ public interface StateTransform {
 
     /**
      * Returns this state with its floating-point tensors stored as {@code type} (Hugging Face saves
-     * a model in its {@code torch_dtype}): each tensor is cast as its unit hands it over, so only
-     * one tensor's copy exists at a time. Other tensors are written as they are.
+     * a model in its {@code torch_dtype}): the writer casts each tensor as its unit hands it over,
+     * so only one tensor's copy exists at a time, and none where the unit holds it in that type
+     * already. Other tensors are written as they are.
      *
      * @param type {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
      * @return the transform
@@ -83,34 +87,19 @@ public interface StateTransform {
 
             @Override
             public void transform(GatheredUnit unit, Sink sink) throws IOException {
-                inner.transform(
-                        unit,
-                        (name, value) -> {
-                            if (isFloat(Dtype.ofArray(value))) {
-                                putAs(sink, name, value, type);
-                            } else {
-                                sink.put(name, value);
-                            }
-                        });
+                inner.transform(unit, sink);
             }
         };
     }
 
-    /** Hands {@code sink} the value in {@code type}: itself, or a cast closed once written. */
-    private static void putAs(Sink sink, String name, NDArray value, Dtype type)
-            throws IOException {
-        if (Dtype.ofArray(value) == type) {
-            sink.put(name, value);
-            return;
-        }
-        Precision precision =
-                type == Dtype.BF16 ? Precision.BFLOAT16 : Precision.of(type.readableAs());
-        try (NDArray cast = precision.cast(value)) {
-            sink.put(name, cast);
-        }
-    }
-
-    private static boolean isFloat(Dtype type) {
+    /**
+     * Returns whether {@code type} is a floating-point type, which a {@link Sink} stores in its
+     * declared type whatever the type it is handed.
+     *
+     * @param type a type
+     * @return true for F16, BF16, F32 and F64
+     */
+    static boolean isFloat(Dtype type) {
         return type == Dtype.F16 || type == Dtype.BF16 || type == Dtype.F32 || type == Dtype.F64;
     }
 
@@ -122,14 +111,12 @@ public interface StateTransform {
      */
     static StateTransform parameters(Map<String, Parameter> named) {
         Map<Parameter, String> names = new IdentityHashMap<>();
-        Map<Parameter, Dtype> types = new IdentityHashMap<>();
         List<Entry> entries = new ArrayList<>(named.size());
         named.forEach(
                 (name, parameter) -> {
                     names.put(parameter, name);
                     // A released array keeps its element type; the shape lives on the parameter.
                     Dtype type = Dtype.of(parameter.getArray().getDataType());
-                    types.put(parameter, type);
                     entries.add(new Entry(name, type, parameter.getShape()));
                 });
         return new StateTransform() {
@@ -143,8 +130,8 @@ public interface StateTransform {
                 for (Parameter parameter : unit.getParameters()) {
                     String name = names.get(parameter);
                     if (name != null) {
-                        // A frozen base gathered narrower is written as declared.
-                        putAs(sink, name, parameter.getArray(), types.get(parameter));
+                        // As gathered: a frozen base held narrower is cast by the writer.
+                        sink.put(name, parameter.getArray());
                     }
                 }
             }

@@ -2,6 +2,9 @@ package ai.djl.fsdp.lora;
 
 import ai.djl.fsdp.checkpoint.GatheredUnit;
 import ai.djl.fsdp.checkpoint.StateTransform;
+import ai.djl.fsdp.safetensors.Dtype;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.ndarray.NDArray;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
@@ -63,16 +66,26 @@ public final class LoraState {
                                         + " projection's parent, not the projection");
                     }
                 }
-                // Each weight is merged as it is written: its value is the unit's gathered copy
-                // (or a cast of it), so only one merged tensor exists beyond the unit.
+                // Each weight is merged as it is written, into the unit's gathered copy, or a
+                // float32 copy of it where it is held narrower (the sum is rounded once, to the
+                // stored type): only one merged tensor exists beyond the unit.
                 plain.transform(
                         unit,
                         (name, value) -> {
                             LoraLinear lora = adapterByWeight.get(named.get(name));
-                            if (lora != null) {
-                                lora.mergeInto(value);
+                            if (lora == null) {
+                                sink.put(name, value);
+                                return;
                             }
-                            sink.put(name, value);
+                            if (Dtype.ofArray(value).bytes() >= Dtype.F32.bytes()) {
+                                lora.mergeInto(value);
+                                sink.put(name, value);
+                                return;
+                            }
+                            try (NDArray wide = Precision.FLOAT32.cast(value)) {
+                                lora.mergeInto(wide);
+                                sink.put(name, wide);
+                            }
                         });
             }
         };
