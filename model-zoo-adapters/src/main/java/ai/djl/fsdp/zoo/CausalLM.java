@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo;
 
 import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.fsdp.zoo.nn.Linear;
 import ai.djl.ndarray.NDArray;
@@ -9,6 +10,8 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
+import java.util.HashSet;
+import java.util.Set;
 
 /**
  * A decoder-only language model as a Block tree with Hugging Face's module and parameter names.
@@ -79,6 +82,39 @@ public abstract class CausalLM extends HfBlock {
      */
     public Class<? extends Block> decoderLayerClass() {
         return config.family().decoderLayer();
+    }
+
+    /**
+     * Returns how FSDP cuts this model into units unless told otherwise: each decoder layer a unit
+     * and, when {@code lm_head} does not share the token embedding's weight, the token embedding
+     * and the head each a unit of its own, so that the root unit (gathered for the whole pass)
+     * keeps only the final norm and no unit holds two vocabulary-wide weights (at a vocabulary of
+     * 128,256 and width 4096 each is a gigabyte in bfloat16). A tied embedding and head stay in the
+     * root, which gathers their one weight once per pass. The blocks are looked up when the plan is
+     * made, so an adapter put on the head before then is wrapped with it.
+     *
+     * <p>A head that is a unit computes the logits itself: {@link #setFusedLossHead} then has no
+     * effect, and training holds the logits {@code [B, T, vocab]} and their gradient whole.
+     *
+     * @return the wrap policy
+     */
+    public WrapPolicy defaultWrapPolicy() {
+        WrapPolicy layers = WrapPolicy.byLayerClass(decoderLayerClass().getSimpleName());
+        return block -> {
+            if (layers.shouldWrap(block)) {
+                return true;
+            }
+            Block embedding = ((DecoderModel) child(base)).getTokenEmbedding();
+            Block head = child(HEAD);
+            return (block == embedding || block == head) && !sharesParameter(head, embedding);
+        };
+    }
+
+    private static boolean sharesParameter(Block a, Block b) {
+        Set<String> ids = new HashSet<>();
+        a.getParameters().values().forEach(parameter -> ids.add(parameter.getId()));
+        return b.getParameters().values().stream()
+                .anyMatch(parameter -> ids.contains(parameter.getId()));
     }
 
     /**

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo;
 
 import ai.djl.fsdp.zoo.nn.Attention;
+import ai.djl.fsdp.zoo.nn.Embedding;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.fsdp.zoo.nn.ModuleList;
 import ai.djl.ndarray.NDArray;
@@ -37,6 +38,14 @@ public abstract class DecoderModel extends HfBlock {
         this.kvHeads = kvHeads;
         this.headDim = headDim;
     }
+
+    /**
+     * Returns the token embedding, looked up by name rather than held in a field, so that FSDP may
+     * make it a unit of its own.
+     *
+     * @return the token embedding ({@code wte}, {@code embed_tokens})
+     */
+    public abstract Embedding getTokenEmbedding();
 
     /**
      * Embeds the new tokens.

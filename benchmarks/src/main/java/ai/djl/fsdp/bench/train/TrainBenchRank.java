@@ -17,7 +17,6 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
@@ -191,8 +190,7 @@ public final class TrainBenchRank implements Callable<Integer> {
             ProcessGroup group) {
         FsdpConfig.Builder fsdp =
                 FsdpConfig.builder()
-                        .optWrapPolicy(
-                                WrapPolicy.byLayerClass(lm.decoderLayerClass().getSimpleName()))
+                        .optWrapPolicy(lm.defaultWrapPolicy())
                         .optShardingStrategy(ShardingStrategy.valueOf(settings.sharding()))
                         .optReshardAfterForward(settings.reshardsAfterForward())
                         .optActivationCheckpointing(settings.recomputes())

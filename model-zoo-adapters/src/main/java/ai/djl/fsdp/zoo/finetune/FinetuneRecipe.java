@@ -10,7 +10,6 @@ import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.chat.ChatFormat;
@@ -299,11 +298,10 @@ final class FinetuneRecipe implements AutoCloseable {
                 new DefaultTrainingConfig(loss)
                         .optOptimizer(adamW)
                         .optDevices(new Device[] {group.getDevice()});
-        List<String> layers = fsdp.layerClasses(lm);
         FsdpConfig config =
                 FsdpConfig.builder()
                         .optShardingStrategy(fsdp.strategy())
-                        .optWrapPolicy(WrapPolicy.byLayerClass(layers))
+                        .optWrapPolicy(fsdp.wrapPolicy(lm))
                         .optPrefetch(fsdp.prefetch())
                         .optMixedPrecision(fsdp.mixedPrecision)
                         .optSyncModuleStates(fsdp.syncModuleStates)

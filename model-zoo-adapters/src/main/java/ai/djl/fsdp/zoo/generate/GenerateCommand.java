@@ -15,7 +15,6 @@ import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
@@ -211,8 +210,7 @@ public final class GenerateCommand implements Subcommand {
                         .optDevices(new Device[] {group.getDevice()}),
                 group,
                 FsdpConfig.builder()
-                        .optWrapPolicy(
-                                WrapPolicy.byLayerClass(lm.decoderLayerClass().getSimpleName()))
+                        .optWrapPolicy(lm.defaultWrapPolicy())
                         .optMixedPrecision(precision)
                         .build(),
                 TrainerOptions.builder().optInitialValues(source).optGatherOnClose(false).build());

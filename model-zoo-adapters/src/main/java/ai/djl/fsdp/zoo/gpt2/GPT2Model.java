@@ -32,8 +32,8 @@ public final class GPT2Model extends DecoderModel {
         addChild("ln_f", new LayerNorm(config.hiddenSize(), config.layerNormEpsilon()));
     }
 
-    /** Returns the token embedding the head shares, by name (FSDP may make it a unit). */
-    Embedding getTokenEmbedding() {
+    @Override
+    public Embedding getTokenEmbedding() {
         return (Embedding) child("wte");
     }
 

@@ -36,12 +36,8 @@ public final class LlamaModel extends DecoderModel {
         slidingWindow = config.slidingWindow();
     }
 
-    /**
-     * Returns the token embedding, for a head that shares its weight: looked up by name, not held
-     * in a field, so that FSDP may make it a unit of its own (a 128,256-word vocabulary's embedding
-     * is a gigabyte in bfloat16).
-     */
-    Embedding getTokenEmbedding() {
+    @Override
+    public Embedding getTokenEmbedding() {
         return (Embedding) child("embed_tokens");
     }
 

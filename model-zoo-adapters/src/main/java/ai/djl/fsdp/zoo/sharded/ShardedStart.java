@@ -5,8 +5,10 @@ import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.lora.AdapterSource;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
-import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.wrap.WrapPlanner;
+import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.wrap.WrapTarget;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
@@ -27,8 +29,8 @@ import java.util.Set;
  * in the compute type under mixed precision). No rank ever holds the whole model.
  *
  * @param trainer the initialized trainer
- * @param largestUnitElements the parameter elements of the largest unit: the root (everything
- *     outside the decoder layers) or one decoder layer, adapters included
+ * @param largestUnitElements the parameter elements of the largest unit, adapters included: the
+ *     root (everything outside the other units) or one of the units its wrap policy chose
  */
 public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
 
@@ -100,11 +102,11 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
         try (CheckpointShardSource shards =
                         checkpoint == null ? null : HfCheckpoint.shardSource(lm, checkpoint);
                 AdapterSource adapters = adapters(lm, lora, adapterValues)) {
-            // Counted while the tree still holds the layers themselves, not their units.
-            long largestUnit = largestUnitElements(lm);
             ParameterSource source =
                     shards == null ? adapters : adapters == null ? shards : shards.orElse(adapters);
             FsdpTrainer trainer = factory.newTrainer(model, lm, source);
+            // Counted while the tree still holds the blocks themselves, not their units.
+            long largestUnit = largestUnitElements(lm, trainer.getFsdpConfig().getWrapPolicy());
             try {
                 trainer.initialize(new Shape(1, 1));
             } catch (RuntimeException e) {
@@ -140,17 +142,15 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
         return trainer.getMemoryStats().modelStateBytes() + largestUnitElements * computeBytes;
     }
 
-    private static long largestUnitElements(CausalLM lm) {
-        long layerElements = 0;
-        long largestLayer = 0;
-        for (Block block : StateDict.modules(lm).values()) {
-            if (lm.decoderLayerClass().isInstance(block)) {
-                long elements = elements(block);
-                layerElements += elements;
-                largestLayer = Math.max(largestLayer, elements);
-            }
+    private static long largestUnitElements(CausalLM lm, WrapPolicy policy) {
+        long unitElements = 0;
+        long largestUnit = 0;
+        for (WrapTarget target : WrapPlanner.plan(lm, policy)) {
+            long elements = elements(target.block());
+            unitElements += elements;
+            largestUnit = Math.max(largestUnit, elements);
         }
-        return Math.max(elements(lm) - layerElements, largestLayer);
+        return Math.max(elements(lm) - unitElements, largestUnit);
     }
 
     /** The block's parameter elements, each shared parameter once. */

@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.finetune.args;
 import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPlanner;
+import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import java.nio.file.Path;
 import java.util.List;
@@ -38,9 +39,11 @@ public final class FsdpArguments {
             names = "--fsdp_transformer_layer_cls_to_wrap",
             split = ",",
             description =
-                    "Block classes that become FSDP units, comma-separated (default: the model's"
-                            + " decoder layer: GPT2Block, LlamaDecoderLayer, MistralDecoderLayer,"
-                            + " Qwen2DecoderLayer or Qwen3DecoderLayer).")
+                    "Block classes that become FSDP units, comma-separated, as Accelerate wraps"
+                            + " them (default: the model's decoder layer, GPT2Block,"
+                            + " LlamaDecoderLayer, MistralDecoderLayer, Qwen2DecoderLayer or"
+                            + " Qwen3DecoderLayer, and, when the head is not tied to the token"
+                            + " embedding, the embedding and the head each a unit of its own).")
     public List<String> layerClassesToWrap;
 
     @Option(
@@ -136,19 +139,21 @@ public final class FsdpArguments {
     }
 
     /**
-     * Returns the block classes that become units: the flag's, each checked to be in the model, or
-     * the model's decoder layer.
+     * Returns the units' policy: the flag's block classes, each checked to be in the model, as
+     * Accelerate wraps them; or without the flag the model's own ({@link
+     * CausalLM#defaultWrapPolicy}: the decoder layers, and an untied embedding and head each
+     * alone).
      *
      * @param lm the model
-     * @return the class names
+     * @return the wrap policy
      * @throws IllegalArgumentException if a named class is not a layer of the model; the message
      *     lists the model's
      */
-    public List<String> layerClasses(CausalLM lm) {
-        String decoder = lm.decoderLayerClass().getSimpleName();
+    public WrapPolicy wrapPolicy(CausalLM lm) {
         if (layerClassesToWrap == null) {
-            return List.of(decoder);
+            return lm.defaultWrapPolicy();
         }
+        String decoder = lm.decoderLayerClass().getSimpleName();
         Set<String> present = WrapPlanner.blockClasses(lm);
         List<String> missing =
                 layerClassesToWrap.stream()
@@ -169,7 +174,7 @@ public final class FsdpArguments {
                             + ", or leave the flag (fsdp_transformer_layer_cls_to_wrap in"
                             + " --config_file) out to get it");
         }
-        return layerClassesToWrap;
+        return WrapPolicy.byLayerClass(layerClassesToWrap);
     }
 
     /**
