@@ -24,7 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  * saves {@code checkpoint-4} and {@code checkpoint-8} (keeping one, so only the newest stays), and
  * a new job resumed from a copy of {@code checkpoint-4} prints the same losses for steps 5-8 to the
  * last digit: the model, AdamW's moments, the schedule and the data position all resume; with LoRA
- * adapters (only they train, so only they carry optimizer state) too.
+ * adapters (only they train, so only they carry optimizer state) too, and under other units than
+ * those that saved.
  */
 class FinetuneResumeTest {
 
@@ -67,6 +68,34 @@ class FinetuneResumeTest {
                         directory.resolve("second"),
                         "--use_peft_lora",
                         "True",
+                        "--resume_from_checkpoint",
+                        CheckpointDirectory.of(first, 4).toString());
+        assertEquals(losses(full).subList(4, 8), losses(resumed), resumed);
+    }
+
+    /**
+     * A checkpoint does not depend on the units: an untied Llama trained in full (its embedding and
+     * head carry AdamW's state), saved with the decoder layers as its only units (the root holding
+     * the embedding and the head), resumes under the default units (each of them alone) with the
+     * same losses.
+     */
+    @Test
+    void aCheckpointResumesUnderOtherUnits(@TempDir Path directory) throws Exception {
+        Path first = directory.resolve("first");
+        String full =
+                finetune(
+                        first,
+                        "--model_name_or_path",
+                        "llama-tiny",
+                        "--save_steps",
+                        "4",
+                        "--fsdp_transformer_layer_cls_to_wrap",
+                        "LlamaDecoderLayer");
+        String resumed =
+                finetune(
+                        directory.resolve("second"),
+                        "--model_name_or_path",
+                        "llama-tiny",
                         "--resume_from_checkpoint",
                         CheckpointDirectory.of(first, 4).toString());
         assertEquals(losses(full).subList(4, 8), losses(resumed), resumed);

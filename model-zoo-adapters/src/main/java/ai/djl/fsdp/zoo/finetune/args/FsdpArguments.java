@@ -231,8 +231,8 @@ public final class FsdpArguments {
                             + (minNumParams != null
                                     ? " (fsdp_min_num_params " + minNumParams + ")"
                                     : "")
-                            + ": units are the decoder layers"
-                            + " (fsdp_transformer_layer_cls_to_wrap)");
+                            + ": units are fsdp_transformer_layer_cls_to_wrap's classes, by"
+                            + " default the decoder layers and an untied embedding and head");
         }
         if (forwardPrefetch) {
             note.accept("fsdp_forward_prefetch: prefetch follows fsdp_backward_prefetch");
