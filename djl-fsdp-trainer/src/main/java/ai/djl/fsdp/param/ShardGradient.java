@@ -1,6 +1,7 @@
 package ai.djl.fsdp.param;
 
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.fsdp.tensor.memory.PinnedMemory;
 import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
@@ -24,6 +25,13 @@ final class ShardGradient implements AutoCloseable {
     private PinnedMemory pinned;
 
     /**
+     * Whether {@link #array} holds an earlier step's values, cleared by {@link #zero} without
+     * touching them: the step's first gradient is copied over them, and {@link #get} fills them
+     * with zeros only if none came.
+     */
+    private boolean cleared;
+
+    /**
      * Creates an empty accumulator.
      *
      * @param manager the shard's manager, on the shard's device
@@ -45,7 +53,13 @@ final class ShardGradient implements AutoCloseable {
             if (pin) {
                 pinned = PinnedMemory.pin(array);
             }
+        } else if (cleared) {
+            // The zero is made in a scratch manager so no scalar is left behind in the state.
+            try (NDManager scratch = manager.newSubManager()) {
+                array.set(new NDIndex("..."), scratch.zeros(new Shape(), array.getDataType()));
+            }
         }
+        cleared = false;
         return array;
     }
 
@@ -64,17 +78,21 @@ final class ShardGradient implements AutoCloseable {
         if (local != shardGradient) {
             local.attach(shardGradient.getManager());
         }
-        get().addi(local);
+        if (cleared) {
+            // The step's first gradient replaces the last step's: one copy, not a fill and a sum.
+            TensorMemory.copy(local, array);
+            cleared = false;
+        } else {
+            get().addi(local);
+        }
     }
 
-    /** Sets the gradient to zero, keeping its memory; Inf and NaN become zero too. */
+    /**
+     * Sets the gradient to zero, keeping its memory; Inf and NaN become zero too. The memory is
+     * written only when it is next read or accumulated into (see {@link #cleared}).
+     */
     void zero() {
-        if (array != null) {
-            // The zero is made in a scratch manager so no scalar is left behind in the state.
-            try (NDManager scratch = manager.newSubManager()) {
-                array.set(new NDIndex("..."), scratch.zeros(new Shape(), array.getDataType()));
-            }
-        }
+        cleared = array != null;
     }
 
     /** Returns the bytes the gradient holds: 0 before the first gradient. */

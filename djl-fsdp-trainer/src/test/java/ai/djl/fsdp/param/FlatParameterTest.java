@@ -98,4 +98,30 @@ class FlatParameterTest {
             flat.close();
         }
     }
+
+    @Test
+    void aZeroedGradientIsReplacedByTheNextStepsFirstAndReadsAsZerosWithoutOne() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            Parameter a = parameter(manager, "a", new Shape(3), 0);
+            FlatParameter flat =
+                    new ShardLoader(1, 0, manager, null, null).load("u", true, List.of(a));
+            flat.accumulateGradient(manager.create(new float[] {1, Float.NaN, 3}), 1f);
+            flat.accumulateGradient(manager.create(new float[] {1, 1, 1}), 2f);
+            assertArrayEquals(new float[] {3, Float.NaN, 5}, flat.getGradient().toFloatArray());
+
+            flat.zeroGradient();
+            flat.accumulateGradient(manager.create(new float[] {4, 5, 6}), 0.5f);
+            flat.accumulateGradient(manager.create(new float[] {1, 1, 1}), 1f);
+            assertArrayEquals(
+                    new float[] {3, 3.5f, 4},
+                    flat.getGradient().toFloatArray(),
+                    "the step's first gradient replaces the last step's, NaN included");
+
+            NDArray memory = flat.getGradient();
+            flat.zeroGradient();
+            assertArrayEquals(new float[] {0, 0, 0}, flat.getGradient().toFloatArray());
+            assertSame(memory, flat.getGradient(), "the gradient keeps its memory");
+            flat.close();
+        }
+    }
 }

@@ -25,6 +25,35 @@ public abstract class HfBlock extends AbstractBlock {
     private final Map<String, Integer> positions = new HashMap<>();
 
     /**
+     * Returns whether the block is initialized, as DJL's check decides it (input shapes set, every
+     * parameter of the subtree initialized), without the list of the subtree's named parameters
+     * that DJL's check builds, names concatenated level by level, on every training call.
+     *
+     * @return whether the block is initialized
+     */
+    @Override
+    public boolean isInitialized() {
+        return inputShapes != null && parametersInitialized(this);
+    }
+
+    private static boolean parametersInitialized(Block block) {
+        if (!(block instanceof HfBlock hf)) {
+            return block.getParameters().values().stream().allMatch(Parameter::isInitialized);
+        }
+        for (Parameter parameter : hf.parameters.values()) {
+            if (!parameter.isInitialized()) {
+                return false;
+            }
+        }
+        for (Block child : hf.children.values()) {
+            if (!parametersInitialized(child)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
      * Adds a child under its module attribute name.
      *
      * @param name the attribute name, such as {@code c_attn}
