@@ -10,6 +10,9 @@
 #
 #   tools/host-cost/side-by-side.sh [ROUNDS] [-- extra bench train options]
 #
+# WARMUP (default 30) untimed and STEPS (default 60) timed steps per run: fewer leave the JVM's
+# compiler at work in the timed steps (a run of 3 and 20 measured the compiler as much as the code).
+#
 # BUILDS="before=/path/to/other/checkout ..." runs our configurations with each of those builds as
 # well (their bin/fsdp and benchmarks/target), interleaved in the same rounds, in rows labelled with
 # the name: a change measured before and after against the same eager runs.
@@ -28,6 +31,7 @@ if ! "$python" -c 'import torch' 2>/dev/null; then
     exit 1
 fi
 export OMP_NUM_THREADS=1
+warmup="${WARMUP:-30}" steps="${STEPS:-60}"
 shape=(--layers 12 --width 64 --heads 4 --vocab 512 --seq 16 --batch 2)
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -58,7 +62,7 @@ run() { # index round [extra...]
     IFS='|' read -r name precision command <<<"${configs[$1]}"
     # Word splitting of the command is intended.
     # shellcheck disable=SC2086
-    line="$($command "${shape[@]}" --steps 20 --warmup 3 "${@:3}" 2>/dev/null | grep -E 'step_ms=' | tail -1)"
+    line="$($command "${shape[@]}" --steps "$steps" --warmup "$warmup" "${@:3}" 2>/dev/null | grep -E 'step_ms=' | tail -1)"
     [[ -n "$line" ]] || { echo "side-by-side: '$name' printed no step_ms" >&2; exit 1; }
     echo "$line" | sed -E 's/.*step_ms=([0-9.]+).*/\1/' >>"$out/$1.ms"
     echo "$line" | grep -oE 'ops_per_step=[0-9]+' | cut -d= -f2 >>"$out/$1.ops" || true
