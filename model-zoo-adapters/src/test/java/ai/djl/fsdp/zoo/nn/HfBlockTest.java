@@ -15,33 +15,17 @@ import org.junit.jupiter.api.Test;
 
 class HfBlockTest {
 
-    /** Two levels of zoo blocks: a projection inside a block inside this one. */
-    private static final class Outer extends HfBlock {
-        Outer() {
-            addChild("inner", new Inner());
+    /** A zoo block around one child, as a decoder layer holds its attention. */
+    private static final class Wrapper extends HfBlock {
+
+        Wrapper(Block child) {
+            addChild("child", child);
         }
 
         @Override
         protected NDList forwardInternal(
                 ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> p) {
-            return child("inner").forward(ps, inputs, training, p);
-        }
-
-        @Override
-        public Shape[] getOutputShapes(Shape[] inputShapes) {
-            return inputShapes;
-        }
-    }
-
-    private static final class Inner extends HfBlock {
-        Inner() {
-            addChild("proj", new Linear(4, 4, true, 0.02f));
-        }
-
-        @Override
-        protected NDList forwardInternal(
-                ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> p) {
-            return child("proj").forward(ps, inputs, training, p);
+            return child("child").forward(ps, inputs, training, p);
         }
 
         @Override
@@ -53,7 +37,7 @@ class HfBlockTest {
     @Test
     void isInitializedAsDjlDecidesItForTheWholeSubtree() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            Outer outer = new Outer();
+            Wrapper outer = new Wrapper(new Wrapper(new Linear(4, 4, true, 0.02f)));
             assertFalse(outer.isInitialized(), "no input shapes yet");
             outer.initialize(manager, DataType.FLOAT32, new Shape(2, 4));
             assertTrue(outer.isInitialized());
@@ -62,8 +46,8 @@ class HfBlockTest {
             // parameters are not initialized leaves every ancestor uninitialized, as DJL's own
             // check (through getParameters) finds it.
             Linear fresh = new Linear(4, 4, true, 0.02f);
-            Block inner = outer.child("inner");
-            BlockChildren.replace(inner, ((Inner) inner).child("proj"), fresh);
+            Wrapper inner = (Wrapper) outer.child("child");
+            BlockChildren.replace(inner, inner.child("child"), fresh);
             assertFalse(outer.isInitialized());
             assertFalse(inner.isInitialized());
             fresh.initialize(manager, DataType.FLOAT32, new Shape(2, 4));
