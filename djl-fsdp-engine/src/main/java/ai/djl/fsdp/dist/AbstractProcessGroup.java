@@ -116,6 +116,24 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     }
 
     /**
+     * Says, through the job's store, that this rank is leaving the job, so that its neighbours'
+     * {@link HeartbeatWatchdog}s do not take it for stopped once its heartbeats end: the job's
+     * group calls it as it closes, before it stops its heartbeats.
+     *
+     * @param storeLost whether the store is known to be unreachable: then nothing is said
+     */
+    protected final void sayLeaving(boolean storeLost) {
+        if (storeLost) {
+            return;
+        }
+        try {
+            store.set(HeartbeatWatchdog.LEAVING_KEY_PREFIX + jobRank(), new byte[0]);
+        } catch (StoreException e) {
+            logger.debug("Rank {} could not say it is leaving", jobRank(), e);
+        }
+    }
+
+    /**
      * Leaves the job's store and closes it, as the job's group closes: a rank other than 0 says it
      * has left; rank 0, which hosts the store, first waits for the others to leave (at most the
      * timeout or a minute, 2 seconds after a failure), so that no rank finds the store gone while

@@ -5,6 +5,7 @@ import ai.djl.fsdp.rendezvous.StoreException;
 import ai.djl.fsdp.rendezvous.StoreTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -31,8 +32,10 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * A stopped rank is thus found within the timeout plus one interval by each of its neighbours, and
- * every other rank reads the record at its next poll. What the listener does with the failure is
- * the backend's: the socket ring closes its links, NCCL aborts its communicators.
+ * every other rank reads the record at its next poll. A neighbour that said it is leaving the job
+ * ({@link AbstractProcessGroup#sayLeaving}, written before its heartbeats stop as its group closes)
+ * is not stopped: the watchdog stops watching it. What the listener does with the failure is the
+ * backend's: the socket ring closes its links, NCCL aborts its communicators.
  */
 public final class HeartbeatWatchdog implements AutoCloseable {
 
@@ -40,12 +43,18 @@ public final class HeartbeatWatchdog implements AutoCloseable {
 
     static final String HEARTBEAT_KEY_PREFIX = "job/heartbeat/";
 
+    /** The prefix of the store keys by which ranks say they are leaving the job. */
+    static final String LEAVING_KEY_PREFIX = "job/leaving/";
+
     private final Store store;
     private final int rank;
     private final Duration timeout;
     private final Duration interval;
     private final Consumer<JobAbort.Cause> listener;
+
+    /** The last heartbeat count read of each neighbour still watched (-1: none read yet). */
     private final Map<Integer, Long> lastCount = new LinkedHashMap<>();
+
     private final Map<Integer, Long> lastChange = new LinkedHashMap<>();
     private final Thread thread;
     private volatile boolean closed;
@@ -105,7 +114,7 @@ public final class HeartbeatWatchdog implements AutoCloseable {
         }
     }
 
-    /** One round: beat, read the record, check the neighbours. */
+    /** One round: beat, read the record, check the neighbours that have not left. */
     private Optional<JobAbort.Cause> check() {
         try {
             store.add(HEARTBEAT_KEY_PREFIX + rank, 1);
@@ -114,14 +123,19 @@ public final class HeartbeatWatchdog implements AutoCloseable {
                 return recorded;
             }
             long now = System.nanoTime();
-            for (Map.Entry<Integer, Long> entry : lastCount.entrySet()) {
+            for (Iterator<Map.Entry<Integer, Long>> it = lastCount.entrySet().iterator();
+                    it.hasNext(); ) {
+                Map.Entry<Integer, Long> entry = it.next();
                 int peer = entry.getKey();
                 long count = heartbeats(peer);
                 if (count != entry.getValue()) {
                     entry.setValue(count);
                     lastChange.put(peer, now);
                 } else if (now - lastChange.get(peer) > timeout.toNanos()) {
-                    return Optional.of(JobAbort.agree(store, stopped(peer, count)));
+                    if (!isSet(LEAVING_KEY_PREFIX + peer)) {
+                        return Optional.of(JobAbort.agree(store, stopped(peer, count)));
+                    }
+                    it.remove();
                 }
             }
             return Optional.empty();
@@ -139,6 +153,15 @@ public final class HeartbeatWatchdog implements AutoCloseable {
             return Long.parseLong(new String(value, StandardCharsets.UTF_8));
         } catch (StoreTimeoutException e) {
             return 0;
+        }
+    }
+
+    private boolean isSet(String key) {
+        try {
+            store.get(key, Duration.ZERO);
+            return true;
+        } catch (StoreTimeoutException e) {
+            return false;
         }
     }
 
@@ -166,11 +189,25 @@ public final class HeartbeatWatchdog implements AutoCloseable {
                 + e.getMessage();
     }
 
-    /** Stops watching and closes the watchdog's store client. */
+    /**
+     * Stops watching, closes the watchdog's store client, and waits for the thread to end: once
+     * this returns the listener is not running and will not be told.
+     */
     @Override
     public void close() {
         closed = true;
         thread.interrupt();
         store.close();
+        boolean interrupted = false;
+        while (thread.isAlive()) {
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

@@ -6,6 +6,8 @@ import ai.djl.fsdp.rendezvous.StoreTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The job's first failure, recorded in the store so that every rank fails with the same cause: the
@@ -14,6 +16,8 @@ import java.util.Optional;
  * them all, whichever backend the ranks run.
  */
 public final class JobAbort {
+
+    private static final Logger logger = LoggerFactory.getLogger(JobAbort.class);
 
     /** The store key holding the recorded cause: the rank at fault (-1: none), a newline, text. */
     static final String KEY = "job/abort";
@@ -87,5 +91,25 @@ public final class JobAbort {
             return ours;
         }
         return read(store, READ_WAIT).orElse(ours);
+    }
+
+    /**
+     * Agrees on the job's cause as {@link #agree} does, on a store client of its own opened for
+     * this call, for a thread that must not share the group's client; the store not answering
+     * leaves {@code ours}.
+     *
+     * @param store the job's store, from which the client is opened
+     * @param timeout how long the client waits for the store
+     * @param ours the cause this rank saw
+     * @return the cause every rank fails with, or {@code ours} if the store cannot be reached
+     */
+    public static Cause agreeOnClient(Store store, Duration timeout, Cause ours) {
+        try (Store client = store.newClient(timeout)) {
+            return agree(client, ours);
+        } catch (StoreException e) {
+            logger.warn(
+                    "Could not record the job's failure ({}): {}", ours.message(), e.getMessage());
+            return ours;
+        }
     }
 }

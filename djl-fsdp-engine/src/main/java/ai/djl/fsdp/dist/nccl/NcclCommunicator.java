@@ -1,7 +1,9 @@
 package ai.djl.fsdp.dist.nccl;
 
+import java.time.Duration;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.cuda.nccl.ncclComm;
+import org.bytedeco.cuda.nccl.ncclConfig_t;
 
 /** {@link Communicator} through Bytedeco's NCCL bindings ({@code libjninccl.so}). */
 final class NcclCommunicator implements Communicator {
@@ -29,6 +31,23 @@ final class NcclCommunicator implements Communicator {
         int[] asyncError = new int[1];
         int result = nccl.ncclCommGetAsyncError(comm, asyncError);
         return result != nccl.ncclSuccess ? result : asyncError[0];
+    }
+
+    @Override
+    public Communicator split(int color, int rank, String what, int jobRank, Duration timeout) {
+        ncclComm child = new ncclComm();
+        int result =
+                BoundedInit.run(
+                        () -> {
+                            bindThread();
+                            return nccl.ncclCommSplit(
+                                    comm, color, rank, child, (ncclConfig_t) null);
+                        },
+                        "ncclCommSplit of " + what,
+                        jobRank,
+                        timeout);
+        NcclStatus.checkNccl(result, "ncclCommSplit", jobRank);
+        return new NcclCommunicator(child, deviceId);
     }
 
     @Override

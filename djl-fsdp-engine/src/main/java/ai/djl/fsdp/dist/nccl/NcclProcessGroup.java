@@ -28,7 +28,6 @@ import java.util.stream.IntStream;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.cuda.nccl.ncclComm;
-import org.bytedeco.cuda.nccl.ncclConfig_t;
 import org.bytedeco.cuda.nccl.ncclUniqueId;
 
 /**
@@ -58,7 +57,10 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
     private final Device device;
     private final Communicator comm;
     private final ProcessGroupOptions options;
-    private final NcclWatchdog watchdog;
+
+    /** Watches the communicator (package-private: tests queue collectives on it). */
+    final NcclWatchdog watchdog;
+
     private final HeartbeatWatchdog heartbeats;
     private final NDManager manager;
     private volatile JobAbort.Cause jobFailure;
@@ -114,14 +116,26 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
         this.device = device;
         this.comm = comm;
         this.options = options;
-        this.watchdog = new NcclWatchdog(comm, jobRank(), options.getCollectiveTimeout());
-        this.manager = NDManager.newBaseManager(device, "PyTorch");
         Duration beat = options.getHeartbeatTimeout();
+        Store beats;
+        try {
+            beats = root != null || size == 1 ? null : store.newClient(beat);
+        } catch (RuntimeException e) {
+            comm.abort();
+            if (root == null) {
+                store.close();
+            }
+            throw e;
+        }
+        watchdog =
+                new NcclWatchdog(
+                        comm,
+                        jobRank(),
+                        options.getCollectiveTimeout(),
+                        cause -> JobAbort.agreeOnClient(store, beat, cause));
+        manager = NDManager.newBaseManager(device, "PyTorch");
         heartbeats =
-                root != null || size == 1
-                        ? null
-                        : new HeartbeatWatchdog(
-                                store.newClient(beat), rank, size, beat, this::abort);
+                beats == null ? null : new HeartbeatWatchdog(beats, rank, size, beat, this::abort);
     }
 
     /**
@@ -291,19 +305,8 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
         }
         Subgroup group = agreeSplit(name, color);
         watchdog.check();
-        ncclComm child = new ncclComm();
-        int jobRank = jobRank();
-        int result =
-                BoundedInit.run(
-                        () -> {
-                            comm.bindThread();
-                            return nccl.ncclCommSplit(
-                                    comm.handle(), color, rank, child, (ncclConfig_t) null);
-                        },
-                        "ncclCommSplit of " + group.describe(),
-                        jobRank,
-                        options.getTimeout());
-        NcclStatus.checkNccl(result, "ncclCommSplit", jobRank);
+        Communicator child =
+                comm.split(color, rank, group.describe(), jobRank(), options.getTimeout());
         NcclProcessGroup split =
                 new NcclProcessGroup(
                         group,
@@ -312,7 +315,7 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                         group.getJobRanks(),
                         localRank,
                         device,
-                        new NcclCommunicator(child, device.getDeviceId()),
+                        child,
                         store,
                         options);
         root.subgroups.add(split);
@@ -325,9 +328,10 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
 
     /**
      * The heartbeats' report: the job failed (a peer stopped, or another rank recorded a failure),
-     * so this group's communicator and every subgroup's are aborted with it.
+     * so this group's communicator and every subgroup's are aborted with it (package-private: tests
+     * report a failure).
      */
-    private void abort(JobAbort.Cause cause) {
+    void abort(JobAbort.Cause cause) {
         jobFailure = cause;
         watchdog.abort(cause);
         for (NcclProcessGroup child : subgroups) {
@@ -352,11 +356,12 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
     }
 
     /**
-     * Waits on the host for every queued collective, stops the heartbeats and the watchdog (it
-     * polls the communicator), then finalizes and destroys the communicator, or aborts it where
-     * waiting or finalizing failed (one the watchdog aborted before is left alone, and its failure,
-     * already thrown by the call that met it, is not thrown again), and closes the streams, the
-     * arrays and the store (rank 0 once the other ranks have left it).
+     * Waits on the host for every queued collective, says this rank is leaving and stops the
+     * heartbeats, stops the watchdog (it polls the communicator), then finalizes and destroys the
+     * communicator, or aborts it where waiting or finalizing failed or the job has failed (one the
+     * watchdog aborted before is left alone, and its failure, already thrown by the call that met
+     * it, is not thrown again), and closes the streams, the arrays and the store (rank 0 once the
+     * other ranks have left it).
      *
      * @throws CollectiveException if a queued collective or the communicator failed while closing;
      *     everything is closed all the same
@@ -380,6 +385,7 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
             failure = e;
         }
         if (heartbeats != null) {
+            sayLeaving(storeLost());
             heartbeats.close();
         }
         watchdog.close();
@@ -391,10 +397,9 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
             }
             manager.close();
             if (subgroup == null) {
-                JobAbort.Cause cause = jobFailure;
                 leaveStore(
-                        cause != null || watchdog.aborted(),
-                        cause != null && cause.message().contains(JobAbort.STORE_LOST),
+                        jobFailure != null || watchdog.aborted(),
+                        storeLost(),
                         options.getTimeout());
             } else {
                 root.subgroups.remove(this);
@@ -405,15 +410,22 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
         }
     }
 
+    private boolean storeLost() {
+        JobAbort.Cause cause = jobFailure;
+        return cause != null && cause.message().contains(JobAbort.STORE_LOST);
+    }
+
     /**
-     * Ends the communicator once the watchdog has stopped: aborts it after {@code failure}, else
-     * finalizes and destroys it (aborting it if finalizing fails); returns the failure to report.
+     * Ends the communicator once the watchdog and the heartbeats have stopped: aborts it after
+     * {@code failure} or the job's failure (its peer may be stopped: finalizing would wait on it),
+     * else finalizes and destroys it (aborting it if finalizing fails); returns the failure to
+     * report.
      */
     private CollectiveException end(CollectiveException failure) {
         if (watchdog.aborted()) {
             return failure;
         }
-        if (failure != null) {
+        if (failure != null || root.jobFailure != null) {
             comm.abort();
             return failure;
         }

@@ -5,6 +5,7 @@ import ai.djl.fsdp.dist.JobAbort;
 import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.UnaryOperator;
 import org.bytedeco.cuda.global.nccl;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,7 +18,10 @@ import org.slf4j.LoggerFactory;
  * collective older than the collective timeout (its peers alive but one of them stuck, or calling
  * another collective) it aborts the communicator ({@code ncclCommAbort}, which makes the GPU's
  * stuck kernels return) and keeps the failure, naming the rank at fault where there is one and the
- * collective, for every later call to throw. Nothing waits endlessly on a lost peer.
+ * collective, for every later call to throw. Nothing waits endlessly on a lost peer. A failure it
+ * finds itself (an error, an overdue collective) it first records as the job's ({@link JobAbort}),
+ * so that every other rank's heartbeats read it and fail with it; a cause another rank recorded
+ * first is the one it fails with.
  *
  * <p>{@link #close()} stops the thread and waits for it before it returns: the group finalizes,
  * destroys or aborts the communicator only then, never while a poll may still use it.
@@ -32,6 +36,7 @@ final class NcclWatchdog implements AutoCloseable {
     private final Communicator comm;
     private final int rank;
     private final Duration collectiveTimeout;
+    private final UnaryOperator<JobAbort.Cause> record;
     private final Queue<QueuedCollective> pending = new ConcurrentLinkedQueue<>();
     private final Thread thread;
     private volatile JobAbort.Cause jobFailure;
@@ -45,11 +50,18 @@ final class NcclWatchdog implements AutoCloseable {
      * @param comm the communicator
      * @param rank this rank in the job, for messages
      * @param collectiveTimeout the longest a queued collective may take
+     * @param record records a failure the watchdog found as the job's and returns the cause every
+     *     rank fails with ({@link JobAbort#agreeOnClient})
      */
-    NcclWatchdog(Communicator comm, int rank, Duration collectiveTimeout) {
+    NcclWatchdog(
+            Communicator comm,
+            int rank,
+            Duration collectiveTimeout,
+            UnaryOperator<JobAbort.Cause> record) {
         this.comm = comm;
         this.rank = rank;
         this.collectiveTimeout = collectiveTimeout;
+        this.record = record;
         thread = new Thread(this::run, "nccl-watchdog-rank-" + rank);
         thread.setDaemon(true);
         thread.start();
@@ -139,27 +151,25 @@ final class NcclWatchdog implements AutoCloseable {
         try {
             pending.removeIf(QueuedCollective::poll);
         } catch (CollectiveException e) {
-            fail(": " + e.getMessage(), -1);
+            failFound(e.getMessage(), pending.peek());
             return;
         }
         QueuedCollective oldest = pending.peek();
         JobAbort.Cause cause = jobFailure;
         int error = comm.asyncError();
         if (cause != null) {
-            fail(" on rank " + rank + where(oldest) + ": " + cause.message(), cause.rank());
+            fail(cause, oldest);
         } else if (error != nccl.ncclSuccess && error != nccl.ncclInProgress) {
-            fail(
-                    ": "
-                            + comm.describe(error)
+            failFound(
+                    comm.describe(error)
                             + " on rank "
                             + rank
                             + (oldest == null ? "" : " during " + oldest.name())
                             + " (a peer failed or left the job)",
-                    -1);
+                    oldest);
         } else if (oldest != null && oldest.ageNanos() > collectiveTimeout.toNanos()) {
-            fail(
-                    ": "
-                            + oldest.name()
+            failFound(
+                    oldest.name()
                             + " did not finish on rank "
                             + rank
                             + " within "
@@ -167,8 +177,27 @@ final class NcclWatchdog implements AutoCloseable {
                             + " s (ProcessGroupOptions.optCollectiveTimeout): a peer is stuck, or"
                             + " called a different collective (a stopped one is found sooner, by"
                             + " its missing heartbeats)",
-                    -1);
+                    oldest);
         }
+    }
+
+    /**
+     * Fails on what this watchdog found, recorded first as the job's failure, blaming no rank; or
+     * on the cause another rank recorded before.
+     */
+    private void failFound(String message, QueuedCollective oldest) {
+        JobAbort.Cause ours = new JobAbort.Cause(-1, message);
+        JobAbort.Cause agreed = record.apply(ours);
+        if (agreed.equals(ours)) {
+            fail(": " + message, -1);
+        } else {
+            fail(agreed, oldest);
+        }
+    }
+
+    /** Fails on the job's failure, naming this rank and where it stood. */
+    private void fail(JobAbort.Cause cause, QueuedCollective oldest) {
+        fail(" on rank " + rank + where(oldest) + ": " + cause.message(), cause.rank());
     }
 
     /** Returns the collective in flight, or the last one queued, for a message. */

@@ -391,6 +391,7 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
             child.close();
         }
         if (watchdog != null) {
+            sayLeaving(failure.isStoreLost());
             watchdog.close();
         }
         communication.shutdownNow();

@@ -2,19 +2,27 @@ package ai.djl.fsdp.dist.nccl;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.cuda.nccl.ncclComm;
 
 /**
- * A {@link Communicator} for machines without a GPU: it records the calls that end it, and any poll
- * made during or after them; its asynchronous error and finalize result are the test's to set.
+ * A {@link Communicator} for machines without a GPU: it records the calls that end it, any poll
+ * made during or after them, and the communicators split from it (recording ones); its asynchronous
+ * error and finalize result are the test's to set. While {@link #holdPolls} is set, a poll waits in
+ * {@link #asyncError()} until it is counted down, having counted down {@link #pollHeld}.
  */
 final class RecordingCommunicator implements Communicator {
 
     final List<String> calls = new CopyOnWriteArrayList<>();
     final List<String> pollsAfterEnd = new CopyOnWriteArrayList<>();
+    final List<RecordingCommunicator> children = new CopyOnWriteArrayList<>();
+    final CountDownLatch pollHeld = new CountDownLatch(1);
+    volatile CountDownLatch holdPolls;
     volatile int polls;
     volatile boolean ending;
     volatile int asyncError = nccl.ncclSuccess;
@@ -52,7 +60,19 @@ final class RecordingCommunicator implements Communicator {
             pollsAfterEnd.add("asyncError after " + calls);
         }
         polls++;
+        CountDownLatch hold = holdPolls;
+        if (hold != null) {
+            pollHeld.countDown();
+            await(hold);
+        }
         return asyncError;
+    }
+
+    @Override
+    public Communicator split(int color, int rank, String what, int jobRank, Duration timeout) {
+        RecordingCommunicator child = new RecordingCommunicator();
+        children.add(child);
+        return child;
     }
 
     @Override
@@ -82,6 +102,14 @@ final class RecordingCommunicator implements Communicator {
     private void end(String call) {
         calls.add(call);
         ending = true;
+    }
+
+    static void await(CountDownLatch latch) {
+        try {
+            assertTrue(latch.await(20, TimeUnit.SECONDS), "never counted down");
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     static void sleep(long millis) {
