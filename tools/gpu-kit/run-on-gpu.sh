@@ -33,7 +33,7 @@
 #   nccl-check   NcclRankCheck through bin/fsdp launch on 2 ranks (sharing a GPU where there is one)
 #   nccl-ranks   NcclProcessGroupTest on 2 ranks: every collective's values, every type and op,
 #                empty to large arrays, several in flight, a silent rank, a SIGSTOP'd rank ended by
-#                the heartbeats with the default settings (MEASURED against the 60 s target), a
+#                the heartbeats at the default heartbeat timeout (MEASURED against 60 s), a
 #                killed rank, close(); and NcclHeartbeatTest (no GPU needed: so it runs on the CPU
 #                rehearsal too, where NcclProcessGroupTest's GPU cases are skipped with the reason)
 #   equiv        MultiRankTrainingTest (2 and 3 ranks, every strategy, against DJL's trainer on the

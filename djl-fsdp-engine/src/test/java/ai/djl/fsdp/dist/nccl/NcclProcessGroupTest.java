@@ -20,9 +20,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The socket backend's multi-process checks run again on NCCL, one rank per GPU (at most two, three
  * where there are three), skipped with the reason where NCCL cannot run: a rank stopped with
- * SIGSTOP ends the job with the default settings within a minute, found by the heartbeats (its time
- * printed as {@code MEASURED}); and, on any machine, communicators set up in turn through one store
- * do not share a unique id.
+ * SIGSTOP ends the job within a minute at the default heartbeat timeout (30 s), found by the
+ * heartbeats (its time printed as {@code MEASURED}); and, on any machine, communicators set up in
+ * turn through one store do not share a unique id.
  */
 class NcclProcessGroupTest {
 
@@ -81,9 +81,11 @@ class NcclProcessGroupTest {
     }
 
     @Test
-    void aStoppedRankEndsATwoRankJobWithinAMinuteWithTheDefaultsNamingRankAndCollective()
-            throws InterruptedException {
-        // No timeout set: the heartbeat timeout's default (30 s) decides, as in a real job.
+    void
+            aStoppedRankEndsATwoRankJobWithinAMinuteAtTheDefaultHeartbeatTimeoutNamingRankAndCollective()
+                    throws InterruptedException {
+        // FailureMain sets the timeout and the collective timeout (90 s); the heartbeat timeout is
+        // left at its default (30 s), which is what finds the stop.
         int ranks = gpuRanks(2);
         try (RankProcesses job =
                 onGpus(FailureMain.class, ranks)
@@ -102,7 +104,8 @@ class NcclProcessGroupTest {
             RankProcesses.Results results = job.await();
             String output = results.rank(0).output();
             System.out.printf(
-                    "MEASURED SIGSTOP of rank 1 of %d on NCCL, default settings: rank 0 failed"
+                    "MEASURED SIGSTOP of rank 1 of %d on NCCL, default heartbeat timeout (30 s):"
+                            + " rank 0 failed"
                             + " after %.1f s, the launcher reported after %.1f s (target: under"
                             + " 60 s): %s%n",
                     ranks, failed, seconds, launcher.getMessage());
