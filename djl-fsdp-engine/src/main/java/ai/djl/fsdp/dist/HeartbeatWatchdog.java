@@ -198,16 +198,6 @@ public final class HeartbeatWatchdog implements AutoCloseable {
         closed = true;
         thread.interrupt();
         store.close();
-        boolean interrupted = false;
-        while (thread.isAlive()) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+        Threads.joinUninterruptibly(thread);
     }
 }

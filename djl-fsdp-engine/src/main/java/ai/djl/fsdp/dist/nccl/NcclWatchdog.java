@@ -2,6 +2,7 @@ package ai.djl.fsdp.dist.nccl;
 
 import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.dist.JobAbort;
+import ai.djl.fsdp.dist.Threads;
 import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -225,16 +226,6 @@ final class NcclWatchdog implements AutoCloseable {
             stopped = true;
         }
         thread.interrupt();
-        boolean interrupted = false;
-        while (thread.isAlive()) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+        Threads.joinUninterruptibly(thread);
     }
 }
