@@ -22,16 +22,18 @@ import java.util.Set;
  * earlier tokens of its own document, and position ids count those, so left- and right-padded
  * batches both work and each packed document is computed as if it were alone. The decoder layers
  * are child blocks called through {@link ai.djl.nn.Block#forward}, one call per layer per pass, and
- * are pure functions of their inputs and parameters: they are the FSDP units. A key-value cache
- * travels in the call's parameters ({@link KvCache#asParams()}): the mask then covers the cached
- * positions and the new ones, {@code [B, cached + T]}.
+ * are pure functions of their inputs and parameters: they are FSDP units ({@link
+ * #defaultWrapPolicy} adds an untied embedding and head). A key-value cache travels in the call's
+ * parameters ({@link KvCache#asParams()}): the mask then covers the cached positions and the new
+ * ones, {@code [B, cached + T]}.
  *
  * <p>With {@link #setFusedLossHead} on, a training pass without a cache returns {@code
  * NDList(hiddenStates [B, T, C], headWeight [vocab, C])} instead: the final hidden states and the
  * {@code lm_head} weight (the token embedding's when tied), for {@link
  * ai.djl.fsdp.zoo.sharded.CausalLmLoss} to compute the head's product chunk by chunk with the loss,
- * so that the logits {@code [B, T, vocab]} and their gradient never exist whole. Inference and
- * passes with a cache (evaluation, generation) return logits either way.
+ * so that the logits {@code [B, T, vocab]} and their gradient never exist whole. A head that is an
+ * FSDP unit of its own is not read here and returns logits. Inference and passes with a cache
+ * (evaluation, generation) return logits either way.
  */
 public abstract class CausalLM extends HfBlock {
 
@@ -94,7 +96,9 @@ public abstract class CausalLM extends HfBlock {
      * made, so an adapter put on the head before then is wrapped with it.
      *
      * <p>A head that is a unit computes the logits itself: {@link #setFusedLossHead} then has no
-     * effect, and training holds the logits {@code [B, T, vocab]} and their gradient whole.
+     * effect, and training holds the logits {@code [B, T, vocab]} and their gradient whole, both in
+     * the compute type ({@link ai.djl.fsdp.zoo.sharded.CausalLmLoss} takes the softmax in float32 a
+     * chunk of rows at a time).
      *
      * @return the wrap policy
      */

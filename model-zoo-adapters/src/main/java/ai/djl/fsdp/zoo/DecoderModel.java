@@ -1,12 +1,12 @@
 package ai.djl.fsdp.zoo;
 
 import ai.djl.fsdp.zoo.nn.Attention;
-import ai.djl.fsdp.zoo.nn.Embedding;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.fsdp.zoo.nn.ModuleList;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 
@@ -40,12 +40,13 @@ public abstract class DecoderModel extends HfBlock {
     }
 
     /**
-     * Returns the token embedding, looked up by name rather than held in a field, so that FSDP may
-     * make it a unit of its own.
+     * Returns the block in the token embedding's place, looked up by name rather than held in a
+     * field, so that FSDP may make it a unit of its own: the embedding, or the unit standing in for
+     * it once the model is sharded.
      *
-     * @return the token embedding ({@code wte}, {@code embed_tokens})
+     * @return the token embedding ({@code wte}, {@code embed_tokens}) or its unit
      */
-    public abstract Embedding getTokenEmbedding();
+    public abstract Block getTokenEmbedding();
 
     /**
      * Embeds the new tokens.

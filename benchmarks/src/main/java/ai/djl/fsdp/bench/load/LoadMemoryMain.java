@@ -11,7 +11,6 @@ import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
@@ -104,11 +103,7 @@ public final class LoadMemoryMain {
             FsdpTrainer trainer;
             try (CheckpointShardSource source = HfCheckpoint.shardSource(lm, directory)) {
                 FsdpConfig fsdp =
-                        FsdpConfig.builder()
-                                .optWrapPolicy(
-                                        WrapPolicy.byLayerClass(
-                                                lm.decoderLayerClass().getSimpleName()))
-                                .build();
+                        FsdpConfig.builder().optWrapPolicy(lm.defaultWrapPolicy()).build();
                 trainer =
                         FullyShardedDataParallel.newTrainer(
                                 model,

@@ -276,7 +276,8 @@ final class FinetuneRecipe implements AutoCloseable {
     /**
      * Builds the FSDP trainer: PyTorch's AdamW with the schedule (no weight decay on biases and
      * normalization weights), the causal LM loss (the step's global token mean, computed with the
-     * head's product: {@link CausalLM#setFusedLossHead}), and how to shard.
+     * head's product where the head is in the root: {@link CausalLM#setFusedLossHead}), and how to
+     * shard.
      *
      * @param model the model, its block set
      * @param lm the block
@@ -284,7 +285,8 @@ final class FinetuneRecipe implements AutoCloseable {
      * @return the trainer
      */
     FsdpTrainer newTrainer(Model model, CausalLM lm, ParameterSource source) {
-        // The loss computes the head's product a chunk of rows at a time: no whole logits.
+        // A head in the root (tied, or left there by the wrap list) has its product computed by the
+        // loss a chunk of rows at a time: no whole logits. A head that is a unit gives logits.
         lm.setFusedLossHead(true);
         // PyTorch's AdamW, as Hugging Face's Trainer uses it.
         Optimizer adamW =

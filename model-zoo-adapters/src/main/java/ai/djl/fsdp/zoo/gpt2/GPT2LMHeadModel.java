@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.gpt2;
 
 import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.nn.Embedding;
 import ai.djl.fsdp.zoo.nn.Linear;
 
 /**
@@ -21,7 +22,7 @@ public final class GPT2LMHeadModel extends CausalLM {
 
     private GPT2LMHeadModel(GPT2Config config, GPT2Model transformer) {
         super(config, "transformer", transformer);
-        addChild("lm_head", new Linear(transformer.getTokenEmbedding().getWeight()));
+        addChild("lm_head", new Linear(((Embedding) transformer.getTokenEmbedding()).getWeight()));
     }
 
     @Override

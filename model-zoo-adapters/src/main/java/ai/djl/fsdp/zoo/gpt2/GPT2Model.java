@@ -6,6 +6,7 @@ import ai.djl.fsdp.zoo.nn.Embedding;
 import ai.djl.fsdp.zoo.nn.LayerNorm;
 import ai.djl.fsdp.zoo.nn.ModuleList;
 import ai.djl.ndarray.NDArray;
+import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,8 +34,8 @@ public final class GPT2Model extends DecoderModel {
     }
 
     @Override
-    public Embedding getTokenEmbedding() {
-        return (Embedding) child("wte");
+    public Block getTokenEmbedding() {
+        return child("wte");
     }
 
     /** GPT-2's positions are learned embeddings, which end at {@code n_positions}. */

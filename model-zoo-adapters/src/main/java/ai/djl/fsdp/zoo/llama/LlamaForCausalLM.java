@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.llama;
 
 import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.nn.Embedding;
 import ai.djl.fsdp.zoo.nn.Linear;
 import java.util.function.Function;
 
@@ -36,7 +37,7 @@ public class LlamaForCausalLM extends CausalLM {
         super(config, "model", model);
         Linear head =
                 config.tieWordEmbeddings()
-                        ? new Linear(model.getTokenEmbedding().getWeight())
+                        ? new Linear(((Embedding) model.getTokenEmbedding()).getWeight())
                         : new Linear(
                                 config.hiddenSize(),
                                 config.vocabSize(),

@@ -6,6 +6,7 @@ import ai.djl.fsdp.zoo.nn.ModuleList;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,8 +38,8 @@ public final class LlamaModel extends DecoderModel {
     }
 
     @Override
-    public Embedding getTokenEmbedding() {
-        return (Embedding) child("embed_tokens");
+    public Block getTokenEmbedding() {
+        return child("embed_tokens");
     }
 
     @Override

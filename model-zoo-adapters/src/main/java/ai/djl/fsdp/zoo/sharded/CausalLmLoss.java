@@ -119,12 +119,16 @@ public final class CausalLmLoss extends Loss {
     private static NDArray fromLogits(Targets targets, NDArray logits) {
         long vocab = logits.getShape().get(logits.getShape().dimension() - 1);
         NDManager manager = logits.getManager();
-        // Softmax over the vocabulary and the loss in float32, whatever the logits' type.
-        NDArray rows = Precision.FLOAT32.cast(logits).reshape(-1, vocab);
+        NDArray rows = logits.reshape(-1, vocab);
         long count = rows.getShape().get(0);
         boolean withGradient = Autograd.isGradMode();
-        // The gradient is computed in its own memory, a chunk of logits copied there at a time.
-        NDArray gradient = withGradient ? Precision.FLOAT32.empty(manager, rows.getShape()) : null;
+        // The gradient of the logits, in their own type: what backward gives a 16-bit array from a
+        // float32 softmax (rounded once), without a float32 copy of the logits or of it.
+        Precision type = Precision.ofArray(rows);
+        NDArray gradient = withGradient ? type.empty(manager, rows.getShape()) : null;
+        // A float32 gradient is computed in place; otherwise each chunk goes through a float32
+        // buffer: the softmax over the vocabulary and the loss are always float32.
+        boolean inPlace = gradient != null && type == Precision.FLOAT32;
         long chunk = Math.min(count, Math.max(1, CHUNK_ELEMENTS / vocab));
         NDArray sum =
                 Autograd.withGradMode(
@@ -132,7 +136,7 @@ public final class CausalLmLoss extends Loss {
                         () -> {
                             try (NDManager buffers = manager.newSubManager()) {
                                 NDArray buffer =
-                                        gradient != null
+                                        inPlace
                                                 ? null
                                                 : Precision.FLOAT32.empty(
                                                         buffers, new Shape(chunk, vocab));
@@ -142,12 +146,22 @@ public final class CausalLmLoss extends Loss {
                                         chunk,
                                         (range, scratch) -> {
                                             NDArray z =
-                                                    gradient != null
+                                                    inPlace
                                                             ? slice(gradient, range, scratch)
                                                             : leadingRows(buffer, range, scratch);
                                             TensorMemory.copy(slice(rows, range, scratch), z);
-                                            return crossEntropy(
-                                                    z, targets, range, withGradient, scratch);
+                                            NDArray part =
+                                                    crossEntropy(
+                                                            z,
+                                                            targets,
+                                                            range,
+                                                            withGradient,
+                                                            scratch);
+                                            if (gradient != null && !inPlace) {
+                                                TensorMemory.copy(
+                                                        z, slice(gradient, range, scratch));
+                                            }
+                                            return part;
                                         });
                             }
                         });

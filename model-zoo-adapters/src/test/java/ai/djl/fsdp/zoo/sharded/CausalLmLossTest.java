@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -70,6 +71,48 @@ class CausalLmLossTest {
             assertTrue(
                     Result.relative(fused.weight, reference.weight) <= BF16_TOLERANCE,
                     "weight gradient: " + Result.relative(fused.weight, reference.weight));
+        }
+    }
+
+    /**
+     * bfloat16 logits keep their gradient in bfloat16, computed chunk by chunk in float32: exactly
+     * what the float32 loss gives the same values' float32 copy, rounded once to bfloat16 (as
+     * backward through a cast would round it), with no float32 copy of the logits or of their
+     * gradient.
+     */
+    @Test
+    void bfloat16LogitsGetTheFloat32GradientRoundedOnce() {
+        try (NDManager manager = TestModels.newManager()) {
+            Inputs in = Inputs.random(manager, 17);
+            NDArray logits =
+                    Precision.BFLOAT16.cast(
+                            in.hidden.reshape(BATCH, LENGTH, WIDTH).matMul(in.weight.transpose()));
+            NDArray widened = Precision.FLOAT32.cast(logits);
+            float[] narrow = lossAndGradient(logits, in.labels);
+            float[] wide = lossAndGradient(widened, in.labels);
+            assertEquals(wide[0], narrow[0], "the loss is the float32 loss");
+            NDArray expected =
+                    Precision.FLOAT32.cast(Precision.BFLOAT16.cast(manager.create(wide).get("1:")));
+            assertEquals(
+                    0f,
+                    TestModels.maxDiff(manager.create(narrow).get("1:"), expected),
+                    "the gradient is the float32 gradient rounded to bfloat16");
+        }
+    }
+
+    /** The loss, then the gradient of the logits (widened to float32), flattened. */
+    private static float[] lossAndGradient(NDArray logits, NDArray labels) {
+        NDArray leaf = logits.duplicate();
+        leaf.setRequiresGradient(true);
+        try (GradientCollector collector = leaf.getManager().getEngine().newGradientCollector()) {
+            NDArray value = new CausalLmLoss().evaluate(new NDList(labels), new NDList(leaf));
+            collector.backward(value);
+            float[] gradient =
+                    Precision.FLOAT32.cast(Autograd.gradientOf(leaf)).reshape(-1).toFloatArray();
+            float[] out = new float[gradient.length + 1];
+            out[0] = value.getFloat();
+            System.arraycopy(gradient, 0, out, 1, gradient.length);
+            return out;
         }
     }
 
