@@ -87,30 +87,45 @@ public abstract class CausalLM extends HfBlock {
     }
 
     /**
-     * Returns how FSDP cuts this model into units unless told otherwise: each decoder layer a unit
-     * and, when {@code lm_head} does not share the token embedding's weight, the token embedding
-     * and the head each a unit of its own, so that the root unit (gathered for the whole pass)
-     * keeps only the final norm and no unit holds two vocabulary-wide weights (at a vocabulary of
-     * 128,256 and width 4096 each is a gigabyte in bfloat16). A tied embedding and head stay in the
-     * root, which gathers their one weight once per pass. The blocks are looked up when the plan is
-     * made, so an adapter put on the head before then is wrapped with it.
-     *
-     * <p>A head that is a unit computes the logits itself: {@link #setFusedLossHead} then has no
-     * effect, and training holds the logits {@code [B, T, vocab]} and their gradient whole, both in
-     * the compute type ({@link ai.djl.fsdp.zoo.sharded.CausalLmLoss} takes the softmax in float32 a
-     * chunk of rows at a time).
+     * Returns how FSDP cuts this model into units unless told otherwise, for inference and
+     * generation: each decoder layer a unit and, when {@code lm_head} does not share the token
+     * embedding's weight, the token embedding and the head each a unit of its own, so that the root
+     * unit (gathered for the whole pass) keeps only the final norm and no unit holds two
+     * vocabulary-wide weights (at a vocabulary of 128,256 and width 4096 each is a gigabyte in
+     * bfloat16). A tied embedding and head stay in the root, which gathers their one weight once
+     * per pass. The blocks are looked up when the plan is made, so an adapter put on the head
+     * before then is wrapped with it.
      *
      * @return the wrap policy
      */
     public WrapPolicy defaultWrapPolicy() {
+        return defaultWrapPolicy(0);
+    }
+
+    /**
+     * Returns the default units for training on {@code tokens} tokens per micro-batch: as {@link
+     * #defaultWrapPolicy()}, except that an untied head is a unit only where its weight outweighs
+     * the logits it would make. A head that is a unit computes the logits {@code [tokens, vocab]}
+     * itself, and training then holds three arrays of that size (the logits, their gradient and
+     * backward's recomputed logits); a head in the root holds its weight {@code [vocab, width]}
+     * gathered through the step, and the loss takes its product a chunk of rows at a time ({@link
+     * #setFusedLossHead}). So the head is a unit when {@code 3 * tokens < width}: at width 4096,
+     * below 1366 tokens.
+     *
+     * @param tokens the tokens of one micro-batch on one rank (batch size times sequence length)
+     * @return the wrap policy
+     */
+    public WrapPolicy defaultWrapPolicy(long tokens) {
         WrapPolicy layers = WrapPolicy.byLayerClass(decoderLayerClass().getSimpleName());
+        boolean headAlone = 3 * tokens < config.hiddenSize();
         return block -> {
             if (layers.shouldWrap(block)) {
                 return true;
             }
             Block embedding = ((DecoderModel) child(base)).getTokenEmbedding();
             Block head = child(HEAD);
-            return (block == embedding || block == head) && !sharesParameter(head, embedding);
+            return (block == embedding || (block == head && headAlone))
+                    && !sharesParameter(head, embedding);
         };
     }
 

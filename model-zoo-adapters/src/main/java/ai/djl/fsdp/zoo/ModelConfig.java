@@ -30,6 +30,13 @@ public interface ModelConfig {
     int vocabSize();
 
     /**
+     * Returns the width of the hidden states ({@code hidden_size}, GPT-2's {@code n_embd}).
+     *
+     * @return the hidden size
+     */
+    int hiddenSize();
+
+    /**
      * Returns the number of decoder layers.
      *
      * @return the layer count

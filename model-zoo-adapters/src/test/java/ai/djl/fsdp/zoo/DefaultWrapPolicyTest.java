@@ -10,6 +10,7 @@ import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
@@ -67,6 +68,30 @@ class DefaultWrapPolicyTest {
     }
 
     @Test
+    void inTrainingAnUntiedHeadIsAUnitOnlyWhileItsLogitsCostLessThanItsWeight() {
+        CausalLM lm = llama(false);
+        // Width 16: three [tokens, 50] arrays of logits against one [50, 16] weight.
+        assertEquals(unitNames(lm, lm.defaultWrapPolicy()), unitNames(lm, lm.defaultWrapPolicy(5)));
+        assertEquals(
+                List.of("root", "model.embed_tokens", "model.layers.0", "model.layers.1"),
+                unitNames(lm, lm.defaultWrapPolicy(6)));
+        // The root holds the head's weight and the final norm's.
+        assertEquals(
+                List.of(new Shape(16), new Shape(50, 16)),
+                UnitPlan.of(lm, lm.defaultWrapPolicy(6), UnitPlan::isBuffer)
+                        .getUnits()
+                        .get(0)
+                        .parameters()
+                        .stream()
+                        .map(Parameter::getShape)
+                        .sorted((a, b) -> a.dimension() - b.dimension())
+                        .toList());
+        FsdpArguments flags = new FsdpArguments();
+        assertEquals(
+                unitNames(lm, lm.defaultWrapPolicy(6)), unitNames(lm, flags.wrapPolicy(lm, 6)));
+    }
+
+    @Test
     void tiedEmbeddingAndHeadStayInTheRoot() {
         CausalLM lm = llama(true);
         assertEquals(
@@ -96,12 +121,12 @@ class DefaultWrapPolicyTest {
         flags.layerClassesToWrap = List.of("LlamaDecoderLayer");
         assertEquals(
                 List.of("root", "model.layers.0", "model.layers.1"),
-                unitNames(lm, flags.wrapPolicy(lm)));
+                unitNames(lm, flags.wrapPolicy(lm, 0)));
         flags.layerClassesToWrap = List.of("LlamaDecoderLayer", "Embedding");
         assertEquals(
                 List.of("root", "model.embed_tokens", "model.layers.0", "model.layers.1"),
-                unitNames(lm, flags.wrapPolicy(lm)));
+                unitNames(lm, flags.wrapPolicy(lm, 0)));
         flags.layerClassesToWrap = null;
-        assertEquals(unitNames(lm, lm.defaultWrapPolicy()), unitNames(lm, flags.wrapPolicy(lm)));
+        assertEquals(unitNames(lm, lm.defaultWrapPolicy()), unitNames(lm, flags.wrapPolicy(lm, 0)));
     }
 }

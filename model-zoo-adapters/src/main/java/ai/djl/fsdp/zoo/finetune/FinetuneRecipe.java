@@ -303,7 +303,9 @@ final class FinetuneRecipe implements AutoCloseable {
         FsdpConfig config =
                 FsdpConfig.builder()
                         .optShardingStrategy(fsdp.strategy())
-                        .optWrapPolicy(fsdp.wrapPolicy(lm))
+                        .optWrapPolicy(
+                                fsdp.wrapPolicy(
+                                        lm, (long) args.perDeviceTrainBatchSize * args.maxSeqLen))
                         .optPrefetch(fsdp.prefetch())
                         .optMixedPrecision(fsdp.mixedPrecision)
                         .optSyncModuleStates(fsdp.syncModuleStates)

@@ -120,6 +120,7 @@ public final class GPT2Config extends PretrainedConfig {
      *
      * @return the hidden size
      */
+    @Override
     public int hiddenSize() {
         return nEmbd;
     }

@@ -174,6 +174,7 @@ public class LlamaConfig extends PretrainedConfig {
      *
      * @return the hidden size
      */
+    @Override
     public int hiddenSize() {
         return hiddenSize;
     }

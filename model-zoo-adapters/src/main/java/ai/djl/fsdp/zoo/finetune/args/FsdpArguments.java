@@ -140,18 +140,19 @@ public final class FsdpArguments {
 
     /**
      * Returns the units' policy: the flag's block classes, each checked to be in the model, as
-     * Accelerate wraps them; or without the flag the model's own ({@link
-     * CausalLM#defaultWrapPolicy}: the decoder layers, and an untied embedding and head each
-     * alone).
+     * Accelerate wraps them; or without the flag the model's own for training ({@link
+     * CausalLM#defaultWrapPolicy(long)}: the decoder layers, an untied embedding alone, and an
+     * untied head alone where its logits cost less than its weight).
      *
      * @param lm the model
+     * @param tokens the tokens of one micro-batch on one rank
      * @return the wrap policy
      * @throws IllegalArgumentException if a named class is not a layer of the model; the message
      *     lists the model's
      */
-    public WrapPolicy wrapPolicy(CausalLM lm) {
+    public WrapPolicy wrapPolicy(CausalLM lm, long tokens) {
         if (layerClassesToWrap == null) {
-            return lm.defaultWrapPolicy();
+            return lm.defaultWrapPolicy(tokens);
         }
         String decoder = lm.decoderLayerClass().getSimpleName();
         Set<String> present = WrapPlanner.blockClasses(lm);
