@@ -5,8 +5,9 @@
 # batch 2, vocabulary 512; one process, one intra-op thread, AdamW, explicit attention), a step's
 # time is what the host spends issuing operators. Each round runs every configuration once, in
 # turn, so the machine's load falls on all of them alike; the table gives each one's median step
-# time over the rounds, its ratio to PyTorch eager's in the same precision, and the operators the
-# host called into libtorch in one profiled step (bin/fsdp bench ops counts ours and PyTorch's alike).
+# time over the rounds, its ratio to PyTorch eager's in the same precision, the operators the host
+# called into libtorch in one profiled step (bin/fsdp bench ops counts ours and PyTorch's alike), and
+# the final loss.
 #
 #   tools/host-cost/side-by-side.sh [ROUNDS] [-- extra bench train options]
 #
@@ -66,6 +67,7 @@ run() { # index round [extra...]
     [[ -n "$line" ]] || { echo "side-by-side: '$name' printed no step_ms" >&2; exit 1; }
     echo "$line" | sed -E 's/.*step_ms=([0-9.]+).*/\1/' >>"$out/$1.ms"
     echo "$line" | grep -oE 'ops_per_step=[0-9]+' | cut -d= -f2 >>"$out/$1.ops" || true
+    echo "$line" | grep -oE 'loss=[0-9.]+' | cut -d= -f2 >>"$out/$1.loss" || true
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -80,7 +82,7 @@ for i in "${!configs[@]}"; do
 done
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-printf '| run | step ms (median of %d) | x eager | operators per step |\n| --- | --- | --- | --- |\n' "$rounds"
+printf '| run | step ms (median of %d) | x eager | operators per step | final loss |\n| --- | --- | --- | --- | --- |\n' "$rounds"
 declare -A eager
 for i in "${!configs[@]}"; do
     IFS='|' read -r name precision command <<<"${configs[$i]}"
@@ -88,5 +90,7 @@ for i in "${!configs[@]}"; do
     ops="$("$root/bin/fsdp" bench ops --top 1 "$out/$i.trace.json" 2>/dev/null | awk -F'\t' '/all top-level/ {print $2}')"
     if [[ "$name" == eager* ]]; then eager[$precision]="$ms"; fi
     ratio="$(awk -v a="$ms" -v b="${eager[$precision]}" 'BEGIN {printf "%.2f", a / b}')"
-    printf '| %s | %.1f | %s | %s |\n' "$name" "$ms" "$ratio" "$ops"
+    # The loss of the last timed round: the same in every round of one build.
+    loss="$(head -n "$rounds" "$out/$i.loss" | tail -1)"
+    printf '| %s | %.1f | %s | %s | %s |\n' "$name" "$ms" "$ratio" "$ops" "$loss"
 done
