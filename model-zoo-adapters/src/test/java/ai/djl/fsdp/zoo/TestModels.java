@@ -74,6 +74,22 @@ public final class TestModels {
     }
 
     /**
+     * Writes a plain-text dataset of numbered lines, {@code small.txt} in {@code directory}.
+     *
+     * @param directory where to write it
+     * @param lines how many lines
+     * @return the file
+     * @throws IOException if it cannot be written
+     */
+    public static Path smallText(Path directory, int lines) throws IOException {
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < lines; i++) {
+            text.append("line ").append(i).append(": a small text to learn.\n");
+        }
+        return Files.writeString(directory.resolve("small.txt"), text);
+    }
+
+    /**
      * Finds a test data file: in the shared test data folder, walking up from the working directory
      * (Surefire runs in the module's directory), else the copy the tests ship compressed under
      * {@code test-data/} (GPT-2's tokenizer, MIT licensed), unpacked once into {@code target/};

@@ -13,11 +13,36 @@ import org.junit.jupiter.api.Test;
 /** The benchmark's options map onto the model zoo's GPT-2 configuration. */
 class TrainBenchSettingsTest {
 
-    /** Settings of 10 timed steps after 2, the strategy's own resharding, no LoRA. */
+    /** GPT-2 settings of 10 timed steps after 2, the strategy's own resharding, no LoRA. */
     private static TrainBenchSettings settings(
             int nproc, String sharding, GptShape shape, String attention, String precision) {
+        return settings(nproc, sharding, shape, attention, precision, 0, "gpt2", 0);
+    }
+
+    /** Settings of 10 timed steps after 2, the strategy's own resharding, unsplit shard groups. */
+    private static TrainBenchSettings settings(
+            int nproc,
+            String sharding,
+            GptShape shape,
+            String attention,
+            String precision,
+            int loraRank,
+            String model,
+            int intermediate) {
         return new TrainBenchSettings(
-                nproc, sharding, 10, 2, shape, attention, precision, null, null, 0, 0, "gpt2", 0);
+                nproc,
+                sharding,
+                10,
+                2,
+                shape,
+                attention,
+                precision,
+                null,
+                null,
+                loraRank,
+                0,
+                model,
+                intermediate);
     }
 
     @Test
@@ -45,20 +70,7 @@ class TrainBenchSettingsTest {
         GptShape shape = new GptShape(4, 256, 8, 1000, 64, 2);
         for (String family : new String[] {"llama", "mistral", "qwen2", "qwen3"}) {
             TrainBenchSettings settings =
-                    new TrainBenchSettings(
-                            2,
-                            "FULL_SHARD",
-                            10,
-                            2,
-                            shape,
-                            "sdpa",
-                            "bf16",
-                            null,
-                            null,
-                            8,
-                            0,
-                            family,
-                            0);
+                    settings(2, "FULL_SHARD", shape, "sdpa", "bf16", 8, family, 0);
             settings.check();
             LlamaConfig config = (LlamaConfig) settings.modelConfig();
             assertEquals(family, config.modelType());
@@ -72,24 +84,9 @@ class TrainBenchSettingsTest {
             assertEquals(3 * (4 * perLayer + 2 * 256 * 1000), settings.modelFlopsPerToken(), 1e-6);
         }
         TrainBenchSettings mistral =
-                new TrainBenchSettings(
-                        1,
-                        "NONE",
-                        10,
-                        2,
-                        shape,
-                        "explicit",
-                        "fp32",
-                        null,
-                        null,
-                        0,
-                        0,
-                        "mistral",
-                        0);
+                settings(1, "NONE", shape, "explicit", "fp32", 0, "mistral", 0);
         assertEquals(32, ((LlamaConfig) mistral.modelConfig()).slidingWindow());
-        TrainBenchSettings unknown =
-                new TrainBenchSettings(
-                        1, "NONE", 10, 2, shape, "explicit", "fp32", null, null, 0, 0, "gemma", 0);
+        TrainBenchSettings unknown = settings(1, "NONE", shape, "explicit", "fp32", 0, "gemma", 0);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, unknown::check);
         assertTrue(e.getMessage().contains("--model"), e.getMessage());
         assertTrue(e.getMessage().contains("qwen3"), e.getMessage());
@@ -100,41 +97,14 @@ class TrainBenchSettingsTest {
         // Llama 3.2 1B's proportions: 16 x 2048, 32 heads, 8 key-value heads, MLP 8192.
         GptShape shape = new GptShape(16, 2048, 32, 32000, 2048, 1);
         TrainBenchSettings llama =
-                new TrainBenchSettings(
-                        1,
-                        "FULL_SHARD",
-                        10,
-                        2,
-                        shape,
-                        "sdpa",
-                        "bf16",
-                        null,
-                        null,
-                        0,
-                        0,
-                        "llama",
-                        8192);
+                settings(1, "FULL_SHARD", shape, "sdpa", "bf16", 0, "llama", 8192);
         llama.check();
         LlamaConfig config = (LlamaConfig) llama.modelConfig();
         assertEquals(8192, config.intermediateSize());
         assertEquals(8, config.numKeyValueHeads());
         double perLayer = 2 * 2048 * (2 * 2048 + 2 * 512) + 6 * 2048 * 8192 + 4 * 2048 * 2048;
         assertEquals(3 * (16 * perLayer + 2 * 2048 * 32000), llama.modelFlopsPerToken(), 1e-3);
-        TrainBenchSettings gpt2 =
-                new TrainBenchSettings(
-                        1,
-                        "FULL_SHARD",
-                        10,
-                        2,
-                        shape,
-                        "sdpa",
-                        "bf16",
-                        null,
-                        null,
-                        0,
-                        0,
-                        "gpt2",
-                        8192);
+        TrainBenchSettings gpt2 = settings(1, "FULL_SHARD", shape, "sdpa", "bf16", 0, "gpt2", 8192);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, gpt2::check);
         assertTrue(e.getMessage().contains("--intermediate"), e.getMessage());
     }

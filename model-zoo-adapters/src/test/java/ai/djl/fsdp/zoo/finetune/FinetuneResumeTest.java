@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.cli.Fsdp;
 import ai.djl.fsdp.testing.RankProcesses;
+import ai.djl.fsdp.zoo.TestModels;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.nio.file.Files;
@@ -109,11 +110,7 @@ class FinetuneResumeTest {
      */
     @Test
     void metricsGrowAsTheJobRunsAndSurviveAResume(@TempDir Path directory) throws Exception {
-        StringBuilder text = new StringBuilder();
-        for (int i = 0; i < 24; i++) {
-            text.append("line ").append(i).append(": a small text to learn.\n");
-        }
-        Path data = Files.writeString(directory.resolve("small.txt"), text);
+        Path data = TestModels.smallText(directory, 24);
         Path output = directory.resolve("out");
         List<String> args =
                 new ArrayList<>(

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.cli.Fsdp;
 import ai.djl.fsdp.testing.RankProcesses;
+import ai.djl.fsdp.zoo.TestModels;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.IOException;
@@ -88,11 +89,7 @@ class FamilyFinetuneTest {
             throws IOException {
         Path base = Files.createDirectories(dir.resolve("base"));
         Files.writeString(base.resolve("config.json"), config(family));
-        StringBuilder text = new StringBuilder();
-        for (int i = 0; i < 16; i++) {
-            text.append("line ").append(i).append(": a small text to learn.\n");
-        }
-        Path data = Files.writeString(dir.resolve("small.txt"), text);
+        Path data = TestModels.smallText(dir, 16);
         Path output = dir.resolve("out");
         List<String> args =
                 new ArrayList<>(
