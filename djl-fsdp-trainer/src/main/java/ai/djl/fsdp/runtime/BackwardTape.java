@@ -74,12 +74,7 @@ final class BackwardTape {
     private void backwardThrough(UnitCall call, UnitGraph graph, float scale) {
         NDManager scope = graph.scope();
         try {
-            NDArray surrogate = Autograd.withGradMode(true, () -> surrogate(call, graph));
-            // Outputs computed from nothing trainable (frozen parameters, a data input) have no
-            // graph to run.
-            if (surrogate != null && Autograd.isInGraph(surrogate)) {
-                Autograd.backward(surrogate, surrogate.onesLike());
-            }
+            backwardFromOutputs(call, graph);
             // Synchronized BatchNorm cut the unit's graph: the last first, each pushes its input's
             // gradient on towards the unit's inputs and the earlier ones.
             for (int k = graph.norms().size() - 1; k >= 0; k--) {
@@ -107,22 +102,43 @@ final class BackwardTape {
     }
 
     /**
-     * Returns {@code sum(out * g)} over the unit's outputs that received a gradient {@code g}, in
-     * float32 (DJL makes the ones backward starts from only of its own types), or null if none did:
-     * d/d(out) of it is g, so one backward serves all of the outputs.
+     * Runs the vector-Jacobian product from the unit's outputs with the gradients their leaves in
+     * the parent's graph received: straight from the output when one received a gradient (a
+     * transformer block's case), else from {@code sum(out * g)} over those that did, in float32
+     * (DJL makes the ones that backward starts from only of its own types): d/d(out) of it is g, so
+     * one backward serves all of them. Outputs computed from nothing trainable (frozen parameters,
+     * a data input) have no graph to run.
      */
-    private static NDArray surrogate(UnitCall call, UnitGraph graph) {
-        NDArray surrogate = null;
+    private static void backwardFromOutputs(UnitCall call, UnitGraph graph) {
+        List<NDArray> outputs = new ArrayList<>(graph.outputs().size());
+        List<NDArray> gradients = new ArrayList<>(graph.outputs().size());
         for (int j = 0; j < graph.outputs().size(); j++) {
             NDArray gradient = Autograd.gradientOf(call.outputLeaves().get(j));
-            if (gradient == null) {
-                continue;
+            NDArray output = graph.outputs().get(j);
+            if (gradient != null && Autograd.isInGraph(output)) {
+                gradient.attach(graph.scope());
+                outputs.add(output);
+                gradients.add(gradient);
             }
-            gradient.attach(graph.scope());
-            NDArray term = Precision.FLOAT32.cast(graph.outputs().get(j).mul(gradient).sum());
-            surrogate = surrogate == null ? term : surrogate.add(term);
         }
-        return surrogate;
+        if (outputs.size() == 1) {
+            Autograd.backward(outputs.get(0), gradients.get(0));
+        } else if (!outputs.isEmpty()) {
+            NDArray surrogate =
+                    Autograd.withGradMode(
+                            true,
+                            () -> {
+                                NDArray sum = null;
+                                for (int j = 0; j < outputs.size(); j++) {
+                                    NDArray term =
+                                            Precision.FLOAT32.cast(
+                                                    outputs.get(j).mul(gradients.get(j)).sum());
+                                    sum = sum == null ? term : sum.add(term);
+                                }
+                                return sum;
+                            });
+            Autograd.backward(surrogate, surrogate.onesLike());
+        }
     }
 
     /** Completes the gradient reduction in flight, if any, and frees what it reduced. */
