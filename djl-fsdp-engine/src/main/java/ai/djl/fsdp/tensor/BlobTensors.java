@@ -17,6 +17,10 @@ import com.sun.jna.ptr.LongByReference;
  */
 public final class BlobTensors {
 
+    private static final int UNKNOWN_TYPE = Integer.MIN_VALUE;
+    private static volatile int cpuType = UNKNOWN_TYPE;
+    private static volatile int cudaType = UNKNOWN_TYPE;
+
     private BlobTensors() {}
 
     /**
@@ -92,9 +96,17 @@ public final class BlobTensors {
 
     /** Returns the shim's device type of {@code device}: CUDA for a GPU, else the CPU. */
     public static int deviceType(AotiTorch torch, Device device) {
-        return device.isGpu()
-                ? torch.aoti_torch_device_type_cuda()
-                : torch.aoti_torch_device_type_cpu();
+        // The codes are constants of the library: asked once, not on every new array.
+        if (device.isGpu()) {
+            if (cudaType == UNKNOWN_TYPE) {
+                cudaType = torch.aoti_torch_device_type_cuda();
+            }
+            return cudaType;
+        }
+        if (cpuType == UNKNOWN_TYPE) {
+            cpuType = torch.aoti_torch_device_type_cpu();
+        }
+        return cpuType;
     }
 
     /** Returns the shim's device index of {@code device}: the GPU's, 0 for the CPU. */

@@ -10,11 +10,11 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The C shim's functions a training step calls hundreds of times (every operator called by schema
- * name, {@code aten::linear} among them), bound with JNA's direct mapping ({@link
- * Native#register}): a static native method each, where {@link AotiTorch}'s interface proxy
- * reflects on the method and converts every argument on every call, and a schema name is a C string
- * made once, not one per call. Tensor handles pass as {@code long}s, results come back in a {@code
- * long[]}.
+ * name, {@code aten::linear} among them; every new array of a chosen type and every cast), bound
+ * with JNA's direct mapping ({@link Native#register}): a static native method each, where {@link
+ * AotiTorch}'s interface proxy reflects on the method and converts every argument on every call,
+ * and a schema name is a C string made once, not one per call. Tensor handles pass as {@code
+ * long}s, results come back in a {@code long[]}.
  */
 public final class DirectShim {
 
@@ -59,6 +59,39 @@ public final class DirectShim {
                 "aoti_torch_call_dispatcher(" + operator + ")");
     }
 
+    /**
+     * Returns a new uninitialized tensor, as {@code at::empty_strided}.
+     *
+     * @param sizes its shape
+     * @param strides its strides, in elements
+     * @param dtype the shim's code of its element type
+     * @param deviceType the shim's code of its device type
+     * @param deviceIndex its device's index
+     * @return the new handle, which its receiver owns
+     * @throws IllegalStateException if libtorch rejects the call
+     */
+    public static long emptyStrided(
+            long[] sizes, long[] strides, int dtype, int deviceType, int deviceIndex) {
+        long[] result = new long[1];
+        TensorMemory.check(
+                aoti_torch_empty_strided(
+                        sizes.length, sizes, strides, dtype, deviceType, deviceIndex, result),
+                "aoti_torch_empty_strided");
+        return result[0];
+    }
+
+    /**
+     * Copies {@code src} into {@code self} in place, converting the element type ({@code
+     * Tensor::copy_}, recorded by autograd).
+     *
+     * @param self the tensor written
+     * @param src the tensor read, of a shape that broadcasts to {@code self}'s
+     * @throws IllegalStateException if libtorch rejects the call
+     */
+    public static void copy(long self, long src) {
+        TensorMemory.check(aoti_torch_copy_(self, src, 0), "aoti_torch_copy_");
+    }
+
     private static Pointer cString(String value) {
         byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
         Memory memory = new Memory(bytes.length + 1L);
@@ -68,6 +101,17 @@ public final class DirectShim {
     }
 
     private static native int aoti_torch_new_tensor_handle(long orig, long[] newHandle);
+
+    private static native int aoti_torch_empty_strided(
+            long ndim,
+            long[] sizes,
+            long[] strides,
+            int dtype,
+            int deviceType,
+            int deviceIndex,
+            long[] newTensor);
+
+    private static native int aoti_torch_copy_(long self, long src, int nonBlocking);
 
     private static native int aoti_torch_call_dispatcher(
             Pointer opName, Pointer overloadName, long[] stack);

@@ -8,7 +8,6 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.ptr.IntByReference;
-import com.sun.jna.ptr.LongByReference;
 import java.util.Locale;
 import java.util.function.ToIntFunction;
 
@@ -315,17 +314,13 @@ public enum Precision {
         }
         AotiTorch torch = AotiTorch.cpu();
         long[] sizes = shape.getShape();
-        LongByReference tensor = new LongByReference();
-        TensorMemory.check(
-                torch.aoti_torch_empty_strided(
-                        sizes.length,
+        long tensor =
+                DirectShim.emptyStrided(
                         sizes,
                         BlobTensors.contiguousStrides(sizes),
                         shimType(torch),
                         BlobTensors.deviceType(torch, device),
-                        BlobTensors.deviceIndex(device),
-                        tensor),
-                "aoti_torch_empty_strided");
-        return new PtNDArray((PtNDManager) manager, tensor.getValue());
+                        BlobTensors.deviceIndex(device));
+        return new PtNDArray((PtNDManager) manager, tensor);
     }
 }

@@ -193,9 +193,7 @@ public final class TensorMemory {
      * @param target an array of the same shape (or one {@code source} broadcasts to)
      */
     public static void copy(NDArray source, NDArray target) {
-        check(
-                AotiTorch.cpu().aoti_torch_copy_(handle(target), handle(source), 0),
-                "aoti_torch_copy_");
+        DirectShim.copy(ptHandle(target), ptHandle(source));
     }
 
     /**
@@ -241,12 +239,16 @@ public final class TensorMemory {
      * @throws IllegalArgumentException for an array of another engine
      */
     public static Pointer handle(NDArray array) {
+        return new Pointer(ptHandle(array));
+    }
+
+    private static long ptHandle(NDArray array) {
         if (!(array instanceof PtNDArray)) {
             throw new IllegalArgumentException(
                     "Tensor memory needs a PyTorch-engine array, got "
                             + array.getClass().getName());
         }
-        return new Pointer(((PtNDArray) array).getHandle());
+        return ((PtNDArray) array).getHandle();
     }
 
     /**
