@@ -49,12 +49,30 @@ ours=(
     "FULL_SHARD bf16|bf16|bench train --nproc 1 --sharding FULL_SHARD --precision bf16"
     "FULL_SHARD bf16 no recompute|bf16|bench train --nproc 1 --sharding FULL_SHARD --precision bf16 --activation-checkpointing=false"
 )
+# The ranks allocate with tcmalloc where it is installed (bin/fsdp launch --allocator, RankAllocator):
+# eager then runs with it too, in rows of its own, and one of ours with glibc's malloc, so that each
+# side is also seen with the other's allocator.
+tcmalloc=""
+for name in libtcmalloc_minimal.so.4 libtcmalloc.so.4; do
+    for dir in "/usr/lib/$(uname -m)-linux-gnu" /usr/lib64 /usr/lib /usr/local/lib; do
+        [[ -z "$tcmalloc" && -f "$dir/$name" ]] && tcmalloc="$dir/$name"
+    done
+done
+if [[ -n "$tcmalloc" ]]; then
+    configs+=(
+        "eager fp32, tcmalloc|fp32 tcmalloc|env LD_PRELOAD=$tcmalloc $python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision fp32"
+        "eager bf16, tcmalloc|bf16 tcmalloc|env LD_PRELOAD=$tcmalloc $python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision bf16"
+    )
+    ours+=("FULL_SHARD bf16 no recompute, glibc|bf16|env FSDP_ALLOCATOR=glibc bench train --nproc 1 --sharding FULL_SHARD --precision bf16 --activation-checkpointing=false")
+fi
 for build in "this=$root" ${BUILDS:-}; do
     label="${build%%=*}" dir="${build#*=}"
     suffix="" && [[ "$label" != this ]] && suffix=" [$label]"
     for config in "${ours[@]}"; do
         IFS='|' read -r name precision command <<<"$config"
-        configs+=("$name$suffix|$precision|$dir/bin/fsdp $command")
+        # An "env VAR=value" prefix stays in front of bin/fsdp.
+        prefix="" && [[ "$command" == env\ * ]] && prefix="${command%% bench *} " && command="bench ${command#* bench }"
+        configs+=("$name$suffix|$precision|$prefix$dir/bin/fsdp $command")
     done
 done
 
@@ -82,15 +100,20 @@ for i in "${!configs[@]}"; do
 done
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-printf '| run | step ms (median of %d) | x eager | operators per step | final loss |\n| --- | --- | --- | --- | --- |\n' "$rounds"
+printf '| run | step ms (median of %d) | x eager | x eager with tcmalloc | operators per step | final loss |\n| --- | --- | --- | --- | --- | --- |\n' "$rounds"
 declare -A eager
 for i in "${!configs[@]}"; do
     IFS='|' read -r name precision command <<<"${configs[$i]}"
     ms="$(head -n "$rounds" "$out/$i.ms" | median)"
     ops="$("$root/bin/fsdp" bench ops --top 1 "$out/$i.trace.json" 2>/dev/null | awk -F'\t' '/all top-level/ {print $2}')"
     if [[ "$name" == eager* ]]; then eager[$precision]="$ms"; fi
-    ratio="$(awk -v a="$ms" -v b="${eager[$precision]}" 'BEGIN {printf "%.2f", a / b}')"
+    base="${precision%% *}"
+    ratio="$(awk -v a="$ms" -v b="${eager[$base]}" 'BEGIN {printf "%.2f", a / b}')"
+    tc_ratio="-"
+    if [[ -n "${eager[$base tcmalloc]:-}" ]]; then
+        tc_ratio="$(awk -v a="$ms" -v b="${eager[$base tcmalloc]}" 'BEGIN {printf "%.2f", a / b}')"
+    fi
     # The loss of the last timed round: the same in every round of one build.
     loss="$(head -n "$rounds" "$out/$i.loss" | tail -1)"
-    printf '| %s | %.1f | %s | %s | %s |\n' "$name" "$ms" "$ratio" "$ops" "$loss"
+    printf '| %s | %.1f | %s | %s | %s | %s |\n' "$name" "$ms" "$ratio" "$tc_ratio" "$ops" "$loss"
 done

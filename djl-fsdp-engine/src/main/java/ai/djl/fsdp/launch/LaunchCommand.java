@@ -3,11 +3,13 @@ package ai.djl.fsdp.launch;
 import ai.djl.fsdp.cli.Subcommand;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.RankDevice;
+import ai.djl.fsdp.launch.rank.RankAllocator;
 import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.File;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -156,6 +158,16 @@ public final class LaunchCommand implements Subcommand {
     private Integer ranksPerGpu;
 
     @Option(
+            names = "--allocator",
+            paramLabel = "NAME",
+            description =
+                    "The ranks' memory allocator: auto (tcmalloc where installed), tcmalloc, glibc,"
+                            + " or the path of an allocator library to preload (default: "
+                            + RankAllocator.VARIABLE
+                            + ", else auto).")
+    private String allocator;
+
+    @Option(
             names = "--dry-run",
             description =
                     "Print each local rank's GPU and the variables --ranks-per-gpu sets, and start"
@@ -253,6 +265,7 @@ public final class LaunchCommand implements Subcommand {
         if (logDirectory != null) {
             builder.optLogDirectory(logDirectory);
         }
+        chooseAllocator(env, builder);
         GpuSharing sharing = gpuSharing(env, node);
         if (sharing != null) {
             builder.optGpuSharing(sharing);
@@ -328,6 +341,28 @@ public final class LaunchCommand implements Subcommand {
         String own = System.getProperty("java.class.path");
         String user = userClassPath != null ? userClassPath : blankToNull(env.get("CLASSPATH"));
         return user == null ? own : user + File.pathSeparator + own;
+    }
+
+    /**
+     * Checks the ranks' allocator before any rank starts (a misnamed one is an error here, not in
+     * every rank) and says which it is.
+     */
+    private void chooseAllocator(Map<String, String> env, Launcher.Builder builder) {
+        Map<String, String> inherited = new HashMap<>(env);
+        if (allocator != null) {
+            inherited.put(RankAllocator.VARIABLE, allocator);
+            builder.optEnvironment(RankAllocator.VARIABLE, allocator);
+        }
+        RankAllocator chosen;
+        try {
+            chosen = RankAllocator.choose(inherited);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (chosen.note() != null) {
+            spec.commandLine().getOut().println("fsdp launch: " + chosen.note());
+            spec.commandLine().getOut().flush();
+        }
     }
 
     private AccelerateLaunchConfig readConfigFile(Map<String, Object> flags) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.launch.rank.RankAllocator;
 import ai.djl.fsdp.launch.rank.RankCommand;
 import ai.djl.fsdp.launch.rank.RankThreads;
 import java.io.ByteArrayOutputStream;
@@ -20,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -85,6 +87,12 @@ class LauncherTest {
             assertEquals("1", report.get("num_interop_threads"));
             assertEquals(
                     RankCommand.MALLOC_TUNABLES, report.get(RankCommand.MALLOC_TUNABLES_VARIABLE));
+            assertEquals(
+                    String.valueOf(
+                            RankAllocator.choose(System.getenv())
+                                    .variables(System.getenv())
+                                    .getOrDefault("LD_PRELOAD", System.getenv("LD_PRELOAD"))),
+                    report.get("LD_PRELOAD"));
         }
         assertEquals(expectedThreads, launcher.getThreadsPerRank());
         assertEquals(rank0.get("MASTER_PORT"), rank1.get("MASTER_PORT"));
@@ -183,6 +191,25 @@ class LauncherTest {
             assertEquals("3", report.get("OMP_NUM_THREADS"));
             assertEquals(
                     "glibc.malloc.arena_max=2", report.get(RankCommand.MALLOC_TUNABLES_VARIABLE));
+        }
+    }
+
+    @Test
+    void theChosenAllocatorIsPreloadedInEveryRank() throws Exception {
+        // Any shared library shows the mechanism; this JVM's own C library is always there.
+        Path libc;
+        try (Stream<String> maps = Files.lines(Path.of("/proc/self/maps"))) {
+            libc =
+                    maps.map(line -> line.substring(line.lastIndexOf(' ') + 1))
+                            .filter(file -> file.endsWith("/libc.so.6"))
+                            .map(Path::of)
+                            .findFirst()
+                            .orElseThrow();
+        }
+        probe(2, "report").optEnvironment(RankAllocator.VARIABLE, libc.toString()).build().run();
+
+        for (int rank = 0; rank < 2; rank++) {
+            assertEquals(libc.toString(), reportOf(rank).get("LD_PRELOAD"));
         }
     }
 

@@ -27,7 +27,8 @@ public final class RankProbe {
                     "MASTER_PORT",
                     DistributedEnv.JOB_TOKEN_VARIABLE,
                     "OMP_NUM_THREADS",
-                    RankCommand.MALLOC_TUNABLES_VARIABLE);
+                    RankCommand.MALLOC_TUNABLES_VARIABLE,
+                    "LD_PRELOAD");
 
     private RankProbe() {}
 

@@ -121,6 +121,7 @@ public record RankCommand(
         SLURM_TASK_VARIABLES.forEach(env::remove);
         env.putAll(rankEnvironment);
         env.putIfAbsent(MALLOC_TUNABLES_VARIABLE, MALLOC_TUNABLES);
+        env.putAll(RankAllocator.choose(env).variables(env));
         String[] launcher = LauncherWatch.describeThisProcess();
         env.put(LauncherWatch.PID_VARIABLE, launcher[0]);
         env.put(LauncherWatch.START_VARIABLE, launcher[1]);

@@ -1,0 +1,153 @@
+package ai.djl.fsdp.launch.rank;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The memory allocator a rank's JVM runs with: tcmalloc, preloaded, where it is installed, else
+ * glibc's malloc (with {@link RankCommand#MALLOC_TUNABLES}). A training step allocates and frees
+ * thousands of tensors; on the host-bound shape of docs/benchmarks.md glibc's malloc and free take
+ * a sixth of the step, and tcmalloc makes that step about 15% faster with no higher peak, as
+ * PyTorch's own CPU launcher ({@code torch.backends.xeon.run_cpu}) preloads it.
+ *
+ * <p>Chosen by {@value #VARIABLE} ({@code bin/fsdp launch --allocator}): {@code auto} (the default:
+ * tcmalloc where found, unless {@code LD_PRELOAD} already names an allocator, which is kept),
+ * {@code tcmalloc} (an error where it is not installed), {@code glibc}, or the path of an allocator
+ * library to preload (jemalloc, mimalloc).
+ *
+ * @param preload the library each rank preloads, or null for glibc's malloc
+ * @param note one line saying what the ranks allocate with, or null when nothing was chosen
+ */
+public record RankAllocator(Path preload, String note) {
+
+    /** The variable that chooses the allocator. */
+    public static final String VARIABLE = "FSDP_ALLOCATOR";
+
+    /** The libraries searched for tcmalloc, the minimal build first. */
+    static final List<String> TCMALLOC_NAMES =
+            List.of("libtcmalloc_minimal.so.4", "libtcmalloc.so.4");
+
+    /** tcmalloc reports every allocation from 1 GiB on to stderr unless told a higher limit. */
+    static final String LARGE_ALLOC_REPORT_VARIABLE = "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD";
+
+    private static final String INSTALL_HINT =
+            "install it (Debian and Ubuntu: apt-get install libtcmalloc-minimal4; RHEL: dnf"
+                    + " install gperftools-libs) or choose --allocator glibc";
+
+    /**
+     * Decides the allocator of the ranks this process starts.
+     *
+     * @param environment the environment the ranks inherit ({@value #VARIABLE}, {@code LD_PRELOAD})
+     * @param libraryDirectories where to look for tcmalloc
+     * @return the allocator
+     * @throws IllegalArgumentException if the choice names an allocator that is not there
+     */
+    public static RankAllocator choose(
+            Map<String, String> environment, List<Path> libraryDirectories) {
+        String choice = environment.getOrDefault(VARIABLE, "").trim();
+        String preloaded = environment.getOrDefault("LD_PRELOAD", "");
+        switch (choice.toLowerCase(Locale.ROOT)) {
+            case "":
+            case "auto":
+                if (preloaded.contains("malloc")) {
+                    return new RankAllocator(null, null);
+                }
+                Path found = findTcmalloc(libraryDirectories);
+                return found == null
+                        ? new RankAllocator(null, null)
+                        : new RankAllocator(found, usingNote(found));
+            case "glibc":
+                return new RankAllocator(null, "ranks allocate with glibc's malloc");
+            case "tcmalloc":
+                Path tcmalloc = findTcmalloc(libraryDirectories);
+                if (tcmalloc == null) {
+                    throw new IllegalArgumentException(
+                            VARIABLE
+                                    + "=tcmalloc: none of "
+                                    + TCMALLOC_NAMES
+                                    + " is in "
+                                    + libraryDirectories
+                                    + "; "
+                                    + INSTALL_HINT);
+                }
+                return new RankAllocator(tcmalloc, usingNote(tcmalloc));
+            default:
+                Path library = Path.of(choice);
+                if (!Files.isRegularFile(library)) {
+                    throw new IllegalArgumentException(
+                            VARIABLE
+                                    + "="
+                                    + choice
+                                    + ": no such library; give auto, tcmalloc, glibc or the path"
+                                    + " of an allocator's shared library");
+                }
+                return new RankAllocator(library, usingNote(library));
+        }
+    }
+
+    /**
+     * Decides the allocator of the ranks this process starts, looking for tcmalloc where Linux
+     * distributions install libraries.
+     *
+     * @param environment the environment the ranks inherit
+     * @return the allocator
+     * @throws IllegalArgumentException if the choice names an allocator that is not there
+     */
+    public static RankAllocator choose(Map<String, String> environment) {
+        String machine = "amd64".equals(System.getProperty("os.arch")) ? "x86_64" : "aarch64";
+        return choose(
+                environment,
+                List.of(
+                        Path.of("/usr/lib/" + machine + "-linux-gnu"),
+                        Path.of("/usr/lib64"),
+                        Path.of("/usr/lib"),
+                        Path.of("/usr/local/lib")));
+    }
+
+    /**
+     * Returns the variables that make a rank allocate with this allocator: the library first in
+     * {@code LD_PRELOAD}, ahead of what is already preloaded.
+     *
+     * @param inherited the rank's environment so far
+     * @return the variables to set, empty for glibc's malloc
+     */
+    public Map<String, String> variables(Map<String, String> inherited) {
+        Map<String, String> variables = new LinkedHashMap<>();
+        if (preload == null) {
+            return variables;
+        }
+        String preloaded = inherited.getOrDefault("LD_PRELOAD", "").trim();
+        variables.put(
+                "LD_PRELOAD", preloaded.isEmpty() ? preload.toString() : preload + ":" + preloaded);
+        if (preload.getFileName().toString().startsWith("libtcmalloc")
+                && !inherited.containsKey(LARGE_ALLOC_REPORT_VARIABLE)) {
+            // Parameters of a few gigabytes are expected, not worth a line each.
+            variables.put(LARGE_ALLOC_REPORT_VARIABLE, Long.toString(1L << 40));
+        }
+        return variables;
+    }
+
+    private static Path findTcmalloc(List<Path> directories) {
+        for (String name : TCMALLOC_NAMES) {
+            for (Path directory : directories) {
+                Path library = directory.resolve(name);
+                if (Files.isRegularFile(library)) {
+                    return library;
+                }
+            }
+        }
+        return null;
+    }
+
+    private static String usingNote(Path library) {
+        return "ranks allocate with "
+                + library.getFileName()
+                + " (preloaded from "
+                + library.getParent()
+                + "); --allocator glibc for glibc's malloc";
+    }
+}

@@ -1,0 +1,120 @@
+package ai.djl.fsdp.launch.rank;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Which allocator a rank preloads, from the variable and what the machine has installed. */
+class RankAllocatorTest {
+
+    @TempDir Path lib;
+    @TempDir Path empty;
+
+    private Path install(String name) throws IOException {
+        return Files.writeString(lib.resolve(name), "not really a library");
+    }
+
+    private RankAllocator choose(Map<String, String> environment) {
+        return RankAllocator.choose(environment, List.of(empty, lib));
+    }
+
+    @Test
+    void autoPreloadsTcmallocWhereInstalledTheMinimalBuildFirst() throws IOException {
+        install("libtcmalloc.so.4");
+        Path minimal = install("libtcmalloc_minimal.so.4");
+
+        RankAllocator chosen = choose(Map.of());
+
+        assertEquals(minimal, chosen.preload());
+        assertTrue(chosen.note().contains("libtcmalloc_minimal.so.4"), chosen.note());
+        assertTrue(chosen.note().contains("--allocator glibc"), chosen.note());
+        Map<String, String> variables = chosen.variables(Map.of());
+        assertEquals(minimal.toString(), variables.get("LD_PRELOAD"));
+        assertEquals(
+                Long.toString(1L << 40), variables.get(RankAllocator.LARGE_ALLOC_REPORT_VARIABLE));
+        assertEquals(minimal, choose(Map.of(RankAllocator.VARIABLE, "auto")).preload());
+    }
+
+    @Test
+    void autoWithoutTcmallocKeepsGlibcQuietly() {
+        RankAllocator chosen = choose(Map.of());
+
+        assertNull(chosen.preload());
+        assertNull(chosen.note());
+        assertEquals(Map.of(), chosen.variables(Map.of()));
+    }
+
+    @Test
+    void anAllocatorTheUserAlreadyPreloadsIsKept() throws IOException {
+        install("libtcmalloc_minimal.so.4");
+
+        RankAllocator chosen = choose(Map.of("LD_PRELOAD", "/opt/lib/libjemalloc.so.2"));
+
+        assertNull(chosen.preload());
+        assertEquals(Map.of(), chosen.variables(Map.of("LD_PRELOAD", "/opt/lib/libjemalloc.so.2")));
+    }
+
+    @Test
+    void otherPreloadedLibrariesStayAfterTheAllocatorAndSettingsAreKept() throws IOException {
+        Path minimal = install("libtcmalloc_minimal.so.4");
+        Map<String, String> inherited =
+                Map.of(
+                        "LD_PRELOAD",
+                        "/opt/lib/libtrace.so",
+                        RankAllocator.LARGE_ALLOC_REPORT_VARIABLE,
+                        "1073741824");
+
+        Map<String, String> variables = choose(inherited).variables(inherited);
+
+        assertEquals(Map.of("LD_PRELOAD", minimal + ":/opt/lib/libtrace.so"), variables);
+    }
+
+    @Test
+    void glibcIsChosenByName() throws IOException {
+        install("libtcmalloc_minimal.so.4");
+
+        RankAllocator chosen = choose(Map.of(RankAllocator.VARIABLE, "glibc"));
+
+        assertNull(chosen.preload());
+        assertEquals(Map.of(), chosen.variables(Map.of()));
+        assertTrue(chosen.note().contains("glibc"), chosen.note());
+    }
+
+    @Test
+    void tcmallocByNameWhereItIsMissingSaysHowToInstallItOrWhatElseToChoose() {
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> choose(Map.of(RankAllocator.VARIABLE, "TCMalloc")));
+
+        assertTrue(e.getMessage().contains("apt-get install libtcmalloc-minimal4"), e.getMessage());
+        assertTrue(e.getMessage().contains("--allocator glibc"), e.getMessage());
+        assertTrue(e.getMessage().contains(lib.toString()), e.getMessage());
+    }
+
+    @Test
+    void aLibraryIsPreloadedByPathAndAMissingOneIsRefused() throws IOException {
+        Path jemalloc = install("libjemalloc.so.2");
+
+        RankAllocator chosen = choose(Map.of(RankAllocator.VARIABLE, jemalloc.toString()));
+
+        assertEquals(jemalloc, chosen.preload());
+        assertEquals(Map.of("LD_PRELOAD", jemalloc.toString()), chosen.variables(Map.of()));
+        Path missing = lib.resolve("libmimalloc.so");
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> choose(Map.of(RankAllocator.VARIABLE, missing.toString())));
+        assertTrue(e.getMessage().contains(missing.toString()), e.getMessage());
+        assertTrue(e.getMessage().contains("auto, tcmalloc, glibc"), e.getMessage());
+    }
+}
