@@ -49,9 +49,8 @@ ours=(
     "FULL_SHARD bf16|bf16|bench train --nproc 1 --sharding FULL_SHARD --precision bf16"
     "FULL_SHARD bf16 no recompute|bf16|bench train --nproc 1 --sharding FULL_SHARD --precision bf16 --activation-checkpointing=false"
 )
-# The ranks allocate with tcmalloc where it is installed (bin/fsdp launch --allocator, RankAllocator):
-# eager then runs with it too, in rows of its own, and one of ours with glibc's malloc, so that each
-# side is also seen with the other's allocator.
+# Where tcmalloc is installed, eager and two of ours also run with it (ours by bin/fsdp launch's
+# --allocator tcmalloc, RankAllocator), in rows of their own: each side with each allocator.
 tcmalloc=""
 for name in libtcmalloc_minimal.so.4 libtcmalloc.so.4; do
     for dir in "/usr/lib/$(uname -m)-linux-gnu" /usr/lib64 /usr/lib /usr/local/lib; do
@@ -63,7 +62,10 @@ if [[ -n "$tcmalloc" ]]; then
         "eager fp32, tcmalloc|fp32 tcmalloc|env LD_PRELOAD=$tcmalloc $python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision fp32"
         "eager bf16, tcmalloc|bf16 tcmalloc|env LD_PRELOAD=$tcmalloc $python $root/tools/host-cost/eager_gpt2.py --threads 1 --precision bf16"
     )
-    ours+=("FULL_SHARD bf16 no recompute, glibc|bf16|env FSDP_ALLOCATOR=glibc bench train --nproc 1 --sharding FULL_SHARD --precision bf16 --activation-checkpointing=false")
+    ours+=(
+        "FULL_SHARD bf16, tcmalloc|bf16|env FSDP_ALLOCATOR=tcmalloc bench train --nproc 1 --sharding FULL_SHARD --precision bf16"
+        "FULL_SHARD bf16 no recompute, tcmalloc|bf16|env FSDP_ALLOCATOR=tcmalloc bench train --nproc 1 --sharding FULL_SHARD --precision bf16 --activation-checkpointing=false"
+    )
 fi
 for build in "this=$root" ${BUILDS:-}; do
     label="${build%%=*}" dir="${build#*=}"

@@ -161,10 +161,10 @@ public final class LaunchCommand implements Subcommand {
             names = "--allocator",
             paramLabel = "NAME",
             description =
-                    "The ranks' memory allocator: auto (tcmalloc where installed), tcmalloc, glibc,"
+                    "The ranks' memory allocator: glibc, tcmalloc (faster steps, a higher peak),"
                             + " or the path of an allocator library to preload (default: "
                             + RankAllocator.VARIABLE
-                            + ", else auto).")
+                            + ", else glibc).")
     private String allocator;
 
     @Option(

@@ -28,39 +28,31 @@ class RankAllocatorTest {
     }
 
     @Test
-    void autoPreloadsTcmallocWhereInstalledTheMinimalBuildFirst() throws IOException {
+    void glibcIsTheDefaultEvenWhereTcmallocIsInstalled() throws IOException {
+        install("libtcmalloc_minimal.so.4");
+
+        for (Map<String, String> environment :
+                List.of(Map.<String, String>of(), Map.of(RankAllocator.VARIABLE, "glibc"))) {
+            RankAllocator chosen = choose(environment);
+            assertNull(chosen.preload());
+            assertNull(chosen.note());
+            assertEquals(Map.of(), chosen.variables(Map.of()));
+        }
+    }
+
+    @Test
+    void tcmallocByNameIsPreloadedTheMinimalBuildFirst() throws IOException {
         install("libtcmalloc.so.4");
         Path minimal = install("libtcmalloc_minimal.so.4");
 
-        RankAllocator chosen = choose(Map.of());
+        RankAllocator chosen = choose(Map.of(RankAllocator.VARIABLE, "tcmalloc"));
 
         assertEquals(minimal, chosen.preload());
         assertTrue(chosen.note().contains("libtcmalloc_minimal.so.4"), chosen.note());
-        assertTrue(chosen.note().contains("--allocator glibc"), chosen.note());
         Map<String, String> variables = chosen.variables(Map.of());
         assertEquals(minimal.toString(), variables.get("LD_PRELOAD"));
         assertEquals(
                 Long.toString(1L << 40), variables.get(RankAllocator.LARGE_ALLOC_REPORT_VARIABLE));
-        assertEquals(minimal, choose(Map.of(RankAllocator.VARIABLE, "auto")).preload());
-    }
-
-    @Test
-    void autoWithoutTcmallocKeepsGlibcQuietly() {
-        RankAllocator chosen = choose(Map.of());
-
-        assertNull(chosen.preload());
-        assertNull(chosen.note());
-        assertEquals(Map.of(), chosen.variables(Map.of()));
-    }
-
-    @Test
-    void anAllocatorTheUserAlreadyPreloadsIsKept() throws IOException {
-        install("libtcmalloc_minimal.so.4");
-
-        RankAllocator chosen = choose(Map.of("LD_PRELOAD", "/opt/lib/libjemalloc.so.2"));
-
-        assertNull(chosen.preload());
-        assertEquals(Map.of(), chosen.variables(Map.of("LD_PRELOAD", "/opt/lib/libjemalloc.so.2")));
     }
 
     @Test
@@ -68,6 +60,8 @@ class RankAllocatorTest {
         Path minimal = install("libtcmalloc_minimal.so.4");
         Map<String, String> inherited =
                 Map.of(
+                        RankAllocator.VARIABLE,
+                        "tcmalloc",
                         "LD_PRELOAD",
                         "/opt/lib/libtrace.so",
                         RankAllocator.LARGE_ALLOC_REPORT_VARIABLE,
@@ -76,17 +70,6 @@ class RankAllocatorTest {
         Map<String, String> variables = choose(inherited).variables(inherited);
 
         assertEquals(Map.of("LD_PRELOAD", minimal + ":/opt/lib/libtrace.so"), variables);
-    }
-
-    @Test
-    void glibcIsChosenByName() throws IOException {
-        install("libtcmalloc_minimal.so.4");
-
-        RankAllocator chosen = choose(Map.of(RankAllocator.VARIABLE, "glibc"));
-
-        assertNull(chosen.preload());
-        assertEquals(Map.of(), chosen.variables(Map.of()));
-        assertTrue(chosen.note().contains("glibc"), chosen.note());
     }
 
     @Test
@@ -115,6 +98,6 @@ class RankAllocatorTest {
                         IllegalArgumentException.class,
                         () -> choose(Map.of(RankAllocator.VARIABLE, missing.toString())));
         assertTrue(e.getMessage().contains(missing.toString()), e.getMessage());
-        assertTrue(e.getMessage().contains("auto, tcmalloc, glibc"), e.getMessage());
+        assertTrue(e.getMessage().contains("glibc, tcmalloc or the path"), e.getMessage());
     }
 }
