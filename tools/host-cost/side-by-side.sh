@@ -5,9 +5,10 @@
 # batch 2, vocabulary 512; one process, one intra-op thread, AdamW, explicit attention), a step's
 # time is what the host spends issuing operators. Each round runs every configuration once, in
 # turn, so the machine's load falls on all of them alike; the table gives each one's median step
-# time over the rounds, its ratio to PyTorch eager's in the same precision, the operators the host
-# called into libtorch in one profiled step (bin/fsdp bench ops counts ours and PyTorch's alike), and
-# the final loss.
+# time over the rounds, its ratio to PyTorch eager's in the same precision (and, where tcmalloc is
+# installed, to eager's with tcmalloc preloaded: eager and two of ours also run with it), the
+# operators the host called into libtorch in one profiled step (bin/fsdp bench ops counts ours and
+# PyTorch's alike), and the final loss.
 #
 #   tools/host-cost/side-by-side.sh [ROUNDS] [-- extra bench train options]
 #

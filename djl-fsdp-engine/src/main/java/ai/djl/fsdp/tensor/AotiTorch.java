@@ -42,17 +42,6 @@ public interface AotiTorch extends Library {
     /** Points {@code strides} at the tensor's own {@code int64_t} strides, in elements. */
     int aoti_torch_get_strides(Pointer tensor, PointerByReference strides);
 
-    int aoti_torch_empty_strided(
-            long ndim,
-            long[] sizes,
-            long[] strides,
-            int dtype,
-            int deviceType,
-            int deviceIndex,
-            LongByReference newTensor);
-
-    int aoti_torch_copy_(Pointer self, Pointer src, int nonBlocking);
-
     /** Makes a tensor over memory the caller owns (no deleter): it must outlive every use. */
     int aoti_torch_create_tensor_from_blob(
             Pointer data,

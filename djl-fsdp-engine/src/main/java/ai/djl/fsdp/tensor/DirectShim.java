@@ -86,10 +86,11 @@ public final class DirectShim {
      *
      * @param self the tensor written
      * @param src the tensor read, of a shape that broadcasts to {@code self}'s
+     * @param nonBlocking whether a copy between the host and a GPU may return before it is done
      * @throws IllegalStateException if libtorch rejects the call
      */
-    public static void copy(long self, long src) {
-        TensorMemory.check(aoti_torch_copy_(self, src, 0), "aoti_torch_copy_");
+    public static void copy(long self, long src, boolean nonBlocking) {
+        TensorMemory.check(aoti_torch_copy_(self, src, nonBlocking ? 1 : 0), "aoti_torch_copy_");
     }
 
     private static Pointer cString(String value) {

@@ -193,7 +193,7 @@ public final class TensorMemory {
      * @param target an array of the same shape (or one {@code source} broadcasts to)
      */
     public static void copy(NDArray source, NDArray target) {
-        DirectShim.copy(ptHandle(target), ptHandle(source));
+        DirectShim.copy(ptHandle(target), ptHandle(source), false);
     }
 
     /**
@@ -207,9 +207,7 @@ public final class TensorMemory {
      * @return the new array
      */
     public static NDArray newReference(NDArray array, NDManager manager) {
-        return new PtNDArray(
-                (PtNDManager) manager,
-                DirectShim.newTensorHandle(Pointer.nativeValue(handle(array))));
+        return new PtNDArray((PtNDManager) manager, DirectShim.newTensorHandle(ptHandle(array)));
     }
 
     /**
@@ -242,7 +240,14 @@ public final class TensorMemory {
         return new Pointer(ptHandle(array));
     }
 
-    private static long ptHandle(NDArray array) {
+    /**
+     * Returns the libtorch tensor handle of a PyTorch-engine array as a number.
+     *
+     * @param array a PyTorch-engine array
+     * @return its {@code at::Tensor*}
+     * @throws IllegalArgumentException if it is another engine's array
+     */
+    public static long ptHandle(NDArray array) {
         if (!(array instanceof PtNDArray)) {
             throw new IllegalArgumentException(
                     "Tensor memory needs a PyTorch-engine array, got "

@@ -114,9 +114,12 @@ final class BackwardTape {
         List<NDArray> gradients = new ArrayList<>(graph.outputs().size());
         for (int j = 0; j < graph.outputs().size(); j++) {
             NDArray gradient = Autograd.gradientOf(call.outputLeaves().get(j));
+            if (gradient == null) {
+                continue;
+            }
+            gradient.attach(graph.scope());
             NDArray output = graph.outputs().get(j);
-            if (gradient != null && Autograd.isInGraph(output)) {
-                gradient.attach(graph.scope());
+            if (Autograd.isInGraph(output)) {
                 outputs.add(output);
                 gradients.add(gradient);
             }

@@ -1,7 +1,7 @@
 package ai.djl.fsdp.tensor.memory;
 
 import ai.djl.Device;
-import ai.djl.fsdp.tensor.AotiTorch;
+import ai.djl.fsdp.tensor.DirectShim;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import org.bytedeco.cuda.cudart.CUevent_st;
@@ -43,11 +43,7 @@ public final class HostToDeviceCopy implements AutoCloseable {
                             + " to "
                             + device);
         }
-        TensorMemory.check(
-                AotiTorch.cpu()
-                        .aoti_torch_copy_(
-                                TensorMemory.handle(target), TensorMemory.handle(source), 1),
-                "aoti_torch_copy_");
+        DirectShim.copy(TensorMemory.ptHandle(target), TensorMemory.ptHandle(source), true);
         CudaRuntime cuda = CudaRuntime.get();
         cuda.setDevice(device.getDeviceId());
         return new HostToDeviceCopy(cuda.recordEvent(CudaRuntime.currentStream(device)));

@@ -108,6 +108,6 @@ final class DispatcherCall {
     }
 
     private static long newHandle(NDArray array) {
-        return DirectShim.newTensorHandle(Pointer.nativeValue(TensorMemory.handle(array)));
+        return DirectShim.newTensorHandle(TensorMemory.ptHandle(array));
     }
 }

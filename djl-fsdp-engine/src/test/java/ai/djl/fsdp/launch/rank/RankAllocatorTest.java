@@ -70,6 +70,13 @@ class RankAllocatorTest {
         Map<String, String> variables = choose(inherited).variables(inherited);
 
         assertEquals(Map.of("LD_PRELOAD", minimal + ":/opt/lib/libtrace.so"), variables);
+        Map<String, String> handedDown =
+                Map.of(
+                        "LD_PRELOAD",
+                        minimal + ":/opt/lib/libtrace.so",
+                        RankAllocator.LARGE_ALLOC_REPORT_VARIABLE,
+                        "1073741824");
+        assertEquals(Map.of(), choose(inherited).variables(handedDown));
     }
 
     @Test
@@ -81,6 +88,7 @@ class RankAllocatorTest {
 
         assertTrue(e.getMessage().contains("apt-get install libtcmalloc-minimal4"), e.getMessage());
         assertTrue(e.getMessage().contains("--allocator glibc"), e.getMessage());
+        assertTrue(e.getMessage().contains("unset " + RankAllocator.VARIABLE), e.getMessage());
         assertTrue(e.getMessage().contains(lib.toString()), e.getMessage());
     }
 
