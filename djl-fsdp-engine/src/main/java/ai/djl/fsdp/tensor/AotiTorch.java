@@ -5,7 +5,6 @@ import ai.djl.pytorch.jni.LibUtils;
 import com.sun.jna.Library;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
-import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.nio.file.Files;
@@ -32,8 +31,6 @@ public interface AotiTorch extends Library {
 
     int aoti_torch_get_data_ptr(Pointer tensor, LongByReference dataPtr);
 
-    int aoti_torch_get_dtype(Pointer tensor, IntByReference dtype);
-
     int aoti_torch_get_dim(Pointer tensor, LongByReference dim);
 
     /** Points {@code sizes} at the tensor's own {@code int64_t} sizes, valid while it lives. */
@@ -53,9 +50,6 @@ public interface AotiTorch extends Library {
             int deviceType,
             int deviceIndex,
             LongByReference newTensor);
-
-    /** {@code at::cpu::mm_out(out, self, mat2)}: a CPU matrix product into {@code out}. */
-    int aoti_torch_cpu_mm_out(Pointer out, Pointer self, Pointer mat2);
 
     /**
      * {@code at::cpu::addmm_out(out, self, mat1, mat2, beta, alpha)}: {@code out = beta self +

@@ -10,11 +10,11 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The C shim's functions a training step calls hundreds of times (every operator called by schema
- * name, {@code aten::linear} among them; every new array of a chosen type and every cast), bound
- * with JNA's direct mapping ({@link Native#register}): a static native method each, where {@link
- * AotiTorch}'s interface proxy reflects on the method and converts every argument on every call,
- * and a schema name is a C string made once, not one per call. Tensor handles pass as {@code
- * long}s, results come back in a {@code long[]}.
+ * name, {@code aten::linear} among them; every new array of a chosen type, every cast and every
+ * question of a bfloat16 array's type), bound with JNA's direct mapping ({@link Native#register}):
+ * a static native method each, where {@link AotiTorch}'s interface proxy reflects on the method and
+ * converts every argument on every call, and a schema name is a C string made once, not one per
+ * call. Tensor handles pass as {@code long}s, results come back in a {@code long[]}.
  */
 public final class DirectShim {
 
@@ -93,6 +93,31 @@ public final class DirectShim {
         TensorMemory.check(aoti_torch_copy_(self, src, nonBlocking ? 1 : 0), "aoti_torch_copy_");
     }
 
+    /**
+     * Returns the shim's code of a tensor's element type.
+     *
+     * @param tensor a tensor handle
+     * @return its type's code
+     * @throws IllegalStateException if libtorch rejects the call
+     */
+    public static int dtype(long tensor) {
+        int[] result = new int[1];
+        TensorMemory.check(aoti_torch_get_dtype(tensor, result), "aoti_torch_get_dtype");
+        return result[0];
+    }
+
+    /**
+     * Multiplies two CPU matrices into {@code out}, as {@code at::cpu::mm_out(out, self, mat2)}.
+     *
+     * @param out the product's tensor, possibly a view with a row stride
+     * @param self the left factor
+     * @param mat2 the right factor
+     * @throws IllegalStateException if libtorch rejects the call
+     */
+    public static void mmOut(long out, long self, long mat2) {
+        TensorMemory.check(aoti_torch_cpu_mm_out(out, self, mat2), "aoti_torch_cpu_mm_out");
+    }
+
     private static Pointer cString(String value) {
         byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
         Memory memory = new Memory(bytes.length + 1L);
@@ -113,6 +138,10 @@ public final class DirectShim {
             long[] newTensor);
 
     private static native int aoti_torch_copy_(long self, long src, int nonBlocking);
+
+    private static native int aoti_torch_get_dtype(long tensor, int[] dtype);
+
+    private static native int aoti_torch_cpu_mm_out(long out, long self, long mat2);
 
     private static native int aoti_torch_call_dispatcher(
             Pointer opName, Pointer overloadName, long[] stack);

@@ -7,7 +7,6 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
-import com.sun.jna.ptr.IntByReference;
 import java.util.Locale;
 import java.util.function.ToIntFunction;
 
@@ -111,12 +110,9 @@ public enum Precision {
             return null;
         }
         AotiTorch torch = AotiTorch.cpu();
-        IntByReference dtype = new IntByReference();
-        TensorMemory.check(
-                torch.aoti_torch_get_dtype(TensorMemory.handle(array), dtype),
-                "aoti_torch_get_dtype");
+        int dtype = DirectShim.dtype(TensorMemory.ptHandle(array));
         for (Precision precision : values()) {
-            if (precision.shimType(torch) == dtype.getValue()) {
+            if (precision.shimType(torch) == dtype) {
                 return precision;
             }
         }

@@ -2,6 +2,7 @@ package ai.djl.fsdp.tensor.op;
 
 import ai.djl.Device;
 import ai.djl.fsdp.tensor.AotiTorch;
+import ai.djl.fsdp.tensor.DirectShim;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
@@ -84,13 +85,8 @@ public final class InPlace {
 
     /** {@code torch.mm(a, b, out=out)}; {@code out} may be a view with a row stride. */
     private static void mmOnCpu(NDArray out, NDArray a, NDArray b) {
-        TensorMemory.check(
-                AotiTorch.cpu()
-                        .aoti_torch_cpu_mm_out(
-                                TensorMemory.handle(out),
-                                TensorMemory.handle(a),
-                                TensorMemory.handle(b)),
-                "aoti_torch_cpu_mm_out");
+        DirectShim.mmOut(
+                TensorMemory.ptHandle(out), TensorMemory.ptHandle(a), TensorMemory.ptHandle(b));
     }
 
     /**
