@@ -265,7 +265,7 @@ public final class LaunchCommand implements Subcommand {
         if (logDirectory != null) {
             builder.optLogDirectory(logDirectory);
         }
-        chooseAllocator(env, builder);
+        chooseAllocator(env, file != null ? file.getEnvironment() : Map.of(), builder);
         GpuSharing sharing = gpuSharing(env, node);
         if (sharing != null) {
             builder.optGpuSharing(sharing);
@@ -347,8 +347,10 @@ public final class LaunchCommand implements Subcommand {
      * Checks the ranks' allocator before any rank starts (a misnamed one is an error here, not in
      * every rank) and says which it is.
      */
-    private void chooseAllocator(Map<String, String> env, Launcher.Builder builder) {
+    private void chooseAllocator(
+            Map<String, String> env, Map<String, String> fromConfigFile, Launcher.Builder builder) {
         Map<String, String> inherited = new HashMap<>(env);
+        inherited.putAll(fromConfigFile);
         if (allocator != null) {
             inherited.put(RankAllocator.VARIABLE, allocator);
             builder.optEnvironment(RankAllocator.VARIABLE, allocator);

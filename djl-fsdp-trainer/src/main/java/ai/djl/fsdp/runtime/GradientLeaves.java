@@ -84,7 +84,18 @@ public final class GradientLeaves {
             if (padded > layout.getNumel()) {
                 pieces.add(pieceType.zeros(scratch, new Shape(padded - layout.getNumel())));
             }
-            NDArray flat = type.cast(NDArrays.concat(pieces));
+            NDArray flat;
+            if (pieces.size() > 1) {
+                flat = type.cast(NDArrays.concat(pieces));
+            } else {
+                // One piece is the gradient itself or a view of it: one copy, the cast's or a
+                // duplicate's, not both (an untied embedding's gradient is a gigabyte).
+                NDArray piece = pieces.get(0);
+                flat = type.cast(piece);
+                if (flat == piece) {
+                    flat = piece.duplicate();
+                }
+            }
             flat.attach(scope);
             return flat;
         }

@@ -2,6 +2,7 @@ package ai.djl.fsdp.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.tensor.Precision;
@@ -59,6 +60,30 @@ class GradientLeavesTest {
                                 ? new float[] {0, 2, 4, 6, 1, 1, 1, 0}
                                 : new float[] {0, 2, 4, 6, 1, 1, 1, 1};
                 assertArrayEquals(expected, flat.toFloatArray());
+            }
+        }
+    }
+
+    @Test
+    void aUnitOfOneParameterGetsAFlatGradientOfItsOwnThatIsNotTheLeafsGradient() {
+        // [2, 2] over 2 shards, no padding: the flat gradient is the one gradient, copied once.
+        FlatLayout layout = new FlatLayout(List.of(new Shape(2, 2)), 2);
+        for (Precision buffer : List.of(Precision.FLOAT32, Precision.BFLOAT16)) {
+            try (NDManager manager = NDManager.newBaseManager()) {
+                GradientLeaves leaves =
+                        GradientLeaves.of(layout, buffer.cast(manager.arange(0f, 4f)), manager);
+                NDArray weight = leaves.views().get(0);
+                NDArray loss =
+                        Autograd.withGradMode(
+                                true, () -> Precision.FLOAT32.cast(weight.mul(weight).sum()));
+                Autograd.backward(loss, loss.onesLike());
+
+                NDArray flat = leaves.flatGradient(Precision.FLOAT32, manager);
+
+                assertEquals(Precision.FLOAT32, Precision.ofArray(flat));
+                assertArrayEquals(new float[] {0, 2, 4, 6}, flat.toFloatArray());
+                NDArray gradient = Autograd.gradientOf(weight);
+                assertNotEquals(TensorMemory.dataPointer(gradient), TensorMemory.dataPointer(flat));
             }
         }
     }
