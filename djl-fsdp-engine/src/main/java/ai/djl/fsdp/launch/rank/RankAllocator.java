@@ -24,10 +24,9 @@ import java.util.Map;
  * default), {@code tcmalloc} (an error that says how to install it where it is not), or the path of
  * an allocator library to preload (jemalloc, mimalloc).
  *
- * @param preload the library each rank preloads, or null for glibc's malloc
- * @param note one line saying what the ranks allocate with, or null for glibc's malloc
+ * @param preload the library each rank preloads, as an absolute path, or null for glibc's malloc
  */
-public record RankAllocator(Path preload, String note) {
+public record RankAllocator(Path preload) {
 
     /** The variable that chooses the allocator. */
     public static final String VARIABLE = "FSDP_ALLOCATOR";
@@ -48,7 +47,7 @@ public record RankAllocator(Path preload, String note) {
     /**
      * Decides the allocator of the ranks this process starts.
      *
-     * @param environment the environment the ranks inherit ({@value #VARIABLE}, {@code LD_PRELOAD})
+     * @param environment the environment the ranks inherit ({@value #VARIABLE})
      * @param libraryDirectories where to look for tcmalloc
      * @return the allocator
      * @throws IllegalArgumentException if the choice names an allocator that is not there
@@ -59,7 +58,7 @@ public record RankAllocator(Path preload, String note) {
         switch (choice.toLowerCase(Locale.ROOT)) {
             case "":
             case "glibc":
-                return new RankAllocator(null, null);
+                return new RankAllocator(null);
             case "tcmalloc":
                 Path tcmalloc = findTcmalloc(libraryDirectories);
                 if (tcmalloc == null) {
@@ -72,7 +71,7 @@ public record RankAllocator(Path preload, String note) {
                                     + "; "
                                     + INSTALL_HINT);
                 }
-                return new RankAllocator(tcmalloc, usingNote(tcmalloc));
+                return new RankAllocator(tcmalloc.toAbsolutePath());
             default:
                 Path library = Path.of(choice);
                 if (!Files.isRegularFile(library)) {
@@ -81,7 +80,7 @@ public record RankAllocator(Path preload, String note) {
                                     + "no such library; give glibc, tcmalloc or the path of an"
                                     + " allocator's shared library");
                 }
-                return new RankAllocator(library.toAbsolutePath(), usingNote(library));
+                return new RankAllocator(library.toAbsolutePath());
         }
     }
 
@@ -103,6 +102,17 @@ public record RankAllocator(Path preload, String note) {
                         Path.of("/usr/lib64"),
                         Path.of("/usr/lib"),
                         Path.of("/usr/local/lib")));
+    }
+
+    /** Returns one line saying what the ranks allocate with, or null for glibc's malloc. */
+    public String note() {
+        return preload == null
+                ? null
+                : "ranks allocate with "
+                        + preload.getFileName()
+                        + " (preloaded from "
+                        + preload.getParent()
+                        + ")";
     }
 
     /**
@@ -146,13 +156,5 @@ public record RankAllocator(Path preload, String note) {
 
     private static String named(String choice) {
         return "--allocator " + choice + " (" + VARIABLE + "): ";
-    }
-
-    private static String usingNote(Path library) {
-        return "ranks allocate with "
-                + library.getFileName()
-                + " (preloaded from "
-                + library.getParent()
-                + ")";
     }
 }

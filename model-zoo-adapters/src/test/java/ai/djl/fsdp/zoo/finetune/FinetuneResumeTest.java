@@ -61,17 +61,8 @@ class FinetuneResumeTest {
     }
 
     @Test
-    void aResumedLoraJobContinuesExactly(@TempDir Path directory) throws Exception {
-        Path first = directory.resolve("first");
-        String full = finetune(first, "--save_steps", "4", "--use_peft_lora", "True");
-        String resumed =
-                finetune(
-                        directory.resolve("second"),
-                        "--use_peft_lora",
-                        "True",
-                        "--resume_from_checkpoint",
-                        CheckpointDirectory.of(first, 4).toString());
-        assertEquals(losses(full).subList(4, 8), losses(resumed), resumed);
+    void aResumedLoraJobContinuesExactly(@TempDir Path directory) {
+        assertResumesExactly(directory, List.of("--use_peft_lora", "True"), List.of());
     }
 
     /**
@@ -81,24 +72,28 @@ class FinetuneResumeTest {
      * same losses.
      */
     @Test
-    void aCheckpointResumesUnderOtherUnits(@TempDir Path directory) throws Exception {
+    void aCheckpointResumesUnderOtherUnits(@TempDir Path directory) {
+        assertResumesExactly(
+                directory,
+                List.of("--model_name_or_path", "llama-tiny"),
+                List.of("--fsdp_transformer_layer_cls_to_wrap", "LlamaDecoderLayer"));
+    }
+
+    /**
+     * Trains 8 steps with {@code both} and {@code firstOnly}, saving {@code checkpoint-4}, then
+     * resumes a second job with {@code both} from it: its steps 5-8 print the first job's losses.
+     */
+    private static void assertResumesExactly(
+            Path directory, List<String> both, List<String> firstOnly) {
         Path first = directory.resolve("first");
-        String full =
-                finetune(
-                        first,
-                        "--model_name_or_path",
-                        "llama-tiny",
-                        "--save_steps",
-                        "4",
-                        "--fsdp_transformer_layer_cls_to_wrap",
-                        "LlamaDecoderLayer");
-        String resumed =
-                finetune(
-                        directory.resolve("second"),
-                        "--model_name_or_path",
-                        "llama-tiny",
-                        "--resume_from_checkpoint",
-                        CheckpointDirectory.of(first, 4).toString());
+        List<String> firstJob = new ArrayList<>(both);
+        firstJob.addAll(firstOnly);
+        firstJob.addAll(List.of("--save_steps", "4"));
+        String full = finetune(first, firstJob.toArray(String[]::new));
+        List<String> resumedJob = new ArrayList<>(both);
+        resumedJob.addAll(
+                List.of("--resume_from_checkpoint", CheckpointDirectory.of(first, 4).toString()));
+        String resumed = finetune(directory.resolve("second"), resumedJob.toArray(String[]::new));
         assertEquals(losses(full).subList(4, 8), losses(resumed), resumed);
     }
 
