@@ -5,7 +5,9 @@ import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 
 /**
@@ -16,12 +18,19 @@ import java.util.function.Function;
  * rebuilt by recompute) from its output gradients fills its flat gradients, whose reduction over
  * the ranks then runs while the input gradients travel on through the parent's graph and the
  * previous call is recomputed.
+ *
+ * <p>An input that is itself an earlier call's output leaf (one transformer block feeding the next)
+ * has no graph of the parent's to travel through: its gradient is handed to that call here, added
+ * to what the parent's backward left on the leaf, without a backward call into libtorch.
  */
 final class BackwardTape {
 
     private final Collectives collectives;
     private final boolean prefetch;
     private final List<TapeEntry> calls = new ArrayList<>();
+    // The output leaves of the recorded calls, and the gradients handed to them by later calls.
+    private final Map<NDArray, UnitCall> producers = new IdentityHashMap<>();
+    private final Map<NDArray, NDArray> handed = new IdentityHashMap<>();
     private PendingReduction inFlight;
 
     BackwardTape(Collectives collectives, boolean prefetch) {
@@ -31,6 +40,11 @@ final class BackwardTape {
 
     void record(TapeEntry call) {
         calls.add(call);
+        if (call instanceof UnitCall unitCall) {
+            for (NDArray leaf : unitCall.outputLeaves()) {
+                producers.put(leaf, unitCall);
+            }
+        }
     }
 
     /**
@@ -86,8 +100,7 @@ final class BackwardTape {
                 NDArray leaf = graph.inputLeaves().get(j);
                 NDArray gradient = Autograd.gradientOf(leaf);
                 if (gradient != null) {
-                    gradient.attach(scope);
-                    Autograd.pushInto(call.inputs().get(j), gradient);
+                    handOn(call.inputs().get(j), gradient, scope);
                 }
             }
             completeInFlight();
@@ -102,6 +115,45 @@ final class BackwardTape {
     }
 
     /**
+     * Passes an input's gradient on: to the earlier call whose output leaf the input is, else into
+     * the parent's graph.
+     */
+    private void handOn(NDArray input, NDArray gradient, NDManager scope) {
+        if (producers.containsKey(input)) {
+            // Kept as long as the leaf: the producer may come after other calls' scopes close.
+            gradient.attach(input.getManager());
+            NDArray earlier = handed.get(input);
+            if (earlier == null) {
+                handed.put(input, gradient);
+            } else {
+                // The order libtorch accumulates a leaf's gradients in: the earlier first.
+                handed.put(input, earlier.add(gradient));
+                earlier.close();
+                gradient.close();
+            }
+        } else {
+            gradient.attach(scope);
+            Autograd.pushInto(input, gradient);
+        }
+    }
+
+    /**
+     * The gradient of a call's output leaf: what the parent's backward left on it plus what later
+     * calls handed to it, or null if none reached it.
+     */
+    private NDArray outputGradient(NDArray leaf) {
+        NDArray left = Autograd.gradientOf(leaf);
+        NDArray given = handed.remove(leaf);
+        if (left == null || given == null) {
+            return left == null ? given : left;
+        }
+        NDArray sum = left.add(given);
+        left.close();
+        given.close();
+        return sum;
+    }
+
+    /**
      * Runs the vector-Jacobian product from the unit's outputs with the gradients their leaves in
      * the parent's graph received: straight from the output when one received a gradient (a
      * transformer block's case), else from {@code sum(out * g)} over those that did, in float32
@@ -109,11 +161,11 @@ final class BackwardTape {
      * one backward serves all of them. Outputs computed from nothing trainable (frozen parameters,
      * a data input) have no graph to run.
      */
-    private static void backwardFromOutputs(UnitCall call, UnitGraph graph) {
+    private void backwardFromOutputs(UnitCall call, UnitGraph graph) {
         List<NDArray> outputs = new ArrayList<>(graph.outputs().size());
         List<NDArray> gradients = new ArrayList<>(graph.outputs().size());
         for (int j = 0; j < graph.outputs().size(); j++) {
-            NDArray gradient = Autograd.gradientOf(call.outputLeaves().get(j));
+            NDArray gradient = outputGradient(call.outputLeaves().get(j));
             if (gradient == null) {
                 continue;
             }
@@ -156,6 +208,9 @@ final class BackwardTape {
     /** Drops the calls not walked, freeing the graphs they kept, after the reduction in flight. */
     void clear() {
         completeInFlight();
+        handed.values().forEach(NDArray::close);
+        handed.clear();
+        producers.clear();
         for (TapeEntry entry : calls) {
             if (entry instanceof UnitCall call && call.graph() != null) {
                 call.graph().scope().close();

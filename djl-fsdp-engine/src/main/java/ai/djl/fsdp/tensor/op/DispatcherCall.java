@@ -16,10 +16,10 @@ import com.sun.jna.Pointer;
  *
  * <p>The arguments are libtorch's {@code StableIValue}s, one 64-bit slot per schema argument, in
  * schema order, keyword-only arguments included: a tensor is a handle the call takes ownership of
- * (so each argument is a fresh handle to the caller's tensor), a double its bits, a bool 0 or 1,
- * {@code None} 0, and a present optional a pointer to a slot allocated with C++ {@code operator
- * new} (the call {@code delete}s it). The returns come back in the same slots, tensors as new
- * handles this class wraps for DJL.
+ * (so each argument is a fresh handle to the caller's tensor), an integer itself, a double its
+ * bits, a bool 0 or 1, {@code None} 0, and a present optional a pointer to a slot allocated with
+ * C++ {@code operator new} (the call {@code delete}s it). The returns come back in the same slots,
+ * tensors as new handles this class wraps for DJL.
  */
 final class DispatcherCall {
 
@@ -58,6 +58,10 @@ final class DispatcherCall {
         Pointer slot = OperatorNew.allocate(8);
         slot.setLong(0, newHandle(array));
         return push(Pointer.nativeValue(slot));
+    }
+
+    DispatcherCall integer(long value) {
+        return push(value);
     }
 
     DispatcherCall floating(double value) {

@@ -3,6 +3,8 @@ package ai.djl.fsdp.zoo.sharded;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.fsdp.tensor.op.Autograd;
+import ai.djl.fsdp.tensor.op.CrossEntropy;
+import ai.djl.fsdp.tensor.op.FusedLinear;
 import ai.djl.fsdp.tensor.op.InPlace;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -32,8 +34,11 @@ import ai.djl.training.loss.Loss;
  * FsdpTrainer.countStepItems}): each batch then gives its share of the step's global token mean,
  * Hugging Face Trainer's normalization ({@code num_items_in_batch}).
  *
- * <p>The log-softmax over the vocabulary and its gradient are computed together, a chunk of rows at
- * a time, in float32, without a graph. From logits, the loss's backward is one product with the
+ * <p>Logits that fit in one chunk ({@value #CHUNK_ELEMENTS} elements, the host-bound shapes of
+ * small models) take libtorch's own cross-entropy in float32 with autograd: a handful of operators
+ * each way, where the chunked computation below takes some fifty. Larger ones never exist whole:
+ * the log-softmax over the vocabulary and its gradient are computed together, a chunk of rows at a
+ * time, in float32, without a graph. From logits, the loss's backward is one product with the
  * precomputed gradient of the logits. From hidden states, each chunk's logits are the head's
  * product in the compute type (as the head computes them), and the chunk's gradient goes at once
  * into the gradients of the hidden states ({@code G W}) and of the weight ({@code G^T h}, summed
@@ -81,12 +86,12 @@ public final class CausalLmLoss extends Loss {
 
     @Override
     public NDArray evaluate(NDList labels, NDList predictions) {
-        Targets targets = targets(labels.head());
+        NDArray flat = labels.head().reshape(-1);
         switch (predictions.size()) {
             case 1:
-                return fromLogits(targets, predictions.head());
+                return fromLogits(flat, predictions.head());
             case 2:
-                return fromHiddenStates(targets, predictions.get(0), predictions.get(1));
+                return fromHiddenStates(flat, predictions.get(0), predictions.get(1));
             default:
                 throw new IllegalArgumentException(
                         "The causal LM loss takes NDList(logits [B, T, vocab]) or NDList(hidden"
@@ -103,24 +108,41 @@ public final class CausalLmLoss extends Loss {
      */
     private record Targets(NDArray ids, NDArray weights, NDArray divisor) {}
 
-    private Targets targets(NDArray labels) {
-        NDManager manager = labels.getManager();
-        NDArray flat = labels.reshape(-1);
+    private Targets targets(NDArray flat) {
         NDArray trained = flat.neq(IGNORE);
-        NDArray mask = trained.toType(DataType.FLOAT32, false);
-        // A step (or batch) without target tokens has loss 0, not 0 / 0.
-        NDArray divisor =
-                stepTokens > 0
-                        ? manager.full(new Shape(), (float) stepTokens)
-                        : mask.sum().maximum(1f);
-        return new Targets(flat.mul(trained), mask.reshape(-1, 1), divisor);
+        return new Targets(
+                flat.mul(trained),
+                trained.toType(DataType.FLOAT32, false).reshape(-1, 1),
+                divisor(flat));
     }
 
-    private static NDArray fromLogits(Targets targets, NDArray logits) {
+    /** The divisor of the summed token losses of the flattened labels. */
+    private NDArray divisor(NDArray flat) {
+        if (stepTokens > 0) {
+            return flat.getManager().full(new Shape(), (float) stepTokens);
+        }
+        // A step (or batch) without target tokens has loss 0, not 0 / 0.
+        return flat.neq(IGNORE).toType(DataType.FLOAT32, false).sum().maximum(1f);
+    }
+
+    /**
+     * The mean loss of logits {@code [N, vocab]} that fit in one chunk, by libtorch's cross-entropy
+     * in float32 with autograd: backward rounds the logits' float32 gradient once to their type, as
+     * the chunked computation does.
+     */
+    private NDArray wholeLoss(NDArray flat, NDArray rows) {
+        return CrossEntropy.sum(Precision.FLOAT32.cast(rows), flat, IGNORE).div(divisor(flat));
+    }
+
+    private NDArray fromLogits(NDArray flat, NDArray logits) {
         long vocab = logits.getShape().get(logits.getShape().dimension() - 1);
         NDManager manager = logits.getManager();
         NDArray rows = logits.reshape(-1, vocab);
         long count = rows.getShape().get(0);
+        if (count * vocab <= CHUNK_ELEMENTS) {
+            return wholeLoss(flat, rows);
+        }
+        Targets targets = targets(flat);
         boolean withGradient = Autograd.isGradMode();
         // The gradient of the logits, in their own type: what backward gives a 16-bit array from a
         // float32 softmax (rounded once), without a float32 copy of the logits or of it.
@@ -175,7 +197,7 @@ public final class CausalLmLoss extends Loss {
         return carrier.sub(carrier.stopGradient()).add(loss);
     }
 
-    private static NDArray fromHiddenStates(Targets targets, NDArray hidden, NDArray weight) {
+    private NDArray fromHiddenStates(NDArray flat, NDArray hidden, NDArray weight) {
         Shape weightShape = weight.getShape();
         long width = hidden.getShape().get(hidden.getShape().dimension() - 1);
         if (weightShape.dimension() != 2 || weightShape.get(1) != width) {
@@ -189,6 +211,11 @@ public final class CausalLmLoss extends Loss {
         NDManager manager = hidden.getManager();
         NDArray rows = hidden.reshape(-1, width);
         long count = rows.getShape().get(0);
+        if (count * vocab <= CHUNK_ELEMENTS) {
+            // The head's product in the compute type, as the head computes it.
+            return wholeLoss(flat, FusedLinear.apply(rows, weight, null));
+        }
+        Targets targets = targets(flat);
         boolean withGradient = Autograd.isGradMode();
         // Hidden states in training come from trained parameters (and DJL cannot tell an array in a
         // graph from a constant); a frozen head (LoRA), a leaf that requires no gradient, needs

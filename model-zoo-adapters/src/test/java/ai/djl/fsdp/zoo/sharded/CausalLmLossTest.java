@@ -25,6 +25,13 @@ import org.junit.jupiter.api.Test;
 class CausalLmLossTest {
 
     private static final int VOCAB = 50257;
+
+    /**
+     * A vocabulary whose logits for all rows fit in one chunk: the loss is libtorch's own
+     * cross-entropy with autograd.
+     */
+    private static final int SMALL_VOCAB = 1000;
+
     private static final int WIDTH = 16;
     private static final int BATCH = 3;
     private static final int LENGTH = 67;
@@ -37,9 +44,18 @@ class CausalLmLossTest {
 
     @Test
     void hiddenStatesGiveTheLossAndGradientsOfLogits() {
+        lossAndGradientsOfLogits(VOCAB);
+    }
+
+    @Test
+    void logitsOfOneChunkGiveTheSameLossAndGradients() {
+        lossAndGradientsOfLogits(SMALL_VOCAB);
+    }
+
+    private static void lossAndGradientsOfLogits(int vocab) {
         for (long stepTokens : new long[] {0, 500}) {
             try (NDManager manager = TestModels.newManager()) {
-                Inputs in = Inputs.random(manager, 7);
+                Inputs in = Inputs.random(manager, 7, vocab);
                 Result reference = in.reference(stepTokens);
                 Result fromLogits = in.run(stepTokens, false, true);
                 Result fused = in.run(stepTokens, true, true);
@@ -57,7 +73,7 @@ class CausalLmLossTest {
     @Test
     void bfloat16ChunksAddUpToTheFloat64Gradients() {
         try (NDManager manager = TestModels.newManager()) {
-            Inputs in = Inputs.random(manager, 13).in(Precision.BFLOAT16);
+            Inputs in = Inputs.random(manager, 13, VOCAB).in(Precision.BFLOAT16);
             Result reference = in.reference(0);
             Result fused = in.run(0, true, true);
             assertTrue(fused.weightHasGradient);
@@ -82,8 +98,17 @@ class CausalLmLossTest {
      */
     @Test
     void bfloat16LogitsGetTheFloat32GradientRoundedOnce() {
+        roundedOnce(VOCAB);
+    }
+
+    @Test
+    void bfloat16LogitsOfOneChunkGetTheFloat32GradientRoundedOnce() {
+        roundedOnce(SMALL_VOCAB);
+    }
+
+    private static void roundedOnce(int vocab) {
         try (NDManager manager = TestModels.newManager()) {
-            Inputs in = Inputs.random(manager, 17);
+            Inputs in = Inputs.random(manager, 17, vocab);
             NDArray logits =
                     Precision.BFLOAT16.cast(
                             in.hidden.reshape(BATCH, LENGTH, WIDTH).matMul(in.weight.transpose()));
@@ -126,8 +151,17 @@ class CausalLmLossTest {
 
     @Test
     void aFrozenHeadGetsNoGradientAndEvaluationOnlyTheLoss() {
+        frozenHead(VOCAB);
+    }
+
+    @Test
+    void aFrozenHeadOfOneChunkGetsNoGradientAndEvaluationOnlyTheLoss() {
+        frozenHead(SMALL_VOCAB);
+    }
+
+    private static void frozenHead(int vocab) {
         try (NDManager manager = TestModels.newManager()) {
-            Inputs in = Inputs.random(manager, 11);
+            Inputs in = Inputs.random(manager, 11, vocab);
             Result reference = in.reference(0);
             Result frozen = in.run(0, true, false);
             assertEquals(reference.loss, frozen.loss, TOLERANCE);
@@ -144,23 +178,23 @@ class CausalLmLossTest {
     /** Hidden states, head weight and labels, a fifth of them ignored. */
     private record Inputs(NDArray hidden, NDArray weight, NDArray labels) {
 
-        static Inputs random(NDManager manager, int seed) {
+        static Inputs random(NDManager manager, int seed, int vocab) {
             Random random = new Random(seed);
             float[] h = new float[BATCH * LENGTH * WIDTH];
             for (int i = 0; i < h.length; i++) {
                 h[i] = (float) random.nextGaussian();
             }
-            float[] w = new float[VOCAB * WIDTH];
+            float[] w = new float[vocab * WIDTH];
             for (int i = 0; i < w.length; i++) {
                 w[i] = (float) (0.5 * random.nextGaussian());
             }
             long[] labels = new long[BATCH * LENGTH];
             for (int i = 0; i < labels.length; i++) {
-                labels[i] = random.nextInt(5) == 0 ? CausalLmLoss.IGNORE : random.nextInt(VOCAB);
+                labels[i] = random.nextInt(5) == 0 ? CausalLmLoss.IGNORE : random.nextInt(vocab);
             }
             return new Inputs(
                     manager.create(h, new Shape(BATCH, LENGTH, WIDTH)),
-                    manager.create(w, new Shape(VOCAB, WIDTH)),
+                    manager.create(w, new Shape(vocab, WIDTH)),
                     manager.create(labels, new Shape(BATCH, LENGTH)));
         }
 
