@@ -19,8 +19,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The loss from hidden states and the head's weight (the head's product chunk by chunk) against the
  * loss from whole logits and against a plain float64 log-softmax: the loss and the gradients with
- * respect to the hidden states and the weight. The vocabulary is GPT-2's and the rows more than one
- * chunk holds, so several chunks (101 rows, then 100) add to the weight's gradient.
+ * respect to the hidden states and the weight. With GPT-2's vocabulary the rows are more than one
+ * chunk holds, so several chunks (101 rows, then 100) add to the weight's gradient; with a small
+ * vocabulary all logits fit in one chunk and the loss is libtorch's cross-entropy with autograd.
  */
 class CausalLmLossTest {
 
