@@ -7,9 +7,11 @@ import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
-import com.sun.jna.Function;
+import com.sun.jna.Memory;
+import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
+import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,7 +56,16 @@ public final class FusedActivation {
     private static final String GELU_ENTRY =
             "_ZN2at4_ops4gelu4callERKNS_6TensorESt17basic_string_viewIcSt11char_traitsIcEE";
 
-    private static final String TANH = "tanh";
+    private static final String TANH_NAME = "tanh";
+
+    /** The form's characters, in native memory for the life of the process. */
+    private static final Memory TANH = new Memory(TANH_NAME.length());
+
+    private static final long TANH_LENGTH = TANH_NAME.length();
+
+    static {
+        TANH.write(0, TANH_NAME.getBytes(StandardCharsets.US_ASCII), 0, TANH_NAME.length());
+    }
 
     private static final float SQRT_2_OVER_PI = (float) Math.sqrt(2 / Math.PI);
 
@@ -78,14 +89,15 @@ public final class FusedActivation {
             throw new IllegalArgumentException(
                     "fused GELU needs a floating-point array, got " + x.getDataType());
         }
-        Function gelu = Entry.GELU;
-        if (gelu == null) {
+        if (!Entry.BOUND) {
             return composedGeluTanh(x);
         }
         Pointer result = OperatorNew.allocate(Long.BYTES);
-        gelu.invoke(
-                Void.class,
-                new Object[] {result, TensorMemory.handle(x), (long) TANH.length(), TANH});
+        Entry.gelu(
+                Pointer.nativeValue(result),
+                TensorMemory.ptHandle(x),
+                TANH_LENGTH,
+                Pointer.nativeValue(TANH));
         return new PtNDArray((PtNDManager) x.getManager(), Pointer.nativeValue(result));
     }
 
@@ -104,20 +116,21 @@ public final class FusedActivation {
 
     /** Whether {@link #geluTanh} takes libtorch's fused kernel in this process. */
     static boolean isFused() {
-        return Entry.GELU != null;
+        return Entry.BOUND;
     }
 
     /**
-     * The entry point, looked up on first use in the libtorch that DJL loaded, or {@code null}
-     * where the fused call is not taken.
+     * The entry point, bound on first use with JNA's direct mapping (a static native method, as
+     * {@link ai.djl.fsdp.tensor.DirectShim}'s are) in the libtorch that DJL loaded, where the fused
+     * call is taken.
      */
     private static final class Entry {
 
-        static final Function GELU = lookUp();
+        static final boolean BOUND = bind();
 
         private Entry() {}
 
-        private static Function lookUp() {
+        private static boolean bind() {
             String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
             String arch = System.getProperty("os.arch", "");
             String why;
@@ -128,16 +141,32 @@ public final class FusedActivation {
                 why = "the call's ABI is Linux x86-64's and this is " + os + " " + arch;
             } else {
                 try {
-                    return NativeLibrary.getInstance(
-                                    AotiTorch.directory().resolve("libtorch_cpu.so").toString())
-                            .getFunction(GELU_ENTRY);
+                    Native.register(
+                            Entry.class,
+                            NativeLibrary.getInstance(
+                                    AotiTorch.directory().resolve("libtorch_cpu.so").toString()));
+                    return true;
                 } catch (UnsatisfiedLinkError e) {
                     why = "libtorch_cpu.so does not export " + GELU_ENTRY;
                 }
             }
             logger.info(
                     "GELU (tanh) runs in DJL's operators, not libtorch's fused kernel: {}", why);
-            return null;
+            return false;
         }
+
+        /**
+         * {@code at::_ops::gelu::call(const at::Tensor&, std::string_view)} under the x86-64 C++
+         * ABI: the result's memory, the tensor (a DJL handle is an {@code at::Tensor*}), then the
+         * string view's length and characters.
+         */
+        static void gelu(long result, long self, long length, long chars) {
+            _ZN2at4_ops4gelu4callERKNS_6TensorESt17basic_string_viewIcSt11char_traitsIcEE(
+                    result, self, length, chars);
+        }
+
+        private static native void
+                _ZN2at4_ops4gelu4callERKNS_6TensorESt17basic_string_viewIcSt11char_traitsIcEE(
+                        long result, long self, long length, long chars);
     }
 }
