@@ -5,9 +5,11 @@ import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Function;
 
 /**
@@ -29,7 +31,7 @@ final class BackwardTape {
     private final boolean prefetch;
     private final List<TapeEntry> calls = new ArrayList<>();
     // The output leaves of the recorded calls, and the gradients handed to them by later calls.
-    private final Map<NDArray, UnitCall> producers = new IdentityHashMap<>();
+    private final Set<NDArray> outputLeaves = Collections.newSetFromMap(new IdentityHashMap<>());
     private final Map<NDArray, NDArray> handed = new IdentityHashMap<>();
     private PendingReduction inFlight;
 
@@ -41,9 +43,7 @@ final class BackwardTape {
     void record(TapeEntry call) {
         calls.add(call);
         if (call instanceof UnitCall unitCall) {
-            for (NDArray leaf : unitCall.outputLeaves()) {
-                producers.put(leaf, unitCall);
-            }
+            outputLeaves.addAll(unitCall.outputLeaves());
         }
     }
 
@@ -119,14 +119,14 @@ final class BackwardTape {
      * the parent's graph.
      */
     private void handOn(NDArray input, NDArray gradient, NDManager scope) {
-        if (producers.containsKey(input)) {
+        if (outputLeaves.contains(input)) {
             // Kept as long as the leaf: the producer may come after other calls' scopes close.
             gradient.attach(input.getManager());
             NDArray earlier = handed.get(input);
             if (earlier == null) {
                 handed.put(input, gradient);
             } else {
-                // The order libtorch accumulates a leaf's gradients in: the earlier first.
+                // Summed in the order handed; the parent's share is added last (outputGradient).
                 handed.put(input, earlier.add(gradient));
                 earlier.close();
                 gradient.close();
@@ -154,12 +154,12 @@ final class BackwardTape {
     }
 
     /**
-     * Runs the vector-Jacobian product from the unit's outputs with the gradients their leaves in
-     * the parent's graph received: straight from the output when one received a gradient (a
-     * transformer block's case), else from {@code sum(out * g)} over those that did, in float32
-     * (DJL makes the ones that backward starts from only of its own types): d/d(out) of it is g, so
-     * one backward serves all of them. Outputs computed from nothing trainable (frozen parameters,
-     * a data input) have no graph to run.
+     * Runs the vector-Jacobian product from the unit's outputs with the gradients their leaves
+     * received (from the parent's graph and from later calls, {@link #outputGradient}): straight
+     * from the output when one received a gradient (a transformer block's case), else from {@code
+     * sum(out * g)} over those that did, in float32 (DJL makes the ones that backward starts from
+     * only of its own types): d/d(out) of it is g, so one backward serves all of them. Outputs
+     * computed from nothing trainable (frozen parameters, a data input) have no graph to run.
      */
     private void backwardFromOutputs(UnitCall call, UnitGraph graph) {
         List<NDArray> outputs = new ArrayList<>(graph.outputs().size());
@@ -210,7 +210,7 @@ final class BackwardTape {
         completeInFlight();
         handed.values().forEach(NDArray::close);
         handed.clear();
-        producers.clear();
+        outputLeaves.clear();
         for (TapeEntry entry : calls) {
             if (entry instanceof UnitCall call && call.graph() != null) {
                 call.graph().scope().close();

@@ -15,8 +15,9 @@ import java.util.List;
 
 /**
  * The equivalence tests' model: three {@link MixerBlock} units and computation outside them, an
- * embedding (one-hot times a matrix), a residual from the embedding across the units into the
- * third, and a head whose weight is the embedding's, plus a bias.
+ * embedding (one-hot times a matrix) into the first unit, whose output feeds the second and the
+ * third unit and the sum of all three with the embedding (so its gradient arrives from two later
+ * units and from the root's graph), and a head whose weight is the embedding's, plus a bias.
  */
 final class TinyLm extends AbstractBlock {
 
@@ -66,12 +67,12 @@ final class TinyLm extends AbstractBlock {
         NDArray tokens = inputs.head();
         NDArray weight = parameterStore.getValue(embedding, tokens.getDevice(), training);
         NDArray embedded = tokens.oneHot(VOCAB).matMul(weight);
-        NDList hidden = layers.get(0).forward(parameterStore, new NDList(embedded), training);
-        hidden = layers.get(1).forward(parameterStore, hidden, training);
-        NDArray residual = hidden.head().add(embedded);
-        hidden = layers.get(2).forward(parameterStore, new NDList(residual), training);
+        NDList first = layers.get(0).forward(parameterStore, new NDList(embedded), training);
+        NDList second = layers.get(1).forward(parameterStore, first, training);
+        NDList third = layers.get(2).forward(parameterStore, new NDList(first.head()), training);
+        NDArray hidden = second.head().add(third.head()).add(first.head()).add(embedded);
         NDArray bias = parameterStore.getValue(headBias, tokens.getDevice(), training);
-        return new NDList(hidden.head().matMul(weight.transpose()).add(bias));
+        return new NDList(hidden.matMul(weight.transpose()).add(bias));
     }
 
     @Override

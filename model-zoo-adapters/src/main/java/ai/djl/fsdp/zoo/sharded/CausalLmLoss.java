@@ -26,7 +26,7 @@ import ai.djl.training.loss.Loss;
  *       ai.djl.fsdp.zoo.CausalLM} returns in training with {@link
  *       ai.djl.fsdp.zoo.CausalLM#setFusedLossHead} on: the loss then computes the logits {@code h
  *       W^T} itself, a few rows at a time, and never holds all of them or their gradient (a fused
- *       linear cross-entropy).
+ *       linear cross-entropy) unless they fit in one chunk.
  * </ul>
  *
  * <p>By default the mean is over the batch's own tokens. Training sets {@link #setStepTokens} to
@@ -55,7 +55,7 @@ public final class CausalLmLoss extends Loss {
      * allocator's mmap threshold (4 MiB, see docs/benchmarks.md), so a chunk's temporaries reuse
      * heap memory.
      */
-    private static final long CHUNK_ELEMENTS = 3L << 18;
+    static final long CHUNK_ELEMENTS = 3L << 18;
 
     /**
      * The elements of one chunk of logits the loss computes from hidden states (32 MiB of float32,
@@ -126,9 +126,19 @@ public final class CausalLmLoss extends Loss {
     }
 
     /**
+     * Returns whether {@code rows} rows of logits over {@code vocab} classes fit in one chunk, so
+     * that the loss takes libtorch's cross-entropy on all of them at once.
+     */
+    static boolean fitsOneChunk(long rows, long vocab) {
+        return rows * vocab <= CHUNK_ELEMENTS;
+    }
+
+    /**
      * The mean loss of logits {@code [N, vocab]} that fit in one chunk, by libtorch's cross-entropy
      * in float32 with autograd: backward rounds the logits' float32 gradient once to their type, as
-     * the chunked computation does.
+     * the chunked computation does; from hidden states the head's two gradient products then run in
+     * the compute type, as PyTorch's autocast runs them (the chunked computation runs float16's in
+     * float32, before the loss scale reaches them).
      */
     private NDArray wholeLoss(NDArray flat, NDArray rows) {
         return CrossEntropy.sum(Precision.FLOAT32.cast(rows), flat, IGNORE).div(divisor(flat));
@@ -139,7 +149,7 @@ public final class CausalLmLoss extends Loss {
         NDManager manager = logits.getManager();
         NDArray rows = logits.reshape(-1, vocab);
         long count = rows.getShape().get(0);
-        if (count * vocab <= CHUNK_ELEMENTS) {
+        if (fitsOneChunk(count, vocab)) {
             return wholeLoss(flat, rows);
         }
         Targets targets = targets(flat);
@@ -211,7 +221,7 @@ public final class CausalLmLoss extends Loss {
         NDManager manager = hidden.getManager();
         NDArray rows = hidden.reshape(-1, width);
         long count = rows.getShape().get(0);
-        if (count * vocab <= CHUNK_ELEMENTS) {
+        if (fitsOneChunk(count, vocab)) {
             // The head's product in the compute type, as the head computes it.
             return wholeLoss(flat, FusedLinear.apply(rows, weight, null));
         }

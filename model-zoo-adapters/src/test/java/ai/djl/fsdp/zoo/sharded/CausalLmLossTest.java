@@ -73,8 +73,18 @@ class CausalLmLossTest {
      */
     @Test
     void bfloat16ChunksAddUpToTheFloat64Gradients() {
+        bfloat16AgainstFloat64(VOCAB);
+    }
+
+    /** The same bound when all logits fit in one chunk: the head's products in bfloat16. */
+    @Test
+    void bfloat16LossOfOneChunkIsTheFloat64Loss() {
+        bfloat16AgainstFloat64(SMALL_VOCAB);
+    }
+
+    private static void bfloat16AgainstFloat64(int vocab) {
         try (NDManager manager = TestModels.newManager()) {
-            Inputs in = Inputs.random(manager, 13, VOCAB).in(Precision.BFLOAT16);
+            Inputs in = Inputs.random(manager, 13, vocab).in(Precision.BFLOAT16);
             Result reference = in.reference(0);
             Result fused = in.run(0, true, true);
             assertTrue(fused.weightHasGradient);
@@ -140,6 +150,18 @@ class CausalLmLossTest {
             System.arraycopy(gradient, 0, out, 1, gradient.length);
             return out;
         }
+    }
+
+    @Test
+    void theTestsVocabulariesTakeEachPath() {
+        int rows = BATCH * LENGTH;
+        assertFalse(CausalLmLoss.fitsOneChunk(rows, VOCAB));
+        assertTrue(CausalLmLoss.fitsOneChunk(rows, SMALL_VOCAB));
+        long chunk = CausalLmLoss.CHUNK_ELEMENTS;
+        assertTrue(CausalLmLoss.fitsOneChunk(chunk / SMALL_VOCAB, SMALL_VOCAB));
+        assertTrue(CausalLmLoss.fitsOneChunk(1, chunk));
+        assertFalse(CausalLmLoss.fitsOneChunk(1, chunk + 1));
+        assertFalse(CausalLmLoss.fitsOneChunk(2, chunk / 2 + 1));
     }
 
     @Test
