@@ -42,10 +42,10 @@ public final class GPT2Attention extends HfBlock implements AttentionKernel.Self
         NDArray bias = inputs.get(1);
         NDList past = Attention.pastOf(inputs, 2);
 
-        NDList qkv = call("c_attn", ps, x, training).split(3, 2);
-        NDArray q = Attention.splitHeads(qkv.get(0), heads);
-        NDArray k = Attention.splitHeads(qkv.get(1), heads);
-        NDArray v = Attention.splitHeads(qkv.get(2), heads);
+        NDList qkv = Attention.splitFusedHeads(call("c_attn", ps, x, training), heads);
+        NDArray q = qkv.get(0);
+        NDArray k = qkv.get(1);
+        NDArray v = qkv.get(2);
         if (past != null) {
             k = Attention.appendToPast(past.get(0), k);
             v = Attention.appendToPast(past.get(1), v);

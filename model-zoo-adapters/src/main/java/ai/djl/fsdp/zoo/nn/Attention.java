@@ -24,6 +24,23 @@ public final class Attention {
     private Attention() {}
 
     /**
+     * Splits a fused projection {@code [B, T, 3 * H * D]} (queries, keys, values side by side) into
+     * three {@code [B, H, T, D]} views: one reshape, one permutation and one split, where splitting
+     * first and then {@link #splitHeads} each takes seven operators (and as many backward nodes).
+     * The views have the same offsets and strides either way.
+     *
+     * @param qkv the fused projections
+     * @param heads the number of heads {@code H}
+     * @return the queries, keys and values
+     */
+    public static NDList splitFusedHeads(NDArray qkv, long heads) {
+        Shape s = qkv.getShape();
+        return qkv.reshape(s.get(0), s.get(1), 3 * heads, s.get(2) / (3 * heads))
+                .transpose(0, 2, 1, 3)
+                .split(3, 1);
+    }
+
+    /**
      * Reshapes {@code [B, T, H * D]} to {@code [B, H, T, D]}.
      *
      * @param x the projections
