@@ -61,8 +61,6 @@ public final class FusedActivation {
     /** The form's characters, in native memory for the life of the process. */
     private static final Memory TANH = new Memory(TANH_NAME.length());
 
-    private static final long TANH_LENGTH = TANH_NAME.length();
-
     static {
         TANH.write(0, TANH_NAME.getBytes(StandardCharsets.US_ASCII), 0, TANH_NAME.length());
     }
@@ -96,7 +94,7 @@ public final class FusedActivation {
         Entry.gelu(
                 Pointer.nativeValue(result),
                 TensorMemory.ptHandle(x),
-                TANH_LENGTH,
+                TANH.size(),
                 Pointer.nativeValue(TANH));
         return new PtNDArray((PtNDManager) x.getManager(), Pointer.nativeValue(result));
     }

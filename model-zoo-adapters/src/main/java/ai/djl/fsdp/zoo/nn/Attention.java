@@ -25,9 +25,9 @@ public final class Attention {
 
     /**
      * Splits a fused projection {@code [B, T, 3 * H * D]} (queries, keys, values side by side) into
-     * three {@code [B, H, T, D]} views: one reshape, one permutation and one split, where splitting
-     * first and then {@link #splitHeads} each takes seven operators (and as many backward nodes).
-     * The views have the same offsets and strides either way.
+     * three {@code [B, H, T, D]} views: one reshape, one permutation and one split, where a split
+     * and then {@link #splitHeads} on each of the three take seven operators (and as many backward
+     * nodes). The views have the same offsets and strides either way.
      *
      * @param qkv the fused projections
      * @param heads the number of heads {@code H}
