@@ -118,6 +118,38 @@ public final class DirectShim {
         TensorMemory.check(aoti_torch_cpu_mm_out(out, self, mat2), "aoti_torch_cpu_mm_out");
     }
 
+    /**
+     * Returns whether a tensor's elements lie one after another in row-major order, as PyTorch's
+     * {@code is_contiguous()} decides (the stride of an axis of length 1 does not matter).
+     *
+     * @param tensor a tensor handle
+     * @return true for a contiguous tensor
+     * @throws IllegalStateException if libtorch rejects the call
+     */
+    public static boolean isContiguous(long tensor) {
+        long[] result = new long[1];
+        TensorMemory.check(aoti_torch_get_dim(tensor, result), "aoti_torch_get_dim");
+        int axes = (int) result[0];
+        if (axes == 0) {
+            return true;
+        }
+        TensorMemory.check(aoti_torch_get_sizes(tensor, result), "aoti_torch_get_sizes");
+        long[] size = new Pointer(result[0]).getLongArray(0, axes);
+        TensorMemory.check(aoti_torch_get_strides(tensor, result), "aoti_torch_get_strides");
+        long[] stride = new Pointer(result[0]).getLongArray(0, axes);
+        long expected = 1;
+        for (int axis = axes - 1; axis >= 0; axis--) {
+            if (size[axis] == 0) {
+                return true;
+            }
+            if (size[axis] != 1 && stride[axis] != expected) {
+                return false;
+            }
+            expected *= size[axis];
+        }
+        return true;
+    }
+
     private static Pointer cString(String value) {
         byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
         Memory memory = new Memory(bytes.length + 1L);
@@ -140,6 +172,12 @@ public final class DirectShim {
     private static native int aoti_torch_copy_(long self, long src, int nonBlocking);
 
     private static native int aoti_torch_get_dtype(long tensor, int[] dtype);
+
+    private static native int aoti_torch_get_dim(long tensor, long[] dim);
+
+    private static native int aoti_torch_get_sizes(long tensor, long[] sizes);
+
+    private static native int aoti_torch_get_strides(long tensor, long[] strides);
 
     private static native int aoti_torch_cpu_mm_out(long out, long self, long mat2);
 

@@ -9,7 +9,6 @@ import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
-import com.sun.jna.ptr.PointerByReference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
@@ -111,31 +110,7 @@ public final class TensorMemory {
      * @return true for a contiguous array
      */
     public static boolean isContiguous(NDArray array) {
-        Pointer handle = handle(array);
-        AotiTorch torch = AotiTorch.cpu();
-        LongByReference dim = new LongByReference();
-        check(torch.aoti_torch_get_dim(handle, dim), "aoti_torch_get_dim");
-        PointerByReference sizes = new PointerByReference();
-        check(torch.aoti_torch_get_sizes(handle, sizes), "aoti_torch_get_sizes");
-        PointerByReference strides = new PointerByReference();
-        check(torch.aoti_torch_get_strides(handle, strides), "aoti_torch_get_strides");
-        int axes = (int) dim.getValue();
-        if (axes == 0) {
-            return true;
-        }
-        long[] size = sizes.getValue().getLongArray(0, axes);
-        long[] stride = strides.getValue().getLongArray(0, axes);
-        long expected = 1;
-        for (int axis = axes - 1; axis >= 0; axis--) {
-            if (size[axis] == 0) {
-                return true;
-            }
-            if (size[axis] != 1 && stride[axis] != expected) {
-                return false;
-            }
-            expected *= size[axis];
-        }
-        return true;
+        return DirectShim.isContiguous(ptHandle(array));
     }
 
     /**

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.optim;
 
 import ai.djl.Device;
+import ai.djl.fsdp.tensor.op.FusedAdam;
 import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import java.util.Map;
@@ -74,6 +75,11 @@ public final class Adam extends ElementwiseOptimizer {
                 withDefaultState(variances, parameterId, device, k -> weight.zerosLike());
         double b1 = decimal(beta1);
         double b2 = decimal(beta2);
+        if (step.learningRateScale().isUniform()
+                && FusedAdam.supports(weight, grad, mean, variance)) {
+            applyFused(weight, grad, mean, variance, step, b1, b2);
+            return;
+        }
         if (decoupled) {
             decayDecoupled(weight, step);
         } else {
@@ -97,6 +103,42 @@ public final class Adam extends ElementwiseOptimizer {
                             step.learningRateScale(),
                             (float) (-step.rate() / correction1)));
         }
+    }
+
+    /**
+     * One step in libtorch's fused kernel, with a learning rate common to every element. A weight
+     * decay that differs between elements is applied first, as the composed formula applies it, and
+     * the kernel then decays nothing.
+     */
+    private void applyFused(
+            NDArray weight,
+            NDArray grad,
+            NDArray mean,
+            NDArray variance,
+            Step step,
+            double b1,
+            double b2) {
+        ElementFactor decay = step.decay();
+        double weightDecay = 0;
+        if (decay.isUniform()) {
+            weightDecay = step.weightDecay() * decay.getValue();
+        } else if (decoupled) {
+            decayDecoupled(weight, step);
+        } else {
+            addL2(grad, weight, step);
+        }
+        FusedAdam.update(
+                weight,
+                grad,
+                mean,
+                variance,
+                step.count(),
+                step.rate() * step.learningRateScale().getValue(),
+                b1,
+                b2,
+                weightDecay,
+                decimal(epsilon),
+                decoupled);
     }
 
     /** {@code p = p * (1 - lr * wd * decay * scale)}, PyTorch's {@code p.mul_(1 - lr * wd)}. */

@@ -22,52 +22,91 @@ import java.util.Random;
 import java.util.Set;
 import java.util.function.BiPredicate;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The element-wise optimizers against PyTorch's formulas written out in double precision, on a
  * shard whose elements belong to different parameter groups (weight decay on some, a scaled
- * learning rate on others), over several steps with a changing learning rate.
+ * learning rate on others, or one group), over several steps with a changing learning rate: Adam
+ * runs its composed formula for the first grouping and libtorch's fused kernel for the others.
  */
 class ElementwiseOptimizerTest {
 
-    private static final int SIZE = 64;
+    /** Not a multiple of a vector's lanes: the fused kernel's scalar tail runs too. */
+    private static final int SIZE = 67;
+
     private static final int STEPS = 6;
-
-    /** Half the elements decayed, a quarter with a doubled learning rate. */
-    private static final float[] DECAY = new float[SIZE];
-
-    private static final float[] SCALE = new float[SIZE];
-
-    static {
-        for (int i = 0; i < SIZE; i++) {
-            DECAY[i] = i % 2 == 0 ? 1f : 0f;
-            SCALE[i] = i % 4 == 1 ? 2f : 1f;
-        }
-    }
 
     /** The learning rate of update {@code t} (from 1): a decaying schedule. */
     private static float rate(int t) {
         return 1e-2f / t;
     }
 
-    @Test
-    void adamWIsPyTorchsAdamW() {
+    /**
+     * How the shard's elements are grouped: each grouping takes another path through Adam (the
+     * composed formula where the learning rate differs between elements, libtorch's fused kernel
+     * where it does not, with a per-element weight decay applied before it).
+     */
+    enum Groups {
+        /** Half the elements decayed, a quarter with a doubled learning rate. */
+        DECAY_AND_RATE,
+        /** Half the elements decayed, one learning rate. */
+        DECAY,
+        /** Every element decayed, one learning rate. */
+        NONE;
+
+        float decay(int i) {
+            return this == NONE || i % 2 == 0 ? 1f : 0f;
+        }
+
+        float scale(int i) {
+            return this == DECAY_AND_RATE && i % 4 == 1 ? 2f : 1f;
+        }
+
+        ElementFactor decayFactor(NDManager manager) {
+            return this == NONE ? ElementFactor.ONE : perElement(manager, this::decay);
+        }
+
+        ElementFactor scaleFactor(NDManager manager) {
+            return this == DECAY_AND_RATE ? perElement(manager, this::scale) : ElementFactor.ONE;
+        }
+
+        private static ElementFactor perElement(NDManager manager, IntToFloat factor) {
+            float[] values = new float[SIZE];
+            for (int i = 0; i < SIZE; i++) {
+                values[i] = factor.apply(i);
+            }
+            return ElementFactor.perElement(manager.create(values));
+        }
+    }
+
+    private interface IntToFloat {
+        float apply(int i);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Groups.class)
+    void adamWIsPyTorchsAdamW(Groups groups) {
         check(
                 Adam.adamWBuilder()
                         .optLearningRateTracker((id, t) -> rate(t))
                         .optWeightDecays(0.1f)
                         .build(),
-                new AdamReference(true, 0.1));
+                groups,
+                new AdamReference(true, 0.1, groups));
     }
 
-    @Test
-    void adamIsPyTorchsAdamWithL2() {
+    @ParameterizedTest
+    @EnumSource(Groups.class)
+    void adamIsPyTorchsAdamWithL2(Groups groups) {
         check(
                 Adam.adamBuilder()
                         .optLearningRateTracker((id, t) -> rate(t))
                         .optWeightDecays(0.1f)
                         .build(),
-                new AdamReference(false, 0.1));
+                groups,
+                new AdamReference(false, 0.1, groups));
     }
 
     @Test
@@ -78,7 +117,8 @@ class ElementwiseOptimizerTest {
                         .optMomentum(0.9f)
                         .optWeightDecays(0.1f)
                         .build(),
-                new SgdReference(0.9, 0.1));
+                Groups.DECAY_AND_RATE,
+                new SgdReference(0.9, 0.1, Groups.DECAY_AND_RATE));
     }
 
     @Test
@@ -140,7 +180,7 @@ class ElementwiseOptimizerTest {
     }
 
     /** Runs the optimizer and the reference on the same gradients; relative error below 1e-6. */
-    private static void check(ElementwiseOptimizer optimizer, Reference reference) {
+    private static void check(ElementwiseOptimizer optimizer, Groups groups, Reference reference) {
         Random random = new Random(7);
         float[] start = new float[SIZE];
         for (int i = 0; i < SIZE; i++) {
@@ -152,8 +192,8 @@ class ElementwiseOptimizerTest {
         }
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             NDArray weight = manager.create(start);
-            ElementFactor decay = ElementFactor.perElement(manager.create(DECAY));
-            ElementFactor scale = ElementFactor.perElement(manager.create(SCALE));
+            ElementFactor decay = groups.decayFactor(manager);
+            ElementFactor scale = groups.scaleFactor(manager);
             for (int t = 1; t <= STEPS; t++) {
                 float[] grad = new float[SIZE];
                 for (int i = 0; i < SIZE; i++) {
@@ -182,12 +222,14 @@ class ElementwiseOptimizerTest {
     private static final class AdamReference implements Reference {
         private final boolean decoupled;
         private final double weightDecay;
+        private final Groups groups;
         private final double[] m = new double[SIZE];
         private final double[] v = new double[SIZE];
 
-        AdamReference(boolean decoupled, double weightDecay) {
+        AdamReference(boolean decoupled, double weightDecay, Groups groups) {
             this.decoupled = decoupled;
             this.weightDecay = weightDecay;
+            this.groups = groups;
         }
 
         @Override
@@ -195,8 +237,8 @@ class ElementwiseOptimizerTest {
             double beta1 = 0.9;
             double beta2 = 0.999;
             for (int i = 0; i < SIZE; i++) {
-                double lr = Double.parseDouble(Float.toString(rate(t))) * SCALE[i];
-                double wd = weightDecay * DECAY[i];
+                double lr = Double.parseDouble(Float.toString(rate(t))) * groups.scale(i);
+                double wd = weightDecay * groups.decay(i);
                 double g = grad[i];
                 if (decoupled) {
                     p[i] *= 1 - lr * wd;
@@ -214,18 +256,20 @@ class ElementwiseOptimizerTest {
     private static final class SgdReference implements Reference {
         private final double momentum;
         private final double weightDecay;
+        private final Groups groups;
         private final double[] buffer = new double[SIZE];
 
-        SgdReference(double momentum, double weightDecay) {
+        SgdReference(double momentum, double weightDecay, Groups groups) {
             this.momentum = momentum;
             this.weightDecay = weightDecay;
+            this.groups = groups;
         }
 
         @Override
         public void step(double[] p, float[] grad, int t) {
             for (int i = 0; i < SIZE; i++) {
-                double lr = Double.parseDouble(Float.toString(rate(t))) * SCALE[i];
-                double g = grad[i] + weightDecay * DECAY[i] * p[i];
+                double lr = Double.parseDouble(Float.toString(rate(t))) * groups.scale(i);
+                double g = grad[i] + weightDecay * groups.decay(i) * p[i];
                 buffer[i] = t == 1 ? g : momentum * buffer[i] + g;
                 p[i] -= lr * buffer[i];
             }

@@ -1,6 +1,5 @@
 package ai.djl.fsdp.tensor.op;
 
-import ai.djl.fsdp.tensor.AotiTorch;
 import ai.djl.fsdp.tensor.OwnedArrays;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
@@ -8,11 +7,8 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.Memory;
-import com.sun.jna.Native;
-import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
 import java.nio.charset.StandardCharsets;
-import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -129,28 +125,13 @@ public final class FusedActivation {
         private Entry() {}
 
         private static boolean bind() {
-            String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
-            String arch = System.getProperty("os.arch", "");
-            String why;
-            if ("false".equalsIgnoreCase(System.getProperty(FUSED_PROPERTY))) {
-                why = "-D" + FUSED_PROPERTY + "=false";
-            } else if (!os.startsWith("linux")
-                    || !("amd64".equals(arch) || "x86_64".equals(arch))) {
-                why = "the call's ABI is Linux x86-64's and this is " + os + " " + arch;
-            } else {
-                try {
-                    Native.register(
-                            Entry.class,
-                            NativeLibrary.getInstance(
-                                    AotiTorch.directory().resolve("libtorch_cpu.so").toString()));
-                    return true;
-                } catch (UnsatisfiedLinkError e) {
-                    why = "libtorch_cpu.so does not export " + GELU_ENTRY;
-                }
+            String why = LibtorchEntryPoints.bind(Entry.class, FUSED_PROPERTY, GELU_ENTRY);
+            if (why != null) {
+                logger.info(
+                        "GELU (tanh) runs in DJL's operators, not libtorch's fused kernel: {}",
+                        why);
             }
-            logger.info(
-                    "GELU (tanh) runs in DJL's operators, not libtorch's fused kernel: {}", why);
-            return false;
+            return why == null;
         }
 
         /**
