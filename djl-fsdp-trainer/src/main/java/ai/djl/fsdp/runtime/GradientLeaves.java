@@ -79,7 +79,9 @@ public final class GradientLeaves {
                     continue;
                 }
                 gradient.attach(scratch);
-                pieces.add(gradient.getShape().dimension() == 1 ? gradient : gradient.reshape(-1));
+                // A gradient has its leaf's shape: the layout's, known without asking libtorch.
+                Shape shape = layout.getShape(i);
+                pieces.add(shape.dimension() == 1 ? gradient : gradient.reshape(shape.size()));
             }
             if (padded > layout.getNumel()) {
                 pieces.add(pieceType.zeros(scratch, new Shape(padded - layout.getNumel())));
