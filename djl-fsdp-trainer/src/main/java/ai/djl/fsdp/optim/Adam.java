@@ -106,9 +106,9 @@ public final class Adam extends ElementwiseOptimizer {
     }
 
     /**
-     * One step in libtorch's fused kernel, with a learning rate common to every element. A weight
-     * decay that differs between elements is applied first, as the composed formula applies it, and
-     * the kernel then decays nothing.
+     * One step in libtorch's fused AdamW kernel, with a learning rate common to every element.
+     * Adam's L2 term is added to the gradient first, and so is a decoupled weight decay that
+     * differs between elements applied to the weights; the kernel then decays nothing.
      */
     private void applyFused(
             NDArray weight,
@@ -120,12 +120,12 @@ public final class Adam extends ElementwiseOptimizer {
             double b2) {
         ElementFactor decay = step.decay();
         double weightDecay = 0;
-        if (decay.isUniform()) {
-            weightDecay = step.weightDecay() * decay.getValue();
-        } else if (decoupled) {
-            decayDecoupled(weight, step);
-        } else {
+        if (!decoupled) {
             addL2(grad, weight, step);
+        } else if (decay.isUniform()) {
+            weightDecay = step.weightDecay() * decay.getValue();
+        } else {
+            decayDecoupled(weight, step);
         }
         FusedAdam.update(
                 weight,
@@ -137,8 +137,7 @@ public final class Adam extends ElementwiseOptimizer {
                 b1,
                 b2,
                 weightDecay,
-                decimal(epsilon),
-                decoupled);
+                decimal(epsilon));
     }
 
     /** {@code p = p * (1 - lr * wd * decay * scale)}, PyTorch's {@code p.mul_(1 - lr * wd)}. */

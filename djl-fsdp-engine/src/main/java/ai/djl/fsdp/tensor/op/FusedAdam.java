@@ -15,29 +15,30 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * libtorch's fused Adam and AdamW update on the CPU ({@code torch.optim.AdamW(fused=True)}): one
- * kernel reads the weights, the gradient and both moments once and writes the weights and moments
- * back, where the same formula in separate operators makes about a dozen passes over them, each a
- * call from Java.
+ * libtorch's fused AdamW update on the CPU ({@code torch.optim.AdamW(fused=True)}): one kernel
+ * reads the weights, the gradient and both moments once and writes the weights and moments back,
+ * where the same formula in separate operators makes about a dozen passes over them, each a call
+ * from Java. Adam's L2 decay is AdamW's update with no decay of a gradient that holds the L2 term
+ * already, which its caller adds.
  *
  * <p>With the step {@code t}, the learning rate {@code lr} and the weight decay {@code wd}, as
  * PyTorch's fused kernel computes it (in the arrays' type, the coefficients in double):
  *
  * <pre>
- * AdamW: p = p * (1 - lr * wd)            Adam: g = g + wd * p
+ * p = p * (1 - lr * wd)
  * m = m + (1 - beta1) * (g - m)           (one fused multiply-add)
  * v = v * beta2 + (1 - beta2) * g * g
  * p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
  * </pre>
  *
- * <p>The operators {@code _fused_adamw_} and {@code _fused_adam_} take lists of tensors, which
- * libtorch 2.7.1's stable shim cannot pass, so this calls their C++ entry points ({@code
- * at::_ops::_fused_adamw_::call}) as {@link FusedActivation} calls GELU's, on Linux x86-64 where
- * they are exported (see {@link LibtorchEntryPoints}). Under the System V ABI each list, a {@code
- * c10::ArrayRef<at::Tensor>} of a pointer and a length, travels as those two words: the first three
- * lists in the six integer registers, the other three, the flags and the two absent optional
- * tensors on the stack in order, the five coefficients in vector registers. A list of one tensor
- * points at the tensor itself: a DJL handle is an {@code at::Tensor*}.
+ * <p>The operator {@code _fused_adamw_} takes lists of tensors, which libtorch 2.7.1's stable shim
+ * cannot pass, so this calls its C++ entry point ({@code at::_ops::_fused_adamw_::call}) as {@link
+ * FusedActivation} calls GELU's, on Linux x86-64 where it is exported (see {@link
+ * LibtorchEntryPoints}). Under the System V ABI each list, a {@code c10::ArrayRef<at::Tensor>} of a
+ * pointer and a length, travels as those two words: the first three lists in the six integer
+ * registers, the other three, the flags and the two absent optional tensors on the stack in order,
+ * the five coefficients in vector registers. A list of one tensor points at the tensor itself: a
+ * DJL handle is an {@code at::Tensor*}.
  *
  * <p>A C++ exception cannot cross this call (it would end the process), so {@link #supports} checks
  * in Java everything the kernel checks: the arrays are PyTorch-engine arrays on the CPU, of one
@@ -102,8 +103,8 @@ public final class FusedAdam {
     }
 
     /**
-     * Updates {@code weight}, {@code mean} and {@code variance} in place by one Adam step (AdamW
-     * when {@code decoupled}); {@code grad} is read only.
+     * Updates {@code weight}, {@code mean} and {@code variance} in place by one AdamW step; {@code
+     * grad} is read only.
      *
      * @param weight the weights
      * @param grad the gradient
@@ -113,9 +114,8 @@ public final class FusedAdam {
      * @param rate the learning rate
      * @param beta1 the first moment's decay rate
      * @param beta2 the second moment's decay rate
-     * @param weightDecay the weight decay
+     * @param weightDecay the decoupled weight decay ({@code p *= 1 - lr * wd}); 0 for none
      * @param epsilon the term added to the denominator
-     * @param decoupled AdamW's decay of the weights, not Adam's L2 term in the gradient
      * @throws IllegalArgumentException if {@link #supports} is false for the arrays or the step is
      *     not positive
      */
@@ -129,8 +129,7 @@ public final class FusedAdam {
             double beta1,
             double beta2,
             double weightDecay,
-            double epsilon,
-            boolean decoupled) {
+            double epsilon) {
         if (!supports(weight, grad, mean, variance)) {
             throw new IllegalArgumentException(
                     "The fused Adam update needs contiguous CPU arrays of one size and of float32"
@@ -153,11 +152,7 @@ public final class FusedAdam {
         Autograd.withGradMode(
                 false,
                 () -> {
-                    if (decoupled) {
-                        Entry.adamW(tensors, steps, rate, beta1, beta2, weightDecay, epsilon, none);
-                    } else {
-                        Entry.adam(tensors, steps, rate, beta1, beta2, weightDecay, epsilon, none);
-                    }
+                    Entry.adamW(tensors, steps, rate, beta1, beta2, weightDecay, epsilon, none);
                     return null;
                 });
     }
@@ -215,7 +210,10 @@ public final class FusedAdam {
             return why == null;
         }
 
-        /** {@code _fused_adamw_} on lists of one tensor each, no max_exp_avg_sqs (no AMSGrad). */
+        /**
+         * {@code _fused_adamw_} on lists of one tensor each (weights, gradient, moments; no AMSGrad
+         * maxima), no gradient scale and no overflow flag.
+         */
         static void adamW(
                 long[] t,
                 long steps,
@@ -249,68 +247,10 @@ public final class FusedAdam {
                     none);
         }
 
-        /** {@code _fused_adam_} likewise. */
-        static void adam(
-                long[] t,
-                long steps,
-                double rate,
-                double beta1,
-                double beta2,
-                double weightDecay,
-                double epsilon,
-                long none) {
-            _ZN2at4_ops12_fused_adam_4callEN3c108ArrayRefINS_6TensorEEES5_S5_S5_S5_S5_dddddbbRKSt8optionalIS4_ES9_(
-                    t[0],
-                    1,
-                    t[1],
-                    1,
-                    t[2],
-                    1,
-                    t[3],
-                    1,
-                    0,
-                    0,
-                    steps,
-                    1,
-                    rate,
-                    beta1,
-                    beta2,
-                    weightDecay,
-                    epsilon,
-                    (byte) 0,
-                    (byte) 0,
-                    none,
-                    none);
-        }
-
         // Each list is (data, length); then lr, beta1, beta2, weight_decay, eps; amsgrad,
         // maximize; grad_scale, found_inf.
         private static native void
                 _ZN2at4_ops13_fused_adamw_4callEN3c108ArrayRefINS_6TensorEEES5_S5_S5_S5_S5_dddddbbRKSt8optionalIS4_ES9_(
-                        long params,
-                        long paramCount,
-                        long grads,
-                        long gradCount,
-                        long expAvgs,
-                        long expAvgCount,
-                        long expAvgSqs,
-                        long expAvgSqCount,
-                        long maxExpAvgSqs,
-                        long maxExpAvgSqCount,
-                        long stateSteps,
-                        long stateStepCount,
-                        double lr,
-                        double beta1,
-                        double beta2,
-                        double weightDecay,
-                        double eps,
-                        byte amsgrad,
-                        byte maximize,
-                        long gradScale,
-                        long foundInf);
-
-        private static native void
-                _ZN2at4_ops12_fused_adam_4callEN3c108ArrayRefINS_6TensorEEES5_S5_S5_S5_S5_dddddbbRKSt8optionalIS4_ES9_(
                         long params,
                         long paramCount,
                         long grads,

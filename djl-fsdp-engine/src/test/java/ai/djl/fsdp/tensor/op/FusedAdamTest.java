@@ -17,12 +17,10 @@ import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * libtorch's fused Adam and AdamW update against PyTorch's formula in double precision over several
- * steps, on arrays in a recorded graph too, and the arrays it refuses before they reach C++.
+ * libtorch's fused AdamW update against PyTorch's formula in double precision over several steps,
+ * on arrays in a recorded graph too, and the arrays it refuses before they reach C++.
  */
 class FusedAdamTest {
 
@@ -49,9 +47,8 @@ class FusedAdamTest {
         assertEquals(linuxX86, FusedAdam.isBound());
     }
 
-    @ParameterizedTest
-    @ValueSource(booleans = {true, false})
-    void stepsAsPyTorchsFormula(boolean decoupled) {
+    @Test
+    void stepsAsPyTorchsAdamW() {
         double rate = 1e-2;
         double beta1 = 0.9;
         double beta2 = 0.999;
@@ -76,25 +73,11 @@ class FusedAdamTest {
             }
             NDArray grad = manager.create(g);
             FusedAdam.update(
-                    weight,
-                    grad,
-                    mean,
-                    variance,
-                    t,
-                    rate,
-                    beta1,
-                    beta2,
-                    weightDecay,
-                    epsilon,
-                    decoupled);
+                    weight, grad, mean, variance, t, rate, beta1, beta2, weightDecay, epsilon);
             assertArrayEquals(g, grad.toFloatArray(), "the gradient is read, not written");
             for (int i = 0; i < SIZE; i++) {
                 double gi = g[i];
-                if (decoupled) {
-                    p[i] *= 1 - rate * weightDecay;
-                } else {
-                    gi += weightDecay * p[i];
-                }
+                p[i] *= 1 - rate * weightDecay;
                 m[i] = beta1 * m[i] + (1 - beta1) * gi;
                 v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
                 double denominator = Math.sqrt(v[i]) / Math.sqrt(1 - Math.pow(beta2, t)) + epsilon;
@@ -115,7 +98,7 @@ class FusedAdamTest {
         NDArray variance = manager.zeros(new Shape(SIZE));
         try (GradientCollector collector = manager.getEngine().newGradientCollector()) {
             assertTrue(Autograd.isGradMode());
-            FusedAdam.update(weight, grad, mean, variance, 1, 0.5, 0.9, 0.999, 0, 1e-8, true);
+            FusedAdam.update(weight, grad, mean, variance, 1, 0.5, 0.9, 0.999, 0, 1e-8);
             assertTrue(Autograd.isGradMode(), "grad mode is restored");
         }
         // The first step moves every weight by the learning rate: m / sqrt(v) is 1 once corrected.
@@ -139,13 +122,11 @@ class FusedAdamTest {
         IllegalArgumentException refused =
                 assertThrows(
                         IllegalArgumentException.class,
-                        () ->
-                                FusedAdam.update(
-                                        a, transposed, c, d, 1, 1e-3, 0.9, 0.999, 0, 1e-8, true));
+                        () -> FusedAdam.update(a, transposed, c, d, 1, 1e-3, 0.9, 0.999, 0, 1e-8));
         assertTrue(refused.getMessage().contains("FusedAdam.supports"), refused.getMessage());
         assertThrows(
                 IllegalArgumentException.class,
-                () -> FusedAdam.update(a, b, c, d, 0, 1e-3, 0.9, 0.999, 0, 1e-8, true));
+                () -> FusedAdam.update(a, b, c, d, 0, 1e-3, 0.9, 0.999, 0, 1e-8));
     }
 
     @Test
@@ -155,7 +136,7 @@ class FusedAdamTest {
         NDArray mean = manager.zeros(new Shape(SIZE), DataType.FLOAT64);
         NDArray variance = manager.zeros(new Shape(SIZE), DataType.FLOAT64);
         assertTrue(FusedAdam.supports(weight, grad, mean, variance));
-        FusedAdam.update(weight, grad, mean, variance, 1, 0.25, 0.9, 0.999, 0, 1e-8, false);
+        FusedAdam.update(weight, grad, mean, variance, 1, 0.25, 0.9, 0.999, 0, 1e-8);
         // One step moves each weight by the learning rate, less what epsilon takes off.
         assertEquals(1 + 0.25 / (1 + 1e-8), weight.toDoubleArray()[SIZE - 1], 1e-15);
     }
