@@ -6,7 +6,6 @@ import com.sun.jna.Library;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
-import com.sun.jna.ptr.PointerByReference;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -30,14 +29,6 @@ public interface AotiTorch extends Library {
     int aoti_torch_device_type_cuda();
 
     int aoti_torch_get_data_ptr(Pointer tensor, LongByReference dataPtr);
-
-    int aoti_torch_get_dim(Pointer tensor, LongByReference dim);
-
-    /** Points {@code sizes} at the tensor's own {@code int64_t} sizes, valid while it lives. */
-    int aoti_torch_get_sizes(Pointer tensor, PointerByReference sizes);
-
-    /** Points {@code strides} at the tensor's own {@code int64_t} strides, in elements. */
-    int aoti_torch_get_strides(Pointer tensor, PointerByReference strides);
 
     /** Makes a tensor over memory the caller owns (no deleter): it must outlive every use. */
     int aoti_torch_create_tensor_from_blob(

@@ -75,9 +75,12 @@ public final class Adam extends ElementwiseOptimizer {
                 withDefaultState(variances, parameterId, device, k -> weight.zerosLike());
         double b1 = decimal(beta1);
         double b2 = decimal(beta2);
-        if (step.learningRateScale().isUniform()
-                && FusedAdam.supports(weight, grad, mean, variance)) {
-            applyFused(weight, grad, mean, variance, step, b1, b2);
+        FusedAdam fused =
+                step.learningRateScale().isUniform()
+                        ? FusedAdam.of(weight, grad, mean, variance)
+                        : null;
+        if (fused != null) {
+            applyFused(fused, weight, grad, step, b1, b2);
             return;
         }
         if (decoupled) {
@@ -106,18 +109,12 @@ public final class Adam extends ElementwiseOptimizer {
     }
 
     /**
-     * One step in libtorch's fused AdamW kernel, with a learning rate common to every element.
-     * Adam's L2 term is added to the gradient first, and so is a decoupled weight decay that
-     * differs between elements applied to the weights; the kernel then decays nothing.
+     * One step in libtorch's fused AdamW kernel, with a learning rate common to every element: a
+     * decoupled weight decay that differs between elements is applied to the weights first, and
+     * Adam's L2 term is added to the gradient first; the kernel then decays nothing.
      */
     private void applyFused(
-            NDArray weight,
-            NDArray grad,
-            NDArray mean,
-            NDArray variance,
-            Step step,
-            double b1,
-            double b2) {
+            FusedAdam fused, NDArray weight, NDArray grad, Step step, double b1, double b2) {
         ElementFactor decay = step.decay();
         double weightDecay = 0;
         if (!decoupled) {
@@ -127,11 +124,7 @@ public final class Adam extends ElementwiseOptimizer {
         } else {
             decayDecoupled(weight, step);
         }
-        FusedAdam.update(
-                weight,
-                grad,
-                mean,
-                variance,
+        fused.update(
                 step.count(),
                 step.rate() * step.learningRateScale().getValue(),
                 b1,

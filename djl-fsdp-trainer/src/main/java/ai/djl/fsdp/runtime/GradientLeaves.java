@@ -73,14 +73,14 @@ public final class GradientLeaves {
             Precision pieceType = leaves.isEmpty() ? type : Precision.ofArray(leaves.get(0));
             NDList pieces = new NDList(leaves.size() + 1);
             for (int i = 0; i < leaves.size(); i++) {
+                // A gradient has its leaf's shape: the layout's, known without asking libtorch.
+                Shape shape = layout.getShape(i);
                 NDArray gradient = Autograd.gradientOf(leaves.get(i));
                 if (gradient == null) {
-                    pieces.add(pieceType.zeros(scratch, new Shape(layout.getShape(i).size())));
+                    pieces.add(pieceType.zeros(scratch, new Shape(shape.size())));
                     continue;
                 }
                 gradient.attach(scratch);
-                // A gradient has its leaf's shape: the layout's, known without asking libtorch.
-                Shape shape = layout.getShape(i);
                 pieces.add(shape.dimension() == 1 ? gradient : gradient.reshape(shape.size()));
             }
             if (padded > layout.getNumel()) {

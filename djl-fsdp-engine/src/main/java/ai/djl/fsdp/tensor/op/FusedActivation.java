@@ -9,8 +9,6 @@ import ai.djl.pytorch.engine.PtNDManager;
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
 import java.nio.charset.StandardCharsets;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * libtorch's fused GELU in its tanh form ({@code torch.nn.functional.gelu(x, approximate='tanh')},
@@ -46,8 +44,6 @@ public final class FusedActivation {
 
     /** The system property that turns the fused call off ({@code false}). */
     public static final String FUSED_PROPERTY = "ai.djl.fsdp.fusedGelu";
-
-    private static final Logger logger = LoggerFactory.getLogger(FusedActivation.class);
 
     private static final String GELU_ENTRY =
             "_ZN2at4_ops4gelu4callERKNS_6TensorESt17basic_string_viewIcSt11char_traitsIcEE";
@@ -125,13 +121,8 @@ public final class FusedActivation {
         private Entry() {}
 
         private static boolean bind() {
-            String why = LibtorchEntryPoints.bind(Entry.class, FUSED_PROPERTY, GELU_ENTRY);
-            if (why != null) {
-                logger.info(
-                        "GELU (tanh) runs in DJL's operators, not libtorch's fused kernel: {}",
-                        why);
-            }
-            return why == null;
+            return LibtorchEntryPoints.bind(
+                    Entry.class, FUSED_PROPERTY, GELU_ENTRY, "GELU (tanh) runs in DJL's operators");
         }
 
         /**

@@ -8,27 +8,28 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.ndarray.types.SparseFormat;
 import ai.djl.pytorch.engine.PtNDArray;
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import java.util.function.LongConsumer;
 
 /**
- * libtorch's fused AdamW update on the CPU ({@code torch.optim.AdamW(fused=True)}): one kernel
- * reads the weights, the gradient and both moments once and writes the weights and moments back,
- * where the same formula in separate operators makes about a dozen passes over them, each a call
- * from Java. Adam's L2 decay is AdamW's update with no decay of a gradient that holds the L2 term
- * already, which its caller adds.
+ * libtorch's fused AdamW update on the CPU ({@code torch.optim.AdamW(fused=True)}) over one set of
+ * weights, gradient and moments: one kernel reads them once and writes the weights and moments
+ * back, where the same formula in separate operators makes about a dozen passes over them, each a
+ * call from Java. Adam's L2 decay is AdamW's update with no decay of a gradient that holds the L2
+ * term already, which its caller adds.
  *
  * <p>With the step {@code t}, the learning rate {@code lr} and the weight decay {@code wd}, as
- * PyTorch's fused kernel computes it (in the arrays' type, the coefficients in double):
+ * PyTorch's fused kernel computes it, each coefficient computed in double and rounded to the
+ * arrays' type:
  *
  * <pre>
  * p = p * (1 - lr * wd)
- * m = m + (1 - beta1) * (g - m)           (one fused multiply-add)
+ * m = m + (1 - beta1) * (g - m)           (where the CPU has one, one fused multiply-add)
  * v = v * beta2 + (1 - beta2) * g * g
- * p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+ * p = p + (-lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
  * </pre>
  *
  * <p>The operator {@code _fused_adamw_} takes lists of tensors, which libtorch 2.7.1's stable shim
@@ -40,17 +41,16 @@ import org.slf4j.LoggerFactory;
  * the five coefficients in vector registers. A list of one tensor points at the tensor itself: a
  * DJL handle is an {@code at::Tensor*}.
  *
- * <p>A C++ exception cannot cross this call (it would end the process), so {@link #supports} checks
- * in Java everything the kernel checks: the arrays are PyTorch-engine arrays on the CPU, of one
- * floating type, of one size, contiguous. Where it answers false, or with the system property
- * {@value #FUSED_PROPERTY} set to {@code false}, the caller runs the composed formula.
+ * <p>The kernel trusts its arrays: it walks each one's memory for the weights' element count in the
+ * weights' type, and a C++ exception cannot cross this call (it would end the process). So {@link
+ * #of} takes only what the kernel reads correctly: dense PyTorch-engine arrays on the CPU, all four
+ * of float32 or all of float64, of one size, each contiguous. Elsewhere, or with the system
+ * property {@value #FUSED_PROPERTY} set to {@code false}, the caller runs the composed formula.
  */
 public final class FusedAdam {
 
     /** The system property that turns the fused update off ({@code false}). */
     public static final String FUSED_PROPERTY = "ai.djl.fsdp.fusedAdam";
-
-    private static final Logger logger = LoggerFactory.getLogger(FusedAdam.class);
 
     private static final String ADAMW_ENTRY =
             "_ZN2at4_ops13_fused_adamw_4callEN3c108ArrayRefINS_6TensorEEES5_S5_S5_S5_S5_dddddbbRKSt8optionalIS4_ES9_";
@@ -65,150 +65,147 @@ public final class FusedAdam {
         NO_TENSOR.clear();
     }
 
-    /** The step the kernel reads, one slot per thread. */
-    private static final ThreadLocal<StepCount> STEP = ThreadLocal.withInitial(StepCount::new);
+    private final NDArray weight;
+    private final NDArray grad;
+    private final NDArray mean;
+    private final NDArray variance;
 
-    private FusedAdam() {}
+    private FusedAdam(NDArray weight, NDArray grad, NDArray mean, NDArray variance) {
+        this.weight = weight;
+        this.grad = grad;
+        this.mean = mean;
+        this.variance = variance;
+    }
 
     /**
-     * Returns whether the fused update can run on these arrays in this process: the entry points
-     * are bound, and the arrays are contiguous PyTorch-engine CPU arrays of one size and of float32
-     * or float64.
+     * Returns the fused update of these arrays, or null where the kernel cannot take them (or the
+     * entry point is not bound in this process): the caller then runs the composed formula.
      *
-     * @param weight the weights
-     * @param grad the gradient
-     * @param mean the first moment
-     * @param variance the second moment
-     * @return whether {@link #update} may be called with them
+     * @param weight the weights, updated in place
+     * @param grad the gradient, read only
+     * @param mean the first moment, updated in place
+     * @param variance the second moment, updated in place
+     * @return the update, valid while the four arrays are open; or null
      */
-    public static boolean supports(NDArray weight, NDArray grad, NDArray mean, NDArray variance) {
+    public static FusedAdam of(NDArray weight, NDArray grad, NDArray mean, NDArray variance) {
         if (!Entry.BOUND) {
-            return false;
+            return null;
         }
         DataType type = weight.getDataType();
         if (type != DataType.FLOAT32 && type != DataType.FLOAT64) {
-            return false;
+            return null;
         }
         long size = weight.size();
         for (NDArray array : new NDArray[] {weight, grad, mean, variance}) {
             if (!(array instanceof PtNDArray)
+                    || array.getSparseFormat() != SparseFormat.DENSE
                     || !Device.Type.CPU.equals(array.getDevice().getDeviceType())
                     || array.getDataType() != type
                     || array.size() != size
                     || !TensorMemory.isContiguous(array)) {
-                return false;
+                return null;
             }
         }
-        return true;
+        return new FusedAdam(weight, grad, mean, variance);
     }
 
     /**
-     * Updates {@code weight}, {@code mean} and {@code variance} in place by one AdamW step; {@code
-     * grad} is read only.
+     * Updates the weights and both moments in place by one AdamW step; the gradient is read only.
      *
-     * @param weight the weights
-     * @param grad the gradient
-     * @param mean the first moment
-     * @param variance the second moment
      * @param step the step, from 1
      * @param rate the learning rate
      * @param beta1 the first moment's decay rate
      * @param beta2 the second moment's decay rate
      * @param weightDecay the decoupled weight decay ({@code p *= 1 - lr * wd}); 0 for none
      * @param epsilon the term added to the denominator
-     * @throws IllegalArgumentException if {@link #supports} is false for the arrays or the step is
-     *     not positive
+     * @throws IllegalArgumentException if the step is not positive
+     * @throws IllegalStateException if one of the arrays was closed
      */
-    public static void update(
-            NDArray weight,
-            NDArray grad,
-            NDArray mean,
-            NDArray variance,
-            int step,
-            double rate,
-            double beta1,
-            double beta2,
-            double weightDecay,
-            double epsilon) {
-        if (!supports(weight, grad, mean, variance)) {
-            throw new IllegalArgumentException(
-                    "The fused Adam update needs contiguous CPU arrays of one size and of float32"
-                            + " or float64, and libtorch's entry point: check FusedAdam.supports"
-                            + " first");
-        }
+    public void update(
+            int step, double rate, double beta1, double beta2, double weightDecay, double epsilon) {
         if (step < 1) {
             throw new IllegalArgumentException("Adam's step counts from 1, got " + step);
         }
+        // DJL's handle of a closed array throws here, before any native call.
         long[] tensors = {
             TensorMemory.ptHandle(weight),
             TensorMemory.ptHandle(grad),
             TensorMemory.ptHandle(mean),
             TensorMemory.ptHandle(variance)
         };
-        long steps = STEP.get().set(step);
-        long none = Pointer.nativeValue(NO_TENSOR);
         // Not recorded, and allowed in place on a leaf that records gradients (a DJL parameter):
         // the update is no operation of a graph, and libtorch has no derivative for it.
         Autograd.withGradMode(
                 false,
                 () -> {
-                    Entry.adamW(tensors, steps, rate, beta1, beta2, weightDecay, epsilon, none);
+                    StepCount.run(
+                            step,
+                            steps ->
+                                    Entry.adamW(
+                                            tensors,
+                                            steps,
+                                            rate,
+                                            beta1,
+                                            beta2,
+                                            weightDecay,
+                                            epsilon,
+                                            Pointer.nativeValue(NO_TENSOR)));
                     return null;
                 });
     }
 
-    /** Whether {@link #update} takes libtorch's fused kernel in this process. */
-    static boolean isBound() {
+    /**
+     * Returns whether {@link #of} can return an update in this process: on Linux x86-64, where
+     * libtorch exports the entry point, unless {@value #FUSED_PROPERTY} is {@code false}.
+     */
+    public static boolean isBound() {
         return Entry.BOUND;
     }
 
     /**
-     * A float32 scalar tensor over native memory of this class's, for {@code state_steps}: the
-     * kernel reads the step from a tensor, and writing the memory is cheaper than making a tensor
-     * for each call. The tensor's manager stays open for the thread's life.
+     * The float32 scalar tensor the kernel reads the step from ({@code state_steps}), over native
+     * memory of this class's, for the life of the process: writing the memory costs less than
+     * making a tensor for each call (11 µs). One for all threads, so a call holds it while the
+     * kernel runs.
      */
     private static final class StepCount {
 
-        private final Memory value = new Memory(Float.BYTES);
-        private final NDArray tensor;
+        private static final Memory VALUE = new Memory(Float.BYTES);
+        private static final NDArray TENSOR = wrap();
 
-        StepCount() {
+        private StepCount() {}
+
+        private static NDArray wrap() {
             NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch");
             manager.setName("fused-adam-step");
-            tensor =
-                    BlobTensors.wrap(
-                            Pointer.nativeValue(value),
-                            value.size(),
-                            Device.cpu(),
-                            manager,
-                            new Shape(),
-                            Precision.FLOAT32,
-                            0);
+            return BlobTensors.wrap(
+                    Pointer.nativeValue(VALUE),
+                    VALUE.size(),
+                    Device.cpu(),
+                    manager,
+                    new Shape(),
+                    Precision.FLOAT32,
+                    0);
         }
 
-        /** Writes {@code step} and returns the tensor's handle. */
-        long set(int step) {
-            value.setFloat(0, step);
-            return TensorMemory.ptHandle(tensor);
+        /** Writes {@code step} and runs {@code call} with the tensor's handle. */
+        static synchronized void run(int step, LongConsumer call) {
+            VALUE.setFloat(0, step);
+            call.accept(TensorMemory.ptHandle(TENSOR));
         }
     }
 
-    /** The entry points, bound on first use where the fused update is taken. */
+    /** The entry point, bound on first use where the fused update is taken. */
     private static final class Entry {
 
-        static final boolean BOUND = bind();
+        static final boolean BOUND =
+                LibtorchEntryPoints.bind(
+                        Entry.class,
+                        FUSED_PROPERTY,
+                        ADAMW_ENTRY,
+                        "Adam's update runs in DJL's operators");
 
         private Entry() {}
-
-        private static boolean bind() {
-            String why = LibtorchEntryPoints.bind(Entry.class, FUSED_PROPERTY, ADAMW_ENTRY);
-            if (why != null) {
-                logger.info(
-                        "Adam's update runs in DJL's operators, not libtorch's fused kernel: {}",
-                        why);
-            }
-            return why == null;
-        }
 
         /**
          * {@code _fused_adamw_} on lists of one tensor each (weights, gradient, moments; no AMSGrad
@@ -241,14 +238,15 @@ public final class FusedAdam {
                     beta2,
                     weightDecay,
                     epsilon,
-                    (byte) 0,
-                    (byte) 0,
+                    0,
+                    0,
                     none,
                     none);
         }
 
         // Each list is (data, length); then lr, beta1, beta2, weight_decay, eps; amsgrad,
-        // maximize; grad_scale, found_inf.
+        // maximize (C++ bools, passed as ints: the callee reads the low byte); grad_scale,
+        // found_inf.
         private static native void
                 _ZN2at4_ops13_fused_adamw_4callEN3c108ArrayRefINS_6TensorEEES5_S5_S5_S5_S5_dddddbbRKSt8optionalIS4_ES9_(
                         long params,
@@ -268,8 +266,8 @@ public final class FusedAdam {
                         double beta2,
                         double weightDecay,
                         double eps,
-                        byte amsgrad,
-                        byte maximize,
+                        int amsgrad,
+                        int maximize,
                         long gradScale,
                         long foundInf);
     }

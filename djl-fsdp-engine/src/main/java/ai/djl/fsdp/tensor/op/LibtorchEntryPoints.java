@@ -4,6 +4,8 @@ import ai.djl.fsdp.tensor.AotiTorch;
 import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
 import java.util.Locale;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Binds a class's static native methods, named by C++ mangled names, to the operator entry points
@@ -15,17 +17,40 @@ import java.util.Locale;
  */
 final class LibtorchEntryPoints {
 
+    private static final Logger logger = LoggerFactory.getLogger(LibtorchEntryPoints.class);
+
     private LibtorchEntryPoints() {}
 
     /**
-     * Registers {@code holder}'s native methods against {@code libtorch_cpu.so}.
+     * Registers {@code holder}'s native methods against {@code libtorch_cpu.so}, or logs one line
+     * saying why not.
      *
      * @param holder the class whose static native methods are the entry points
      * @param property the system property that, set to {@code false}, keeps them unbound
-     * @param entry the mangled name the error names when the library lacks it
-     * @return null once bound, else why not, in words for a log line
+     * @param entry the mangled name the log line names when the library lacks it
+     * @param fallback what runs instead, for the log line, such as "GELU (tanh) runs in DJL's
+     *     operators"
+     * @return whether the entry points are bound
      */
-    static String bind(Class<?> holder, String property, String entry) {
+    static boolean bind(Class<?> holder, String property, String entry, String fallback) {
+        String why = reasonNotToBind(property);
+        if (why == null) {
+            try {
+                Native.register(
+                        holder,
+                        NativeLibrary.getInstance(
+                                AotiTorch.directory().resolve("libtorch_cpu.so").toString()));
+                return true;
+            } catch (UnsatisfiedLinkError e) {
+                why = "libtorch_cpu.so does not export " + entry;
+            }
+        }
+        logger.info("{}, not libtorch's fused kernel: {}", fallback, why);
+        return false;
+    }
+
+    /** Returns why this process does not bind the entry points, or null if it does. */
+    private static String reasonNotToBind(String property) {
         String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
         String arch = System.getProperty("os.arch", "");
         if ("false".equalsIgnoreCase(System.getProperty(property))) {
@@ -34,14 +59,6 @@ final class LibtorchEntryPoints {
         if (!os.startsWith("linux") || !("amd64".equals(arch) || "x86_64".equals(arch))) {
             return "the call's ABI is Linux x86-64's and this is " + os + " " + arch;
         }
-        try {
-            Native.register(
-                    holder,
-                    NativeLibrary.getInstance(
-                            AotiTorch.directory().resolve("libtorch_cpu.so").toString()));
-            return null;
-        } catch (UnsatisfiedLinkError e) {
-            return "libtorch_cpu.so does not export " + entry;
-        }
+        return null;
     }
 }
