@@ -33,14 +33,19 @@ public record RankCommand(
      * parameter-sized buffers come from the heap arenas and stay resident once freed: the memory
      * FSDP frees after each unit's gather would never leave the process. A fixed 4 MiB threshold
      * keeps small activations in the arenas and hands every larger buffer back to the system when
-     * it is freed; huge pages for those mappings cut the cost of mapping them again (measured in
-     * docs/benchmarks.md). A glibc without these tunables ignores them.
+     * it is freed; huge pages for those mappings cut the cost of mapping them again. A fixed mmap
+     * threshold also freezes glibc's trim threshold at 128 KiB (it would follow the mmap threshold,
+     * at twice it), so the arenas' free top would go back to the system after nearly every step's
+     * frees and fault in again, page by page, on the next: 8 MiB, twice the mmap threshold as glibc
+     * itself would set it, keeps it (measured in docs/benchmarks.md). A glibc without these
+     * tunables ignores them.
      */
     public static final String MALLOC_TUNABLES_VARIABLE = "GLIBC_TUNABLES";
 
     /** The malloc settings in {@value #MALLOC_TUNABLES_VARIABLE}. */
     public static final String MALLOC_TUNABLES =
-            "glibc.malloc.mmap_threshold=4194304:glibc.malloc.hugetlb=1";
+            "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608"
+                    + ":glibc.malloc.hugetlb=1";
 
     /**
      * Slurm describes the task that runs the launcher, not the ranks it starts; a rank that saw
