@@ -12,7 +12,6 @@ import ai.djl.ndarray.types.SparseFormat;
 import ai.djl.pytorch.engine.PtNDArray;
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
-import java.util.function.LongConsumer;
 
 /**
  * libtorch's fused AdamW update on the CPU ({@code torch.optim.AdamW(fused=True)}) over one set of
@@ -138,18 +137,7 @@ public final class FusedAdam {
         Autograd.withGradMode(
                 false,
                 () -> {
-                    StepCount.run(
-                            step,
-                            steps ->
-                                    Entry.adamW(
-                                            tensors,
-                                            steps,
-                                            rate,
-                                            beta1,
-                                            beta2,
-                                            weightDecay,
-                                            epsilon,
-                                            Pointer.nativeValue(NO_TENSOR)));
+                    Entry.adamW(tensors, step, rate, beta1, beta2, weightDecay, epsilon);
                     return null;
                 });
     }
@@ -165,13 +153,13 @@ public final class FusedAdam {
     /**
      * The float32 scalar tensor the kernel reads the step from ({@code state_steps}), over native
      * memory of this class's, for the life of the process: writing the memory costs less than
-     * making a tensor for each call (11 µs). One for all threads, so a call holds it while the
-     * kernel runs.
+     * making a tensor for each call (11 µs). One for all threads: {@link Entry#adamW} holds it
+     * while the kernel runs. Made on first use, when DJL's engine is loaded.
      */
     private static final class StepCount {
 
-        private static final Memory VALUE = new Memory(Float.BYTES);
-        private static final NDArray TENSOR = wrap();
+        static final Memory VALUE = new Memory(Float.BYTES);
+        static final long TENSOR = TensorMemory.ptHandle(wrap());
 
         private StepCount() {}
 
@@ -186,12 +174,6 @@ public final class FusedAdam {
                     new Shape(),
                     Precision.FLOAT32,
                     0);
-        }
-
-        /** Writes {@code step} and runs {@code call} with the tensor's handle. */
-        static synchronized void run(int step, LongConsumer call) {
-            VALUE.setFloat(0, step);
-            call.accept(TensorMemory.ptHandle(TENSOR));
         }
     }
 
@@ -209,39 +191,42 @@ public final class FusedAdam {
 
         /**
          * {@code _fused_adamw_} on lists of one tensor each (weights, gradient, moments; no AMSGrad
-         * maxima), no gradient scale and no overflow flag.
+         * maxima), the step written to {@link StepCount}, no gradient scale and no overflow flag.
          */
         static void adamW(
                 long[] t,
-                long steps,
+                int step,
                 double rate,
                 double beta1,
                 double beta2,
                 double weightDecay,
-                double epsilon,
-                long none) {
-            _ZN2at4_ops13_fused_adamw_4callEN3c108ArrayRefINS_6TensorEEES5_S5_S5_S5_S5_dddddbbRKSt8optionalIS4_ES9_(
-                    t[0],
-                    1,
-                    t[1],
-                    1,
-                    t[2],
-                    1,
-                    t[3],
-                    1,
-                    0,
-                    0,
-                    steps,
-                    1,
-                    rate,
-                    beta1,
-                    beta2,
-                    weightDecay,
-                    epsilon,
-                    0,
-                    0,
-                    none,
-                    none);
+                double epsilon) {
+            long none = Pointer.nativeValue(NO_TENSOR);
+            synchronized (StepCount.class) {
+                StepCount.VALUE.setFloat(0, step);
+                _ZN2at4_ops13_fused_adamw_4callEN3c108ArrayRefINS_6TensorEEES5_S5_S5_S5_S5_dddddbbRKSt8optionalIS4_ES9_(
+                        t[0],
+                        1,
+                        t[1],
+                        1,
+                        t[2],
+                        1,
+                        t[3],
+                        1,
+                        0,
+                        0,
+                        StepCount.TENSOR,
+                        1,
+                        rate,
+                        beta1,
+                        beta2,
+                        weightDecay,
+                        epsilon,
+                        0,
+                        0,
+                        none,
+                        none);
+            }
         }
 
         // Each list is (data, length); then lr, beta1, beta2, weight_decay, eps; amsgrad,
