@@ -6,7 +6,8 @@ defaults otherwise), one step on random tokens, the loss over every next token. 
 threads torch.set_num_threads gives, float32 or CPU autocast to bfloat16 (float32 master weights,
 as bench train's --precision bf16).
 
-Prints one line: eager precision=... step_ms=<median of the timed steps> loss=... and, with
+Prints one line: eager precision=... step_ms=<median of the timed steps> loss=... blas=<the BLAS
+library float32 products ran in, from the process's mappings> and, with
 --op-profile FILE, profiles one more step (host operators, torch.profiler) into FILE for
 `bin/fsdp bench ops`. Runs with Debian's python3-torch (1.13) or any later torch.
 """
@@ -19,6 +20,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 
 class Attention(nn.Module):
@@ -52,8 +54,9 @@ class Block(nn.Module):
 
 
 class Gpt2(nn.Module):
-    def __init__(self, layers, width, heads, vocab, positions):
+    def __init__(self, layers, width, heads, vocab, positions, recompute=False):
         super().__init__()
+        self.recompute = recompute
         self.wte = nn.Embedding(vocab, width)
         self.wpe = nn.Embedding(positions, width)
         self.h = nn.ModuleList(Block(width, heads) for _ in range(layers))
@@ -71,8 +74,20 @@ class Gpt2(nn.Module):
         x = self.wte(tokens) + self.wpe(torch.arange(length))
         bias = torch.full((length, length), float("-inf")).triu(1)
         for block in self.h:
-            x = block(x, bias)
+            if self.recompute and torch.is_grad_enabled():
+                # As FSDP2 with activation checkpointing per block (torchtitan's full AC): the
+                # block's forward keeps no activations and runs again in backward.
+                x = torch.utils.checkpoint.checkpoint(block, x, bias, use_reentrant=False)
+            else:
+                x = block(x, bias)
         return self.ln_f(x) @ self.wte.weight.t()
+
+
+def loaded_blas():
+    """The BLAS library this process mapped (torch's own, or the system's libblas.so.3), or "-"."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "blas" in line.rsplit("/", 1)[-1].lower()}
+    return ",".join(sorted(paths)) or "-"
 
 
 def main():
@@ -81,12 +96,15 @@ def main():
                           ("batch", 2), ("steps", 20), ("warmup", 3), ("threads", 1)]:
         parser.add_argument("--" + name, type=int, default=default)
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--activation-checkpointing", action="store_true",
+                        help="recompute each block in backward (torch.utils.checkpoint)")
     parser.add_argument("--op-profile", metavar="FILE")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(42)
-    model = Gpt2(args.layers, args.width, args.heads, args.vocab, args.seq)
+    model = Gpt2(args.layers, args.width, args.heads, args.vocab, args.seq,
+                 args.activation_checkpointing)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def compute():
@@ -112,7 +130,7 @@ def main():
         loss = step()
         times.append(time.perf_counter() - start)
     print(f"eager precision={args.precision} threads={args.threads} step_ms={statistics.median(times) * 1000:.2f}"
-          f" loss={loss.item():.4f}", flush=True)
+          f" loss={loss.item():.4f} blas={loaded_blas()}", flush=True)
     if args.op_profile:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
             step()
