@@ -51,12 +51,12 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
 # name | precision | recompute (or "-") | command (the shape and --steps/--warmup are added)
-eager="$python $root/tools/host-cost/eager_gpt2.py --threads 1"
+eager_py="$python $root/tools/host-cost/eager_gpt2.py --threads 1"
 configs=(
-    "eager fp32|fp32|-|$eager --precision fp32"
-    "eager bf16|bf16|-|$eager --precision bf16"
-    "eager fp32, recompute|fp32|recompute|$eager --precision fp32 --activation-checkpointing"
-    "eager bf16, recompute|bf16|recompute|$eager --precision bf16 --activation-checkpointing"
+    "eager fp32|fp32|-|$eager_py --precision fp32"
+    "eager bf16|bf16|-|$eager_py --precision bf16"
+    "eager fp32, recompute|fp32|recompute|$eager_py --precision fp32 --activation-checkpointing"
+    "eager bf16, recompute|bf16|recompute|$eager_py --precision bf16 --activation-checkpointing"
 )
 ours=(
     "DJL Trainer fp32|fp32|-|bench train --nproc 1 --sharding NONE --precision fp32"
@@ -75,9 +75,9 @@ for name in libtcmalloc_minimal.so.4 libtcmalloc.so.4; do
 done
 if [[ -n "$tcmalloc" ]]; then
     configs+=(
-        "eager fp32, tcmalloc|fp32 tcmalloc|-|env LD_PRELOAD=$tcmalloc $eager --precision fp32"
-        "eager bf16, tcmalloc|bf16 tcmalloc|-|env LD_PRELOAD=$tcmalloc $eager --precision bf16"
-        "eager bf16, recompute, tcmalloc|bf16 tcmalloc|recompute|env LD_PRELOAD=$tcmalloc $eager --precision bf16 --activation-checkpointing"
+        "eager fp32, tcmalloc|fp32 tcmalloc|-|env LD_PRELOAD=$tcmalloc $eager_py --precision fp32"
+        "eager bf16, tcmalloc|bf16 tcmalloc|-|env LD_PRELOAD=$tcmalloc $eager_py --precision bf16"
+        "eager bf16, recompute, tcmalloc|bf16 tcmalloc|recompute|env LD_PRELOAD=$tcmalloc $eager_py --precision bf16 --activation-checkpointing"
     )
     ours+=(
         "FULL_SHARD bf16, tcmalloc|bf16 tcmalloc|recompute|env FSDP_ALLOCATOR=tcmalloc bench train --nproc 1 --sharding FULL_SHARD --precision bf16"
