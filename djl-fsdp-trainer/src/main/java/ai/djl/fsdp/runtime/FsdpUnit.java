@@ -178,15 +178,15 @@ public final class FsdpUnit implements AutoCloseable {
 
     /**
      * Makes the parameters readable through the parameter store: views into the gathered buffers,
-     * owned by {@code scope}. With {@code withGrad}, each trainable parameter's view is an autograd
-     * leaf (sharing the buffer's storage), so backward leaves each parameter's gradient on it (see
-     * {@link GradientLeaves}).
+     * owned by {@code scope}. With {@code withGrad}, a trainable buffer is an autograd leaf and its
+     * parameters' views are made from it in the graph, so backward leaves the buffer's flat
+     * gradient on it (see {@link GradientLeaves}).
      *
      * <p>Buffers are seen in {@code precision}: a gathered buffer already has it; a buffer that is
      * not split (its own full buffer, float32) is cast into {@code scope}, so its gradient too
      * comes back in that type.
      *
-     * @return the leaves, one per flat parameter, null for frozen ones or without grad
+     * @return the gradient leaves, one per flat parameter, null for frozen ones or without grad
      */
     List<GradientLeaves> materialize(boolean withGrad, Precision precision, NDManager scope) {
         if (state != UnitState.GATHERED) {

@@ -3,6 +3,7 @@ package ai.djl.fsdp.runtime;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 import ai.djl.fsdp.param.FlatLayout;
 import ai.djl.fsdp.tensor.Precision;
@@ -17,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class GradientLeavesTest {
 
     @Test
-    void eachParameterIsALeafOverTheBufferAndTheFlatGradientHasZerosWhereNoneArrived() {
+    void eachParameterIsAViewOfTheBufferLeafAndTheFlatGradientHasZerosWhereNoneArrived() {
         // [2, 2] and [3] over 2 shards: 7 elements padded to 8.
         FlatLayout layout = new FlatLayout(List.of(new Shape(2, 2), new Shape(3)), 2);
         try (NDManager manager = NDManager.newBaseManager()) {
@@ -65,13 +66,14 @@ class GradientLeavesTest {
     }
 
     @Test
-    void aUnitOfOneParameterGetsAFlatGradientOfItsOwnThatIsNotTheLeafsGradient() {
-        // [2, 2] over 2 shards, no padding: the flat gradient is the one gradient, copied once.
+    void aUnitOfOneParameterGetsTheLeafsGradientItselfOrOneCastOfIt() {
+        // [2, 2] over 2 shards, no padding: in float32 the flat gradient is the leaf's own, not a
+        // copy; from bfloat16, one cast.
         FlatLayout layout = new FlatLayout(List.of(new Shape(2, 2)), 2);
         for (Precision buffer : List.of(Precision.FLOAT32, Precision.BFLOAT16)) {
             try (NDManager manager = NDManager.newBaseManager()) {
-                GradientLeaves leaves =
-                        GradientLeaves.of(layout, buffer.cast(manager.arange(0f, 4f)), manager);
+                NDArray base = buffer.cast(manager.arange(0f, 4f));
+                GradientLeaves leaves = GradientLeaves.of(layout, base, manager);
                 NDArray weight = leaves.views().get(0);
                 NDArray loss =
                         Autograd.withGradMode(
@@ -82,9 +84,29 @@ class GradientLeavesTest {
 
                 assertEquals(Precision.FLOAT32, Precision.ofArray(flat));
                 assertArrayEquals(new float[] {0, 2, 4, 6}, flat.toFloatArray());
-                NDArray gradient = Autograd.gradientOf(weight);
-                assertNotEquals(TensorMemory.dataPointer(gradient), TensorMemory.dataPointer(flat));
+                NDArray gradient = Autograd.gradientOf(base);
+                if (buffer == Precision.FLOAT32) {
+                    assertEquals(
+                            TensorMemory.dataPointer(gradient), TensorMemory.dataPointer(flat));
+                } else {
+                    assertNotEquals(
+                            TensorMemory.dataPointer(gradient), TensorMemory.dataPointer(flat));
+                }
             }
+        }
+    }
+
+    @Test
+    void aBufferNoGradientReachedGivesAllZeros() {
+        FlatLayout layout = new FlatLayout(List.of(new Shape(2, 2), new Shape(3)), 2);
+        try (NDManager manager = NDManager.newBaseManager()) {
+            NDArray base = manager.arange(0f, 8f);
+            GradientLeaves leaves = GradientLeaves.of(layout, base, manager);
+            assertNull(Autograd.gradientOf(base));
+
+            NDArray flat = leaves.flatGradient(Precision.FLOAT32, manager);
+
+            assertArrayEquals(new float[8], flat.toFloatArray());
         }
     }
 }

@@ -18,9 +18,10 @@ import org.openjdk.jmh.annotations.Setup;
 
 /**
  * What a unit's flat buffer costs the host per step, for a GPT-2 block of width 64 (12 parameters,
- * 49,984 elements): its parameters' gradient leaves over a gathered buffer ({@link
- * FlatLayout#viewsOf}), the flat gradient made from the leaves' gradients, and one AdamW update of
- * the flat shard ({@link Adam}, PyTorch's formulas, as {@code bench train} steps).
+ * 49,984 elements): a gathered buffer made the gradient leaf with its parameters' views made from
+ * it in the graph ({@link GradientLeaves}, {@link FlatLayout#viewsOf}), the flat gradient backward
+ * leaves on it, and one AdamW update of the flat shard ({@link Adam}, PyTorch's formulas, as {@code
+ * bench train} steps).
  */
 public class FlatShardBenchmark extends HostBenchmark {
 
@@ -32,7 +33,7 @@ public class FlatShardBenchmark extends HostBenchmark {
     private NDArray gradient;
     private NDArray updated;
 
-    /** Lays the block's parameters out and leaves a gradient on each parameter's leaf. */
+    /** Lays the block's parameters out and leaves a flat gradient on the buffer's leaf. */
     @Setup(Level.Trial)
     public void setUp() {
         layout = HostBoundUnit.create(manager).layout();
@@ -63,7 +64,7 @@ public class FlatShardBenchmark extends HostBenchmark {
         gradient.copyTo(updated);
     }
 
-    /** The parameters' views of a gathered buffer, made leaves. */
+    /** A gathered buffer made the leaf, and its parameters' views of it in the graph. */
     @Benchmark
     public void views() {
         try (NDManager scope = manager.newSubManager()) {
@@ -71,7 +72,7 @@ public class FlatShardBenchmark extends HostBenchmark {
         }
     }
 
-    /** The flat gradient from the leaves' gradients, as the reduction reads it. */
+    /** The flat gradient backward left on the buffer's leaf, as the reduction reads it. */
     @Benchmark
     public void flatGradient() {
         try (NDManager scope = manager.newSubManager()) {

@@ -227,13 +227,14 @@ public final class CausalLmLoss extends Loss {
         }
         Targets targets = targets(flat);
         boolean withGradient = Autograd.isGradMode();
-        // Hidden states in training come from trained parameters (and DJL cannot tell an array in a
-        // graph from a constant); a frozen head (LoRA), a leaf that requires no gradient, needs
-        // no gradient of its own.
+        // Hidden states in training come from trained parameters. A trained head weight is in the
+        // graph (a sharded one is a view of its unit's gradient leaf, so DJL's hasGradient, which
+        // answers for leaves alone, would say no); a frozen head (LoRA), a leaf that requires no
+        // gradient, needs no gradient of its own.
         NDArray hiddenGradient =
                 withGradient ? Precision.FLOAT32.empty(manager, rows.getShape()) : null;
         NDArray weightGradient =
-                withGradient && weight.hasGradient()
+                withGradient && Autograd.isInGraph(weight)
                         ? Precision.FLOAT32.empty(manager, weightShape)
                         : null;
         HeadProducts products =

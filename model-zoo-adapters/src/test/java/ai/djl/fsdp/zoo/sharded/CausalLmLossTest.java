@@ -182,6 +182,42 @@ class CausalLmLossTest {
         frozenHead(SMALL_VOCAB);
     }
 
+    /**
+     * A sharded model's head weight is a view of its unit's gradient leaf (the gathered flat
+     * buffer), not a leaf itself: its gradient still reaches the buffer, chunk by chunk.
+     */
+    @Test
+    void aHeadWeightThatIsAViewOfTheGradientLeafGetsItsGradient() {
+        for (int vocab : new int[] {VOCAB, SMALL_VOCAB}) {
+            try (NDManager manager = TestModels.newManager()) {
+                Inputs in = Inputs.random(manager, 13, vocab);
+                Result reference = in.reference(0);
+                NDArray buffer = in.weight.reshape(-1).duplicate();
+                buffer.setRequiresGradient(true);
+                NDArray h = in.hidden.duplicate();
+                h.setRequiresGradient(true);
+                try (GradientCollector collector = manager.getEngine().newGradientCollector()) {
+                    NDArray view = buffer.reshape(vocab, WIDTH);
+                    NDArray states = h.reshape(BATCH, LENGTH, WIDTH);
+                    NDArray value =
+                            new CausalLmLoss()
+                                    .evaluate(new NDList(in.labels), new NDList(states, view));
+                    collector.backward(value);
+                    NDArray gradient = Autograd.gradientOf(buffer);
+                    assertTrue(
+                            gradient != null, "the buffer got no gradient (vocab " + vocab + ")");
+                    reference.assertClose(
+                            "vocab " + vocab,
+                            new Result(
+                                    value.getFloat(),
+                                    h.getGradient(),
+                                    gradient.reshape(vocab, WIDTH),
+                                    true));
+                }
+            }
+        }
+    }
+
     private static void frozenHead(int vocab) {
         try (NDManager manager = TestModels.newManager()) {
             Inputs in = Inputs.random(manager, 11, vocab);
