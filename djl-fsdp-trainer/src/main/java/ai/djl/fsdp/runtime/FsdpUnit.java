@@ -178,9 +178,9 @@ public final class FsdpUnit implements AutoCloseable {
 
     /**
      * Makes the parameters readable through the parameter store: views into the gathered buffers,
-     * owned by {@code scope}. With {@code withGrad}, a trainable buffer is an autograd leaf and its
-     * parameters' views are made from it in the graph, so backward leaves the buffer's flat
-     * gradient on it (see {@link GradientLeaves}).
+     * owned by {@code scope}. With {@code withGrad}, a trainable buffer gets autograd leaves for
+     * its gradient: a unit's buffer is a leaf itself, its parameters' views made from it in the
+     * graph; the root's parameters' views are leaves each (see {@link GradientLeaves}).
      *
      * <p>Buffers are seen in {@code precision}: a gathered buffer already has it; a buffer that is
      * not split (its own full buffer, float32) is cast into {@code scope}, so its gradient too
@@ -202,10 +202,15 @@ public final class FsdpUnit implements AutoCloseable {
             }
             NDArray alias = typed.stopGradient();
             alias.attach(scope);
-            GradientLeaves flatLeaves =
-                    withGrad && flat.isTrainable()
-                            ? GradientLeaves.of(flat.getLayout(), alias, scope)
-                            : null;
+            GradientLeaves flatLeaves = null;
+            if (withGrad && flat.isTrainable()) {
+                // The root's parameters receive gradients in several backward calls (the loss's,
+                // then each input gradient handed back into its graph).
+                flatLeaves =
+                        parent == null
+                                ? GradientLeaves.ofParameters(flat.getLayout(), alias, scope)
+                                : GradientLeaves.ofBuffer(flat.getLayout(), alias, scope);
+            }
             leaves.add(flatLeaves);
             List<NDArray> parameterViews =
                     flatLeaves != null ? flatLeaves.views() : flat.getLayout().viewsOf(alias);

@@ -23,7 +23,7 @@ class GradientLeavesTest {
         FlatLayout layout = new FlatLayout(List.of(new Shape(2, 2), new Shape(3)), 2);
         try (NDManager manager = NDManager.newBaseManager()) {
             NDArray base = manager.arange(0f, 8f);
-            GradientLeaves leaves = GradientLeaves.of(layout, base, manager);
+            GradientLeaves leaves = GradientLeaves.ofBuffer(layout, base, manager);
             NDArray first = leaves.views().get(0);
             assertEquals(new Shape(2, 2), first.getShape());
             assertEquals(TensorMemory.dataPointer(base), TensorMemory.dataPointer(first));
@@ -44,7 +44,7 @@ class GradientLeavesTest {
                         new FlatLayout(List.of(new Shape(2, 2), new Shape(3)), 2))) {
             try (NDManager manager = NDManager.newBaseManager()) {
                 NDArray base = Precision.BFLOAT16.cast(manager.arange(0f, 8f));
-                GradientLeaves leaves = GradientLeaves.of(layout, base, manager);
+                GradientLeaves leaves = GradientLeaves.ofBuffer(layout, base, manager);
                 NDArray first = leaves.views().get(0);
                 NDArray second = leaves.views().get(1);
                 NDArray loss =
@@ -73,7 +73,7 @@ class GradientLeavesTest {
         for (Precision buffer : List.of(Precision.FLOAT32, Precision.BFLOAT16)) {
             try (NDManager manager = NDManager.newBaseManager()) {
                 NDArray base = buffer.cast(manager.arange(0f, 4f));
-                GradientLeaves leaves = GradientLeaves.of(layout, base, manager);
+                GradientLeaves leaves = GradientLeaves.ofBuffer(layout, base, manager);
                 NDArray weight = leaves.views().get(0);
                 NDArray loss =
                         Autograd.withGradMode(
@@ -101,12 +101,60 @@ class GradientLeavesTest {
         FlatLayout layout = new FlatLayout(List.of(new Shape(2, 2), new Shape(3)), 2);
         try (NDManager manager = NDManager.newBaseManager()) {
             NDArray base = manager.arange(0f, 8f);
-            GradientLeaves leaves = GradientLeaves.of(layout, base, manager);
+            GradientLeaves leaves = GradientLeaves.ofBuffer(layout, base, manager);
             assertNull(Autograd.gradientOf(base));
 
             NDArray flat = leaves.flatGradient(Precision.FLOAT32, manager);
 
             assertArrayEquals(new float[8], flat.toFloatArray());
+        }
+    }
+
+    @Test
+    void gradientsOverTwoBackwardCallsAddUpInEitherForm() {
+        // [2, 2] and [3] over 2 shards: the first call reaches the first parameter, the second
+        // both; the padding stays zero.
+        FlatLayout layout = new FlatLayout(List.of(new Shape(2, 2), new Shape(3)), 2);
+        for (boolean perParameter : new boolean[] {false, true}) {
+            try (NDManager manager = NDManager.newBaseManager()) {
+                NDArray base = manager.arange(0f, 8f);
+                GradientLeaves leaves =
+                        perParameter
+                                ? GradientLeaves.ofParameters(layout, base, manager)
+                                : GradientLeaves.ofBuffer(layout, base, manager);
+                NDArray first = leaves.views().get(0);
+                NDArray second = leaves.views().get(1);
+                NDArray once = Autograd.withGradMode(true, () -> first.mul(first).sum());
+                Autograd.backward(once, once.onesLike());
+                NDArray twice = Autograd.withGradMode(true, () -> first.sum().add(second.sum()));
+                Autograd.backward(twice, twice.onesLike());
+
+                NDArray flat = leaves.flatGradient(Precision.FLOAT32, manager);
+
+                assertArrayEquals(
+                        new float[] {1, 3, 5, 7, 1, 1, 1, 0},
+                        flat.toFloatArray(),
+                        perParameter ? "per parameter" : "buffer");
+            }
+        }
+    }
+
+    @Test
+    void theRootsFormCopiesAOnePieceGradientOnce() {
+        // [2, 2] over 2 shards, no padding: the flat gradient is the one gradient, copied once.
+        FlatLayout layout = new FlatLayout(List.of(new Shape(2, 2)), 2);
+        try (NDManager manager = NDManager.newBaseManager()) {
+            GradientLeaves leaves =
+                    GradientLeaves.ofParameters(layout, manager.arange(0f, 4f), manager);
+            NDArray weight = leaves.views().get(0);
+            NDArray loss = Autograd.withGradMode(true, () -> weight.mul(weight).sum());
+            Autograd.backward(loss, loss.onesLike());
+
+            NDArray flat = leaves.flatGradient(Precision.FLOAT32, manager);
+
+            assertArrayEquals(new float[] {0, 2, 4, 6}, flat.toFloatArray());
+            NDArray gradient = Autograd.gradientOf(weight);
+            assertNotEquals(TensorMemory.dataPointer(gradient), TensorMemory.dataPointer(flat));
         }
     }
 }

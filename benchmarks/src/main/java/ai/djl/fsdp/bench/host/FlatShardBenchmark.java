@@ -38,7 +38,7 @@ public class FlatShardBenchmark extends HostBenchmark {
     public void setUp() {
         layout = HostBoundUnit.create(manager).layout();
         buffer = manager.randomNormal(new Shape(layout.getPaddedNumel()));
-        leaves = GradientLeaves.of(layout, buffer, manager);
+        leaves = GradientLeaves.ofBuffer(layout, buffer, manager);
         Autograd.withGradMode(
                 true,
                 () -> {
@@ -68,7 +68,7 @@ public class FlatShardBenchmark extends HostBenchmark {
     @Benchmark
     public void views() {
         try (NDManager scope = manager.newSubManager()) {
-            GradientLeaves.of(layout, buffer, scope);
+            GradientLeaves.ofBuffer(layout, buffer, scope);
         }
     }
 
