@@ -38,7 +38,9 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # Debian's torch does its float32 products in the system's libblas.so.3. Where that is the
 # reference BLAS (/usr/lib/<arch>/blas/), eager's float32 step is about 2.7x what it is on OpenBLAS
 # (38.7 against 14.1 ms at this shape), a baseline no user would run; refuse it.
-blas="$("$python" "$root/tools/host-cost/eager_gpt2.py" --steps 1 --warmup 0 | sed -nE 's/.* blas=([^ ]*).*/\1/p')"
+eager_line="$("$python" "$root/tools/host-cost/eager_gpt2.py" --steps 1 --warmup 0)" ||
+    { echo "side-by-side: $python $root/tools/host-cost/eager_gpt2.py failed" >&2; exit 1; }
+blas="$(sed -nE 's/.* blas=([^ ]*).*/\1/p' <<<"$eager_line")"
 if [[ "$blas" == */blas/libblas.so* ]]; then
     echo "side-by-side: PyTorch eager would run its float32 products in the reference BLAS ($blas);" \
         "apt-get install libopenblas0-pthread (Debian selects it for libblas.so.3), then run again" >&2

@@ -205,7 +205,8 @@ public final class FsdpUnit implements AutoCloseable {
             GradientLeaves flatLeaves = null;
             if (withGrad && flat.isTrainable()) {
                 // The root's parameters receive gradients in several backward calls (the loss's,
-                // then each input gradient handed back into its graph).
+                // then each input gradient handed back into its graph). Units do not nest, so the
+                // root is the one whose input gradients are pushed into its graph.
                 flatLeaves =
                         parent == null
                                 ? GradientLeaves.ofParameters(flat.getLayout(), alias, scope)

@@ -95,20 +95,19 @@ public final class GradientLeaves {
      *     new array
      */
     public NDArray flatGradient(Precision type, NDManager scope) {
-        NDArray flat = buffer != null ? bufferGradient(type) : concatenatedGradient(type, scope);
-        flat.attach(scope);
-        return flat;
+        return buffer != null ? bufferGradient(type, scope) : concatenatedGradient(type, scope);
     }
 
-    private NDArray bufferGradient(Precision type) {
+    private NDArray bufferGradient(Precision type, NDManager scope) {
         NDArray gradient = Autograd.gradientOf(buffer);
         if (gradient == null) {
-            return type.zeros(buffer.getManager(), new Shape(layout.getPaddedNumel()));
+            return type.zeros(scope, new Shape(layout.getPaddedNumel()));
         }
         NDArray flat = type.cast(gradient);
         if (flat != gradient) {
             gradient.close();
         }
+        flat.attach(scope);
         return flat;
     }
 
