@@ -129,7 +129,7 @@ class FsdpDistributorClusterTest {
     }
 
     @Test
-    void aFailingRankFailsTheStageWithItsRankAndMessage() {
+    void aFailingRankFailsTheStageWithItsRankAndMessage() throws Exception {
         cluster.takeStageFailures();
         Exception failure =
                 assertThrows(

@@ -5,6 +5,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.StageInfo;
@@ -95,8 +97,14 @@ final class TwoExecutorCluster implements AutoCloseable {
         return session;
     }
 
-    /** Returns the failure reasons of the stages that failed so far, and forgets them. */
-    List<String> takeStageFailures() {
+    /**
+     * Returns the failure reasons of the stages that failed so far, and forgets them. A failed job
+     * returns to its caller before Spark's listener bus, which runs on threads of its own, has
+     * delivered the last stage's completion; so this first waits for the bus to deliver every event
+     * posted until now.
+     */
+    List<String> takeStageFailures() throws TimeoutException {
+        session.sparkContext().listenerBus().waitUntilEmpty(TimeUnit.SECONDS.toMillis(30));
         synchronized (stageFailures) {
             List<String> failures = List.copyOf(stageFailures);
             stageFailures.clear();
