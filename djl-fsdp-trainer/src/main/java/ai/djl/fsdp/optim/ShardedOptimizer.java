@@ -5,10 +5,12 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.reflect.OptimizerStates;
 import ai.djl.fsdp.tensor.op.ScalarOps;
+import ai.djl.fsdp.tensor.op.SumOfSquares;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.training.optimizer.Optimizer;
@@ -168,20 +170,22 @@ public final class ShardedOptimizer implements AutoCloseable {
     private float globalNorm() {
         try (NDManager scope =
                 trainable.get(0).getShard().getManager().getParentManager().newSubManager()) {
-            NDArray sumOfSquares = scope.zeros(new Shape(1));
+            NDList squares = new NDList(trainable.size());
             for (FlatParameter flat : trainable) {
-                // An alias in the scope keeps the temporaries out of the shard's state manager.
-                NDArray gradient = flat.getGradient().stopGradient();
-                gradient.attach(scope);
                 // An offloaded gradient is summed on the host; the sum joins the device's.
-                NDArray square = gradient.square().sum().toType(DataType.FLOAT32, false);
-                sumOfSquares.addi(square.toDevice(sumOfSquares.getDevice(), false));
+                NDArray square =
+                        SumOfSquares.of(flat.getGradient(), scope)
+                                .toType(DataType.FLOAT32, false)
+                                .toDevice(scope.getDevice(), false);
+                squares.add(square);
             }
+            NDArray sumOfSquares = NDArrays.stack(squares).sum(new int[] {0}, true);
             // Replicated gradients already hold the global norm; shards hold one piece each.
             if (sharded && group.getSize() > 1) {
                 group.allReduce(sumOfSquares, ReduceOp.SUM);
             }
-            return (float) Math.sqrt(sumOfSquares.getFloat(0));
+            // One element read as it is, not indexed first (getFloat(0) is one more libtorch call).
+            return (float) Math.sqrt(sumOfSquares.toFloatArray()[0]);
         }
     }
 

@@ -78,13 +78,34 @@ final class ShardGradient implements AutoCloseable {
         if (local != shardGradient) {
             local.attach(shardGradient.getManager());
         }
-        if (cleared) {
-            // The step's first gradient replaces the last step's: one copy, not a fill and a sum.
-            TensorMemory.copy(local, array);
-            cleared = false;
+        if (array == null || cleared) {
+            first(local);
         } else {
             get().addi(local);
         }
+    }
+
+    /**
+     * Takes the step's first gradient: it becomes the accumulator itself when it has the shard's
+     * shape and type and is not to be pinned (its memory is the reduction's output, which nothing
+     * else reads), and the last step's is freed; otherwise it is copied over the last step's, one
+     * copy, not a fill and a sum.
+     */
+    private void first(NDArray local) {
+        if (!pin
+                && local.getShape().equals(shape)
+                && local.getDataType() == dataType
+                && TensorMemory.isContiguous(local)) {
+            NDArray previous = array;
+            local.attach(manager);
+            array = local;
+            if (previous != null) {
+                previous.close();
+            }
+        } else {
+            TensorMemory.copy(local, array == null ? get() : array);
+        }
+        cleared = false;
     }
 
     /**

@@ -3,6 +3,7 @@ package ai.djl.fsdp.param;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -121,6 +122,37 @@ class FlatParameterTest {
             flat.zeroGradient();
             assertArrayEquals(new float[] {0, 0, 0}, flat.getGradient().toFloatArray());
             assertSame(memory, flat.getGradient(), "the gradient keeps its memory");
+            flat.close();
+        }
+    }
+
+    @Test
+    void theStepsFirstGradientIsTakenAsTheAccumulatorAndOutlivesTheScopeItCameIn() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            Parameter a = parameter(manager, "a", new Shape(3), 0);
+            FlatParameter flat =
+                    new ShardLoader(1, 0, manager, null, null).load("u", true, List.of(a));
+            NDArray reduced;
+            try (NDManager reduction = manager.newSubManager()) {
+                reduced = reduction.create(new float[] {1, 2, 3});
+                flat.accumulateGradient(reduced, 2f);
+            }
+            assertSame(reduced, flat.getGradient(), "taken, not copied");
+            assertArrayEquals(
+                    new float[] {2, 4, 6},
+                    flat.getGradient().toFloatArray(),
+                    "still open after the reduction's scope closed");
+
+            flat.zeroGradient();
+            try (NDManager reduction = manager.newSubManager()) {
+                // Every other element: a view that is not contiguous is copied, not taken.
+                NDArray strided =
+                        reduction.create(new float[] {7, 0, 8, 0, 9, 0}).reshape(3, 2).get(":, 0");
+                flat.accumulateGradient(strided, 1f);
+                assertNotSame(strided, flat.getGradient());
+            }
+            assertSame(reduced, flat.getGradient(), "copied into the memory it had");
+            assertArrayEquals(new float[] {7, 8, 9}, flat.getGradient().toFloatArray());
             flat.close();
         }
     }

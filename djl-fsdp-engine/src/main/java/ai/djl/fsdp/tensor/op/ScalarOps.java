@@ -51,6 +51,19 @@ public final class ScalarOps {
         return with(array, value, NDArray::addi);
     }
 
+    /** Returns {@code max(array, value)} elementwise. */
+    public static NDArray maximum(NDArray array, float value) {
+        return with(array, value, NDArray::maximum);
+    }
+
+    /**
+     * Returns whether each element of {@code array} differs from {@code value}, as booleans; an
+     * integer array is compared exactly for any value a float32 holds exactly (labels, ids).
+     */
+    public static NDArray neq(NDArray array, float value) {
+        return with(array, value, NDArray::neq);
+    }
+
     private static NDArray with(NDArray array, float value, BinaryOperator<NDArray> operator) {
         return operator.apply(array, DeviceScalars.of(array, value));
     }

@@ -50,7 +50,8 @@ class ScalarOpsTest {
                     new Case("div", ScalarOps::div, NDArray::div, false),
                     new Case("divi", ScalarOps::divi, NDArray::divi, true),
                     new Case("add", ScalarOps::add, NDArray::add, false),
-                    new Case("addi", ScalarOps::addi, NDArray::addi, true));
+                    new Case("addi", ScalarOps::addi, NDArray::addi, true),
+                    new Case("maximum", ScalarOps::maximum, NDArray::maximum, false));
 
     @Test
     void matchesDjlNumberOperatorsBitForBit() {
@@ -93,5 +94,13 @@ class ScalarOpsTest {
             collector.backward(y.sum());
         }
         assertArrayEquals(new float[] {3f, 3f, 3f, 3f}, x.getGradient().toFloatArray());
+    }
+
+    @Test
+    void comparesIntegerLabelsExactly() {
+        NDArray labels = manager.create(new long[] {-100, 0, 7, -100, 50_000, -99});
+        NDArray ours = ScalarOps.neq(labels, -100);
+        assertEquals(DataType.BOOLEAN, ours.getDataType());
+        assertArrayEquals(labels.neq(-100).toBooleanArray(), ours.toBooleanArray());
     }
 }

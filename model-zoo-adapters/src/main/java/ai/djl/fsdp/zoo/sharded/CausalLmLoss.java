@@ -6,6 +6,7 @@ import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.fsdp.tensor.op.CrossEntropy;
 import ai.djl.fsdp.tensor.op.FusedLinear;
 import ai.djl.fsdp.tensor.op.InPlace;
+import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -109,7 +110,7 @@ public final class CausalLmLoss extends Loss {
     private record Targets(NDArray ids, NDArray weights, NDArray divisor) {}
 
     private Targets targets(NDArray flat) {
-        NDArray trained = flat.neq(IGNORE);
+        NDArray trained = ScalarOps.neq(flat, IGNORE);
         return new Targets(
                 flat.mul(trained),
                 trained.toType(DataType.FLOAT32, false).reshape(-1, 1),
@@ -122,7 +123,8 @@ public final class CausalLmLoss extends Loss {
             return flat.getManager().full(new Shape(), (float) stepTokens);
         }
         // A step (or batch) without target tokens has loss 0, not 0 / 0.
-        return flat.neq(IGNORE).toType(DataType.FLOAT32, false).sum().maximum(1f);
+        return ScalarOps.maximum(
+                ScalarOps.neq(flat, IGNORE).toType(DataType.FLOAT32, false).sum(), 1f);
     }
 
     /**
