@@ -2,12 +2,14 @@ package ai.djl.fsdp.launch.rank;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.LauncherWatch;
 import ai.djl.fsdp.dist.ProcessGroupOptions;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -19,18 +21,34 @@ class RankCommandTest {
             new RankCommand(3, List.of("-Xmx1g"), "a.jar:b.jar", List.of("com.example.Main", "x"));
 
     @Test
-    void theCommandLineSetsTheThreadsBeforeTheCallersOptions() {
-        assertEquals(
-                List.of(
-                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                        "-D" + RankThreads.THREADS_PROPERTY + "=3",
-                        "-D" + RankThreads.INTEROP_THREADS_PROPERTY + "=1",
-                        "-Xmx1g",
-                        "-cp",
-                        "a.jar:b.jar",
-                        "com.example.Main",
-                        "x"),
-                command.commandLine());
+    void theCommandLineSetsTheThreadsAndTheCollectorBeforeTheCallersOptions() {
+        List<String> expected = new ArrayList<>();
+        expected.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        expected.add("-D" + RankThreads.THREADS_PROPERTY + "=3");
+        expected.add("-D" + RankThreads.INTEROP_THREADS_PROPERTY + "=1");
+        // Unless the test JVM's own environment names a collector (JAVA_TOOL_OPTIONS).
+        if (!RankCommand.choosesCollector(List.of(), System.getenv())) {
+            expected.add(RankCommand.COLLECTOR_OPTION);
+        }
+        expected.addAll(List.of("-Xmx1g", "-cp", "a.jar:b.jar", "com.example.Main", "x"));
+        assertEquals(expected, command.commandLine());
+    }
+
+    @Test
+    void aCollectorTheCallerChoosesIsTheOnlyOne() {
+        assertFalse(RankCommand.choosesCollector(List.of("-Xmx1g", "-XX:+UseNUMA"), Map.of()));
+        assertTrue(RankCommand.choosesCollector(List.of("-XX:+UseG1GC"), Map.of()));
+        assertTrue(RankCommand.choosesCollector(List.of("-XX:+UseZGC"), Map.of()));
+        assertTrue(RankCommand.choosesCollector(List.of("-XX:-UseParallelGC"), Map.of()));
+        assertTrue(
+                RankCommand.choosesCollector(
+                        List.of(), Map.of("JAVA_TOOL_OPTIONS", " -Xss4m  -XX:+UseShenandoahGC")));
+        assertTrue(
+                RankCommand.choosesCollector(
+                        List.of(), Map.of("JDK_JAVA_OPTIONS", "-XX:+UseSerialGC")));
+        RankCommand g1 = new RankCommand(1, List.of("-XX:+UseG1GC"), "a.jar", List.of("Main"));
+        assertFalse(g1.commandLine().contains(RankCommand.COLLECTOR_OPTION));
+        assertTrue(g1.commandLine().contains("-XX:+UseG1GC"));
     }
 
     @Test
