@@ -40,7 +40,7 @@ final class AdapterMatrix extends AbstractBlock {
             PairList<String, Object> params) {
         var x = inputs.singletonOrThrow();
         var w = parameterStore.getValue(weight, x.getDevice(), training);
-        return new NDList(x.matMul(w.transpose()));
+        return new NDList(x.matMul(w.swapAxes(0, 1)));
     }
 
     @Override

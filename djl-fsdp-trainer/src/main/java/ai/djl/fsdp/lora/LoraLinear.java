@@ -130,7 +130,7 @@ public final class LoraLinear extends AbstractBlock {
                 NDArray alias = weight.stopGradient()) {
             delta.muli(scaling);
             if (base.fanInFanOut()) {
-                try (NDArray transposed = delta.transpose()) {
+                try (NDArray transposed = delta.swapAxes(0, 1)) {
                     alias.addi(transposed);
                 }
             } else {

@@ -53,7 +53,7 @@ public final class Conv1D extends HfBlock implements LinearProjection {
     @Override
     public void addToWeight(NDArray delta) {
         // The transposed view keeps the delta's memory alive until it is closed.
-        try (NDArray transposed = delta.transpose()) {
+        try (NDArray transposed = delta.swapAxes(0, 1)) {
             StateDict.addInto(weight, transposed);
         }
     }
@@ -64,7 +64,7 @@ public final class Conv1D extends HfBlock implements LinearProjection {
         NDArray x = inputs.singletonOrThrow();
         // Linear reads the transposed view of [in, out] in place and adds the bias inside the
         // product (addmm). The graph keeps its own reference to the view: this handle can go.
-        try (NDArray transposed = value(ps, weight, x, training).transpose()) {
+        try (NDArray transposed = value(ps, weight, x, training).swapAxes(0, 1)) {
             return new NDList(FusedLinear.apply(x, transposed, value(ps, bias, x, training)));
         }
     }

@@ -36,7 +36,7 @@ public final class Attention {
     public static NDList splitFusedHeads(NDArray qkv, long heads) {
         Shape s = qkv.getShape();
         return qkv.reshape(s.get(0), s.get(1), 3 * heads, s.get(2) / (3 * heads))
-                .transpose(0, 2, 1, 3)
+                .swapAxes(1, 2)
                 .split(3, 1);
     }
 
@@ -49,7 +49,7 @@ public final class Attention {
      */
     public static NDArray splitHeads(NDArray x, long heads) {
         Shape s = x.getShape();
-        return x.reshape(s.get(0), s.get(1), heads, s.get(2) / heads).transpose(0, 2, 1, 3);
+        return x.reshape(s.get(0), s.get(1), heads, s.get(2) / heads).swapAxes(1, 2);
     }
 
     /**
@@ -60,7 +60,7 @@ public final class Attention {
      */
     public static NDArray mergeHeads(NDArray x) {
         Shape s = x.getShape();
-        return x.transpose(0, 2, 1, 3).reshape(s.get(0), s.get(2), s.get(1) * s.get(3));
+        return x.swapAxes(1, 2).reshape(s.get(0), s.get(2), s.get(1) * s.get(3));
     }
 
     /**
@@ -102,8 +102,7 @@ public final class Attention {
         // Scores, mask and softmax in float32 (a bfloat16 MASKED would be -inf); the weights go
         // back to the values' type for the product.
         NDArray scores =
-                ScalarOps.mul(Precision.FLOAT32.cast(q.matMul(k.transpose(0, 1, 3, 2))), scale)
-                        .add(bias);
+                ScalarOps.mul(Precision.FLOAT32.cast(q.matMul(k.swapAxes(2, 3))), scale).add(bias);
         NDArray weights = Precision.castLike(scores.softmax(-1), v);
         return dropout(weights, dropout, training).matMul(v);
     }

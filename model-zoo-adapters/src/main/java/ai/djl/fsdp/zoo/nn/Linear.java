@@ -90,7 +90,7 @@ public final class Linear extends HfBlock implements LinearProjection {
     protected NDList forwardInternal(
             ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
-        NDArray y = x.matMul(value(ps, weight, x, training).transpose());
+        NDArray y = x.matMul(value(ps, weight, x, training).swapAxes(0, 1));
         return new NDList(bias == null ? y : y.add(value(ps, bias, x, training)));
     }
 

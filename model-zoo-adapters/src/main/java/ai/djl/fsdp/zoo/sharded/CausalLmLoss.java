@@ -403,7 +403,7 @@ public final class CausalLmLoss extends Loss {
                     gradientType == Precision.FLOAT32
                             ? logits32
                             : gradientType == compute ? logits : gradientType.empty(buffers, shape);
-            transposed = weight.transpose();
+            transposed = weight.swapAxes(0, 1);
             transposed.attach(buffers);
             gradientWeight = gradientType.cast(weight);
             if (gradientWeight != weight) {
@@ -453,7 +453,7 @@ public final class CausalLmLoss extends Loss {
                 }
             }
             if (weightGradient != null) {
-                NDArray gt = attached(g.transpose(), scratch);
+                NDArray gt = attached(g.swapAxes(0, 1), scratch);
                 boolean first = range.start() == 0;
                 if (exact) {
                     if (first) {
