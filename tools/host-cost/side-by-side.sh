@@ -14,8 +14,9 @@
 #
 #   tools/host-cost/side-by-side.sh [ROUNDS] [-- extra bench train options]
 #
-# WARMUP (default 30) untimed and STEPS (default 60) timed steps per run: fewer leave the JVM's
-# compiler at work in the timed steps (a run of 3 and 20 measured the compiler as much as the code).
+# WARMUP (default 60) untimed and STEPS (default 200) timed steps per run: fewer leave the JVM's
+# compiler at work in the timed steps (30 and 60 measured a step 10% slower than 60 and 200, or 300
+# and 60; a run of 3 and 20 measured the compiler as much as the code).
 #
 # BUILDS="before=/path/to/other/checkout ..." runs our configurations with each of those builds as
 # well (their bin/fsdp and benchmarks/target), interleaved in the same rounds, in rows labelled with
@@ -47,7 +48,7 @@ if [[ "$blas" == */blas/libblas.so* ]]; then
     exit 1
 fi
 echo "eager's BLAS: $blas" >&2
-warmup="${WARMUP:-30}" steps="${STEPS:-60}"
+warmup="${WARMUP:-60}" steps="${STEPS:-200}"
 shape=(--layers 12 --width 64 --heads 4 --vocab 512 --seq 16 --batch 2)
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

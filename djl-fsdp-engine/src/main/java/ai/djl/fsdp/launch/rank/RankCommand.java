@@ -54,9 +54,9 @@ public record RankCommand(
      * collector. A step makes and drops thousands of small Java objects (an array's handle, its
      * shape, its entry in its manager's map) and keeps few, and G1, Java's default, charges every
      * reference stored into the heap a write barrier that the throughput collector does not: a
-     * host-bound step ran 4% to 8% faster with it, with no change where compute bounds the step
-     * (docs/benchmarks.md). Its collections of the young generation stop the rank, for about a
-     * millisecond with a small step's few live objects.
+     * host-bound step ran about 4% faster with it (the median of eight alternating runs), with no
+     * change where compute bounds the step (docs/benchmarks.md). Its collections of the young
+     * generation stop the rank, for about 2 ms every 1.2 s at that step.
      */
     public static final String COLLECTOR_OPTION = "-XX:+UseParallelGC";
 
