@@ -41,4 +41,23 @@ public class CollectiveException extends RuntimeException {
     public OptionalInt getFailedRank() {
         return failedRank < 0 ? OptionalInt.empty() : OptionalInt.of(failedRank);
     }
+
+    /**
+     * Returns the rank a failure blames: that of the first collective failure in its cause chain
+     * that names one.
+     *
+     * @param failure any exception
+     * @return the blamed rank, or empty
+     */
+    public static OptionalInt failedRankOf(Throwable failure) {
+        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+            if (cause instanceof CollectiveException) {
+                OptionalInt rank = ((CollectiveException) cause).getFailedRank();
+                if (rank.isPresent()) {
+                    return rank;
+                }
+            }
+        }
+        return OptionalInt.empty();
+    }
 }

@@ -1,8 +1,10 @@
 package ai.djl.fsdp.spark;
 
+import ai.djl.fsdp.dist.CollectiveException;
 import java.io.Serializable;
 import java.time.Duration;
 import java.util.List;
+import java.util.OptionalInt;
 import org.apache.spark.BarrierTaskContext;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
@@ -45,6 +47,12 @@ final class BarrierTask<R, T> extends AbstractFunction1<Iterator<R>, Iterator<Ra
         this.resume = resume;
     }
 
+    /**
+     * How long a rank whose failure blames another rank waits for that rank's task to fail the
+     * stage first: about as long as a rank takes to close its process group after an error.
+     */
+    static final Duration BLAMED_RANK_GRACE = Duration.ofSeconds(10);
+
     @Override
     public Iterator<RankResult<T>> apply(Iterator<R> rows) {
         BarrierTaskContext context = BarrierTaskContext.get();
@@ -53,9 +61,34 @@ final class BarrierTask<R, T> extends AbstractFunction1<Iterator<R>, Iterator<Ra
         try {
             value = function.apply(rank, CollectionConverters.asJava(rows));
         } catch (Exception e) {
+            deferToBlamedRank(context, rank.getEnv().getRank(), e);
             throw new RankFailedException(rank, e);
         }
         RankResult<T> result = new RankResult<>(rank.getEnv().getRank(), value);
         return CollectionConverters.asScala(List.of(result).iterator());
+    }
+
+    /**
+     * When {@code failure} blames another rank (one that died, closed its links or stopped
+     * answering), waits up to {@link #BLAMED_RANK_GRACE} for the stage to fail, as that rank's task
+     * will: Spark reports the first failed task of a barrier stage, and the rank that failed first
+     * is the one to name, with its own message, not the rank that noticed. Spark kills this task
+     * once the stage has failed; a blamed rank that never reports (stopped, hung) leaves this
+     * rank's failure to be reported when the grace is over.
+     */
+    private static void deferToBlamedRank(BarrierTaskContext context, int rank, Throwable failure) {
+        OptionalInt blamed = CollectiveException.failedRankOf(failure);
+        if (blamed.isEmpty() || blamed.getAsInt() == rank) {
+            return;
+        }
+        long deadline = System.nanoTime() + BLAMED_RANK_GRACE.toNanos();
+        while (!context.isInterrupted() && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 }

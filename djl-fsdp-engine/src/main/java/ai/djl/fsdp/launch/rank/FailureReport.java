@@ -44,16 +44,7 @@ public final class FailureReport {
         if (file == null || file.isBlank()) {
             return;
         }
-        int failedRank = -1;
-        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-            if (cause instanceof CollectiveException) {
-                OptionalInt rank = ((CollectiveException) cause).getFailedRank();
-                if (rank.isPresent()) {
-                    failedRank = rank.getAsInt();
-                    break;
-                }
-            }
-        }
+        int failedRank = CollectiveException.failedRankOf(failure).orElse(-1);
         Properties properties = new Properties();
         properties.setProperty("message", message);
         properties.setProperty("failedRank", Integer.toString(failedRank));
