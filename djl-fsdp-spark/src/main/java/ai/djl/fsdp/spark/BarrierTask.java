@@ -23,6 +23,12 @@ final class BarrierTask<R, T> extends AbstractFunction1<Iterator<R>, Iterator<Ra
 
     private static final long serialVersionUID = 1L;
 
+    /**
+     * How long a rank whose failure blames another rank waits for that rank's task to fail the
+     * stage first: about as long as a rank takes to close its process group after an error.
+     */
+    static final Duration BLAMED_RANK_GRACE = Duration.ofSeconds(10);
+
     private final PartitionFunction<R, T> function;
     private final Duration timeout;
     private final boolean ownExecutor;
@@ -46,12 +52,6 @@ final class BarrierTask<R, T> extends AbstractFunction1<Iterator<R>, Iterator<Ra
         this.ownExecutor = ownExecutor;
         this.resume = resume;
     }
-
-    /**
-     * How long a rank whose failure blames another rank waits for that rank's task to fail the
-     * stage first: about as long as a rank takes to close its process group after an error.
-     */
-    static final Duration BLAMED_RANK_GRACE = Duration.ofSeconds(10);
 
     @Override
     public Iterator<RankResult<T>> apply(Iterator<R> rows) {

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.spark;
 
+import ai.djl.fsdp.dist.CollectiveException;
 import ai.djl.fsdp.launch.rank.FailureReport;
 import ai.djl.fsdp.launch.rank.RankCommand;
 import java.io.File;
@@ -12,6 +13,8 @@ import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.TaskContext;
@@ -52,8 +55,7 @@ final class RankProcess implements PartitionFunction<Object, Integer> {
         try {
             int code = await(process);
             if (code != 0) {
-                throw new IllegalStateException(
-                        "its JVM exited with code " + code + failureMessage(report));
+                throw failure(code, FailureReport.read(report));
             }
             return code;
         } finally {
@@ -115,10 +117,20 @@ final class RankProcess implements PartitionFunction<Object, Integer> {
     }
 
     /** The rank's own message, from the failure report it wrote, if it wrote one. */
-    private static String failureMessage(Path report) {
-        return FailureReport.read(report)
-                .map(written -> ": " + written.message())
-                .orElse(" (it wrote no message: see the executor's log)");
+    /**
+     * The rank JVM's failure with the message it wrote; one that blames another rank names that
+     * rank ({@link CollectiveException#getFailedRank()}), so that the task defers to its report.
+     */
+    static RuntimeException failure(int code, Optional<FailureReport> report) {
+        String message =
+                "its JVM exited with code "
+                        + code
+                        + report.map(written -> ": " + written.message())
+                                .orElse(" (it wrote no message: see the executor's log)");
+        OptionalInt blamed = report.map(FailureReport::failedRank).orElse(OptionalInt.empty());
+        return blamed.isPresent()
+                ? new CollectiveException(message, null, blamed.getAsInt())
+                : new IllegalStateException(message);
     }
 
     /**

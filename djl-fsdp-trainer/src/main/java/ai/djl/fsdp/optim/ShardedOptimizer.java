@@ -172,7 +172,8 @@ public final class ShardedOptimizer implements AutoCloseable {
                 trainable.get(0).getShard().getManager().getParentManager().newSubManager()) {
             NDList squares = new NDList(trainable.size());
             for (FlatParameter flat : trainable) {
-                // An offloaded gradient is summed on the host; the sum joins the device's.
+                // Each gradient is summed where it lives; the sums are stacked on the first shard's
+                // device.
                 NDArray square =
                         SumOfSquares.of(flat.getGradient(), scope)
                                 .toType(DataType.FLOAT32, false)

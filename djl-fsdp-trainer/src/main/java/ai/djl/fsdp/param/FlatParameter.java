@@ -307,8 +307,11 @@ public final class FlatParameter implements AutoCloseable {
      * Adds {@code shardGradient} times {@code scale} to the shard's accumulated gradient, copying
      * it to the shard's device first when it is staged.
      *
-     * @param shardGradient a gradient for this rank's shard; scaled in place unless scale is 1; a
-     *     copy to the shard's device is made in its manager
+     * @param shardGradient a gradient for this rank's shard, in memory of its own (a collective's
+     *     output, a fresh array: not a slice of a larger one); scaled in place unless scale is 1; a
+     *     copy to the shard's device is made in its manager. The step's first gradient may be kept
+     *     as the accumulated gradient itself, moved into the shard's manager: the caller must not
+     *     close, reuse or write it afterwards
      * @param scale the factor
      */
     public void accumulateGradient(NDArray shardGradient, float scale) {
@@ -331,7 +334,10 @@ public final class FlatParameter implements AutoCloseable {
         return gradient;
     }
 
-    /** Sets the accumulated gradient to zero, keeping its memory; Inf and NaN become zero too. */
+    /**
+     * Sets the accumulated gradient to zero; Inf and NaN become zero too. Its memory is kept until
+     * the next step's first gradient replaces it.
+     */
     public void zeroGradient() {
         if (gradient != null) {
             gradient.zero();

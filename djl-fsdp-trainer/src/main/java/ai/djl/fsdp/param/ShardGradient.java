@@ -26,8 +26,8 @@ final class ShardGradient implements AutoCloseable {
 
     /**
      * Whether {@link #array} holds an earlier step's values, cleared by {@link #zero} without
-     * touching them: the step's first gradient is copied over them, and {@link #get} fills them
-     * with zeros only if none came.
+     * touching them: the step's first gradient replaces them (taken, or copied over them), and
+     * {@link #get} fills them with zeros only if none came.
      */
     private boolean cleared;
 
@@ -64,7 +64,8 @@ final class ShardGradient implements AutoCloseable {
     }
 
     /**
-     * Adds {@code shardGradient} times {@code scale}, copying it to the shard's device first.
+     * Adds {@code shardGradient} times {@code scale}, copying it to the shard's device first. The
+     * step's first gradient may be kept as the accumulator itself (see {@link #first}).
      *
      * @param shardGradient scaled in place unless scale is 1; a copy to the shard's device is made
      *     in its manager
@@ -109,8 +110,8 @@ final class ShardGradient implements AutoCloseable {
     }
 
     /**
-     * Sets the gradient to zero, keeping its memory; Inf and NaN become zero too. The memory is
-     * written only when it is next read or accumulated into (see {@link #cleared}).
+     * Sets the gradient to zero, keeping its memory until the next gradient replaces it; Inf and
+     * NaN become zero too. The memory is written only when it is next read (see {@link #cleared}).
      */
     void zero() {
         cleared = array != null;

@@ -142,6 +142,10 @@ class FlatParameterTest {
                     new float[] {2, 4, 6},
                     flat.getGradient().toFloatArray(),
                     "still open after the reduction's scope closed");
+            // The next micro-batch's gradient is added into the taken array.
+            flat.accumulateGradient(manager.create(new float[] {1, 1, 1}), 1f);
+            assertSame(reduced, flat.getGradient());
+            assertArrayEquals(new float[] {3, 5, 7}, flat.getGradient().toFloatArray());
 
             flat.zeroGradient();
             try (NDManager reduction = manager.newSubManager()) {

@@ -62,9 +62,14 @@ public record RankCommand(
 
     /** The variables the JVM reads options from, besides its command line. */
     private static final List<String> JVM_OPTION_VARIABLES =
-            List.of("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS");
+            List.of("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS");
 
-    private static final Pattern CHOOSES_COLLECTOR = Pattern.compile("-XX:[+-]Use\\w+GC");
+    /**
+     * An option that names a collector, or reads options from a file (which may name one): an
+     * argument file, {@code -XX:Flags=} or {@code -XX:VMOptionsFile=}.
+     */
+    private static final Pattern MAY_CHOOSE_COLLECTOR =
+            Pattern.compile("-XX:[+-]Use\\w+GC|@.+|-XX:(Flags|VMOptionsFile)=.*");
 
     /**
      * Slurm describes the task that runs the launcher, not the ranks it starts; a rank that saw
@@ -136,13 +141,14 @@ public record RankCommand(
     }
 
     /**
-     * Returns whether JVM options choose (or switch off) a garbage collector: {@code javaOptions}
-     * or the options in {@code environment}'s {@code JAVA_TOOL_OPTIONS} and {@code
-     * JDK_JAVA_OPTIONS}, which a rank's JVM reads too.
+     * Returns whether JVM options may choose (or switch off) a garbage collector: {@code
+     * javaOptions} or the options in {@code environment}'s {@code JAVA_TOOL_OPTIONS}, {@code
+     * JDK_JAVA_OPTIONS} and {@code _JAVA_OPTIONS}, which a rank's JVM reads too. An option that
+     * reads more options from a file counts as a choice: the file is not read here.
      *
      * @param javaOptions the rank's JVM options
      * @param environment the variables the rank's JVM inherits
-     * @return whether they name a collector
+     * @return whether they name a collector, or may
      */
     static boolean choosesCollector(List<String> javaOptions, Map<String, String> environment) {
         List<String> options = new ArrayList<>(javaOptions);
@@ -152,7 +158,7 @@ public record RankCommand(
                 options.addAll(List.of(value.trim().split("\\s+")));
             }
         }
-        return options.stream().anyMatch(option -> CHOOSES_COLLECTOR.matcher(option).matches());
+        return options.stream().anyMatch(option -> MAY_CHOOSE_COLLECTOR.matcher(option).matches());
     }
 
     /**

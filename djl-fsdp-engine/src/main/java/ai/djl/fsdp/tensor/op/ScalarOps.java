@@ -57,8 +57,9 @@ public final class ScalarOps {
     }
 
     /**
-     * Returns whether each element of {@code array} differs from {@code value}, as booleans; an
-     * integer array is compared exactly for any value a float32 holds exactly (labels, ids).
+     * Returns whether each element of {@code array} differs from {@code value}, as booleans. An
+     * integer array is compared in float32, so exactly only for elements and values below 2^24 in
+     * magnitude (a label against -100, an id against 0).
      */
     public static NDArray neq(NDArray array, float value) {
         return with(array, value, NDArray::neq);

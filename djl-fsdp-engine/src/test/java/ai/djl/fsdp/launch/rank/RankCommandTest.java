@@ -46,6 +46,12 @@ class RankCommandTest {
         assertTrue(
                 RankCommand.choosesCollector(
                         List.of(), Map.of("JDK_JAVA_OPTIONS", "-XX:+UseSerialGC")));
+        assertTrue(
+                RankCommand.choosesCollector(List.of(), Map.of("_JAVA_OPTIONS", "-XX:+UseG1GC")));
+        // Options read from a file may name one: the launcher adds none.
+        assertTrue(RankCommand.choosesCollector(List.of("@rank.options"), Map.of()));
+        assertTrue(RankCommand.choosesCollector(List.of("-XX:Flags=.hotspotrc"), Map.of()));
+        assertTrue(RankCommand.choosesCollector(List.of("-XX:VMOptionsFile=vm.txt"), Map.of()));
         RankCommand g1 = new RankCommand(1, List.of("-XX:+UseG1GC"), "a.jar", List.of("Main"));
         assertFalse(g1.commandLine().contains(RankCommand.COLLECTOR_OPTION));
         assertTrue(g1.commandLine().contains("-XX:+UseG1GC"));

@@ -43,6 +43,22 @@ class SumOfSquaresTest {
     }
 
     @Test
+    void sumsAVectorLongerThanOneSliceSliceBySlice() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            NDArray vector = manager.randomNormal(new Shape(1_000_003));
+            float whole = SumOfSquares.of(vector, manager).getFloat();
+            NDArray sliced;
+            try (NDManager scope = manager.newSubManager()) {
+                sliced = SumOfSquares.of(vector, scope, 100_000);
+                assertSame(scope, sliced.getManager());
+                assertEquals(new Shape(), sliced.getShape());
+                assertEquals(whole, sliced.getFloat(), 1e-5 * whole);
+            }
+            assertTrue(sliced.isReleased(), "closed with its manager");
+        }
+    }
+
+    @Test
     void refusesAnArrayThatIsNotAVector() {
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             IllegalArgumentException refused =
