@@ -116,10 +116,10 @@ final class RankProcess implements PartitionFunction<Object, Integer> {
         }
     }
 
-    /** The rank's own message, from the failure report it wrote, if it wrote one. */
     /**
-     * The rank JVM's failure with the message it wrote; one that blames another rank names that
-     * rank ({@link CollectiveException#getFailedRank()}), so that the task defers to its report.
+     * The rank JVM's failure with the message it wrote in its failure report, if it wrote one; one
+     * that blames another rank names that rank ({@link CollectiveException#getFailedRank()}), so
+     * that the task defers to its report.
      */
     static RuntimeException failure(int code, Optional<FailureReport> report) {
         String message =

@@ -111,20 +111,27 @@ public final class CausalLmLoss extends Loss {
 
     private Targets targets(NDArray flat) {
         NDArray trained = ScalarOps.neq(flat, IGNORE);
-        return new Targets(
-                flat.mul(trained),
-                trained.toType(DataType.FLOAT32, false).reshape(-1, 1),
-                divisor(flat));
+        NDArray weights = trained.toType(DataType.FLOAT32, false);
+        return new Targets(flat.mul(trained), weights.reshape(-1, 1), divisor(flat, weights));
     }
 
-    /** The divisor of the summed token losses of the flattened labels. */
-    private NDArray divisor(NDArray flat) {
+    /**
+     * The divisor of the summed token losses of the flattened labels.
+     *
+     * @param flat the flattened labels
+     * @param weights 1 for each trained token and 0 elsewhere, in float32, or null to count them
+     *     from {@code flat} here
+     */
+    private NDArray divisor(NDArray flat, NDArray weights) {
         if (stepTokens > 0) {
             return flat.getManager().full(new Shape(), (float) stepTokens);
         }
+        NDArray trained =
+                weights != null
+                        ? weights
+                        : ScalarOps.neq(flat, IGNORE).toType(DataType.FLOAT32, false);
         // A step (or batch) without target tokens has loss 0, not 0 / 0.
-        return ScalarOps.maximum(
-                ScalarOps.neq(flat, IGNORE).toType(DataType.FLOAT32, false).sum(), 1f);
+        return ScalarOps.maximum(trained.sum(), 1f);
     }
 
     /**
@@ -143,7 +150,8 @@ public final class CausalLmLoss extends Loss {
      * float32, before the loss scale reaches them).
      */
     private NDArray wholeLoss(NDArray flat, NDArray rows) {
-        return CrossEntropy.sum(Precision.FLOAT32.cast(rows), flat, IGNORE).div(divisor(flat));
+        return CrossEntropy.sum(Precision.FLOAT32.cast(rows), flat, IGNORE)
+                .div(divisor(flat, null));
     }
 
     private NDArray fromLogits(NDArray flat, NDArray logits) {
