@@ -116,22 +116,16 @@ public final class CausalLmLoss extends Loss {
     }
 
     /**
-     * The divisor of the summed token losses of the flattened labels.
-     *
-     * @param flat the flattened labels
-     * @param weights 1 for each trained token and 0 elsewhere, in float32, or null to count them
-     *     from {@code flat} here
+     * The divisor of the summed token losses: the trained tokens, 1 each in {@code weights}, or
+     * counted in {@code flat} when {@code weights} is null.
      */
     private NDArray divisor(NDArray flat, NDArray weights) {
         if (stepTokens > 0) {
             return flat.getManager().full(new Shape(), (float) stepTokens);
         }
-        NDArray trained =
-                weights != null
-                        ? weights
-                        : ScalarOps.neq(flat, IGNORE).toType(DataType.FLOAT32, false);
+        NDArray trained = weights != null ? weights : ScalarOps.neq(flat, IGNORE);
         // A step (or batch) without target tokens has loss 0, not 0 / 0.
-        return ScalarOps.maximum(trained.sum(), 1f);
+        return ScalarOps.maximum(trained.toType(DataType.FLOAT32, false).sum(), 1f);
     }
 
     /**
