@@ -98,13 +98,33 @@ public final class Attention {
                     causal ? null : Precision.ofArray(q) == Precision.FLOAT32 ? bias : bias.eq(0);
             return FusedAttention.scaledDotProduct(q, k, v, mask, p, causal);
         }
-        float scale = (float) (1 / Math.sqrt(q.getShape().get(3)));
+        Shape qs = q.getShape();
+        long batch = qs.get(0);
+        long heads = qs.get(1);
+        long length = qs.get(2);
+        long depth = qs.get(3);
+        long keys = k.getShape().get(2);
+        long pairs = batch * heads;
+        float scale = (float) (1 / Math.sqrt(depth));
+        // Batched products over [B * H, T, D]: a four-dimensional matMul expands, reshapes and
+        // views each operand and its output inside libtorch (as many backward nodes again).
         // Scores, mask and softmax in float32 (a bfloat16 MASKED would be -inf); the weights go
         // back to the values' type for the product.
-        NDArray scores =
-                ScalarOps.mul(Precision.FLOAT32.cast(q.matMul(k.swapAxes(2, 3))), scale).add(bias);
+        NDArray products =
+                q.reshape(pairs, length, depth)
+                        .batchMatMul(k.reshape(pairs, keys, depth).swapAxes(1, 2));
+        NDArray scores = ScalarOps.mul(Precision.FLOAT32.cast(products), scale);
+        // A [T, S] bias broadcasts over the pairs; a [B, 1, T, S] one over the heads.
+        scores =
+                bias.getShape().dimension() == 2
+                        ? scores.add(bias)
+                        : scores.reshape(batch, heads, length, keys)
+                                .add(bias)
+                                .reshape(pairs, length, keys);
         NDArray weights = Precision.castLike(scores.softmax(-1), v);
-        return dropout(weights, dropout, training).matMul(v);
+        return dropout(weights, dropout, training)
+                .batchMatMul(v.reshape(pairs, keys, depth))
+                .reshape(batch, heads, length, depth);
     }
 
     /**
