@@ -73,7 +73,8 @@ public final class Attention {
      * @param k keys {@code [B, H, S, D]}
      * @param v values {@code [B, H, S, D]}
      * @param bias the additive mask {@link #causalBias} made: {@code [B, 1, T, S]} with a padding
-     *     or document mask, or {@code [T, S]} without (the plain causal mask when {@code T == S})
+     *     or document mask, {@code [1, 1, T, S]} with a sliding window and no mask, or {@code [T,
+     *     S]} without either (the plain causal mask when {@code T == S})
      * @param dropout the dropout probability on the weights
      * @param training whether this is a training pass
      * @return the outputs {@code [B, H, T, D]}
@@ -106,15 +107,16 @@ public final class Attention {
         long keys = k.getShape().get(2);
         long pairs = batch * heads;
         float scale = (float) (1 / Math.sqrt(depth));
-        // Batched products over [B * H, T, D]: a four-dimensional matMul expands, reshapes and
-        // views each operand and its output inside libtorch (as many backward nodes again).
+        // Batched products over [B * H, T, D]: a four-dimensional matMul expands and reshapes
+        // each operand and views its product inside libtorch, each step a backward node of its own.
         // Scores, mask and softmax in float32 (a bfloat16 MASKED would be -inf); the weights go
         // back to the values' type for the product.
         NDArray products =
                 q.reshape(pairs, length, depth)
                         .batchMatMul(k.reshape(pairs, keys, depth).swapAxes(1, 2));
         NDArray scores = ScalarOps.mul(Precision.FLOAT32.cast(products), scale);
-        // A [T, S] bias broadcasts over the pairs; a [B, 1, T, S] one over the heads.
+        // A [T, S] bias broadcasts over the pairs; a four-dimensional one over the heads (and the
+        // batch when its own is 1).
         scores =
                 bias.getShape().dimension() == 2
                         ? scores.add(bias)

@@ -44,7 +44,13 @@ class AttentionKernelTest {
                             manager, leftPadding(manager, new int[] {0, 5}, 24), 2, 0, 24);
             // A cache of 16 positions, 8 new queries.
             NDArray cached = Attention.causalBias(manager, null, 2, 16, 8);
-            for (NDArray bias : new NDArray[] {causal, padded, cached}) {
+            // Both: [B, 1, T, S] with fewer queries than keys.
+            NDArray paddedCached =
+                    Attention.causalBias(
+                            manager, leftPadding(manager, new int[] {0, 5}, 24), 2, 16, 8);
+            // A sliding window of 5 without a mask: [1, 1, T, S].
+            NDArray windowed = Attention.causalBias(manager, null, 2, 0, 24, 5);
+            for (NDArray bias : new NDArray[] {causal, padded, cached, paddedCached, windowed}) {
                 int rank = bias.getShape().dimension();
                 long queries = bias.getShape().get(rank - 2);
                 NDArray q = manager.randomNormal(new Shape(2, 3, queries, 8));
