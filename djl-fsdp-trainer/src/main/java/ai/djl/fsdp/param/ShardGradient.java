@@ -88,9 +88,9 @@ final class ShardGradient implements AutoCloseable {
 
     /**
      * Takes the step's first gradient: it becomes the accumulator itself when it has the shard's
-     * shape and type and is not to be pinned (its memory is the reduction's output, which nothing
-     * else reads), and the last step's is freed; otherwise it is copied over the last step's, one
-     * copy, not a fill and a sum.
+     * shape and type, is contiguous and is not to be pinned (its memory is the reduction's output,
+     * which nothing else reads), and the last step's is freed; otherwise it is copied over the last
+     * step's, one copy, not a fill and a sum.
      */
     private void first(NDArray local) {
         if (!pin
