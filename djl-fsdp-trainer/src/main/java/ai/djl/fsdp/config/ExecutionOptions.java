@@ -7,40 +7,33 @@ import java.util.Optional;
 /**
  * How the runtime schedules a step, as FSDP2's {@code fully_shard} arguments.
  *
+ * <p>Which units are recomputed in backward is {@link ActivationCheckpointing}'s to say, unit by
+ * unit; a unit that keeps its graph while its parameters are freed after forward gathers into
+ * releasable memory (host pages, or GPU physical memory under a fixed address reservation), given
+ * back after forward and backed and refilled at the same addresses before backward.
+ *
  * @param reshardAfterForward whether a unit's gathered parameters are freed after its forward (and
  *     gathered again for its backward), or kept until its backward is done
- * @param activationCheckpointing whether a unit runs forward without a graph and is recomputed in
- *     backward, or keeps its graph (and its activations) from forward
  * @param prefetch whether the next unit's all-gather starts before the current unit computes
  */
-public record ExecutionOptions(
-        boolean reshardAfterForward, boolean activationCheckpointing, boolean prefetch) {
-
-    /**
-     * Returns whether units keep their graphs over parameters given back after forward (FULL_SHARD
-     * without recompute): their gathered buffers then live in releasable memory (host pages, or GPU
-     * physical memory under a fixed address reservation), given back after forward and backed and
-     * refilled at the same addresses before backward.
-     */
-    public boolean releasesKeptParameters() {
-        return reshardAfterForward && !activationCheckpointing;
-    }
+public record ExecutionOptions(boolean reshardAfterForward, boolean prefetch) {
 
     /**
      * Checks the options can run on {@code device}.
      *
      * @param device where the flat parameters live
-     * @throws IllegalArgumentException for resharding after forward without activation
-     *     checkpointing on a device that is neither the CPU nor a CUDA GPU
+     * @param unitsKeepGraphs whether some unit is not recomputed and so keeps its graph
+     * @throws IllegalArgumentException for resharding after forward with a unit keeping its graph
+     *     on a device that is neither the CPU nor a CUDA GPU
      * @throws UnsupportedOperationException for that on a GPU whose CUDA virtual memory cannot be
      *     used here (the libraries missing), naming what is missing
      */
-    public void checkDevice(Device device) {
-        if (!releasesKeptParameters()) {
+    public void checkDevice(Device device, boolean unitsKeepGraphs) {
+        if (!reshardAfterForward || !unitsKeepGraphs) {
             return;
         }
         String fallback =
-                ". Turn activation checkpointing on (FULL_SHARD does), or keep the parameters"
+                ". Recompute every unit (optActivationCheckpointing(true)), or keep the parameters"
                         + " until backward (reshard_after_forward=false, SHARD_GRAD_OP).";
         if (device.isGpu()) {
             Optional<String> problem = CudaLibraries.Part.DRIVER.problem();

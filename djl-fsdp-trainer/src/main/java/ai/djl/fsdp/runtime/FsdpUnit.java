@@ -25,6 +25,7 @@ public final class FsdpUnit implements AutoCloseable {
     private final Block parent;
     private final List<FlatParameter> flatParameters;
     private final List<Parameter> buffers;
+    private final boolean recomputed;
     private final Map<String, NDArray> views = new HashMap<>();
     private UnitState state = UnitState.RESHARDED;
     private PendingGather pendingGather;
@@ -40,6 +41,8 @@ public final class FsdpUnit implements AutoCloseable {
      * @param parent the block that holds it as a child, null for the root
      * @param flatParameters its flat parameters
      * @param buffers its buffers, whole on every rank (see {@link ModelBuffers})
+     * @param recomputed whether a training forward keeps no graph and backward recomputes the unit
+     *     (activation checkpointing); false for the root
      */
     public FsdpUnit(
             int index,
@@ -47,13 +50,15 @@ public final class FsdpUnit implements AutoCloseable {
             Block block,
             Block parent,
             List<FlatParameter> flatParameters,
-            List<Parameter> buffers) {
+            List<Parameter> buffers,
+            boolean recomputed) {
         this.index = index;
         this.name = name;
         this.block = block;
         this.parent = parent;
         this.flatParameters = List.copyOf(flatParameters);
         this.buffers = List.copyOf(buffers);
+        this.recomputed = recomputed;
         if (flatParameters.stream().noneMatch(FlatParameter::needsGather)) {
             state = UnitState.GATHERED;
         }
@@ -72,6 +77,11 @@ public final class FsdpUnit implements AutoCloseable {
     /** Returns the wrapped block (the model's top block for the root unit). */
     public Block getBlock() {
         return block;
+    }
+
+    /** Returns whether backward recomputes the unit instead of keeping its graph from forward. */
+    public boolean isRecomputed() {
+        return recomputed;
     }
 
     /** Returns the block that holds the unit's block as a child, null for the root. */
@@ -121,8 +131,8 @@ public final class FsdpUnit implements AutoCloseable {
     }
 
     /**
-     * Makes the unit gather into releasable memory from now on (FULL_SHARD without recompute): a
-     * unit whose flat parameters are not split keeps its own buffers.
+     * Makes the unit gather into releasable memory from now on (resharded after forward, not
+     * recomputed): a unit whose flat parameters are not split keeps its own buffers.
      */
     void useReleasableMemory() {
         releasable = flatParameters.stream().anyMatch(FlatParameter::needsGather);

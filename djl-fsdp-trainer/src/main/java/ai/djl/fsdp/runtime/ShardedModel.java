@@ -47,7 +47,9 @@ public final class ShardedModel implements AutoCloseable {
             List<FsdpUnit> units,
             ExecutionOptions options,
             boolean syncBatchNorm) {
-        options.checkDevice(collectives.getGroup().getDevice());
+        options.checkDevice(
+                collectives.getGroup().getDevice(),
+                units.stream().skip(1).anyMatch(unit -> !unit.isRecomputed()));
         this.collectives = collectives;
         this.units = List.copyOf(units);
         List<FsdpUnit> children = this.units.subList(1, this.units.size());

@@ -57,8 +57,10 @@ final class UnitExecutor {
         this.forwardOrder = units;
         seeds = new RecomputeSeeds(collectives.getGroup().getRank());
         tape = new BackwardTape(collectives, options.prefetch());
-        if (options.releasesKeptParameters()) {
-            units.forEach(FsdpUnit::useReleasableMemory);
+        if (options.reshardAfterForward()) {
+            units.stream()
+                    .filter(unit -> !unit.isRecomputed())
+                    .forEach(FsdpUnit::useReleasableMemory);
         }
     }
 
@@ -107,7 +109,7 @@ final class UnitExecutor {
         NDManager callerManager = inputs.head().getManager();
         NDManager scope = callerManager.newSubManager();
         scope.setName("fsdp-unit-" + unit.getName());
-        boolean keepGraph = recording && !options.activationCheckpointing();
+        boolean keepGraph = recording && !unit.isRecomputed();
         long seed = seeds.of(unit, callIndex);
         UnitGraph graph =
                 run(

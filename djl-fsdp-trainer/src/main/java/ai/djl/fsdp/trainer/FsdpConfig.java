@@ -1,5 +1,6 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.config.ActivationCheckpointing;
 import ai.djl.fsdp.config.ExecutionOptions;
 import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.tensor.Precision;
@@ -13,7 +14,7 @@ import java.util.function.Predicate;
 /**
  * How a model is sharded, as PyTorch FSDP2's {@code fully_shard} arguments: which blocks become
  * units, whether parameters are split over the ranks, whether a unit's parameters are freed after
- * its forward, whether units are recomputed in backward (activation checkpointing), prefetch, and
+ * its forward, which units are recomputed in backward (activation checkpointing), prefetch, and
  * whether rank 0's initial values are broadcast. Build one with {@link #builder()}; how the trainer
  * steps (accumulation, clipping, logging) is {@link TrainerOptions}.
  *
@@ -29,6 +30,7 @@ public final class FsdpConfig {
     private final WrapPolicy wrapPolicy;
     private final boolean sharded;
     private final ExecutionOptions execution;
+    private final ActivationCheckpointing activationCheckpointing;
     private final boolean syncModuleStates;
     private final MixedPrecision mixedPrecision;
     private final boolean cpuOffload;
@@ -41,11 +43,8 @@ public final class FsdpConfig {
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
         sharded = builder.sharded;
-        execution =
-                new ExecutionOptions(
-                        builder.reshardAfterForward,
-                        builder.activationCheckpointing,
-                        builder.prefetch);
+        execution = new ExecutionOptions(builder.reshardAfterForward, builder.prefetch);
+        activationCheckpointing = builder.activationCheckpointing;
         syncModuleStates = builder.syncModuleStates;
         mixedPrecision = builder.mixedPrecision;
         cpuOffload = builder.cpuOffload;
@@ -56,7 +55,10 @@ public final class FsdpConfig {
         syncBatchNorm = builder.syncBatchNorm;
     }
 
-    /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
+    /**
+     * Returns a builder with the defaults: FULL_SHARD, every unit recomputed, prefetch, sync module
+     * states.
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -89,9 +91,9 @@ public final class FsdpConfig {
         return execution.reshardAfterForward();
     }
 
-    /** Returns whether units are recomputed in backward instead of keeping their graphs. */
-    public boolean isActivationCheckpointing() {
-        return execution.activationCheckpointing();
+    /** Returns which units are recomputed in backward instead of keeping their graphs. */
+    public ActivationCheckpointing getActivationCheckpointing() {
+        return activationCheckpointing;
     }
 
     /** Returns whether the next unit's all-gather starts before the current unit computes. */
@@ -171,7 +173,8 @@ public final class FsdpConfig {
         private WrapPolicy wrapPolicy;
         private boolean sharded = true;
         private boolean reshardAfterForward = true;
-        private boolean activationCheckpointing = true;
+        private ActivationCheckpointing activationCheckpointing =
+                ActivationCheckpointing.everyUnit();
         private boolean prefetch = true;
         private boolean syncModuleStates = true;
         private MixedPrecision mixedPrecision = MixedPrecision.FP32;
@@ -185,8 +188,8 @@ public final class FsdpConfig {
         Builder() {}
 
         /**
-         * Sets sharding, resharding after forward and activation checkpointing as a named strategy
-         * does (default {@link ShardingStrategy#FULL_SHARD}).
+         * Sets sharding, resharding after forward and hybrid sharding as a named strategy does
+         * (default {@link ShardingStrategy#FULL_SHARD}); activation checkpointing is left as set.
          *
          * @param strategy the strategy
          * @return this builder
@@ -195,7 +198,6 @@ public final class FsdpConfig {
             Objects.requireNonNull(strategy, "strategy");
             sharded = strategy.isSharded();
             reshardAfterForward = strategy.isReshardAfterForward();
-            activationCheckpointing = strategy.isActivationCheckpointing();
             hybrid = strategy.isHybrid();
             return this;
         }
@@ -241,15 +243,28 @@ public final class FsdpConfig {
         }
 
         /**
-         * Sets whether every unit runs forward without a graph and is recomputed in backward
-         * (default true): activation memory for compute.
+         * Sets which units run forward without a graph and are recomputed in backward, whatever the
+         * sharding strategy (default {@link ActivationCheckpointing#everyUnit()}): activation
+         * memory for compute.
          *
-         * @param activationCheckpointing whether to recompute units
+         * @param activationCheckpointing the units to recompute
          * @return this builder
          */
-        public Builder optActivationCheckpointing(boolean activationCheckpointing) {
-            this.activationCheckpointing = activationCheckpointing;
+        public Builder optActivationCheckpointing(ActivationCheckpointing activationCheckpointing) {
+            this.activationCheckpointing =
+                    Objects.requireNonNull(activationCheckpointing, "activationCheckpointing");
             return this;
+        }
+
+        /**
+         * Recomputes every unit (true) or none (false); see {@link
+         * #optActivationCheckpointing(ActivationCheckpointing)}.
+         *
+         * @param recompute whether to recompute every unit
+         * @return this builder
+         */
+        public Builder optActivationCheckpointing(boolean recompute) {
+            return optActivationCheckpointing(ActivationCheckpointing.of(recompute));
         }
 
         /**
@@ -339,14 +354,12 @@ public final class FsdpConfig {
         }
 
         /**
-         * Sets whether frozen parameters (a LoRA model's base weights, any unit frozen with {@code
-         * freezeParameters}) keep only a shard in the mixed precision's compute type, such as
-         * bfloat16, instead of a float32 master shard (default true). Frozen parameters never
-         * change and are gathered in the compute type anyway, so training computes exactly the
-         * same; their shards take half the memory, as when a PEFT model is loaded with {@code
-         * torch_dtype=bfloat16}. What is lost are the float32 digits of the base weights in the
-         * full and merged states written afterwards (written in float32 from the rounded values).
-         * Trainable parameters always keep float32 master shards.
+         * Sets whether frozen parameters (a LoRA model's base weights) keep only a shard in the
+         * mixed precision's compute type instead of a float32 master shard (default true). They are
+         * gathered in the compute type anyway, so training computes exactly the same in half the
+         * memory, as a PEFT model loaded with {@code torch_dtype=bfloat16}; the full and merged
+         * states written afterwards hold the rounded values. Trainable parameters always keep
+         * float32 master shards.
          *
          * @param frozenInComputePrecision false to keep frozen shards in float32
          * @return this builder

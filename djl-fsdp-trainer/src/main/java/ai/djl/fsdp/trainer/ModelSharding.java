@@ -151,17 +151,25 @@ final class ModelSharding {
     /** Loads what is not loaded yet (in plan order) and makes the runtime's model. */
     private ShardedModel build(UnitPlan plan) {
         List<FsdpUnit> units = new ArrayList<>();
+        List<PlannedUnit> planned = plan.getUnits();
         try {
-            for (PlannedUnit planned : plan.getUnits()) {
-                load(planned);
+            boolean[] recomputed =
+                    config.getActivationCheckpointing()
+                            .select(
+                                    planned.subList(1, planned.size()).stream()
+                                            .map(PlannedUnit::block)
+                                            .toList());
+            for (PlannedUnit unit : planned) {
+                load(unit);
                 units.add(
                         new FsdpUnit(
-                                planned.index(),
-                                planned.name(),
-                                planned.block(),
-                                planned.parent(),
-                                loaded.get(planned.index()),
-                                planned.buffers()));
+                                unit.index(),
+                                unit.name(),
+                                unit.block(),
+                                unit.parent(),
+                                loaded.get(unit.index()),
+                                unit.buffers(),
+                                unit.index() > 0 && recomputed[unit.index() - 1]));
             }
             return new ShardedModel(
                     new Collectives(mesh, config.getMixedPrecision()),

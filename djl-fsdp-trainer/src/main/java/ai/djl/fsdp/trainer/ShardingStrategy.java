@@ -1,26 +1,27 @@
 package ai.djl.fsdp.trainer;
 
 /**
- * Accelerate's and PyTorch FSDP1's names for common combinations of {@link FsdpConfig}'s settings;
- * {@link FsdpConfig.Builder#optShardingStrategy} sets them all at once.
+ * Accelerate's and PyTorch FSDP1's names for how parameters are sharded; {@link
+ * FsdpConfig.Builder#optShardingStrategy} sets sharding, resharding after forward and hybrid
+ * sharding at once. Which units are recomputed in backward is a setting of its own ({@link
+ * FsdpConfig.Builder#optActivationCheckpointing}).
  */
 public enum ShardingStrategy {
     /**
      * Parameters, gradients and optimizer state are sharded; a unit's parameters are freed after
-     * its forward and gathered again for its backward, where the unit is recomputed (activation
-     * checkpointing). The least memory, two all-gathers per unit per micro-batch.
+     * its forward and gathered again for its backward. The least memory, two all-gathers per unit
+     * per micro-batch.
      */
-    FULL_SHARD(true, true, true),
+    FULL_SHARD(true, true),
 
     /**
      * Gradients and optimizer state are sharded; a unit's parameters are gathered in forward and
-     * kept, with the unit's graph, until its backward is done. No recompute: one all-gather per
-     * unit per micro-batch and more memory.
+     * kept until its backward is done: one all-gather per unit per micro-batch and more memory.
      */
-    SHARD_GRAD_OP(true, false, false),
+    SHARD_GRAD_OP(true, false),
 
     /** Nothing is sharded: every rank holds everything and gradients are all-reduced (DDP). */
-    NO_SHARD(false, false, false),
+    NO_SHARD(false, false),
 
     /**
      * {@link #FULL_SHARD} inside each shard group (by default the ranks of one node, {@link
@@ -28,29 +29,22 @@ public enum ShardingStrategy {
      * gathered within the shard group, gradients reduce-scattered within it and then each shard's
      * gradient all-reduced (averaged) across the ranks holding the same shard in the other groups.
      */
-    HYBRID_SHARD(true, true, true, true),
+    HYBRID_SHARD(true, true, true),
 
     /** {@link #SHARD_GRAD_OP} inside each shard group, replicated across them (as HYBRID_SHARD). */
-    HYBRID_SHARD_ZERO2(true, false, false, true);
+    HYBRID_SHARD_ZERO2(true, false, true);
 
     private final boolean sharded;
     private final boolean reshardAfterForward;
-    private final boolean activationCheckpointing;
     private final boolean hybrid;
 
-    ShardingStrategy(
-            boolean sharded, boolean reshardAfterForward, boolean activationCheckpointing) {
-        this(sharded, reshardAfterForward, activationCheckpointing, false);
+    ShardingStrategy(boolean sharded, boolean reshardAfterForward) {
+        this(sharded, reshardAfterForward, false);
     }
 
-    ShardingStrategy(
-            boolean sharded,
-            boolean reshardAfterForward,
-            boolean activationCheckpointing,
-            boolean hybrid) {
+    ShardingStrategy(boolean sharded, boolean reshardAfterForward, boolean hybrid) {
         this.sharded = sharded;
         this.reshardAfterForward = reshardAfterForward;
-        this.activationCheckpointing = activationCheckpointing;
         this.hybrid = hybrid;
     }
 
@@ -70,10 +64,5 @@ public enum ShardingStrategy {
     /** Returns whether a unit's gathered parameters are freed after its forward. */
     public boolean isReshardAfterForward() {
         return reshardAfterForward;
-    }
-
-    /** Returns whether units are recomputed in backward instead of keeping their graphs. */
-    public boolean isActivationCheckpointing() {
-        return activationCheckpointing;
     }
 }

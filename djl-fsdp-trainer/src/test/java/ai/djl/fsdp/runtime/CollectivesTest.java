@@ -129,7 +129,8 @@ class CollectivesTest {
                 null,
                 null,
                 List.of(flat(manager, "u.t", true), flat(manager, "u.f", false)),
-                List.of());
+                List.of(),
+                true);
     }
 
     @Test
@@ -180,7 +181,7 @@ class CollectivesTest {
             group.failAwait = true;
             List<FlatParameter> flats =
                     List.of(flat(manager, "u.t", true), flat(manager, "u.f", false));
-            FsdpUnit unit = new FsdpUnit(1, "u", null, null, flats, List.of());
+            FsdpUnit unit = new FsdpUnit(1, "u", null, null, flats, List.of(), true);
             new Collectives(group, MixedPrecision.FP32).startGather(unit);
             IllegalStateException failure = assertThrows(IllegalStateException.class, unit::close);
             assertEquals("gather 0 failed", failure.getMessage());
@@ -195,7 +196,7 @@ class CollectivesTest {
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             RecordingGroup group = new RecordingGroup();
             FlatParameter flat = flat(manager, "u.t", true);
-            FsdpUnit unit = new FsdpUnit(1, "u", null, null, List.of(flat), List.of());
+            FsdpUnit unit = new FsdpUnit(1, "u", null, null, List.of(flat), List.of(), true);
             new Collectives(group, MixedPrecision.FP32).gather(unit);
             assertSame(flat.getShard(), group.inputs.get(0));
             assertFalse(flat.getShard().isReleased(), "the shard itself is never freed");

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
+import ai.djl.fsdp.config.ActivationCheckpointing;
+import ai.djl.fsdp.config.ExecutionOptions;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;
 import ai.djl.fsdp.wrap.WrapPolicy;
 import java.util.Optional;
@@ -49,8 +51,8 @@ class FsdpConfigTest {
                         .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
                         .optActivationCheckpointing(false)
                         .build();
-        assertTrue(reshardWithoutRecompute.getExecutionOptions().releasesKeptParameters());
-        reshardWithoutRecompute.getExecutionOptions().checkDevice(Device.cpu());
+        ExecutionOptions options = reshardWithoutRecompute.getExecutionOptions();
+        options.checkDevice(Device.cpu(), true);
         // CUDA GPUs release through the driver's virtual memory, checked for up front (a CPU-only
         // machine names what is missing); any other device is refused.
         Optional<String> driver = CudaLibraries.Part.DRIVER.problem();
@@ -58,42 +60,35 @@ class FsdpConfigTest {
             UnsupportedOperationException missing =
                     assertThrows(
                             UnsupportedOperationException.class,
-                            () ->
-                                    reshardWithoutRecompute
-                                            .getExecutionOptions()
-                                            .checkDevice(Device.gpu(0)));
+                            () -> options.checkDevice(Device.gpu(0), true));
             assertTrue(missing.getMessage().startsWith(driver.get()), missing.getMessage());
             assertTrue(missing.getMessage().contains("gpu(0)"), missing.getMessage());
         } else {
-            reshardWithoutRecompute.getExecutionOptions().checkDevice(Device.gpu(0));
+            options.checkDevice(Device.gpu(0), true);
         }
-        FsdpConfig.builder()
-                .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
-                .optActivationCheckpointing(true)
-                .build()
-                .getExecutionOptions()
-                .checkDevice(Device.gpu(0));
+        // Every unit recomputed: no graph is kept over released memory, on any device.
+        options.checkDevice(Device.gpu(0), false);
+        options.checkDevice(Device.of("tpu", 0), false);
         IllegalArgumentException elsewhere =
                 assertThrows(
                         IllegalArgumentException.class,
-                        () ->
-                                reshardWithoutRecompute
-                                        .getExecutionOptions()
-                                        .checkDevice(Device.of("tpu", 0)));
+                        () -> options.checkDevice(Device.of("tpu", 0), true));
         assertTrue(
                 elsewhere.getMessage().contains("reshard_after_forward"), elsewhere.getMessage());
         assertTrue(elsewhere.getMessage().contains("tpu(0)"), elsewhere.getMessage());
     }
 
     @Test
-    void strategiesAreShorthandsForTheShardingSettings() {
+    void strategiesAreShorthandsForTheShardingSettingsAlone() {
         for (ShardingStrategy strategy : ShardingStrategy.values()) {
             FsdpConfig config =
                     FsdpConfig.builder()
                             .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                            .optActivationCheckpointing(ActivationCheckpointing.everyNthUnit(2))
                             .optShardingStrategy(strategy)
                             .build();
             assertEquals(strategy, config.getShardingStrategy());
+            assertEquals("every:2", config.getActivationCheckpointing().toString(), "kept");
         }
         FsdpConfig keepGatheredButRecompute =
                 FsdpConfig.builder()
@@ -102,6 +97,8 @@ class FsdpConfigTest {
                         .build();
         assertEquals(
                 ShardingStrategy.SHARD_GRAD_OP, keepGatheredButRecompute.getShardingStrategy());
-        assertTrue(keepGatheredButRecompute.isActivationCheckpointing());
+        assertEquals(
+                ActivationCheckpointing.everyUnit(),
+                keepGatheredButRecompute.getActivationCheckpointing());
     }
 }

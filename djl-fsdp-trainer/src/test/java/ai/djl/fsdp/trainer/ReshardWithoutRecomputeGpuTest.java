@@ -46,7 +46,7 @@ class ReshardWithoutRecomputeGpuTest {
                 CudaLibraries.Part.DRIVER.problem().isEmpty(),
                 () -> CudaLibraries.Part.DRIVER.problem().orElse(""));
         Scenario released =
-                new Scenario(ShardingStrategy.FULL_SHARD, WORLD, 1, 0f, false, true, 3, 0f, false);
+                new Scenario(ShardingStrategy.FULL_SHARD, WORLD, 1, 0f, false, true, 3, 0f, "none");
         Scenario kept =
                 new Scenario(ShardingStrategy.SHARD_GRAD_OP, WORLD, 1, 0f, false, true, 3, 0f);
         try (RankProcesses job =

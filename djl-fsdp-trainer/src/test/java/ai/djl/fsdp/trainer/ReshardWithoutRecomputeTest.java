@@ -17,7 +17,9 @@ import org.junit.jupiter.api.io.TempDir;
  * pages are given back after its forward and gathered into the same addresses before its backward.
  * It trains as FULL_SHARD with recompute does (and as DJL's trainer), sends the same bytes, and
  * after a forward every unit's gathered memory is released (none of it resident), where
- * SHARD_GRAD_OP keeps it.
+ * SHARD_GRAD_OP keeps it. Activation checkpointing is its own setting: every second unit recomputed
+ * under FULL_SHARD (the others released after forward) and SHARD_GRAD_OP recomputing every unit
+ * (each kept gathered) train as DJL's trainer does too.
  */
 class ReshardWithoutRecomputeTest {
 
@@ -30,7 +32,7 @@ class ReshardWithoutRecomputeTest {
         for (boolean adam : new boolean[] {false, true}) {
             int accumulation = adam ? 1 : 2;
             float clip = adam ? 0f : 0.5f;
-            for (boolean recompute : new boolean[] {true, false}) {
+            for (String checkpointing : new String[] {"full", "none"}) {
                 scenarios.add(
                         new Scenario(
                                 ShardingStrategy.FULL_SHARD,
@@ -41,11 +43,17 @@ class ReshardWithoutRecomputeTest {
                                 adam,
                                 3,
                                 0f,
-                                recompute));
+                                checkpointing));
             }
         }
         scenarios.add(
                 new Scenario(ShardingStrategy.SHARD_GRAD_OP, WORLD, 1, 0f, false, true, 3, 0f));
+        scenarios.add(
+                new Scenario(
+                        ShardingStrategy.FULL_SHARD, WORLD, 1, 0f, false, true, 3, 0f, "every:2"));
+        scenarios.add(
+                new Scenario(
+                        ShardingStrategy.SHARD_GRAD_OP, WORLD, 1, 0f, false, true, 3, 0f, "full"));
         List<String> args = new ArrayList<>();
         args.add(directory.toString());
         scenarios.forEach(s -> args.add(ScenarioFiles.format(s)));
@@ -103,28 +111,61 @@ class ReshardWithoutRecomputeTest {
                         results.get(2 * pair + 1).get(1).parameters().get(name),
                         what + ": every rank ends with the same " + name);
             }
-            double[] meanLosses = new double[kept.steps()];
-            for (int rank = 0; rank < WORLD; rank++) {
-                for (int step = 0; step < meanLosses.length; step++) {
-                    meanLosses[step] += results.get(2 * pair + 1).get(rank).losses()[step] / WORLD;
-                }
-            }
-            Equivalence.assertSameTraining(
-                    what + " against DJL's trainer",
-                    bound,
-                    reference.losses(),
-                    meanLosses,
-                    reference.parameters(),
-                    results.get(2 * pair + 1).get(0).parameters());
+            assertTrainsAsDjl(kept, results.get(2 * pair + 1), reference, bound);
         }
         // The control: SHARD_GRAD_OP keeps every unit's gathered parameters resident until
         // backward.
-        for (String units : results.get(4).get(0).unitsAfterForward()) {
+        assertKeptGathered(results.get(4).get(0));
+        // Every second unit recomputed: the first and third keep their graphs over released memory.
+        Scenario mixed = scenarios.get(5);
+        assertTrainsAsDjl(mixed, results.get(5), mixed.runReference(), null);
+        for (Scenario.Result rank : results.get(5)) {
+            MultiRankTrainingTest.assertNoArrayOutlivesItsStep(mixed, rank.liveArrays());
+            for (String units : rank.unitsAfterForward()) {
+                assertEquals(
+                        "RELEASED:0;RESHARDED:0;RELEASED:0",
+                        units,
+                        mixed.describe() + ": after forward");
+            }
+        }
+        // SHARD_GRAD_OP recomputing: the parameters stay gathered, the graphs are rebuilt.
+        Scenario keptRecomputed = scenarios.get(6);
+        assertTrainsAsDjl(keptRecomputed, results.get(6), keptRecomputed.runReference(), null);
+        assertKeptGathered(results.get(6).get(0));
+    }
+
+    /** Every unit's gathered parameters are resident after each forward. */
+    private static void assertKeptGathered(Scenario.Result result) {
+        for (String units : result.unitsAfterForward()) {
             for (String unit : units.split(";")) {
                 assertTrue(unit.startsWith("GATHERED:"), units);
                 assertTrue(Long.parseLong(unit.substring("GATHERED:".length())) > 0, units);
             }
         }
+    }
+
+    /**
+     * The ranks' mean losses and rank 0's parameters match DJL's trainer on the global batch,
+     * within {@code bound} (null: the scenario's own noise bound).
+     */
+    private static void assertTrainsAsDjl(
+            Scenario scenario,
+            List<Scenario.Result> ranks,
+            Scenario.Result reference,
+            Equivalence.Bound bound) {
+        double[] meanLosses = new double[scenario.steps()];
+        for (Scenario.Result rank : ranks) {
+            for (int step = 0; step < meanLosses.length; step++) {
+                meanLosses[step] += rank.losses()[step] / ranks.size();
+            }
+        }
+        Equivalence.assertSameTraining(
+                scenario.describe() + " against DJL's trainer",
+                bound != null ? bound : scenario.noiseBound(reference),
+                reference.losses(),
+                meanLosses,
+                reference.parameters(),
+                ranks.get(0).parameters());
     }
 
     /** The byte figures of the stats (the time waited for collectives differs from run to run). */

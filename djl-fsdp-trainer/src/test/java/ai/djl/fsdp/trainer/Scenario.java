@@ -3,6 +3,7 @@ package ai.djl.fsdp.trainer;
 import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.config.ActivationCheckpointing;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.runtime.FsdpUnit;
 import ai.djl.fsdp.tensor.op.Autograd;
@@ -38,7 +39,8 @@ import java.util.StringJoiner;
  * @param adam whether to use AdamW (else SGD with momentum)
  * @param steps optimizer steps
  * @param dropout the units' dropout rate, 0 for none
- * @param recompute whether units are recomputed in backward (activation checkpointing)
+ * @param checkpointing which units are recomputed in backward, as {@link
+ *     ActivationCheckpointing#parse} reads it
  */
 record Scenario(
         ShardingStrategy strategy,
@@ -49,9 +51,12 @@ record Scenario(
         boolean adam,
         int steps,
         float dropout,
-        boolean recompute) {
+        String checkpointing) {
 
-    /** A scenario with the strategy's own activation checkpointing. */
+    /**
+     * A scenario that recomputes every unit where parameters are freed after forward and none where
+     * they are kept (the pairs the strategies stood for before checkpointing was a setting).
+     */
     Scenario(
             ShardingStrategy strategy,
             int worldSize,
@@ -70,7 +75,7 @@ record Scenario(
                 adam,
                 steps,
                 dropout,
-                strategy.isActivationCheckpointing());
+                strategy.isReshardAfterForward() ? "full" : "none");
     }
 
     static final int LOCAL_BATCH = 2;
@@ -107,8 +112,8 @@ record Scenario(
                 + adam
                 + " dropout="
                 + dropout
-                + " recompute="
-                + recompute;
+                + " checkpointing="
+                + checkpointing;
     }
 
     /**
@@ -221,7 +226,7 @@ record Scenario(
                 FsdpConfig.builder()
                         .optShardingStrategy(strategy)
                         .optWrapPolicy(WrapPolicy.byLayerClass("MixerBlock"))
-                        .optActivationCheckpointing(recompute);
+                        .optActivationCheckpointing(ActivationCheckpointing.parse(checkpointing));
         // Where each node runs HYBRID_SHARD_GROUP ranks (HybridTwoNodeTest), the default shard
         // group, LOCAL_WORLD_SIZE, is the node; on one machine the test sets it.
         boolean nodeIsShardGroup =

@@ -29,7 +29,7 @@ final class ScenarioFiles {
                 + ","
                 + s.dropout()
                 + ","
-                + s.recompute();
+                + s.checkpointing();
     }
 
     static Scenario parse(String text, int worldSize) {
@@ -43,7 +43,7 @@ final class ScenarioFiles {
                 Boolean.parseBoolean(f[4]),
                 Integer.parseInt(f[5]),
                 Float.parseFloat(f[6]),
-                Boolean.parseBoolean(f[7]));
+                f[7]);
     }
 
     static void write(Path file, Scenario.Result result) throws IOException {

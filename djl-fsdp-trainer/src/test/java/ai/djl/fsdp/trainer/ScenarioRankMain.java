@@ -11,7 +11,7 @@ import java.util.Arrays;
  * named on the command line with FSDP and writes what it produced to {@code <dir>/<i>-rank<r>}.
  *
  * <p>Arguments: the output directory, then scenarios as {@code STRATEGY,accumulation,maxGradNorm,
- * freeze,adam,steps,dropout,recompute}, or {@code fit}, {@code fit-shuffled} or {@code
+ * freeze,adam,steps,dropout,checkpointing}, or {@code fit}, {@code fit-shuffled} or {@code
  * fit-not-gathered} for a {@link FitScenario.Variant}.
  */
 public final class ScenarioRankMain {

@@ -193,7 +193,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                         .optWrapPolicy(lm.defaultWrapPolicy())
                         .optShardingStrategy(ShardingStrategy.valueOf(settings.sharding()))
                         .optReshardAfterForward(settings.reshardsAfterForward())
-                        .optActivationCheckpointing(settings.recomputes())
+                        .optActivationCheckpointing(settings.checkpointing())
                         .optMixedPrecision(MixedPrecision.of(settings.precision()));
         if (settings.shardGroupSize() > 0) {
             fsdp.optShardGroupSize(settings.shardGroupSize());

@@ -73,7 +73,7 @@ final class TrainBenchReport {
                 compute.getName(),
                 settings.loraRank(),
                 settings.reshardsAfterForward(),
-                settings.recomputes(),
+                settings.checkpointing(),
                 tokensPerSecond,
                 stepMillis,
                 lossSum / settings.nproc(),

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.bench.gpt.GptShape;
+import ai.djl.fsdp.config.ActivationCheckpointing;
 import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.ModelConfig;
@@ -19,8 +20,8 @@ import java.util.Set;
  * @param precision the compute precision, {@code fp32}, {@code bf16} or {@code fp16}
  * @param reshardAfterForward whether units free their gathered parameters after forward; null for
  *     what the strategy does
- * @param activationCheckpointing whether units are recomputed in backward; null for what the
- *     strategy does
+ * @param activationCheckpointing the units recomputed in backward, as {@link
+ *     ActivationCheckpointing#parse} reads it; null for every unit
  * @param loraRank 0 to train every parameter; else the rank of LoRA adapters on every linear
  *     projection but the head ({@code all-linear}, alpha twice the rank), the base frozen
  * @param shardGroupSize the ranks of a shard group under the hybrid strategies; 0 for {@code
@@ -38,7 +39,7 @@ public record TrainBenchSettings(
         String attention,
         String precision,
         Boolean reshardAfterForward,
-        Boolean activationCheckpointing,
+        String activationCheckpointing,
         int loraRank,
         int shardGroupSize,
         String model,
@@ -95,6 +96,7 @@ public record TrainBenchSettings(
                     "--nproc and --steps must be at least 1 and --warmup at least 0");
         }
         shape.check();
+        checkpointing();
         BenchModel family = BenchModel.of(model);
         if (intermediate < 0 || intermediate > 0 && family == BenchModel.GPT2) {
             throw new IllegalArgumentException(
@@ -141,14 +143,14 @@ public record TrainBenchSettings(
                 : ShardingStrategy.valueOf(sharding).isReshardAfterForward();
     }
 
-    /** Returns whether units are recomputed in backward in this run. */
-    boolean recomputes() {
+    /** Returns the units recomputed in backward in this run (every unit unless told). */
+    ActivationCheckpointing checkpointing() {
         if (BASELINE.equals(sharding)) {
-            return false;
+            return ActivationCheckpointing.none();
         }
         return activationCheckpointing != null
-                ? activationCheckpointing
-                : ShardingStrategy.valueOf(sharding).isActivationCheckpointing();
+                ? ActivationCheckpointing.parse(activationCheckpointing)
+                : ActivationCheckpointing.everyUnit();
     }
 
     /**

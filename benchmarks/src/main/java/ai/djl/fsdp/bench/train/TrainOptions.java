@@ -65,11 +65,12 @@ final class TrainOptions {
     @Option(
             names = "--activation-checkpointing",
             arity = "1",
-            paramLabel = "true|false",
+            paramLabel = "POLICY",
             description =
-                    "Recompute each unit in backward instead of keeping its graph (default: what"
-                            + " --sharding does; FULL_SHARD true, SHARD_GRAD_OP false).")
-    private Boolean activationCheckpointing;
+                    "The units recomputed in backward instead of keeping their graphs, whatever"
+                            + " --sharding is: full (true, the default), none (false), every:N"
+                            + " (every N-th unit) or class:NAME[,NAME...].")
+    private String activationCheckpointing;
 
     @Option(
             names = "--lora-rank",

@@ -20,19 +20,19 @@ class TrainBenchCommandTest {
     private static final Pattern LINE =
             Pattern.compile(
                     "sharding=(\\w+) nproc=(\\d) attention=(\\w+) precision=\\w+ lora_rank=\\d+"
-                            + " reshard_after_forward=(?:true|false)"
-                            + " activation_checkpointing=(?:true|false) tokens_per_s=[\\d.]+"
-                            + " step_ms=[\\d.]+ loss=[\\d.]+ peak_rss_mb_per_rank=[\\d.]+"
-                            + " model_state_mb_per_rank=([\\d.]+) sent_mb_per_step=([\\d.]+)"
-                            + " comm_wait_ms_per_step=[\\d.]+ model_gflops_per_s=[\\d.]+"
-                            + " peak_gflops=([\\d.]+) peak_fraction=[\\d.]+"
-                            + " fp32_gflops_per_thread=[\\d.]+ bf16_gflops_per_thread=[\\d.]+"
-                            + " sent_across_mb_per_step=([\\d.]+) shard_group_size=(\\d+)"
-                            + " ideal_mb_per_rank=[\\d.]+ peak_rss_over_ideal=[\\d.]+"
-                            + " idle_rss_mb_per_rank=([\\d.]+) init_peak_rss_mb_per_rank=([\\d.]+)"
-                            + " step_peak_rss_mb_per_rank=(?:[\\d.]+|NaN)"
-                            + " peak_above_idle_over_ideal=[\\d.]+ cpu_ms_per_step=[\\d.]+"
-                            + " model=(\\w+)");
+                        + " reshard_after_forward=(?:true|false)"
+                        + " activation_checkpointing=(?:none|full|every:\\d+|class:\\S+)"
+                        + " tokens_per_s=[\\d.]+ step_ms=[\\d.]+ loss=[\\d.]+"
+                        + " peak_rss_mb_per_rank=[\\d.]+ model_state_mb_per_rank=([\\d.]+)"
+                        + " sent_mb_per_step=([\\d.]+) comm_wait_ms_per_step=[\\d.]+"
+                        + " model_gflops_per_s=[\\d.]+ peak_gflops=([\\d.]+) peak_fraction=[\\d.]+"
+                        + " fp32_gflops_per_thread=[\\d.]+ bf16_gflops_per_thread=[\\d.]+"
+                        + " sent_across_mb_per_step=([\\d.]+) shard_group_size=(\\d+)"
+                        + " ideal_mb_per_rank=[\\d.]+ peak_rss_over_ideal=[\\d.]+"
+                        + " idle_rss_mb_per_rank=([\\d.]+) init_peak_rss_mb_per_rank=([\\d.]+)"
+                        + " step_peak_rss_mb_per_rank=(?:[\\d.]+|NaN)"
+                        + " peak_above_idle_over_ideal=[\\d.]+ cpu_ms_per_step=[\\d.]+"
+                        + " model=(\\w+)");
 
     private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();
@@ -111,10 +111,10 @@ class TrainBenchCommandTest {
         assertTrue(
                 recompute
                         .group()
-                        .contains("reshard_after_forward=true activation_checkpointing=true"),
+                        .contains("reshard_after_forward=true activation_checkpointing=full"),
                 recompute.group());
         assertTrue(
-                kept.group().contains("reshard_after_forward=true activation_checkpointing=false"),
+                kept.group().contains("reshard_after_forward=true activation_checkpointing=none"),
                 kept.group());
         // Gathered twice either way: for forward, and for recompute or for the kept graph.
         assertEquals(recompute.group(5), kept.group(5));

@@ -72,11 +72,11 @@ class TrainRankCommandTest {
                         "--attention=sdpa",
                         "--precision=bf16",
                         "--reshard-after-forward=true",
-                        "--activation-checkpointing=false",
+                        "--activation-checkpointing=every:2",
                         "--lora-rank=8");
         TrainBenchSettings settings = rank.training.settings(2, rank.gpt);
         assertEquals(new GptShape(3, 48, 4, 99, 7, 5), settings.shape());
-        assertEquals(Boolean.FALSE, settings.activationCheckpointing());
+        assertEquals("every:2", settings.checkpointing().toString());
         assertEquals(8, settings.loraRank());
     }
 

@@ -11,7 +11,6 @@ import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.trainer.FsdpTrainer;
-import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
@@ -105,8 +104,7 @@ public final class FinetuneCommand implements Subcommand {
                 defaults.notes().forEach(this::note);
             }
             hub.preferGiven(spec.commandLine().getParseResult());
-            ShardingStrategy strategy = fsdp.strategy();
-            hub.check(this::note, strategy == ShardingStrategy.FULL_SHARD);
+            hub.check(this::note);
             fsdp.check(this::note);
             fsdp.mixedPrecision = hub.mixedPrecision();
             FinetuneRecipe.ModelSource source = modelSource(checkpoint, fromCheckpoint);

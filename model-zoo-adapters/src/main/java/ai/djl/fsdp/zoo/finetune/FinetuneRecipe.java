@@ -303,6 +303,7 @@ final class FinetuneRecipe implements AutoCloseable {
         FsdpConfig config =
                 FsdpConfig.builder()
                         .optShardingStrategy(fsdp.strategy())
+                        .optActivationCheckpointing(fsdp.activationCheckpointing())
                         .optWrapPolicy(
                                 fsdp.wrapPolicy(
                                         lm, (long) args.perDeviceTrainBatchSize * args.maxSeqLen))

@@ -4,21 +4,46 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.config.ActivationCheckpointing;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code --sharding_strategy} as Accelerate writes it: a name or PyTorch's number. */
+/**
+ * {@code --sharding_strategy} as Accelerate writes it: a name or PyTorch's number; {@code
+ * --gradient_checkpointing} apart from it.
+ */
 class FsdpArgumentsTest {
 
-    private static ShardingStrategy strategy(String value) {
+    private static FsdpArguments parse(String... args) {
         FsdpArguments fsdp = new FsdpArguments();
         CommandLine line = new CommandLine(CommandSpec.create());
         line.addMixin("fsdp", fsdp);
-        line.parseArgs("--sharding_strategy", value);
-        return fsdp.strategy();
+        line.parseArgs(args);
+        return fsdp;
+    }
+
+    private static ShardingStrategy strategy(String value) {
+        return parse("--sharding_strategy", value).strategy();
+    }
+
+    @Test
+    void gradientCheckpointingIsItsOwnSettingWhateverTheStrategy() {
+        assertEquals(ActivationCheckpointing.everyUnit(), parse().activationCheckpointing());
+        for (String strategy : new String[] {"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD"}) {
+            assertEquals(
+                    ActivationCheckpointing.none(),
+                    parse("--sharding_strategy", strategy, "--gradient_checkpointing", "False")
+                            .activationCheckpointing(),
+                    strategy);
+            assertEquals(
+                    ActivationCheckpointing.everyUnit(),
+                    parse("--sharding_strategy", strategy, "--gradient_checkpointing")
+                            .activationCheckpointing(),
+                    strategy);
+        }
     }
 
     @Test

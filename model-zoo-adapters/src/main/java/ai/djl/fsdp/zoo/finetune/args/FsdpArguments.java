@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.finetune.args;
 
+import ai.djl.fsdp.config.ActivationCheckpointing;
 import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.wrap.WrapPlanner;
@@ -80,6 +81,17 @@ public final class FsdpArguments {
                             + " the optimizer there (default false).")
     public boolean offloadParams;
 
+    @Option(
+            names = "--gradient_checkpointing",
+            arity = "0..1",
+            fallbackValue = "true",
+            defaultValue = "true",
+            description =
+                    "Recompute every FSDP unit in backward instead of keeping its activations from"
+                            + " forward, whatever the sharding strategy (default true; Accelerate's"
+                            + " fsdp_activation_checkpointing).")
+    public boolean gradientCheckpointing;
+
     @Option(names = "--fsdp_state_dict_type")
     public String stateDictType;
 
@@ -106,6 +118,16 @@ public final class FsdpArguments {
      * not a flag).
      */
     public MixedPrecision mixedPrecision = MixedPrecision.FP32;
+
+    /**
+     * Returns the units recomputed in backward: every unit, or none with {@code
+     * --gradient_checkpointing False}.
+     *
+     * @return the policy
+     */
+    public ActivationCheckpointing activationCheckpointing() {
+        return ActivationCheckpointing.of(gradientCheckpointing);
+    }
 
     /**
      * Parses the strategy as Accelerate writes it: a name or PyTorch's number.

@@ -54,13 +54,6 @@ public final class HubCompatibility {
                             + " optimizer state and the loss stay float32.")
     boolean fp16;
 
-    @Option(
-            names = "--gradient_checkpointing",
-            arity = "0..1",
-            fallbackValue = "true",
-            description = "Accepted (noted); FULL_SHARD recomputes every FSDP unit in backward.")
-    Boolean gradientCheckpointing;
-
     @Option(names = "--use_reentrant", arity = "0..1", fallbackValue = "true")
     Boolean useReentrant;
 
@@ -119,9 +112,8 @@ public final class HubCompatibility {
      * Stops on flags that cannot be honoured and says once what happens instead of the others.
      *
      * @param note prints a line on rank 0
-     * @param sharded whether units are recomputed in backward (FULL_SHARD)
      */
-    public void check(Consumer<String> note, boolean sharded) {
+    public void check(Consumer<String> note) {
         if (use4bitQuantization || use8bitQuantization) {
             throw new IllegalArgumentException(
                     "--use_"
@@ -145,20 +137,13 @@ public final class HubCompatibility {
         if (bf16 && fp16) {
             throw new IllegalArgumentException("--bf16 and --fp16 are both set: pick one");
         }
-        if (Boolean.TRUE.equals(gradientCheckpointing)) {
-            note.accept(
-                    sharded
-                            ? "--gradient_checkpointing: FULL_SHARD recomputes every FSDP unit in"
-                                    + " backward already (each unit is a checkpoint)"
-                            : "--gradient_checkpointing: only FULL_SHARD recomputes units in"
-                                    + " backward; this strategy keeps activations");
-        }
         if (useReentrant != null) {
             note.accept(
                     "--use_reentrant "
                             + useReentrant
-                            + ": units are recomputed by the trainer's own backward pass, not"
-                            + " torch.utils.checkpoint; the flag changes nothing");
+                            + ": --gradient_checkpointing recomputes FSDP units in the trainer's"
+                            + " own backward pass, not torch.utils.checkpoint; the flag changes"
+                            + " nothing");
         }
         if (useFlashAttn) {
             note.accept(
