@@ -22,7 +22,9 @@ import org.junit.jupiter.api.Test;
  * of the project (the main classes of every module this one depends on are on its class path; the
  * Spark module, which nothing depends on, has one package and so no loop of its own), no source
  * file longer than a reader can hold (400 lines in the trainer module, 500 anywhere, every module),
- * and no package of more than 25 files.
+ * no package of more than 25 files, and no package without a {@code package-info.java} saying what
+ * it is for. The file checks walk the main sources of every module of the build; the stand-alone
+ * projects under {@code examples/} are not part of it.
  */
 class PackageStructureTest {
 
@@ -80,6 +82,21 @@ class PackageStructureTest {
                         + MAX_PACKAGE_FILES
                         + " files): "
                         + tooLarge);
+    }
+
+    @Test
+    void everyPackageDocumented() throws IOException {
+        List<String> undocumented =
+                mainSources().stream()
+                        .map(Path::getParent)
+                        .distinct()
+                        .filter(dir -> !Files.exists(dir.resolve("package-info.java")))
+                        .map(dir -> ROOT.relativize(dir).toString())
+                        .sorted()
+                        .collect(Collectors.toList());
+        assertTrue(
+                undocumented.isEmpty(),
+                "add a package-info.java saying what each package is for: " + undocumented);
     }
 
     private static List<Path> mainSources() throws IOException {
