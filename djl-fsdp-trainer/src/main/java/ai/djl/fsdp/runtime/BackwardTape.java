@@ -1,25 +1,22 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.training.ParameterStore;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.Function;
 
 /**
  * The unit calls of a training forward (and the root's synchronized BatchNorm calls, {@link
  * NormCall}), walked in reverse in backward. Reverse call order is a topological order, so each
- * call's output gradients are complete when it is reached: a vector-Jacobian product through the
- * call's graph (kept, refilled by a gather if its parameters were released after forward, or
- * rebuilt by recompute) from its output gradients fills its flat gradients, whose reduction over
- * the ranks then runs while the input gradients travel on through the parent's graph and the
- * previous call is recomputed.
+ * call's output gradients are complete when it is reached: the call's unit ({@link UnitLifecycle})
+ * runs its backward from them and starts its gradient reduction, which then runs while the input
+ * gradients travel on through the parent's graph and the previous call is recomputed.
  *
  * <p>An input that is itself an earlier call's output leaf (one transformer block feeding the next)
  * has no graph of the parent's to travel through: its gradient is handed to that call here, added
@@ -50,10 +47,10 @@ final class BackwardTape {
     /**
      * Runs backward through every recorded call, the last first.
      *
-     * @param recompute rebuilds the graph of a call that kept none
+     * @param parameterStore the store blocks read parameters from, for a recompute
      * @param scale the factor for this micro-batch's gradients
      */
-    void run(Function<UnitCall, UnitGraph> recompute, float scale) {
+    void run(ParameterStore parameterStore, float scale) {
         for (int i = calls.size() - 1; i >= 0; i--) {
             TapeEntry entry = calls.remove(i);
             if (entry instanceof NormCall norm) {
@@ -64,14 +61,7 @@ final class BackwardTape {
             if (prefetch) {
                 startGatherBefore(i);
             }
-            UnitGraph graph = call.graph();
-            if (graph == null) {
-                graph = recompute.apply(call);
-            } else if (call.unit().isHeldByGraph()) {
-                // Released after forward: refill the addresses the kept graph reads.
-                collectives.gather(call.unit());
-            }
-            backwardThrough(call, graph, scale);
+            backwardThrough(call, call.unit().graphForBackward(call, parameterStore), scale);
         }
     }
 
@@ -79,23 +69,24 @@ final class BackwardTape {
     private void startGatherBefore(int index) {
         for (int i = index - 1; i >= 0; i--) {
             if (calls.get(i) instanceof UnitCall previous) {
-                collectives.startGather(previous.unit());
+                previous.unit().startGather();
                 return;
             }
         }
     }
 
+    /**
+     * Runs the unit's backward from its outputs' gradients, hands its inputs' gradients on, and
+     * leaves its gradient reduction in flight (completing the one before it).
+     */
     private void backwardThrough(UnitCall call, UnitGraph graph, float scale) {
         NDManager scope = graph.scope();
         try {
-            backwardFromOutputs(call, graph);
-            // Synchronized BatchNorm cut the unit's graph: the last first, each pushes its input's
-            // gradient on towards the unit's inputs and the earlier ones.
-            for (int k = graph.norms().size() - 1; k >= 0; k--) {
-                graph.norms().get(k).backward(collectives);
+            List<NDArray> outputGradients = new ArrayList<>(call.outputLeaves().size());
+            for (NDArray leaf : call.outputLeaves()) {
+                outputGradients.add(outputGradient(leaf));
             }
-            PendingReduction reduction =
-                    collectives.startReduction(call.unit(), graph.flatLeaves(), scale, scope);
+            PendingReduction reduction = call.unit().backward(graph, outputGradients, scale);
             for (int j = 0; j < call.inputs().size(); j++) {
                 NDArray leaf = graph.inputLeaves().get(j);
                 NDArray gradient = Autograd.gradientOf(leaf);
@@ -151,49 +142,6 @@ final class BackwardTape {
         left.close();
         given.close();
         return sum;
-    }
-
-    /**
-     * Runs the vector-Jacobian product from the unit's outputs with the gradients their leaves
-     * received (from the parent's graph and from later calls, {@link #outputGradient}): straight
-     * from the output when one received a gradient (a transformer block's case), else from {@code
-     * sum(out * g)} over those that did, in float32 (DJL makes the ones that backward starts from
-     * only of its own types): d/d(out) of it is g, so one backward serves all of them. Outputs
-     * computed from nothing trainable (frozen parameters, a data input) have no graph to run.
-     */
-    private void backwardFromOutputs(UnitCall call, UnitGraph graph) {
-        List<NDArray> outputs = new ArrayList<>(graph.outputs().size());
-        List<NDArray> gradients = new ArrayList<>(graph.outputs().size());
-        for (int j = 0; j < graph.outputs().size(); j++) {
-            NDArray gradient = outputGradient(call.outputLeaves().get(j));
-            if (gradient == null) {
-                continue;
-            }
-            gradient.attach(graph.scope());
-            NDArray output = graph.outputs().get(j);
-            if (Autograd.isInGraph(output)) {
-                outputs.add(output);
-                gradients.add(gradient);
-            }
-        }
-        if (outputs.size() == 1) {
-            Autograd.backward(outputs.get(0), gradients.get(0));
-        } else if (!outputs.isEmpty()) {
-            NDArray surrogate =
-                    Autograd.withGradMode(
-                            true,
-                            () -> {
-                                NDArray sum = null;
-                                for (int j = 0; j < outputs.size(); j++) {
-                                    NDArray term =
-                                            Precision.FLOAT32.cast(
-                                                    outputs.get(j).mul(gradients.get(j)).sum());
-                                    sum = sum == null ? term : sum.add(term);
-                                }
-                                return sum;
-                            });
-            Autograd.backward(surrogate, surrogate.onesLike());
-        }
     }
 
     /** Completes the gradient reduction in flight, if any, and frees what it reduced. */

@@ -2,7 +2,6 @@ package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.checkpoint.GatheredUnit;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.ShardingMesh;
@@ -33,25 +32,14 @@ public final class Collectives {
     private final ProcessGroup world;
     private final ProcessGroup shardGroup;
     private final ProcessGroup replicateGroup;
-    private final MixedPrecision precision;
-
-    /**
-     * Creates the collectives of a model sharded over {@code group}, in float32.
-     *
-     * @param group the ranks
-     */
-    public Collectives(ProcessGroup group) {
-        this(ShardingMesh.flat(group), MixedPrecision.FP32);
-    }
 
     /**
      * Creates the collectives of a model sharded over {@code group}.
      *
      * @param group the ranks
-     * @param precision the types parameters are gathered in and gradients reduced in
      */
-    public Collectives(ProcessGroup group, MixedPrecision precision) {
-        this(ShardingMesh.flat(group), precision);
+    public Collectives(ProcessGroup group) {
+        this(ShardingMesh.flat(group));
     }
 
     /**
@@ -59,18 +47,11 @@ public final class Collectives {
      * across its replicate groups.
      *
      * @param mesh the ranks
-     * @param precision the types parameters are gathered in and gradients reduced in
      */
-    public Collectives(ShardingMesh mesh, MixedPrecision precision) {
+    public Collectives(ShardingMesh mesh) {
         this.world = mesh.getWorld();
         this.shardGroup = mesh.getShardGroup();
         this.replicateGroup = mesh.getReplicateGroup().orElse(null);
-        this.precision = precision;
-    }
-
-    /** Returns the types parameters are gathered in and gradients reduced in. */
-    MixedPrecision getPrecision() {
-        return precision;
     }
 
     /** Returns every rank of the job. */
@@ -84,10 +65,10 @@ public final class Collectives {
      * so graphs that saved views of it read the values without autograd seeing a change).
      *
      * @param unit the unit
+     * @param type the type the unit computes in: shards are cast to it first
      */
-    void startGather(FsdpUnit unit) {
-        Precision param = precision.param();
-        startGather(unit, flat -> param);
+    void startGather(FsdpUnit unit, Precision type) {
+        startGather(unit, flat -> type);
     }
 
     /** Starts gathering each flat parameter of {@code unit} in its type: shards are cast first. */
@@ -116,28 +97,23 @@ public final class Collectives {
     }
 
     /**
-     * Gathers {@code unit} and waits until it is whole.
-     *
-     * @param unit the unit
-     */
-    void gather(FsdpUnit unit) {
-        startGather(unit);
-        unit.awaitGather();
-    }
-
-    /**
      * Starts reducing the gradients backward left on {@code leaves} over the ranks (mean): a
      * reduce-scatter into this rank's piece, or an all-reduce when the buffer is not split. Every
      * rank takes part even if its micro-batch did not reach these parameters.
      *
      * @param unit the unit
      * @param leaves the unit's parameter leaves per flat parameter, null for frozen buffers
+     * @param type the type gradients are reduced in
      * @param scale the factor for this micro-batch's gradients
      * @param scope the manager of the flat gradients and the reductions' outputs
      * @return the reduction in flight; {@code scope} must stay open until it completes
      */
     PendingReduction startReduction(
-            FsdpUnit unit, List<GradientLeaves> leaves, float scale, NDManager scope) {
+            FsdpUnit unit,
+            List<GradientLeaves> leaves,
+            Precision type,
+            float scale,
+            NDManager scope) {
         List<PendingReduction.Part> parts = new ArrayList<>();
         List<FlatParameter> flats = unit.getFlatParameters();
         for (int i = 0; i < flats.size(); i++) {
@@ -146,9 +122,9 @@ public final class Collectives {
                 continue;
             }
             FlatParameter flat = flats.get(i);
-            NDArray gradient = flatLeaves.flatGradient(precision.reduce(), scope);
+            NDArray gradient = flatLeaves.flatGradient(type, scope);
             if (flat.isSharded()) {
-                NDArray shardGradient = precision.reduce().empty(scope, flat.getShard().getShape());
+                NDArray shardGradient = type.empty(scope, flat.getShard().getShape());
                 Work work = shardGroup.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
                 parts.add(
                         new PendingReduction.Part(

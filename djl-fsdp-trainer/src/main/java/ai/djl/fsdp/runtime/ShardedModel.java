@@ -2,14 +2,13 @@ package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.config.ExecutionOptions;
+import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.reflect.BlockChildren;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.nn.norm.BatchNorm;
-import ai.djl.training.ParameterStore;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,26 +17,27 @@ import java.util.Map;
 
 /**
  * A model whose parameters live as FSDP units' shards: the units (root first), which unit owns each
- * parameter, the stand-ins that run each unit's block through the {@link UnitExecutor}, and the
- * model's life cycle: passes, whole parameters back, one unit gathered at a time, close.
+ * parameter, the stand-ins that run each unit's block through its {@link UnitLifecycle}, the {@link
+ * ShardedPasses} over them, whole parameters back, one unit gathered at a time, close.
  */
 public final class ShardedModel implements AutoCloseable {
 
     private final Collectives collectives;
     private final List<FsdpUnit> units;
     private final Map<String, FsdpUnit> ownerByParameterId = new HashMap<>();
-    private final UnitExecutor executor;
+    private final ShardedPasses passes;
     private final ModelBuffers buffers;
     private final List<BlockChildren> standIns = new ArrayList<>();
 
     /**
      * Puts {@code units} in charge of their parameters: each non-root unit's block is replaced in
-     * its parent by a stand-in that runs it through the executor, and every sharded parameter's own
-     * array is freed, so the shards are the only copy; the buffers keep theirs, made rank 0's on
-     * every rank (see {@link ModelBuffers}).
+     * its parent by a stand-in that runs it through its lifecycle, and every sharded parameter's
+     * own array is freed, so the shards are the only copy; the buffers keep theirs, made rank 0's
+     * on every rank (see {@link ModelBuffers}).
      *
      * @param collectives the ranks' collectives
      * @param units the units, the root first (its block the model's top block)
+     * @param precision the types units gather and compute in and reduce gradients in
      * @param options how passes are scheduled
      * @param syncBatchNorm whether every DJL {@code BatchNorm} normalizes with the global batch's
      *     statistics ({@link SyncBatchNorm} stands in for it)
@@ -45,6 +45,7 @@ public final class ShardedModel implements AutoCloseable {
     public ShardedModel(
             Collectives collectives,
             List<FsdpUnit> units,
+            MixedPrecision precision,
             ExecutionOptions options,
             boolean syncBatchNorm) {
         options.checkDevice(
@@ -52,17 +53,18 @@ public final class ShardedModel implements AutoCloseable {
                 units.stream().skip(1).anyMatch(unit -> !unit.isRecomputed()));
         this.collectives = collectives;
         this.units = List.copyOf(units);
-        List<FsdpUnit> children = this.units.subList(1, this.units.size());
-        buffers = new ModelBuffers(this.units, collectives.getPrecision().param());
-        executor = new UnitExecutor(collectives, options, this.units.get(0), children, buffers);
+        buffers = new ModelBuffers(this.units, precision.param());
+        passes = new ShardedPasses(collectives, precision, options, this.units, buffers);
         for (FsdpUnit unit : this.units) {
             unit.getParameters().forEach(p -> ownerByParameterId.put(p.getId(), unit));
         }
         try {
-            for (FsdpUnit unit : children) {
+            for (UnitLifecycle unit : passes.getUnits()) {
                 standIns.add(
                         BlockChildren.replace(
-                                unit.getParent(), unit.getBlock(), new UnitBlock(unit, executor)));
+                                unit.unit().getParent(),
+                                unit.unit().getBlock(),
+                                new UnitBlock(unit, passes)));
             }
             if (syncBatchNorm) {
                 synchronizeBatchNorms(this.units.get(0).getBlock());
@@ -93,7 +95,7 @@ public final class ShardedModel implements AutoCloseable {
                 }
                 standIns.add(
                         BlockChildren.replace(
-                                holder, norm, new SyncBatchNorm(norm, collectives, executor)));
+                                holder, norm, new SyncBatchNorm(norm, collectives, passes)));
             } else {
                 synchronizeBatchNorms(child);
             }
@@ -117,62 +119,9 @@ public final class ShardedModel implements AutoCloseable {
         return flats;
     }
 
-    /**
-     * Prepares a forward pass (see {@link UnitExecutor#beginForward}).
-     *
-     * @param training whether backward follows: the units' calls are then recorded
-     * @param manager the manager the root's views are made under
-     */
-    public void beginForward(boolean training, NDManager manager) {
-        executor.beginForward(training, manager);
-    }
-
-    /** Ends a forward pass: buffers updated in a narrower type take the updates. */
-    public void endForward() {
-        buffers.endForward();
-    }
-
-    /** Ends a forward pass that has no backward: frees the root's and the units' gathers. */
-    public void endInference() {
-        executor.discardPass();
-    }
-
-    /**
-     * Runs backward from {@code loss} and adds each rank's part of the reduced gradients, times
-     * {@code scale}, to the shards' gradients.
-     *
-     * @param loss the loss of this rank's micro-batch
-     * @param parameterStore the store blocks read parameters from (for recompute)
-     * @param scale the factor for this micro-batch's gradients (1 / accumulation steps)
-     */
-    public void backward(NDArray loss, ParameterStore parameterStore, float scale) {
-        executor.backward(loss, parameterStore, scale);
-    }
-
-    /**
-     * Returns the largest bytes of gathered (full) parameter buffers this rank has held at once
-     * during its passes so far, prefetched ones included; 0 when no buffer needs a gather.
-     */
-    public long getPeakGatheredBytes() {
-        return executor.getPeakGatheredBytes();
-    }
-
-    /**
-     * Ends an optimizer step: counts it for the recompute seeds and averages the buffers over the
-     * ranks (a collective).
-     */
-    public void endStep() {
-        executor.endStep();
-        buffers.average(collectives.getGroup());
-    }
-
-    /**
-     * Sets how many optimizer steps were taken (a resumed run), for the generator seeds.
-     *
-     * @param step the optimizer steps taken
-     */
-    public void setStep(long step) {
-        executor.setStep(step);
+    /** Returns the passes over the model: forward, backward and the end of a step. */
+    public ShardedPasses getPasses() {
+        return passes;
     }
 
     /**
@@ -218,7 +167,7 @@ public final class ShardedModel implements AutoCloseable {
      * arrays (for a job whose model was saved unit by unit and is not used whole again).
      */
     public void restoreBlockTree() {
-        executor.discardPass();
+        passes.discardPass();
         for (int i = standIns.size() - 1; i >= 0; i--) {
             standIns.get(i).restore();
         }
@@ -245,7 +194,7 @@ public final class ShardedModel implements AutoCloseable {
      * @throws IOException if the visitor throws it; the unit's arrays are freed first
      */
     public void forEachUnitGathered(UnitVisitor visitor) throws IOException {
-        executor.discardPass();
+        passes.discardPass();
         List<FsdpUnit> order = new ArrayList<>(units.subList(1, units.size()));
         order.add(units.get(0));
         for (FsdpUnit unit : order) {
@@ -255,7 +204,7 @@ public final class ShardedModel implements AutoCloseable {
 
     @Override
     public void close() {
-        executor.discardPass();
+        passes.discardPass();
         units.forEach(FsdpUnit::close);
     }
 }

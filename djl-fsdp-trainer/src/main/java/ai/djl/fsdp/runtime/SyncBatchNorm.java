@@ -29,9 +29,9 @@ final class SyncBatchNorm extends DelegatingBlock {
     private final Parameter runningMean;
     private final Parameter runningVar;
     private final Collectives collectives;
-    private final UnitExecutor executor;
+    private final ShardedPasses passes;
 
-    SyncBatchNorm(BatchNorm block, Collectives collectives, UnitExecutor executor) {
+    SyncBatchNorm(BatchNorm block, Collectives collectives, ShardedPasses passes) {
         super(block);
         settings = BatchNormSettings.of(block);
         gamma = parameterOf(block, Parameter.Type.GAMMA);
@@ -39,7 +39,7 @@ final class SyncBatchNorm extends DelegatingBlock {
         runningMean = parameterOf(block, Parameter.Type.RUNNING_MEAN);
         runningVar = parameterOf(block, Parameter.Type.RUNNING_VAR);
         this.collectives = collectives;
-        this.executor = executor;
+        this.passes = passes;
     }
 
     private static Parameter parameterOf(BatchNorm block, Parameter.Type type) {
@@ -83,10 +83,10 @@ final class SyncBatchNorm extends DelegatingBlock {
         }
         NDArray typed = Precision.castLike(normalized, input);
         NDArray computedWith = typed;
-        if (executor.recordsNorms()) {
+        if (passes.recordsNorms()) {
             computedWith = typed.stopGradient();
             computedWith.setRequiresGradient(true);
-            executor.record(new NormCall(input, computedWith, normalized, inverseStd, count, axis));
+            passes.record(new NormCall(input, computedWith, normalized, inverseStd, count, axis));
         }
         Shape shape = BatchStatistics.channelShape(input.getShape(), axis);
         NDArray scale = parameterStore.getValue(gamma, device, true).reshape(shape);

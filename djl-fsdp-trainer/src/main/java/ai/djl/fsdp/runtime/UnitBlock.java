@@ -6,18 +6,18 @@ import ai.djl.util.PairList;
 
 /**
  * Stands in a parent block for a unit's block: its forward runs the unit through the {@link
- * UnitExecutor} (gather, compute, record, reshard); everything else is the wrapped block's, so
- * parameter names, children and serialization are unchanged.
+ * UnitLifecycle} within the {@link ShardedPasses} (gather, compute, record, reshard); everything
+ * else is the wrapped block's, so parameter names, children and serialization are unchanged.
  */
 final class UnitBlock extends DelegatingBlock {
 
-    private final FsdpUnit unit;
-    private final UnitExecutor executor;
+    private final UnitLifecycle unit;
+    private final ShardedPasses passes;
 
-    UnitBlock(FsdpUnit unit, UnitExecutor executor) {
-        super(unit.getBlock());
+    UnitBlock(UnitLifecycle unit, ShardedPasses passes) {
+        super(unit.unit().getBlock());
         this.unit = unit;
-        this.executor = executor;
+        this.passes = passes;
     }
 
     @Override
@@ -26,11 +26,11 @@ final class UnitBlock extends DelegatingBlock {
             NDList inputs,
             boolean training,
             PairList<String, Object> params) {
-        return executor.call(unit, parameterStore, inputs, training, params);
+        return passes.call(unit, parameterStore, inputs, training, params);
     }
 
     @Override
     public String toString() {
-        return "FSDP unit " + unit.getName() + ": " + inner();
+        return "FSDP unit " + unit.unit().getName() + ": " + inner();
     }
 }

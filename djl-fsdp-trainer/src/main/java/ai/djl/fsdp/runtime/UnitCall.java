@@ -19,7 +19,7 @@ import ai.djl.util.PairList;
  * @param graph the graph kept from forward, or null when it is recomputed in backward
  */
 record UnitCall(
-        FsdpUnit unit,
+        UnitLifecycle unit,
         NDList inputs,
         PairList<String, Object> params,
         long seed,

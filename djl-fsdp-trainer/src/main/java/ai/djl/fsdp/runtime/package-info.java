@@ -1,10 +1,13 @@
 /**
  * The FSDP runtime, one concept per class as in PyTorch FSDP2's {@code _fully_shard}: a unit and
- * its state ({@link ai.djl.fsdp.runtime.FsdpUnit}, {@link ai.djl.fsdp.runtime.UnitState}), the
- * collectives that gather and reduce it ({@link ai.djl.fsdp.runtime.Collectives}, with typed work
- * in flight), the executor of passes ({@link ai.djl.fsdp.runtime.UnitExecutor}), the backward tape
- * ({@link ai.djl.fsdp.runtime.BackwardTape}), and the sharded model that ties them to the block
- * tree ({@link ai.djl.fsdp.runtime.ShardedModel}).
+ * where its parameters are ({@link ai.djl.fsdp.runtime.FsdpUnit}, {@link
+ * ai.djl.fsdp.runtime.UnitState}; FSDP2's {@code FSDPParam}s), one unit's part in a step from
+ * gather to gradient reduction ({@link ai.djl.fsdp.runtime.UnitLifecycle}, {@code FSDPParamGroup}),
+ * the collectives that gather and reduce it ({@link ai.djl.fsdp.runtime.Collectives}, with typed
+ * work in flight), the passes and the order of the calls ({@link
+ * ai.djl.fsdp.runtime.ShardedPasses}, the root's {@code FSDPState}), the backward tape ({@link
+ * ai.djl.fsdp.runtime.BackwardTape}), and the sharded model that ties them to the block tree
+ * ({@link ai.djl.fsdp.runtime.ShardedModel}).
  *
  * <p>DJL offers no autograd hooks or custom autograd functions, so PyTorch FSDP's way of running
  * code before a unit's backward is not available. Units are called on detached inputs and return

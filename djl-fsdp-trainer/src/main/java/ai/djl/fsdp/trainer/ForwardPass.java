@@ -1,6 +1,6 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.runtime.ShardedModel;
+import ai.djl.fsdp.runtime.ShardedPasses;
 import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDList;
 import ai.djl.training.ParameterStore;
@@ -8,8 +8,8 @@ import java.util.function.Function;
 
 /**
  * One forward pass of the sharded model: the units gather their parameters as the blocks run (see
- * {@link ShardedModel#beginForward}), and a pass that no backward follows (evaluation, or a forward
- * outside a gradient collector) ends by freeing what it gathered.
+ * {@link ShardedPasses#beginForward}), and a pass that no backward follows (evaluation, or a
+ * forward outside a gradient collector) ends by freeing what it gathered.
  */
 final class ForwardPass {
 
@@ -30,18 +30,18 @@ final class ForwardPass {
             NDList data,
             boolean training,
             Function<ParameterStore, NDList> pass) {
-        ShardedModel model = sharded.getModel();
+        ShardedPasses passes = sharded.getModel().getPasses();
         // Only a forward under an open gradient collector is followed by backward.
         boolean recording = training && Autograd.isGradMode();
-        model.beginForward(recording, data.head().getManager());
+        passes.beginForward(recording, data.head().getManager());
         try {
             NDList outputs = pass.apply(sharded.getParameterStore());
             outputs.attach(data.head().getManager());
             return outputs;
         } finally {
-            model.endForward();
+            passes.endForward();
             if (!recording) {
-                model.endInference();
+                passes.endInference();
             }
         }
     }

@@ -172,8 +172,9 @@ final class ModelSharding {
                                 unit.index() > 0 && recomputed[unit.index() - 1]));
             }
             return new ShardedModel(
-                    new Collectives(mesh, config.getMixedPrecision()),
+                    new Collectives(mesh),
                     units,
+                    config.getMixedPrecision(),
                     config.getExecutionOptions(),
                     config.isSyncBatchNorm());
         } catch (RuntimeException e) {

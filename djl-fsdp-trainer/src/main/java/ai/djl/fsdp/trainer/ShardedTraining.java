@@ -133,11 +133,11 @@ final class ShardedTraining implements AutoCloseable {
         // global token mean) undoes the first and skips the second.
         float scale = summedStep ? group.getSize() : 1f / options.getGradientAccumulationSteps();
         if (scaler == null) {
-            model.backward(loss, parameterStore, scale);
+            model.getPasses().backward(loss, parameterStore, scale);
             return;
         }
         try (NDArray scaled = scaler.scale(loss)) {
-            model.backward(scaled, parameterStore, scale);
+            model.getPasses().backward(scaled, parameterStore, scale);
         }
     }
 
@@ -154,7 +154,7 @@ final class ShardedTraining implements AutoCloseable {
         lastGradNorm = shardedOptimizer.step(!overflow);
         microBatches = 0; // only after a step that completed: a failed one is no step boundary
         summedStep = false;
-        model.endStep();
+        model.getPasses().endStep();
         state.setStep(state.getStep() + 1);
         sentBytesLastStep = group.takeSentBytes();
         sentAcrossBytesLastStep = takeAcrossBytes();
@@ -208,7 +208,7 @@ final class ShardedTraining implements AutoCloseable {
                 stats.parameterBytes(),
                 stats.gradientBytes(),
                 stats.optimizerStateBytes(),
-                model.getPeakGatheredBytes(),
+                model.getPasses().getPeakGatheredBytes(),
                 initPeakBytes);
     }
 
@@ -245,7 +245,7 @@ final class ShardedTraining implements AutoCloseable {
             scaler.restore(loaded.getLossScale(), loaded.getLossScaleGoodSteps());
         }
         microBatches = 0;
-        model.setStep(loaded.getStep());
+        model.getPasses().setStep(loaded.getStep());
     }
 
     /** Waits for a checkpoint in flight, then gathers the model back (or not) and frees all. */

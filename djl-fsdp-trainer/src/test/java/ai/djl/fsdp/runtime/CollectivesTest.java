@@ -8,11 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -138,7 +138,7 @@ class CollectivesTest {
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             RecordingGroup group = new RecordingGroup();
             FsdpUnit unit = unitOfTwo(manager);
-            new Collectives(group, MixedPrecision.BF16).startGather(unit);
+            new Collectives(group).startGather(unit, Precision.BFLOAT16);
             assertEquals(2, group.inputs.size());
             for (NDArray sent : group.inputs) {
                 assertFalse(sent.isReleased(), "a send buffer lives while its gather may read it");
@@ -166,7 +166,7 @@ class CollectivesTest {
             IllegalStateException failure =
                     assertThrows(
                             IllegalStateException.class,
-                            () -> new Collectives(group, MixedPrecision.FP32).startGather(unit));
+                            () -> new Collectives(group).startGather(unit, Precision.FLOAT32));
             assertEquals("gather 1 could not be queued", failure.getMessage());
             assertEquals(List.of(true), group.awaited, "the queued gather is complete");
             assertEquals(UnitState.RESHARDED, unit.getState());
@@ -182,7 +182,7 @@ class CollectivesTest {
             List<FlatParameter> flats =
                     List.of(flat(manager, "u.t", true), flat(manager, "u.f", false));
             FsdpUnit unit = new FsdpUnit(1, "u", null, null, flats, List.of(), true);
-            new Collectives(group, MixedPrecision.FP32).startGather(unit);
+            new Collectives(group).startGather(unit, Precision.FLOAT32);
             IllegalStateException failure = assertThrows(IllegalStateException.class, unit::close);
             assertEquals("gather 0 failed", failure.getMessage());
             for (FlatParameter flat : flats) {
@@ -197,7 +197,8 @@ class CollectivesTest {
             RecordingGroup group = new RecordingGroup();
             FlatParameter flat = flat(manager, "u.t", true);
             FsdpUnit unit = new FsdpUnit(1, "u", null, null, List.of(flat), List.of(), true);
-            new Collectives(group, MixedPrecision.FP32).gather(unit);
+            new Collectives(group).startGather(unit, Precision.FLOAT32);
+            unit.awaitGather();
             assertSame(flat.getShard(), group.inputs.get(0));
             assertFalse(flat.getShard().isReleased(), "the shard itself is never freed");
             unit.close();
