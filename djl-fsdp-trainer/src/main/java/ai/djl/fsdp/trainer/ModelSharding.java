@@ -105,6 +105,8 @@ final class ModelSharding {
             block.initialize(parameterManager, dataType, shapes);
             return shard(block, setup, manager);
         }
+        // A recompute policy naming no unit fails before any parameter is initialized or loaded.
+        recomputed(plan, setup.fsdp());
         ModelSharding sharding = new ModelSharding(block, setup, manager);
         List<PlannedUnit> units = plan.getUnits();
         try {
@@ -125,6 +127,13 @@ final class ModelSharding {
             block.getParameters().values().forEach(Parameter::close);
             throw e;
         }
+    }
+
+    /** Returns for each unit but the root whether the config's policy recomputes it. */
+    private static boolean[] recomputed(UnitPlan plan, FsdpConfig config) {
+        List<PlannedUnit> units = plan.getUnits();
+        return config.getActivationCheckpointing()
+                .select(units.subList(1, units.size()).stream().map(PlannedUnit::block).toList());
     }
 
     /** Plans the units as the wrap policy chooses them in the block as it is now. */
@@ -153,12 +162,7 @@ final class ModelSharding {
         List<FsdpUnit> units = new ArrayList<>();
         List<PlannedUnit> planned = plan.getUnits();
         try {
-            boolean[] recomputed =
-                    config.getActivationCheckpointing()
-                            .select(
-                                    planned.subList(1, planned.size()).stream()
-                                            .map(PlannedUnit::block)
-                                            .toList());
+            boolean[] recomputed = recomputed(plan, config);
             for (PlannedUnit unit : planned) {
                 load(unit);
                 units.add(

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
+import ai.djl.fsdp.config.ActivationCheckpointing;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
@@ -19,7 +20,10 @@ import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import org.junit.jupiter.api.Test;
 
-/** Sharding a fresh model unit by unit when the wrap policy depends on the initialization. */
+/**
+ * Sharding a fresh model unit by unit when the wrap policy depends on the initialization, and a
+ * recompute policy that names no unit.
+ */
 class ModelShardingTest {
 
     @Test
@@ -64,6 +68,43 @@ class ModelShardingTest {
             assertTrue(block.isInitialized());
             assertEquals(
                     new Shape(3), block.getParameters().get("02Linear_bias").getArray().getShape());
+        }
+    }
+
+    @Test
+    void aRecomputedClassThatIsNoUnitFailsBeforeAnyParameterIsInitialized() {
+        Block block =
+                new SequentialBlock()
+                        .add(Linear.builder().setUnits(4).build())
+                        .add(Linear.builder().setUnits(3).build());
+        FsdpConfig config =
+                FsdpConfig.builder()
+                        .optWrapPolicy(WrapPolicy.byLayerClass("Linear"))
+                        .optActivationCheckpointing(
+                                ActivationCheckpointing.byLayerClass("GPT2Block"))
+                        .build();
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""));
+                NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            IllegalArgumentException error =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () ->
+                                    ModelSharding.initialize(
+                                            block,
+                                            manager,
+                                            DataType.FLOAT32,
+                                            new Shape[] {new Shape(2, 5)},
+                                            new TrainingSetup(
+                                                    config,
+                                                    TrainerOptions.defaults(),
+                                                    ShardingMesh.flat(group)),
+                                            manager));
+            assertEquals(
+                    "activation checkpointing by layer class [GPT2Block] matches no FSDP unit; the"
+                            + " units' classes are [Linear]: name one of those (a class recomputed"
+                            + " must be a unit, see the wrap policy)",
+                    error.getMessage());
+            assertFalse(block.isInitialized(), "nothing was initialized");
         }
     }
 }
