@@ -40,16 +40,16 @@ public record ExecutionOptions(boolean reshardAfterForward, boolean prefetch) {
             if (problem.isPresent()) {
                 throw new UnsupportedOperationException(
                         problem.get()
-                                + ". reshard_after_forward without activation checkpointing"
-                                + " releases gathered parameters on "
+                                + ". reshard_after_forward releases the gathered parameters of"
+                                + " units that are not recomputed on "
                                 + device
                                 + " through it"
                                 + fallback);
             }
         } else if (!Device.Type.CPU.equals(device.getDeviceType())) {
             throw new IllegalArgumentException(
-                    "reshard_after_forward without activation checkpointing releases a unit's"
-                            + " gathered parameters after forward through host memory mappings or"
+                    "reshard_after_forward releases the gathered parameters of units that are"
+                            + " not recomputed after their forward through host memory mappings or"
                             + " CUDA virtual memory, which do not apply to "
                             + device
                             + fallback);

@@ -52,6 +52,10 @@ public final class FsdpUnit implements AutoCloseable {
             List<FlatParameter> flatParameters,
             List<Parameter> buffers,
             boolean recomputed) {
+        if (index == 0 && recomputed) {
+            throw new IllegalArgumentException(
+                    "the root unit is gathered for the whole pass and never recomputed");
+        }
         this.index = index;
         this.name = name;
         this.block = block;
@@ -77,6 +81,11 @@ public final class FsdpUnit implements AutoCloseable {
     /** Returns the wrapped block (the model's top block for the root unit). */
     public Block getBlock() {
         return block;
+    }
+
+    /** Returns whether this is the root unit: what no other unit holds, gathered for a pass. */
+    public boolean isRoot() {
+        return index == 0;
     }
 
     /** Returns whether backward recomputes the unit instead of keeping its graph from forward. */

@@ -50,7 +50,7 @@ public final class ShardedModel implements AutoCloseable {
             boolean syncBatchNorm) {
         options.checkDevice(
                 collectives.getGroup().getDevice(),
-                units.stream().skip(1).anyMatch(unit -> !unit.isRecomputed()));
+                units.stream().anyMatch(unit -> !unit.isRoot() && !unit.isRecomputed()));
         this.collectives = collectives;
         this.units = List.copyOf(units);
         buffers = new ModelBuffers(this.units, precision.param());

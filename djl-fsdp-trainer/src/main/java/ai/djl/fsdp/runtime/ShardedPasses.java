@@ -220,6 +220,7 @@ public final class ShardedPasses {
      * the tape when it runs in the root.
      */
     void record(NormCall norm) {
+        // Units do not nest: at most one runs with a graph now.
         for (UnitLifecycle unit : units) {
             if (unit.recordNorm(norm)) {
                 return;

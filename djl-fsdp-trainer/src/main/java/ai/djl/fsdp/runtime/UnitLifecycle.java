@@ -47,7 +47,7 @@ final class UnitLifecycle {
         this.reshardAfterForward = reshardAfterForward;
         this.buffers = buffers;
         this.peak = peak;
-        if (reshardAfterForward && !unit.isRecomputed() && unit.getParent() != null) {
+        if (reshardAfterForward && !unit.isRecomputed() && !unit.isRoot()) {
             // Its graph outlives its parameters' memory after forward.
             unit.useReleasableMemory();
         }

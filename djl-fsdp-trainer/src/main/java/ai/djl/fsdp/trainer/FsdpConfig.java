@@ -44,7 +44,10 @@ public final class FsdpConfig {
         wrapPolicy = builder.wrapPolicy;
         sharded = builder.sharded;
         execution = new ExecutionOptions(builder.reshardAfterForward, builder.prefetch);
-        activationCheckpointing = builder.activationCheckpointing;
+        activationCheckpointing =
+                builder.activationCheckpointing != null
+                        ? builder.activationCheckpointing
+                        : ActivationCheckpointing.defaultFor(builder.reshardAfterForward);
         syncModuleStates = builder.syncModuleStates;
         mixedPrecision = builder.mixedPrecision;
         cpuOffload = builder.cpuOffload;
@@ -55,10 +58,7 @@ public final class FsdpConfig {
         syncBatchNorm = builder.syncBatchNorm;
     }
 
-    /**
-     * Returns a builder with the defaults: FULL_SHARD, every unit recomputed, prefetch, sync module
-     * states.
-     */
+    /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
     public static Builder builder() {
         return new Builder();
     }
@@ -173,8 +173,7 @@ public final class FsdpConfig {
         private WrapPolicy wrapPolicy;
         private boolean sharded = true;
         private boolean reshardAfterForward = true;
-        private ActivationCheckpointing activationCheckpointing =
-                ActivationCheckpointing.everyUnit();
+        private ActivationCheckpointing activationCheckpointing;
         private boolean prefetch = true;
         private boolean syncModuleStates = true;
         private MixedPrecision mixedPrecision = MixedPrecision.FP32;
@@ -244,8 +243,7 @@ public final class FsdpConfig {
 
         /**
          * Sets which units run forward without a graph and are recomputed in backward, whatever the
-         * sharding strategy (default {@link ActivationCheckpointing#everyUnit()}): activation
-         * memory for compute.
+         * sharding strategy (default {@link ActivationCheckpointing#defaultFor}).
          *
          * @param activationCheckpointing the units to recompute
          * @return this builder

@@ -44,6 +44,8 @@ class ActivationCheckpointingTest {
                         .select(UNITS));
         assertEquals(ActivationCheckpointing.everyUnit(), ActivationCheckpointing.everyNthUnit(1));
         assertTrue(ActivationCheckpointing.of(false).isNone());
+        assertEquals(ActivationCheckpointing.everyUnit(), ActivationCheckpointing.defaultFor(true));
+        assertEquals(ActivationCheckpointing.none(), ActivationCheckpointing.defaultFor(false));
     }
 
     @Test
@@ -73,10 +75,24 @@ class ActivationCheckpointingTest {
                 "activation checkpointing 'selective' is not one of none, full, every:N or"
                         + " class:NAME[,NAME...]",
                 unknown.getMessage());
-        assertThrows(
-                IllegalArgumentException.class, () -> ActivationCheckpointing.parse("every:two"));
-        assertThrows(IllegalArgumentException.class, () -> ActivationCheckpointing.everyNthUnit(0));
-        assertThrows(IllegalArgumentException.class, () -> ActivationCheckpointing.parse("class:"));
+        assertEquals(
+                "activation checkpointing 'every:two': N in every:N is a whole number",
+                assertThrows(
+                                IllegalArgumentException.class,
+                                () -> ActivationCheckpointing.parse("every:two"))
+                        .getMessage());
+        assertEquals(
+                "every N-th unit needs N >= 1 (1 recomputes every unit), got 0",
+                assertThrows(
+                                IllegalArgumentException.class,
+                                () -> ActivationCheckpointing.everyNthUnit(0))
+                        .getMessage());
+        assertEquals(
+                "activation checkpointing by layer class needs at least one class name",
+                assertThrows(
+                                IllegalArgumentException.class,
+                                () -> ActivationCheckpointing.parse("class:"))
+                        .getMessage());
         IllegalArgumentException noUnit =
                 assertThrows(
                         IllegalArgumentException.class,

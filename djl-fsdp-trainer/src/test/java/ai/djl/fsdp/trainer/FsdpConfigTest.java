@@ -19,6 +19,7 @@ class FsdpConfigTest {
         FsdpConfig config =
                 FsdpConfig.builder().optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block")).build();
         assertEquals(ShardingStrategy.FULL_SHARD, config.getShardingStrategy());
+        assertEquals(ActivationCheckpointing.everyUnit(), config.getActivationCheckpointing());
         assertTrue(config.isPrefetch());
         assertTrue(config.isSyncModuleStates());
         TrainerOptions options = TrainerOptions.defaults();
@@ -46,12 +47,8 @@ class FsdpConfigTest {
         assertTrue(nonFinite.getMessage().contains("at least 1"), nonFinite.getMessage());
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byLayerClass());
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byMinParameters(0));
-        FsdpConfig reshardWithoutRecompute =
-                FsdpConfig.builder()
-                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
-                        .optActivationCheckpointing(false)
-                        .build();
-        ExecutionOptions options = reshardWithoutRecompute.getExecutionOptions();
+        // Resharding after forward with units that keep their graphs.
+        ExecutionOptions options = new ExecutionOptions(true, true);
         options.checkDevice(Device.cpu(), true);
         // CUDA GPUs release through the driver's virtual memory, checked for up front (a CPU-only
         // machine names what is missing); any other device is refused.
@@ -90,15 +87,24 @@ class FsdpConfigTest {
             assertEquals(strategy, config.getShardingStrategy());
             assertEquals("every:2", config.getActivationCheckpointing().toString(), "kept");
         }
-        FsdpConfig keepGatheredButRecompute =
+        // Unless set, units are recomputed where their parameters are freed after forward.
+        for (ShardingStrategy strategy : ShardingStrategy.values()) {
+            FsdpConfig config =
+                    FsdpConfig.builder()
+                            .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                            .optShardingStrategy(strategy)
+                            .build();
+            assertEquals(
+                    ActivationCheckpointing.of(strategy.isReshardAfterForward()),
+                    config.getActivationCheckpointing(),
+                    strategy.name());
+        }
+        FsdpConfig keptGathered =
                 FsdpConfig.builder()
                         .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
                         .optReshardAfterForward(false)
                         .build();
-        assertEquals(
-                ShardingStrategy.SHARD_GRAD_OP, keepGatheredButRecompute.getShardingStrategy());
-        assertEquals(
-                ActivationCheckpointing.everyUnit(),
-                keepGatheredButRecompute.getActivationCheckpointing());
+        assertEquals(ShardingStrategy.SHARD_GRAD_OP, keptGathered.getShardingStrategy());
+        assertEquals(ActivationCheckpointing.none(), keptGathered.getActivationCheckpointing());
     }
 }

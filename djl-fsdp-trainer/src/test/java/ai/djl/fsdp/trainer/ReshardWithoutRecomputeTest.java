@@ -18,8 +18,8 @@ import org.junit.jupiter.api.io.TempDir;
  * It trains as FULL_SHARD with recompute does (and as DJL's trainer), sends the same bytes, and
  * after a forward every unit's gathered memory is released (none of it resident), where
  * SHARD_GRAD_OP keeps it. Activation checkpointing is its own setting: every second unit recomputed
- * under FULL_SHARD (the others released after forward) and SHARD_GRAD_OP recomputing every unit
- * (each kept gathered) train as DJL's trainer does too.
+ * under FULL_SHARD (the others released after forward), SHARD_GRAD_OP recomputing every unit (each
+ * kept gathered) and NO_SHARD recomputing every unit train as DJL's trainer does too.
  */
 class ReshardWithoutRecomputeTest {
 
@@ -54,6 +54,8 @@ class ReshardWithoutRecomputeTest {
         scenarios.add(
                 new Scenario(
                         ShardingStrategy.SHARD_GRAD_OP, WORLD, 1, 0f, false, true, 3, 0f, "full"));
+        scenarios.add(
+                new Scenario(ShardingStrategy.NO_SHARD, WORLD, 1, 0f, false, true, 3, 0f, "full"));
         List<String> args = new ArrayList<>();
         args.add(directory.toString());
         scenarios.forEach(s -> args.add(ScenarioFiles.format(s)));
@@ -132,6 +134,9 @@ class ReshardWithoutRecomputeTest {
         Scenario keptRecomputed = scenarios.get(6);
         assertTrainsAsDjl(keptRecomputed, results.get(6), keptRecomputed.runReference(), null);
         assertKeptGathered(results.get(6).get(0));
+        Scenario replicatedRecomputed = scenarios.get(7);
+        assertTrainsAsDjl(
+                replicatedRecomputed, results.get(7), replicatedRecomputed.runReference(), null);
     }
 
     /** Every unit's gathered parameters are resident after each forward. */

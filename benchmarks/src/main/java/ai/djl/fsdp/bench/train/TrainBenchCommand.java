@@ -18,7 +18,7 @@ import picocli.CommandLine.Mixin;
  * dropout off), or with {@code --model} a family built on Llama's block at that shape ({@link
  * BenchModel}), on random tokens on {@code --nproc} ranks of this machine and prints one line:
  * {@code sharding=S nproc=N attention=K precision=P lora_rank=R reshard_after_forward=B
- * activation_checkpointing=B tokens_per_s=.. step_ms=.. loss=.. peak_rss_mb_per_rank=..
+ * activation_checkpointing=POLICY tokens_per_s=.. step_ms=.. loss=.. peak_rss_mb_per_rank=..
  * model_state_mb_per_rank=.. sent_mb_per_step=.. comm_wait_ms_per_step=.. model_gflops_per_s=..
  * peak_gflops=.. peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..
  * ideal_mb_per_rank=.. peak_rss_over_ideal=.. ... model=M}, and with {@code --op-profile} {@code

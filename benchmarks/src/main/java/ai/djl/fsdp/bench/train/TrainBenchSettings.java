@@ -21,7 +21,8 @@ import java.util.Set;
  * @param reshardAfterForward whether units free their gathered parameters after forward; null for
  *     what the strategy does
  * @param activationCheckpointing the units recomputed in backward, as {@link
- *     ActivationCheckpointing#parse} reads it; null for every unit
+ *     ActivationCheckpointing#parse} reads it; null for the default ({@link
+ *     ActivationCheckpointing#defaultFor})
  * @param loraRank 0 to train every parameter; else the rank of LoRA adapters on every linear
  *     projection but the head ({@code all-linear}, alpha twice the rank), the base frozen
  * @param shardGroupSize the ranks of a shard group under the hybrid strategies; 0 for {@code
@@ -143,14 +144,19 @@ public record TrainBenchSettings(
                 : ShardingStrategy.valueOf(sharding).isReshardAfterForward();
     }
 
-    /** Returns the units recomputed in backward in this run (every unit unless told). */
+    /** Returns the units recomputed in backward in this run (FsdpConfig's default unless told). */
     ActivationCheckpointing checkpointing() {
         if (BASELINE.equals(sharding)) {
             return ActivationCheckpointing.none();
         }
-        return activationCheckpointing != null
-                ? ActivationCheckpointing.parse(activationCheckpointing)
-                : ActivationCheckpointing.everyUnit();
+        if (activationCheckpointing == null) {
+            return ActivationCheckpointing.defaultFor(reshardsAfterForward());
+        }
+        try {
+            return ActivationCheckpointing.parse(activationCheckpointing);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--activation-checkpointing: " + e.getMessage(), e);
+        }
     }
 
     /**

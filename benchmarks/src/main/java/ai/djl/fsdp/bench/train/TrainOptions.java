@@ -68,8 +68,9 @@ final class TrainOptions {
             paramLabel = "POLICY",
             description =
                     "The units recomputed in backward instead of keeping their graphs, whatever"
-                            + " --sharding is: full (true, the default), none (false), every:N"
-                            + " (every N-th unit) or class:NAME[,NAME...].")
+                            + " --sharding is: full (true), none (false), every:N (every N-th"
+                            + " unit) or class:NAME[,NAME...] (default: full where parameters are"
+                            + " freed after forward, none where they are kept).")
     private String activationCheckpointing;
 
     @Option(

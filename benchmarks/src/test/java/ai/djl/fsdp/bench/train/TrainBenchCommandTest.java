@@ -187,6 +187,29 @@ class TrainBenchCommandTest {
     }
 
     @Test
+    void anUnknownRecomputePolicyIsNamedWithItsFlag() {
+        StringWriter err = new StringWriter();
+        CommandLine fsdp = Fsdp.commandLine();
+        fsdp.setErr(new PrintWriter(err, true));
+        int code =
+                fsdp.execute(
+                        "bench",
+                        "train",
+                        "--nproc",
+                        "1",
+                        "--activation-checkpointing",
+                        "selective");
+        assertEquals(Fsdp.EXIT_FAILURE, code);
+        assertTrue(
+                err.toString()
+                        .contains(
+                                "--activation-checkpointing: activation checkpointing 'selective'"
+                                        + " is not one of none, full, every:N or"
+                                        + " class:NAME[,NAME...]"),
+                err.toString());
+    }
+
+    @Test
     void anUnknownAttentionKernelIsNamedOnce() {
         StringWriter err = new StringWriter();
         CommandLine fsdp = Fsdp.commandLine();

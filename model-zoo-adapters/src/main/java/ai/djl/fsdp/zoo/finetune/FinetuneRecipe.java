@@ -300,18 +300,17 @@ final class FinetuneRecipe implements AutoCloseable {
                 new DefaultTrainingConfig(loss)
                         .optOptimizer(adamW)
                         .optDevices(new Device[] {group.getDevice()});
-        FsdpConfig config =
+        FsdpConfig.Builder config =
                 FsdpConfig.builder()
                         .optShardingStrategy(fsdp.strategy())
-                        .optActivationCheckpointing(fsdp.activationCheckpointing())
                         .optWrapPolicy(
                                 fsdp.wrapPolicy(
                                         lm, (long) args.perDeviceTrainBatchSize * args.maxSeqLen))
                         .optPrefetch(fsdp.prefetch())
                         .optMixedPrecision(fsdp.mixedPrecision)
                         .optSyncModuleStates(fsdp.syncModuleStates)
-                        .optCpuOffload(fsdp.offloadParams)
-                        .build();
+                        .optCpuOffload(fsdp.offloadParams);
+        fsdp.activationCheckpointing().ifPresent(config::optActivationCheckpointing);
         TrainerOptions.Builder options =
                 TrainerOptions.builder()
                         .optGradientAccumulationSteps(args.gradientAccumulationSteps)
@@ -327,7 +326,8 @@ final class FinetuneRecipe implements AutoCloseable {
         if (args.maxGradNorm > 0) {
             options.optMaxGradNorm(args.maxGradNorm);
         }
-        return FullyShardedDataParallel.newTrainer(model, training, group, config, options.build());
+        return FullyShardedDataParallel.newTrainer(
+                model, training, group, config.build(), options.build());
     }
 
     /**

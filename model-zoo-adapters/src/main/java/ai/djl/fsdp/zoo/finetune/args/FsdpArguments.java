@@ -9,6 +9,7 @@ import ai.djl.fsdp.zoo.CausalLM;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
 import picocli.CommandLine.Option;
@@ -85,12 +86,12 @@ public final class FsdpArguments {
             names = "--gradient_checkpointing",
             arity = "0..1",
             fallbackValue = "true",
-            defaultValue = "true",
             description =
-                    "Recompute every FSDP unit in backward instead of keeping its activations from"
-                            + " forward, whatever the sharding strategy (default true; Accelerate's"
-                            + " fsdp_activation_checkpointing).")
-    public boolean gradientCheckpointing;
+                    "Recompute every FSDP unit in backward (True) or keep its activations from"
+                            + " forward (False), whatever the sharding strategy (default: True"
+                            + " where the strategy frees parameters after forward, FULL_SHARD and"
+                            + " HYBRID_SHARD; Accelerate's fsdp_activation_checkpointing).")
+    public Boolean gradientCheckpointing;
 
     @Option(names = "--fsdp_state_dict_type")
     public String stateDictType;
@@ -120,13 +121,13 @@ public final class FsdpArguments {
     public MixedPrecision mixedPrecision = MixedPrecision.FP32;
 
     /**
-     * Returns the units recomputed in backward: every unit, or none with {@code
-     * --gradient_checkpointing False}.
+     * Returns the units recomputed in backward: every unit with {@code --gradient_checkpointing
+     * True}, none with {@code False}; empty when not given (the trainer's default).
      *
      * @return the policy
      */
-    public ActivationCheckpointing activationCheckpointing() {
-        return ActivationCheckpointing.of(gradientCheckpointing);
+    public Optional<ActivationCheckpointing> activationCheckpointing() {
+        return Optional.ofNullable(gradientCheckpointing).map(ActivationCheckpointing::of);
     }
 
     /**

@@ -135,7 +135,7 @@ public class AccelerateDefaultsTest {
         assertEquals("FULL_SHARD", plain.get("--sharding_strategy"), "finetune's own default");
         assertEquals("false", plain.get("--bf16"));
         assertEquals("true", plain.get("--fsdp_sync_module_states"));
-        assertEquals("true", plain.get("--gradient_checkpointing"), "finetune's own default");
+        assertEquals(null, plain.get("--gradient_checkpointing"), "the trainer's default");
 
         Map<String, String> notFsdp = new HashMap<>(VARIABLES);
         notFsdp.remove("ACCELERATE_USE_FSDP");
