@@ -9,11 +9,12 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 
 /**
- * Weighted cross-entropy over a vocabulary too wide to hold all of its logits or their gradient: a
- * chunk of rows at a time, in float32, without a graph, with the gradient computed alongside the
- * loss and handed to backward through one product with it (exact, since the loss is linear in that
- * product's carrier). The loss is {@code sum_i w_i (-log softmax(z_i)[id_i]) / divisor} for the
- * {@link Targets} given.
+ * Weighted cross-entropy over a vocabulary too wide to hold all of its logits or their gradient,
+ * the kernel of a language model's loss: {@code sum_i w_i (-log softmax(z_i)[id_i]) / divisor} for
+ * the {@link Targets} given, a chunk of rows at a time, in float32, without a graph. The gradient
+ * is computed alongside the loss and reaches backward through the dot product of the inputs with
+ * it, less the same product detached: that adds exactly 0 to the loss and exactly the precomputed
+ * gradient to backward.
  *
  * <ul>
  *   <li>{@link #fromLogits}: the log-softmax over the vocabulary and its gradient are computed
