@@ -62,7 +62,7 @@ final class BarrierTask<R, T> extends AbstractFunction1<Iterator<R>, Iterator<Ra
             value = function.apply(rank, CollectionConverters.asJava(rows));
         } catch (Exception e) {
             deferToBlamedRank(context, rank.getEnv().getRank(), e);
-            throw new RankFailedException(rank, e);
+            throw new RankTaskFailedException(rank, e);
         }
         RankResult<T> result = new RankResult<>(rank.getEnv().getRank(), value);
         return CollectionConverters.asScala(List.of(result).iterator());

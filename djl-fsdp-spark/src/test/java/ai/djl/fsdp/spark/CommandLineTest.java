@@ -47,8 +47,8 @@ class CommandLineTest {
                     + " FsdpDistributor.java:192) has failed the maximum allowable number of times:"
                     + " 2. Most recent failure reason: Stage failed because barrier task"
                     + " ShuffleMapTask(3, 1) finished unsuccessfully.\n"
-                    + "ai.djl.fsdp.spark.RankFailedException: djl-fsdp rank 1 of 2 failed (stage"
-                    + " attempt 1): the data ran out\n"
+                    + "ai.djl.fsdp.spark.RankTaskFailedException: djl-fsdp rank 1 of 2 failed"
+                    + " (stage attempt 1): the data ran out\n"
                     + "\tat ai.djl.fsdp.spark.BarrierTask.apply(BarrierTask.java:52)\n"
                     + "\tat scala.collection.Iterator$$anon$10.nextCur(Iterator.scala:594)\n";
         assertEquals(
@@ -56,8 +56,8 @@ class CommandLineTest {
                     + " FsdpDistributor.java:192) has failed the maximum allowable number of times:"
                     + " 2. Most recent failure reason: Stage failed because barrier task"
                     + " ShuffleMapTask(3, 1) finished unsuccessfully."
-                    + " ai.djl.fsdp.spark.RankFailedException: djl-fsdp rank 1 of 2 failed (stage"
-                    + " attempt 1): the data ran out",
+                    + " ai.djl.fsdp.spark.RankTaskFailedException: djl-fsdp rank 1 of 2 failed"
+                    + " (stage attempt 1): the data ran out",
                 FsdpSparkSubmit.summary(new IllegalStateException(reason)));
     }
 

@@ -13,7 +13,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.gpt2.GPT2LMHeadModel;
-import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.sharded.ShardedSave;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
@@ -139,7 +139,7 @@ public final class CheckpointBenchRank implements Callable<Integer> {
 
         Path full = directory.resolve("full-" + r);
         start = resetPeak();
-        HfCheckpoint.saveMerged(trainer, lm, full);
+        ShardedSave.merged(trainer, lm, full);
         record("full_save_s", seconds(start));
         recordPeak("full_save");
         group.barrier();

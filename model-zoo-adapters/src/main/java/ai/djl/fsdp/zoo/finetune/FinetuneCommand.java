@@ -25,10 +25,10 @@ import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.finetune.report.Outcome;
 import ai.djl.fsdp.zoo.finetune.report.RunReport;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
-import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
+import ai.djl.fsdp.zoo.sharded.ShardedSave;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -331,11 +331,11 @@ public final class FinetuneCommand implements Subcommand {
                 directory -> {
                     Path model = lora == null ? directory : directory.resolve(SaveFormat.MERGED);
                     if (lora != null) {
-                        HfCheckpoint.saveAdapters(trainer, lora, directory);
+                        ShardedSave.adapters(trainer, lora, directory);
                     }
-                    HfCheckpoint.saveMerged(trainer, lm, model, saveDtype, maxShardBytes);
+                    ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes);
                     if (args.saveBaseModel) {
-                        HfCheckpoint.saveBase(
+                        ShardedSave.base(
                                 trainer,
                                 lm,
                                 directory.resolve(SaveFormat.BASE),

@@ -1,19 +1,12 @@
 package ai.djl.fsdp.zoo.hf;
 
-import ai.djl.fsdp.checkpoint.StateTransform;
-import ai.djl.fsdp.lora.Lora;
-import ai.djl.fsdp.lora.LoraConfig;
-import ai.djl.fsdp.lora.LoraState;
-import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -26,7 +19,9 @@ import java.util.TreeSet;
 
 /**
  * Loads and saves a model's weights as a Hugging Face checkpoint directory: {@code config.json}
- * plus {@code model.safetensors} (or shards and {@code model.safetensors.index.json}).
+ * plus {@code model.safetensors} (or shards and {@code model.safetensors.index.json}). A model
+ * trained in the FSDP trainer, whose parameters are sharded over the ranks, is saved by {@code
+ * ai.djl.fsdp.zoo.sharded.ShardedSave} instead.
  *
  * <p>Loading is strict, as it should be for a model about to be trained: every parameter must be in
  * the checkpoint with its shape, and every tensor in the checkpoint must belong to the model. It
@@ -168,119 +163,6 @@ public final class HfCheckpoint {
      */
     public static void save(CausalLM model, Path directory) throws IOException {
         save(model, directory, DEFAULT_MAX_SHARD_BYTES);
-    }
-
-    /**
-     * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, {@code
-     * config.json} and {@code model.safetensors}, its LoRA adapters (if any) merged into the base
-     * weights: one FSDP unit at a time, so no rank holds the whole model (see {@link
-     * LoraState#merged}). A collective: every rank calls it; rank 0 writes.
-     *
-     * @param trainer the trainer of {@code model}
-     * @param model the model, adapted or not
-     * @param directory the directory (created if needed) on rank 0
-     * @throws IOException if writing fails
-     */
-    public static void saveMerged(FsdpTrainer trainer, CausalLM model, Path directory)
-            throws IOException {
-        saveMerged(trainer, model, directory, Dtype.F32, DEFAULT_MAX_SHARD_BYTES);
-    }
-
-    /**
-     * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, its LoRA
-     * adapters (if any) merged, as {@link #saveMerged(FsdpTrainer, CausalLM, Path)} does, with its
-     * floating tensors stored as {@code floatType} (each cast as its unit is written) and split
-     * into {@code model-0000N-of-0000M.safetensors} files of at most {@code maxShardBytes} with
-     * {@code model.safetensors.index.json} when it is larger. A collective: every rank calls it;
-     * rank 0 writes.
-     *
-     * @param trainer the trainer of {@code model}
-     * @param model the model, adapted or not
-     * @param directory the directory (created if needed) on rank 0
-     * @param floatType {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
-     * @param maxShardBytes the most tensor bytes one file holds
-     * @throws IOException if writing fails
-     */
-    public static void saveMerged(
-            FsdpTrainer trainer,
-            CausalLM model,
-            Path directory,
-            Dtype floatType,
-            long maxShardBytes)
-            throws IOException {
-        saveFull(trainer, model, LoraState.merged(model), directory, floatType, maxShardBytes);
-    }
-
-    /**
-     * Saves the base model under a LoRA model trained with FSDP, without its adapters, as a plain
-     * Hugging Face checkpoint directory the adapters can be put on again (for a base that had no
-     * weights before the run, the only copy of what the adapters were trained on), written as
-     * {@link #saveMerged(FsdpTrainer, CausalLM, Path, Dtype, long)} writes. A collective: every
-     * rank calls it; rank 0 writes.
-     *
-     * @param trainer the trainer of {@code model}
-     * @param model the model, adapted or not
-     * @param directory the directory (created if needed) on rank 0
-     * @param floatType {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
-     * @param maxShardBytes the most tensor bytes one file holds
-     * @throws IOException if writing fails
-     */
-    public static void saveBase(
-            FsdpTrainer trainer,
-            CausalLM model,
-            Path directory,
-            Dtype floatType,
-            long maxShardBytes)
-            throws IOException {
-        saveFull(trainer, model, LoraState.base(model), directory, floatType, maxShardBytes);
-    }
-
-    private static void saveFull(
-            FsdpTrainer trainer,
-            CausalLM model,
-            StateTransform state,
-            Path directory,
-            Dtype floatType,
-            long maxShardBytes)
-            throws IOException {
-        if (trainer.getModel().getBlock() != model) {
-            throw new IllegalArgumentException("the trainer does not train this model");
-        }
-        if (trainer.getRank() == 0) {
-            Files.createDirectories(directory);
-        }
-        trainer.saveFullState(directory, state.withFloatsAs(floatType), maxShardBytes);
-        if (trainer.getRank() == 0) {
-            ConfigJson.write(model.getConfig(), directory, torchDtype(floatType));
-        }
-    }
-
-    /**
-     * Saves the LoRA adapters of a model trained with FSDP in PEFT's layout ({@code
-     * adapter_config.json}, {@code adapter_model.safetensors}), every rank's part of every adapter,
-     * gathering one FSDP unit at a time. A collective: every rank calls it; rank 0 writes.
-     *
-     * @param trainer the trainer of the adapted model
-     * @param config the configuration the adapters were made with
-     * @param directory the adapter directory (created if needed) on rank 0
-     * @throws IOException if writing fails
-     */
-    public static void saveAdapters(FsdpTrainer trainer, LoraConfig config, Path directory)
-            throws IOException {
-        Block root = trainer.getModel().getBlock();
-        if (trainer.getRank() == 0) {
-            Lora.saveConfig(root, config, directory);
-        }
-        trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root));
-    }
-
-    private static String torchDtype(Dtype type) {
-        return switch (type) {
-            case F32 -> "float32";
-            case BF16 -> "bfloat16";
-            case F16 -> "float16";
-            default -> throw new IllegalArgumentException("a model is saved as F32, BF16 or F16");
-        };
     }
 
     /** Lists a few names of a set, which for a wrong model can hold hundreds. */

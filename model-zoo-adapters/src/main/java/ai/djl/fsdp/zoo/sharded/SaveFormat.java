@@ -77,6 +77,16 @@ public final class SaveFormat {
         }
     }
 
+    /** Returns the {@code torch_dtype} name of an element type a model is saved in. */
+    static String torchName(Dtype type) {
+        return switch (type) {
+            case F32 -> "float32";
+            case BF16 -> "bfloat16";
+            case F16 -> "float16";
+            default -> throw new IllegalArgumentException("a model is saved as F32, BF16 or F16");
+        };
+    }
+
     private static Dtype ofTorchName(String name) {
         return switch (name.replace("torch.", "")) {
             case "float32", "float", "fp32" -> Dtype.F32;

@@ -24,6 +24,7 @@ import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
+import ai.djl.fsdp.zoo.sharded.ShardedSave;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -298,8 +299,8 @@ final class ShardedZooChecks {
                 train(trainer, manager, 3);
                 adapted = trainer.evaluate(new NDList(ids)).head();
                 gathersOneUnitAtATime(name, trainer, lm);
-                HfCheckpoint.saveMerged(trainer, lm, directory);
-                HfCheckpoint.saveAdapters(trainer, lora(), directory.resolve("adapters"));
+                ShardedSave.merged(trainer, lm, directory);
+                ShardedSave.adapters(trainer, lora(), directory.resolve("adapters"));
             } // closing gathers the trained adapters into the model
             if (TestModels.maxDiff(base, adapted) < 1e-3f) {
                 throw new AssertionError(name + ": training did not change the adapted logits");

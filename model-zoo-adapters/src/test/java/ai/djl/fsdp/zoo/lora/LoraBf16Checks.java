@@ -31,6 +31,7 @@ import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
+import ai.djl.fsdp.zoo.sharded.ShardedSave;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -188,8 +189,8 @@ final class LoraBf16Checks {
                 if (keep != null) {
                     trainer.saveCheckpoint(keep);
                 }
-                HfCheckpoint.saveAdapters(trainer, lora(4), directory.resolve("adapters"));
-                HfCheckpoint.saveMerged(trainer, lm, directory.resolve("merged"));
+                ShardedSave.adapters(trainer, lora(4), directory.resolve("adapters"));
+                ShardedSave.merged(trainer, lm, directory.resolve("merged"));
                 nextLoss = step(trainer, manager, SEED + 4);
             }
             try (FsdpTrainer trainer =

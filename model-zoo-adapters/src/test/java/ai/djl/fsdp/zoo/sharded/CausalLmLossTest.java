@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.op.Autograd;
+import ai.djl.fsdp.tensor.op.ChunkedCrossEntropy;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -155,21 +156,8 @@ class CausalLmLossTest {
     @Test
     void theTestsVocabulariesTakeEachPath() {
         int rows = BATCH * LENGTH;
-        assertFalse(CausalLmLoss.fitsOneChunk(rows, VOCAB));
-        assertTrue(CausalLmLoss.fitsOneChunk(rows, SMALL_VOCAB));
-        long chunk = CausalLmLoss.CHUNK_ELEMENTS;
-        assertTrue(CausalLmLoss.fitsOneChunk(chunk / SMALL_VOCAB, SMALL_VOCAB));
-        assertTrue(CausalLmLoss.fitsOneChunk(1, chunk));
-        assertFalse(CausalLmLoss.fitsOneChunk(1, chunk + 1));
-        assertFalse(CausalLmLoss.fitsOneChunk(2, chunk / 2 + 1));
-    }
-
-    @Test
-    void headChunksAreOfNearlyOneSize() {
-        assertEquals(147, CausalLmLoss.evenChunk(1024, 166)); // 7 chunks: 6 of 147, one of 142
-        assertEquals(166, CausalLmLoss.evenChunk(166 * 6, 166));
-        assertEquals(10, CausalLmLoss.evenChunk(10, 166));
-        assertEquals(1, CausalLmLoss.evenChunk(5, 1));
+        assertFalse(ChunkedCrossEntropy.fitsOneChunk(rows, VOCAB));
+        assertTrue(ChunkedCrossEntropy.fitsOneChunk(rows, SMALL_VOCAB));
     }
 
     @Test

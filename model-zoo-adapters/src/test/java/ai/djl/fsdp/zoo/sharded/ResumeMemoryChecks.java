@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.hf;
+package ai.djl.fsdp.zoo.sharded;
 
 import ai.djl.Device;
 import ai.djl.Model;

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.hf;
+package ai.djl.fsdp.zoo.sharded;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;

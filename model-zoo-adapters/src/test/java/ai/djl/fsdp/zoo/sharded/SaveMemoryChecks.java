@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.hf;
+package ai.djl.fsdp.zoo.sharded;
 
 import ai.djl.Device;
 import ai.djl.Model;
@@ -84,7 +84,7 @@ final class SaveMemoryChecks {
                 // A first save warms up what is allocated once per process (the math library's
                 // buffers, the allocator's arenas, compiled code); the second is measured, and
                 // would grow with every unit if a save kept what it gathered.
-                HfCheckpoint.saveMerged(
+                ShardedSave.merged(
                         trainer, lm, directory.resolve("warm-up"), Dtype.BF16, modelBytes);
                 // The lower of two saves: a transient neighbour (the JIT compiling, say) lifts
                 // one reading, while a save that kept what it gathered would lift both.
@@ -96,7 +96,7 @@ final class SaveMemoryChecks {
                                     merged,
                                     growthDuring(
                                             () ->
-                                                    HfCheckpoint.saveMerged(
+                                                    ShardedSave.merged(
                                                             trainer,
                                                             lm,
                                                             target,

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.zoo.hf;
+package ai.djl.fsdp.zoo.sharded;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,0 +1,131 @@
+package ai.djl.fsdp.zoo.sharded;
+
+import ai.djl.fsdp.checkpoint.StateTransform;
+import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.lora.LoraState;
+import ai.djl.fsdp.safetensors.Dtype;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.nn.Block;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Saves a causal language model trained in the FSDP trainer as Hugging Face files: the whole model
+ * with its LoRA adapters merged ({@link #merged}), the base model without them ({@link #base}), or
+ * the adapters alone in PEFT's layout ({@link #adapters}). Each save is a collective that gathers
+ * one FSDP unit at a time through {@link FsdpTrainer#saveFullState}, so no rank holds the whole
+ * model; rank 0 writes. A model held whole in one process is saved by {@link HfCheckpoint#save}.
+ */
+public final class ShardedSave {
+
+    private ShardedSave() {}
+
+    /**
+     * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, {@code
+     * config.json} and {@code model.safetensors}, its LoRA adapters (if any) merged into the base
+     * weights: one FSDP unit at a time, so no rank holds the whole model (see {@link
+     * LoraState#merged}). A collective: every rank calls it; rank 0 writes.
+     *
+     * @param trainer the trainer of {@code model}
+     * @param model the model, adapted or not
+     * @param directory the directory (created if needed) on rank 0
+     * @throws IOException if writing fails
+     */
+    public static void merged(FsdpTrainer trainer, CausalLM model, Path directory)
+            throws IOException {
+        merged(trainer, model, directory, Dtype.F32, HfCheckpoint.DEFAULT_MAX_SHARD_BYTES);
+    }
+
+    /**
+     * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, its LoRA
+     * adapters (if any) merged, as {@link #merged(FsdpTrainer, CausalLM, Path)} does, with its
+     * floating tensors stored as {@code floatType} (each cast as its unit is written) and split
+     * into {@code model-0000N-of-0000M.safetensors} files of at most {@code maxShardBytes} with
+     * {@code model.safetensors.index.json} when it is larger. A collective: every rank calls it;
+     * rank 0 writes.
+     *
+     * @param trainer the trainer of {@code model}
+     * @param model the model, adapted or not
+     * @param directory the directory (created if needed) on rank 0
+     * @param floatType {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
+     * @param maxShardBytes the most tensor bytes one file holds
+     * @throws IOException if writing fails
+     */
+    public static void merged(
+            FsdpTrainer trainer,
+            CausalLM model,
+            Path directory,
+            Dtype floatType,
+            long maxShardBytes)
+            throws IOException {
+        full(trainer, model, LoraState.merged(model), directory, floatType, maxShardBytes);
+    }
+
+    /**
+     * Saves the base model under a LoRA model trained with FSDP, without its adapters, as a plain
+     * Hugging Face checkpoint directory the adapters can be put on again (for a base that had no
+     * weights before the run, the only copy of what the adapters were trained on), written as
+     * {@link #merged(FsdpTrainer, CausalLM, Path, Dtype, long)} writes. A collective: every rank
+     * calls it; rank 0 writes.
+     *
+     * @param trainer the trainer of {@code model}
+     * @param model the model, adapted or not
+     * @param directory the directory (created if needed) on rank 0
+     * @param floatType {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
+     * @param maxShardBytes the most tensor bytes one file holds
+     * @throws IOException if writing fails
+     */
+    public static void base(
+            FsdpTrainer trainer,
+            CausalLM model,
+            Path directory,
+            Dtype floatType,
+            long maxShardBytes)
+            throws IOException {
+        full(trainer, model, LoraState.base(model), directory, floatType, maxShardBytes);
+    }
+
+    private static void full(
+            FsdpTrainer trainer,
+            CausalLM model,
+            StateTransform state,
+            Path directory,
+            Dtype floatType,
+            long maxShardBytes)
+            throws IOException {
+        if (trainer.getModel().getBlock() != model) {
+            throw new IllegalArgumentException("the trainer does not train this model");
+        }
+        if (trainer.getRank() == 0) {
+            Files.createDirectories(directory);
+        }
+        trainer.saveFullState(directory, state.withFloatsAs(floatType), maxShardBytes);
+        if (trainer.getRank() == 0) {
+            ConfigJson.write(model.getConfig(), directory, SaveFormat.torchName(floatType));
+        }
+    }
+
+    /**
+     * Saves the LoRA adapters of a model trained with FSDP in PEFT's layout ({@code
+     * adapter_config.json}, {@code adapter_model.safetensors}), every rank's part of every adapter,
+     * gathering one FSDP unit at a time. A collective: every rank calls it; rank 0 writes.
+     *
+     * @param trainer the trainer of the adapted model
+     * @param config the configuration the adapters were made with
+     * @param directory the adapter directory (created if needed) on rank 0
+     * @throws IOException if writing fails
+     */
+    public static void adapters(FsdpTrainer trainer, LoraConfig config, Path directory)
+            throws IOException {
+        Block root = trainer.getModel().getBlock();
+        if (trainer.getRank() == 0) {
+            Lora.saveConfig(root, config, directory);
+        }
+        trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root));
+    }
+}
