@@ -10,10 +10,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * A tokenizer's own chat template: the Jinja {@code chat_template} of its {@code
@@ -25,22 +28,40 @@ import java.util.Map;
  */
 public final class JinjaChatTemplate implements ChatFormat {
 
+    /** The variables the renderer binds itself. */
+    private static final Set<String> RESERVED =
+            Set.of("messages", "tools", "add_generation_prompt", "bos_token", "eos_token");
+
     private final String template;
     private final String prepared;
     private final String bosToken;
     private final String eosToken;
     private final Path source;
+    private final Map<String, Object> variables;
+    private final Clock clock;
 
-    private JinjaChatTemplate(String template, String bosToken, String eosToken, Path source) {
+    private JinjaChatTemplate(
+            String template,
+            String bosToken,
+            String eosToken,
+            Path source,
+            Map<String, Object> variables,
+            Clock clock) {
         this.template = template;
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.source = source;
+        this.variables = Collections.unmodifiableMap(new HashMap<>(variables));
+        this.clock = clock;
         try {
             this.prepared = HuggingFaceJinja.prepare(template);
         } catch (IllegalArgumentException e) {
             throw invalid(e.getMessage());
         }
+    }
+
+    private JinjaChatTemplate(String template, String bosToken, String eosToken, Path source) {
+        this(template, bosToken, eosToken, source, Map.of(), Clock.systemDefaultZone());
     }
 
     /**
@@ -53,6 +74,50 @@ public final class JinjaChatTemplate implements ChatFormat {
      */
     public static JinjaChatTemplate of(String template, String bosToken, String eosToken) {
         return new JinjaChatTemplate(template, bosToken, eosToken, null);
+    }
+
+    /**
+     * Returns this template with extra variables for every rendering, as the keyword arguments of
+     * Hugging Face's {@code apply_chat_template(..., **kwargs)} ({@code enable_thinking}, {@code
+     * date_string}, {@code documents}, {@code custom_tools}); they replace those given before.
+     *
+     * @param variables the names and values (strings, numbers, booleans, lists and maps as in JSON)
+     * @return the template with the variables
+     * @throws IllegalArgumentException if a name is one the renderer binds itself
+     */
+    public JinjaChatTemplate withVariables(Map<String, ?> variables) {
+        for (String name : variables.keySet()) {
+            if (RESERVED.contains(name)) {
+                throw new IllegalArgumentException(
+                        "the chat template variable '"
+                                + name
+                                + "' is bound by the renderer itself (from the conversation, the"
+                                + " tools or the tokenizer): leave it out of the extra variables");
+            }
+        }
+        Map<String, Object> merged = new HashMap<>(this.variables);
+        merged.putAll(variables);
+        return new JinjaChatTemplate(template, bosToken, eosToken, source, merged, clock);
+    }
+
+    /**
+     * Returns this template rendering with a clock for {@code strftime_now}: its time, in its zone,
+     * is the local time Python's {@code datetime.now()} would give.
+     *
+     * @param clock the clock
+     * @return the template with the clock
+     */
+    public JinjaChatTemplate withClock(Clock clock) {
+        return new JinjaChatTemplate(template, bosToken, eosToken, source, variables, clock);
+    }
+
+    /**
+     * Returns the extra variables every rendering gets.
+     *
+     * @return the names and values
+     */
+    public Map<String, Object> getVariables() {
+        return variables;
     }
 
     /**
@@ -100,7 +165,7 @@ public final class JinjaChatTemplate implements ChatFormat {
      *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
      */
     public String apply(List<? extends Map<String, ?>> messages, boolean addGenerationPrompt) {
-        return apply(messages, null, addGenerationPrompt);
+        return apply(messages, null, Map.of(), addGenerationPrompt);
     }
 
     /**
@@ -119,18 +184,47 @@ public final class JinjaChatTemplate implements ChatFormat {
             List<? extends Map<String, ?>> messages,
             List<? extends Map<String, ?>> tools,
             boolean addGenerationPrompt) {
-        Map<String, Object> bindings = new HashMap<>();
+        return apply(messages, tools, Map.of(), addGenerationPrompt);
+    }
+
+    /**
+     * Renders a conversation with tools and extra variables, as Hugging Face's {@code
+     * apply_chat_template(messages, tools=tools, add_generation_prompt=..., **variables)} does; the
+     * variables are added to those of {@link #withVariables}.
+     *
+     * @param messages the messages, their values strings, lists and maps as in JSON
+     * @param tools the tools' schemas, or null for none
+     * @param variables the template's extra variables ({@code enable_thinking}, {@code
+     *     date_string}, ...)
+     * @param addGenerationPrompt whether to open the assistant's next reply
+     * @return the text
+     * @throws IllegalArgumentException if the template fails (its {@code raise_exception} too) or
+     *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
+     */
+    public String apply(
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            Map<String, ?> variables,
+            boolean addGenerationPrompt) {
+        Map<String, Object> bindings =
+                new HashMap<>(
+                        variables.isEmpty() ? this.variables : withVariables(variables).variables);
         bindings.put("messages", messages);
         bindings.put("tools", tools);
+        bindings.putIfAbsent("documents", null);
         bindings.put("add_generation_prompt", addGenerationPrompt);
         bindings.put("bos_token", bosToken == null ? "" : bosToken);
         bindings.put("eos_token", eosToken == null ? "" : eosToken);
-        RenderResult result = HuggingFaceJinja.render(prepared, bindings);
+        RenderResult result = HuggingFaceJinja.render(prepared, bindings, clock);
         for (TemplateError error : result.getErrors()) {
             for (Throwable cause = error.getException(); cause != null; cause = cause.getCause()) {
-                if (cause instanceof HuggingFaceJinja.Raised) {
+                if (cause instanceof TemplateFailure failure) {
                     throw new IllegalArgumentException(
-                            named() + " refuses this conversation: " + cause.getMessage());
+                            named()
+                                    + (failure.raisedByTemplate()
+                                            ? " refuses this conversation: "
+                                            : " failed on a conversation: ")
+                                    + cause.getMessage());
                 }
             }
             boolean syntax = error.getReason() == TemplateError.ErrorReason.SYNTAX_ERROR;
