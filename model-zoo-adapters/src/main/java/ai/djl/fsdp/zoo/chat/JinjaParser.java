@@ -26,7 +26,10 @@ import jinjava.de.odysseus.el.tree.impl.ast.AstUnary;
  *       - 1)} passes {@code messages|length - 1} (Jinjava reads {@code (last=messages|length) -
  *       1});
  *   <li>{@code +} is Python's: a string only to a string, a list only to a list ({@code 'a' + none}
- *       fails as Jinja's {@code TypeError}, where Jinjava writes {@code anull}).
+ *       fails as Jinja's {@code TypeError}, where Jinjava writes {@code anull});
+ *   <li>a name before {@code else} is a name: {@code a if flag else f(x)} (Jinjava read {@code flag
+ *       else f(x)} as the namespaced function {@code flag:f}, its {@code else} being EL's {@code
+ *       :}).
  * </ul>
  */
 final class JinjaParser extends ExtendedParser {
@@ -42,6 +45,16 @@ final class JinjaParser extends ExtendedParser {
             return createAstUnary(eq(true), AstUnary.NOT);
         }
         return super.eq(required);
+    }
+
+    @Override
+    protected AstNode nonliteral() throws Scanner.ScanException, Parser.ParseException {
+        if (getToken().getSymbol() == Scanner.Symbol.IDENTIFIER
+                && lookahead(0).getSymbol() == Scanner.Symbol.COLON
+                && "else".equals(lookahead(0).getImage())) {
+            return identifier(consumeToken().getImage());
+        }
+        return super.nonliteral();
     }
 
     @Override

@@ -53,6 +53,15 @@ class JinjaSemanticsTest {
     }
 
     @Test
+    void aNameBeforeElseIsNoNamespace() {
+        assertEquals(
+                "a|4",
+                render(
+                        "{% set flag = true %}{{ 'a' if flag else raise_exception('unreached')"
+                                + " }}|{{ 'x' if not flag else messages|length }}"));
+    }
+
+    @Test
     void aKeywordArgumentIsAWholeExpression() {
         assertEquals(
                 "3,7",
