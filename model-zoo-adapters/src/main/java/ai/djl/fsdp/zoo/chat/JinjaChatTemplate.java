@@ -11,7 +11,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Clock;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -22,9 +21,8 @@ import java.util.Set;
  * A tokenizer's own chat template: the Jinja {@code chat_template} of its {@code
  * tokenizer_config.json}, rendered as Hugging Face renders it ({@code HuggingFaceJinja}; {@code
  * messages}, {@code tools}, {@code add_generation_prompt}, {@code bos_token} and {@code eos_token}
- * defined). The assistant's spans, for the completion-only loss, are found by rendering prefixes of
- * the conversation: the first {@code i} messages with the generation prompt must start the
- * rendering of the first {@code i + 1}, whose rest is the assistant's reply.
+ * defined). The assistant's spans, for the completion-only loss, are found in the rendering of the
+ * whole conversation ({@code AssistantSpans}).
  */
 public final class JinjaChatTemplate implements ChatFormat {
 
@@ -246,27 +244,29 @@ public final class JinjaChatTemplate implements ChatFormat {
     @Override
     public List<ChatTemplate.Span> render(
             List<Map<String, String>> messages, boolean findAssistant) {
-        List<ChatTemplate.Span> spans = new ArrayList<>();
         if (!findAssistant) {
-            spans.add(new ChatTemplate.Span(apply(messages, false), false));
-            return spans;
+            return List.of(new ChatTemplate.Span(apply(messages, false), false));
         }
-        String done = "";
-        for (int i = 0; i < messages.size(); i++) {
-            String whole = apply(messages.subList(0, i + 1), false);
-            if ("assistant".equals(messages.get(i).get("role"))) {
-                String prompt = apply(messages.subList(0, i), true);
-                requirePrefix(done, prompt, i, " with the generation prompt");
-                requirePrefix(prompt, whole, i + 1, "");
-                spans.add(new ChatTemplate.Span(prompt.substring(done.length()), false));
-                spans.add(new ChatTemplate.Span(whole.substring(prompt.length()), true));
-            } else {
-                requirePrefix(done, whole, i + 1, "");
-                spans.add(new ChatTemplate.Span(whole.substring(done.length()), false));
-            }
-            done = whole;
-        }
-        return spans;
+        return render(messages, null, Map.of());
+    }
+
+    /**
+     * Renders a conversation as spans, the assistant's replies marked as {@link AssistantSpans}
+     * finds them in the whole rendering: what the model writes after each generation prompt, its
+     * closing text included.
+     *
+     * @param messages the messages, their values strings, lists and maps as in JSON
+     * @param tools the tools' schemas, or null for none
+     * @param variables the template's extra variables
+     * @return the spans, whose texts make {@code apply(messages, tools, variables, false)}
+     * @throws IllegalArgumentException if the template fails, or a reply cannot be found
+     */
+    public List<ChatTemplate.Span> render(
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            Map<String, ?> variables) {
+        return new AssistantSpans((part, prompt) -> apply(part, tools, variables, prompt), named())
+                .find(messages);
     }
 
     @Override
@@ -313,21 +313,6 @@ public final class JinjaChatTemplate implements ChatFormat {
                         + "; fix the template (Jinja's own filters, functions and tags,"
                         + " raise_exception, tojson, items and Python's string methods are"
                         + " defined), or train with --chat_template_format chatml");
-    }
-
-    private void requirePrefix(String prefix, String text, int messages, String how) {
-        if (!text.startsWith(prefix)) {
-            throw new IllegalArgumentException(
-                    named()
-                            + " is not prefix-stable: rendering the first "
-                            + messages
-                            + " messages"
-                            + how
-                            + " does not start with the rendering of the messages before, so the"
-                            + " assistant's tokens cannot be found for --completion_only_loss;"
-                            + " train on every token (--completion_only_loss False) or render with"
-                            + " --chat_template_format chatml");
-        }
     }
 
     /** A special token as tokenizer_config.json writes it: text or an AddedToken object. */
