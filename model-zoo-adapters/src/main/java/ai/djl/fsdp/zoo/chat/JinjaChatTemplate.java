@@ -243,11 +243,13 @@ public final class JinjaChatTemplate implements ChatFormat {
 
     @Override
     public List<ChatTemplate.Span> render(
-            List<Map<String, String>> messages, boolean findAssistant) {
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            boolean findAssistant) {
         if (!findAssistant) {
-            return List.of(new ChatTemplate.Span(apply(messages, false), false));
+            return List.of(new ChatTemplate.Span(apply(messages, tools, false), false));
         }
-        return render(messages, null, Map.of());
+        return render(messages, tools, Map.of());
     }
 
     /**
@@ -270,7 +272,7 @@ public final class JinjaChatTemplate implements ChatFormat {
     }
 
     @Override
-    public String generationPrompt(List<Map<String, String>> messages) {
+    public String generationPrompt(List<? extends Map<String, ?>> messages) {
         return apply(messages, true);
     }
 

@@ -73,7 +73,7 @@ class JinjaChatTemplateConstructsTest {
     void findsTheAssistantsSpansOfATemplateWithNamespaceAndLoopVariables() throws IOException {
         JinjaChatTemplate template =
                 JinjaChatTemplate.of(resource("turns-style.jinja"), "<s>", "</s>");
-        List<ChatTemplate.Span> spans = template.render(CHAT, true);
+        List<ChatTemplate.Span> spans = template.render(CHAT, null, true);
         assertEquals(
                 " 5</s>| 8</s>",
                 spans.stream()

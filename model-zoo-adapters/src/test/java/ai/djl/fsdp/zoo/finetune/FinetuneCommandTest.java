@@ -52,7 +52,7 @@ class FinetuneCommandTest {
     private static final Pattern STEP = Pattern.compile("step=(\\d+) epoch=\\S+ loss=([0-9.]+)");
 
     /** Returns the losses of the step lines, in order, checking that every step printed one. */
-    private static List<Double> losses(String output, int steps) {
+    static List<Double> losses(String output, int steps) {
         List<Double> losses = new ArrayList<>();
         Matcher matcher = STEP.matcher(output);
         while (matcher.find()) {
