@@ -91,4 +91,5 @@ def main():
         print(f"  {r['template']} x {r['case']}: {r.get('raises') or r.get('error')}")
 
 
-main()
+if __name__ == "__main__":
+    main()
