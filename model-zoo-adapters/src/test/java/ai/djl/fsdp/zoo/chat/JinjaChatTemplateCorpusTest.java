@@ -2,6 +2,7 @@ package ai.djl.fsdp.zoo.chat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
@@ -11,6 +12,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Type;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -19,6 +22,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Released models' chat templates ({@code corpus/}, each taken byte for byte from a public source
@@ -30,6 +34,9 @@ import org.junit.jupiter.api.Test;
 class JinjaChatTemplateCorpusTest {
 
     static final String CORPUS = "/ai/djl/fsdp/zoo/chat/corpus/";
+
+    /** The script that writes expected.json, from the repository's root. */
+    private static final String RENDER = "tools/chat-templates/render.py";
 
     /** The instant render.py's fixed local time names, read in UTC. */
     static final Clock CLOCK = Clock.fixed(Instant.parse("2026-12-05T09:30:00Z"), ZoneOffset.UTC);
@@ -81,6 +88,56 @@ class JinjaChatTemplateCorpusTest {
         }
         assertTrue(wrong.isEmpty(), wrong.size() + " cases differ:\n" + String.join("\n", wrong));
         assertEquals(results.size(), equal + refused);
+    }
+
+    /**
+     * Where a Python with Jinja2 is installed ({@code apt-get install -y python3-jinja2}), the
+     * build re-renders the corpus with {@code tools/chat-templates/render.py} and finds the
+     * checked-in outputs; elsewhere they stand as checked in.
+     */
+    @Test
+    void theCheckedInOutputsAreJinjasOwn(@TempDir Path directory) throws Exception {
+        String python = python();
+        assumeTrue(python != null, "no python3 with jinja2 here: the checked-in outputs stand");
+        Path corpus = Path.of("src/test/resources" + CORPUS).toAbsolutePath();
+        List<String> names = new ArrayList<>(templates().keySet());
+        names.addAll(List.of("templates.json", "conversations.json"));
+        for (String name : names) {
+            Files.copy(corpus.resolve(name), directory.resolve(name));
+        }
+        // Tests run in the module's directory, one below the repository's root.
+        Path script = Path.of("").toAbsolutePath().getParent().resolve(RENDER);
+        Process process =
+                new ProcessBuilder(python, script.toString(), directory.toString())
+                        .redirectErrorStream(true)
+                        .start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, process.waitFor(), output);
+        Map<String, Object> fresh =
+                GSON.fromJson(
+                        Files.readString(directory.resolve("expected.json")),
+                        new TypeToken<Map<String, Object>>() {}.getType());
+        Map<String, Object> checkedIn = json("expected.json", new TypeToken<>() {});
+        assertEquals(checkedIn.get("results"), fresh.get("results"));
+    }
+
+    /** Returns a Python that imports jinja2, or null. */
+    private static String python() throws InterruptedException {
+        for (String candidate : List.of("/usr/bin/python3", "python3")) {
+            try {
+                Process check =
+                        new ProcessBuilder(candidate, "-c", "import jinja2")
+                                .redirectErrorStream(true)
+                                .start();
+                check.getInputStream().readAllBytes();
+                if (check.waitFor() == 0) {
+                    return candidate;
+                }
+            } catch (IOException absent) {
+                // not installed: try the next
+            }
+        }
+        return null;
     }
 
     /** Renders a case as render.py does. */
