@@ -29,7 +29,7 @@ import jinjava.javax.el.ExpressionFactory;
  *       {@code not x is defined} as {@code not (x is defined)}, whole expressions as keyword
  *       arguments, Python's {@code +} ({@link JinjaParser});
  *   <li>loop filters ({@link FilteredForTag}), iterating a dict yields its keys, {@code is
- *       iterable} holds for strings;
+ *       iterable} holds for strings, values print as Python's {@code str} ({@link PythonStr});
  *   <li>{@code tojson} as Python's {@code json.dumps} ({@link PythonJson}), the {@code items}
  *       filter, Python's string methods ({@link PythonStrings}), {@code strftime_now} ({@link
  *       Strftime}), {@code seq[::-1]} (read as {@code seq|reverse|list}).
@@ -193,6 +193,7 @@ final class HuggingFaceJinja {
                 .withTrimBlocks(true)
                 .withLstripBlocks(false) // done by prepare, as Jinja does it
                 .withNestedInterpretationEnabled(false)
+                .withInterperterFactory(new PythonStr.Interpreters())
                 .withElResolver(RESOLVER)
                 .withDateTimeProvider(clock::millis)
                 .withTimeZone(clock.getZone())

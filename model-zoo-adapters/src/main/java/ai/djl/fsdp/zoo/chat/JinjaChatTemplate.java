@@ -313,8 +313,8 @@ public final class JinjaChatTemplate implements ChatFormat {
                         + " is not usable Jinja: "
                         + problem
                         + "; fix the template (Jinja's own filters, functions and tags,"
-                        + " raise_exception, tojson, items and Python's string methods are"
-                        + " defined), or train with --chat_template_format chatml");
+                        + " raise_exception, strftime_now, tojson, items and Python's string"
+                        + " methods are defined), or train with --chat_template_format chatml");
     }
 
     /** A special token as tokenizer_config.json writes it: text or an AddedToken object. */

@@ -12,9 +12,10 @@ import java.util.Map;
  * What a chat template may use beyond Jinjava's own library, as {@code transformers}' environment
  * and Jinja define it: the functions {@code raise_exception} and {@code strftime_now} (defined
  * names too, so {@code strftime_now is defined} holds), the filters {@code tojson} ({@link
- * PythonJson}), {@code items} and {@code trim} (Python's {@code str(value).strip()}, so {@code
- * none|trim} is {@code None}), the test {@code iterable} (true for strings, as in Jinja), and the
- * {@code for} tag with loop filters ({@link FilteredForTag}).
+ * PythonJson}), {@code items}, {@code string} and {@code trim} (Python's {@code str(value)} and
+ * {@code str(value).strip()}, so {@code none|trim} is {@code None}), the test {@code iterable}
+ * (true for strings, as in Jinja), and the {@code for} tag with loop filters ({@link
+ * FilteredForTag}).
  */
 final class JinjaLibrary {
 
@@ -41,9 +42,11 @@ final class JinjaLibrary {
                         "trim",
                         (value, args) -> {
                             String chars = args.length > 0 ? args[0] : null;
-                            String text = value == null ? "None" : value.toString();
+                            String text = value == null ? "None" : PythonStr.str(value);
                             return PythonStrings.rstrip(PythonStrings.lstrip(text, chars), chars);
                         }));
+        context.registerFilter(
+                filter("string", (value, args) -> value == null ? "None" : PythonStr.str(value)));
         context.registerExpTest(
                 new ExpTest() {
                     @Override

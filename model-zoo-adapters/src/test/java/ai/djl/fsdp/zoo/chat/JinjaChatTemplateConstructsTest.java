@@ -92,7 +92,7 @@ class JinjaChatTemplateConstructsTest {
             {"{{ '\\n\\na\\n'.lstrip('\\n') }}|{{ '  a  '.rstrip() }}|", "a\n|  a|"},
             {"{{ 'a  b\\tc'.split() | join(',') }}", "a,b,c"},
             {"{{ 'a,b,,c'.split(',') | join('|') }}|{{ 'a,b,c'.split(',', 1)[-1] }}", "a|b||c|b,c"},
-            {"{{ 'tool_x'.startswith('tool') }}{{ 'x.py'.endswith(('.js', '.py')) }}", "truetrue"},
+            {"{{ 'tool_x'.startswith('tool') }}{{ 'x.py'.endswith(('.js', '.py')) }}", "TrueTrue"},
             {"{{ 'Ab'.upper() }}{{ 'Ab'.lower() }}", "ABab"},
             {"{{ ', '.join(['a', 'b']) }}", "a, b"},
             {"{{ [1, 2, 3][::-1] | join }}|{{ '[::-1]' }}", "321|[::-1]"},

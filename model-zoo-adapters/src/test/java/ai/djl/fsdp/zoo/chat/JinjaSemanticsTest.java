@@ -156,6 +156,16 @@ class JinjaSemanticsTest {
     }
 
     @Test
+    void valuesPrintAsPythonsStr() {
+        assertEquals(
+                "True|[1, 'a', None, True, 2.5]|{'k': \"it's\"}|None|3|a\nb|['a\\nb']|True",
+                render(
+                        "{{ true }}|{{ [1, 'a', none, true, 2.5] }}|{{ {'k': \"it's\"} }}|{{"
+                                + " none|string }}|{{ 3 }}|{{ 'a\\nb' }}|{{ ['a\\nb'] }}|{{ 1 =="
+                                + " 1 }}"));
+    }
+
+    @Test
     void trimOfNoneIsNoneAsPythonWritesIt() {
         assertEquals("None|x", render("{{ none | trim }}|{{ '  x  ' | trim }}"));
     }
