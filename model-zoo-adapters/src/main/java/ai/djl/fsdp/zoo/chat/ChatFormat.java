@@ -14,13 +14,19 @@ public interface ChatFormat {
     /**
      * Renders a conversation as spans, marking the assistant's.
      *
-     * @param messages the messages, each with {@code role} and {@code content}
+     * @param messages the messages, each with {@code role} and {@code content} (and, for a format
+     *     that renders them, {@code tool_calls}, {@code tool_call_id}, ... as in JSON)
+     * @param tools the tools' JSON schemas offered to the model, or null for none
      * @param findAssistant whether the assistant's spans must be told apart (completion-only loss);
      *     if not, a format may return the whole text as one span
      * @return the spans, in order
-     * @throws IllegalArgumentException if the template fails or cannot tell the assistant's spans
+     * @throws IllegalArgumentException if the template fails or cannot tell the assistant's spans,
+     *     or the format has no place for the conversation's tools or tool calls
      */
-    List<ChatTemplate.Span> render(List<Map<String, String>> messages, boolean findAssistant);
+    List<ChatTemplate.Span> render(
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            boolean findAssistant);
 
     /**
      * Returns the prompt that asks the model for the next reply.
@@ -28,7 +34,7 @@ public interface ChatFormat {
      * @param messages the conversation so far
      * @return the prompt text
      */
-    String generationPrompt(List<Map<String, String>> messages);
+    String generationPrompt(List<? extends Map<String, ?>> messages);
 
     /** Returns the token text that ends a reply. */
     String endOfTurn();

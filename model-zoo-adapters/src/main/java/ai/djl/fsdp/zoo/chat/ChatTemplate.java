@@ -40,12 +40,17 @@ public final class ChatTemplate {
             new ChatFormat() {
                 @Override
                 public List<Span> render(
-                        List<Map<String, String>> messages, boolean findAssistant) {
+                        List<? extends Map<String, ?>> messages,
+                        List<? extends Map<String, ?>> tools,
+                        boolean findAssistant) {
+                    if (tools != null && !tools.isEmpty()) {
+                        throw new IllegalArgumentException(TOOLS_UNSUPPORTED);
+                    }
                     return ChatTemplate.render(messages);
                 }
 
                 @Override
-                public String generationPrompt(List<Map<String, String>> messages) {
+                public String generationPrompt(List<? extends Map<String, ?>> messages) {
                     return ChatTemplate.generationPrompt(messages);
                 }
 
@@ -65,6 +70,11 @@ public final class ChatTemplate {
                 }
             };
 
+    private static final String TOOLS_UNSUPPORTED =
+            "ChatML renders a message's text content only: a conversation with tools, tool calls"
+                    + " or a content that is not text needs the tokenizer's own chat_template"
+                    + " (leave out --chat_template_format chatml)";
+
     private ChatTemplate() {}
 
     /** A rendered span of text and whether it is the assistant's (trained on). */
@@ -75,14 +85,19 @@ public final class ChatTemplate {
      *
      * @param messages the messages, each with {@code role} and {@code content}
      * @return the spans, in order
+     * @throws IllegalArgumentException for a message with tool calls or without text content
      */
-    public static List<Span> render(List<Map<String, String>> messages) {
+    public static List<Span> render(List<? extends Map<String, ?>> messages) {
         List<Span> spans = new ArrayList<>();
-        for (Map<String, String> message : messages) {
-            String role = message.get("role");
+        for (Map<String, ?> message : messages) {
+            if (!(message.get("content") instanceof String content)
+                    || message.get("tool_calls") != null) {
+                throw new IllegalArgumentException(TOOLS_UNSUPPORTED);
+            }
+            String role = String.valueOf(message.get("role"));
             spans.add(new Span(START + role + "\n", false));
             boolean assistant = "assistant".equals(role);
-            spans.add(new Span(message.get("content") + END + "\n", assistant));
+            spans.add(new Span(content + END + "\n", assistant));
         }
         return spans;
     }
@@ -94,7 +109,7 @@ public final class ChatTemplate {
      * @param messages the conversation so far
      * @return the prompt text
      */
-    public static String generationPrompt(List<Map<String, String>> messages) {
+    public static String generationPrompt(List<? extends Map<String, ?>> messages) {
         StringBuilder prompt = new StringBuilder();
         for (Span span : render(messages)) {
             prompt.append(span.text());

@@ -10,37 +10,56 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.ArrayList;
+import java.time.Clock;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * A tokenizer's own chat template: the Jinja {@code chat_template} of its {@code
  * tokenizer_config.json}, rendered as Hugging Face renders it ({@code HuggingFaceJinja}; {@code
  * messages}, {@code tools}, {@code add_generation_prompt}, {@code bos_token} and {@code eos_token}
- * defined). The assistant's spans, for the completion-only loss, are found by rendering prefixes of
- * the conversation: the first {@code i} messages with the generation prompt must start the
- * rendering of the first {@code i + 1}, whose rest is the assistant's reply.
+ * defined). The assistant's spans, for the completion-only loss, are found in the rendering of the
+ * whole conversation ({@code AssistantSpans}).
  */
 public final class JinjaChatTemplate implements ChatFormat {
+
+    /** The variables the renderer binds itself. */
+    private static final Set<String> RESERVED =
+            Set.of("messages", "tools", "add_generation_prompt", "bos_token", "eos_token");
 
     private final String template;
     private final String prepared;
     private final String bosToken;
     private final String eosToken;
     private final Path source;
+    private final Map<String, Object> variables;
+    private final Clock clock;
 
-    private JinjaChatTemplate(String template, String bosToken, String eosToken, Path source) {
+    private JinjaChatTemplate(
+            String template,
+            String bosToken,
+            String eosToken,
+            Path source,
+            Map<String, Object> variables,
+            Clock clock) {
         this.template = template;
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.source = source;
+        this.variables = Collections.unmodifiableMap(new HashMap<>(variables));
+        this.clock = clock;
         try {
             this.prepared = HuggingFaceJinja.prepare(template);
         } catch (IllegalArgumentException e) {
             throw invalid(e.getMessage());
         }
+    }
+
+    private JinjaChatTemplate(String template, String bosToken, String eosToken, Path source) {
+        this(template, bosToken, eosToken, source, Map.of(), Clock.systemDefaultZone());
     }
 
     /**
@@ -53,6 +72,50 @@ public final class JinjaChatTemplate implements ChatFormat {
      */
     public static JinjaChatTemplate of(String template, String bosToken, String eosToken) {
         return new JinjaChatTemplate(template, bosToken, eosToken, null);
+    }
+
+    /**
+     * Returns this template with extra variables for every rendering, as the keyword arguments of
+     * Hugging Face's {@code apply_chat_template(..., **kwargs)} ({@code enable_thinking}, {@code
+     * date_string}, {@code documents}, {@code custom_tools}); they replace those given before.
+     *
+     * @param variables the names and values (strings, numbers, booleans, lists and maps as in JSON)
+     * @return the template with the variables
+     * @throws IllegalArgumentException if a name is one the renderer binds itself
+     */
+    public JinjaChatTemplate withVariables(Map<String, ?> variables) {
+        for (String name : variables.keySet()) {
+            if (RESERVED.contains(name)) {
+                throw new IllegalArgumentException(
+                        "the chat template variable '"
+                                + name
+                                + "' is bound by the renderer itself (from the conversation, the"
+                                + " tools or the tokenizer): leave it out of the extra variables");
+            }
+        }
+        Map<String, Object> merged = new HashMap<>(this.variables);
+        merged.putAll(variables);
+        return new JinjaChatTemplate(template, bosToken, eosToken, source, merged, clock);
+    }
+
+    /**
+     * Returns this template rendering with a clock for {@code strftime_now}: its time, in its zone,
+     * is the local time Python's {@code datetime.now()} would give.
+     *
+     * @param clock the clock
+     * @return the template with the clock
+     */
+    public JinjaChatTemplate withClock(Clock clock) {
+        return new JinjaChatTemplate(template, bosToken, eosToken, source, variables, clock);
+    }
+
+    /**
+     * Returns the extra variables every rendering gets.
+     *
+     * @return the names and values
+     */
+    public Map<String, Object> getVariables() {
+        return variables;
     }
 
     /**
@@ -100,7 +163,7 @@ public final class JinjaChatTemplate implements ChatFormat {
      *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
      */
     public String apply(List<? extends Map<String, ?>> messages, boolean addGenerationPrompt) {
-        return apply(messages, null, addGenerationPrompt);
+        return apply(messages, null, Map.of(), addGenerationPrompt);
     }
 
     /**
@@ -119,18 +182,47 @@ public final class JinjaChatTemplate implements ChatFormat {
             List<? extends Map<String, ?>> messages,
             List<? extends Map<String, ?>> tools,
             boolean addGenerationPrompt) {
-        Map<String, Object> bindings = new HashMap<>();
+        return apply(messages, tools, Map.of(), addGenerationPrompt);
+    }
+
+    /**
+     * Renders a conversation with tools and extra variables, as Hugging Face's {@code
+     * apply_chat_template(messages, tools=tools, add_generation_prompt=..., **variables)} does; the
+     * variables are added to those of {@link #withVariables}.
+     *
+     * @param messages the messages, their values strings, lists and maps as in JSON
+     * @param tools the tools' schemas, or null for none
+     * @param variables the template's extra variables ({@code enable_thinking}, {@code
+     *     date_string}, ...)
+     * @param addGenerationPrompt whether to open the assistant's next reply
+     * @return the text
+     * @throws IllegalArgumentException if the template fails (its {@code raise_exception} too) or
+     *     uses what is not defined (an unknown filter, function or tag) or is not valid Jinja
+     */
+    public String apply(
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            Map<String, ?> variables,
+            boolean addGenerationPrompt) {
+        Map<String, Object> bindings =
+                new HashMap<>(
+                        variables.isEmpty() ? this.variables : withVariables(variables).variables);
         bindings.put("messages", messages);
         bindings.put("tools", tools);
+        bindings.putIfAbsent("documents", null);
         bindings.put("add_generation_prompt", addGenerationPrompt);
         bindings.put("bos_token", bosToken == null ? "" : bosToken);
         bindings.put("eos_token", eosToken == null ? "" : eosToken);
-        RenderResult result = HuggingFaceJinja.render(prepared, bindings);
+        RenderResult result = HuggingFaceJinja.render(prepared, bindings, clock);
         for (TemplateError error : result.getErrors()) {
             for (Throwable cause = error.getException(); cause != null; cause = cause.getCause()) {
-                if (cause instanceof HuggingFaceJinja.Raised) {
+                if (cause instanceof TemplateFailure failure) {
                     throw new IllegalArgumentException(
-                            named() + " refuses this conversation: " + cause.getMessage());
+                            named()
+                                    + (failure.raisedByTemplate()
+                                            ? " refuses this conversation: "
+                                            : " failed on a conversation: ")
+                                    + cause.getMessage());
                 }
             }
             boolean syntax = error.getReason() == TemplateError.ErrorReason.SYNTAX_ERROR;
@@ -151,32 +243,36 @@ public final class JinjaChatTemplate implements ChatFormat {
 
     @Override
     public List<ChatTemplate.Span> render(
-            List<Map<String, String>> messages, boolean findAssistant) {
-        List<ChatTemplate.Span> spans = new ArrayList<>();
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            boolean findAssistant) {
         if (!findAssistant) {
-            spans.add(new ChatTemplate.Span(apply(messages, false), false));
-            return spans;
+            return List.of(new ChatTemplate.Span(apply(messages, tools, false), false));
         }
-        String done = "";
-        for (int i = 0; i < messages.size(); i++) {
-            String whole = apply(messages.subList(0, i + 1), false);
-            if ("assistant".equals(messages.get(i).get("role"))) {
-                String prompt = apply(messages.subList(0, i), true);
-                requirePrefix(done, prompt, i, " with the generation prompt");
-                requirePrefix(prompt, whole, i + 1, "");
-                spans.add(new ChatTemplate.Span(prompt.substring(done.length()), false));
-                spans.add(new ChatTemplate.Span(whole.substring(prompt.length()), true));
-            } else {
-                requirePrefix(done, whole, i + 1, "");
-                spans.add(new ChatTemplate.Span(whole.substring(done.length()), false));
-            }
-            done = whole;
-        }
-        return spans;
+        return render(messages, tools, Map.of());
+    }
+
+    /**
+     * Renders a conversation as spans, the assistant's replies marked as {@link AssistantSpans}
+     * finds them in the whole rendering: what the model writes after each generation prompt, its
+     * closing text included.
+     *
+     * @param messages the messages, their values strings, lists and maps as in JSON
+     * @param tools the tools' schemas, or null for none
+     * @param variables the template's extra variables
+     * @return the spans, whose texts make {@code apply(messages, tools, variables, false)}
+     * @throws IllegalArgumentException if the template fails, or a reply cannot be found
+     */
+    public List<ChatTemplate.Span> render(
+            List<? extends Map<String, ?>> messages,
+            List<? extends Map<String, ?>> tools,
+            Map<String, ?> variables) {
+        return new AssistantSpans((part, prompt) -> apply(part, tools, variables, prompt), named())
+                .find(messages);
     }
 
     @Override
-    public String generationPrompt(List<Map<String, String>> messages) {
+    public String generationPrompt(List<? extends Map<String, ?>> messages) {
         return apply(messages, true);
     }
 
@@ -217,23 +313,8 @@ public final class JinjaChatTemplate implements ChatFormat {
                         + " is not usable Jinja: "
                         + problem
                         + "; fix the template (Jinja's own filters, functions and tags,"
-                        + " raise_exception, tojson, items and Python's string methods are"
-                        + " defined), or train with --chat_template_format chatml");
-    }
-
-    private void requirePrefix(String prefix, String text, int messages, String how) {
-        if (!text.startsWith(prefix)) {
-            throw new IllegalArgumentException(
-                    named()
-                            + " is not prefix-stable: rendering the first "
-                            + messages
-                            + " messages"
-                            + how
-                            + " does not start with the rendering of the messages before, so the"
-                            + " assistant's tokens cannot be found for --completion_only_loss;"
-                            + " train on every token (--completion_only_loss False) or render with"
-                            + " --chat_template_format chatml");
-        }
+                        + " raise_exception, strftime_now, tojson, items and Python's string"
+                        + " methods are defined), or train with --chat_template_format chatml");
     }
 
     /** A special token as tokenizer_config.json writes it: text or an AddedToken object. */

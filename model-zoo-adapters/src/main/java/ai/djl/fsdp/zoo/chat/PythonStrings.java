@@ -76,7 +76,7 @@ final class PythonStrings extends ELResolver {
         return chars == null ? Character.isWhitespace(c) : chars.indexOf(c) >= 0;
     }
 
-    private static String lstrip(String text, String chars) {
+    static String lstrip(String text, String chars) {
         int start = 0;
         while (start < text.length() && stripped(text.charAt(start), chars)) {
             start++;
@@ -84,7 +84,7 @@ final class PythonStrings extends ELResolver {
         return text.substring(start);
     }
 
-    private static String rstrip(String text, String chars) {
+    static String rstrip(String text, String chars) {
         int end = text.length();
         while (end > 0 && stripped(text.charAt(end - 1), chars)) {
             end--;

@@ -100,19 +100,22 @@ final class Evaluation {
         List<String> questions = new ArrayList<>();
         int maxAnswer = 0;
         for (Document document : documents) {
-            List<Map<String, String>> messages = document.messages();
+            List<? extends Map<String, ?>> messages = document.messages();
             if (prompts.size() == samples || messages == null || messages.size() < 2) {
                 continue;
             }
-            Map<String, String> last = messages.get(messages.size() - 1);
-            if (!"assistant".equals(last.get("role"))) {
-                continue;
+            Map<String, ?> last = messages.get(messages.size() - 1);
+            List<? extends Map<String, ?>> asked = messages.subList(0, messages.size() - 1);
+            if (!"assistant".equals(last.get("role"))
+                    || !(last.get("content") instanceof String answer)
+                    || !(asked.get(asked.size() - 1).get("content") instanceof String question)
+                    || document.tools() != null) {
+                continue; // exact match asks text questions with text answers
             }
-            List<Map<String, String>> asked = messages.subList(0, messages.size() - 1);
             prompts.add(tokenizer.encode(format.generationPrompt(asked)).getIds());
-            answers.add(last.get("content"));
-            questions.add(asked.get(asked.size() - 1).get("content"));
-            maxAnswer = Math.max(maxAnswer, tokenizer.encode(last.get("content")).getIds().length);
+            answers.add(answer);
+            questions.add(question);
+            maxAnswer = Math.max(maxAnswer, tokenizer.encode(answer).getIds().length);
         }
         if (prompts.isEmpty()) {
             return new ExactMatch(0, 0, null, null, 0);

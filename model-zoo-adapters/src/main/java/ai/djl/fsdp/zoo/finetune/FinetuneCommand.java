@@ -175,6 +175,14 @@ public final class FinetuneCommand implements Subcommand {
                                 recipe.tokenizer,
                                 recipe.chatFormat,
                                 recipe.endOfTurn);
+        if (match.total() == 0) {
+            print(
+                    "exact_match "
+                            + when
+                            + ": no eval conversation ends with a text reply to a text question"
+                            + " without tools; nothing asked");
+            return null;
+        }
         print(RunReport.describe(match, when));
         return match;
     }

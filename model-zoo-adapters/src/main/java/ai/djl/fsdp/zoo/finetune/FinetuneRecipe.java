@@ -88,7 +88,7 @@ final class FinetuneRecipe implements AutoCloseable {
                         args.seed);
         List<Document> trainDocuments = splits.get(args.trainSplit());
         chat = trainDocuments.get(0).isChat();
-        chatFormat = chatFormat(args.chatTemplateFormat, source.tokenizer());
+        chatFormat = chatFormat(args, source.tokenizer());
         if (chat && chatFormat.endOfTurn() == null) {
             throw new IllegalArgumentException(
                     chatConfig(source.tokenizer())
@@ -333,22 +333,31 @@ final class FinetuneRecipe implements AutoCloseable {
     /**
      * The rendering of conversations: {@code --chat_template_format chatml}, or without the flag
      * the tokenizer's own {@code chat_template} (its {@code tokenizer_config.json}) if it has one,
-     * else ChatML.
+     * with the variables of {@code --chat_template_kwargs}, else ChatML.
      */
-    private static ChatFormat chatFormat(String flag, Path tokenizer) throws IOException {
-        if ("chatml".equals(flag)) {
-            return ChatTemplate.CHATML;
-        }
-        if (flag != null) {
+    private static ChatFormat chatFormat(FinetuneArguments args, Path tokenizer)
+            throws IOException {
+        String flag = args.chatTemplateFormat;
+        if (flag != null && !"chatml".equals(flag)) {
             throw new IllegalArgumentException(
                     "--chat_template_format "
                             + flag
                             + " is not supported: give chatml, or leave the flag out to render"
                             + " conversations with the tokenizer's own chat_template");
         }
+        Map<String, Object> variables = args.chatTemplateVariables();
         JinjaChatTemplate own =
-                tokenizer == null ? null : JinjaChatTemplate.read(chatConfig(tokenizer));
-        return own != null ? own : ChatTemplate.CHATML;
+                flag != null || tokenizer == null
+                        ? null
+                        : JinjaChatTemplate.read(chatConfig(tokenizer));
+        if (own == null && !variables.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "--chat_template_kwargs gives variables to the tokenizer's own chat_template,"
+                            + " but conversations are rendered with ChatML, which takes none:"
+                            + " leave the flag out, or give a tokenizer whose"
+                            + " tokenizer_config.json has a chat_template");
+        }
+        return own == null ? ChatTemplate.CHATML : own.withVariables(variables);
     }
 
     /** The {@code tokenizer_config.json} beside a tokenizer, which holds its chat template. */

@@ -85,7 +85,7 @@ class JinjaChatTemplateTest {
                 "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nWhat is 2 +"
                         + " 3?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
                 text);
-        List<ChatTemplate.Span> spans = template.render(CHAT, true);
+        List<ChatTemplate.Span> spans = template.render(CHAT, null, true);
         assertEquals(template.apply(CHAT, false), all(spans), "no character lost or repeated");
         assertEquals("5<|eot_id|>|8<|eot_id|>", assistantText(spans));
     }
@@ -93,7 +93,7 @@ class JinjaChatTemplateTest {
     @Test
     void qwen2() {
         JinjaChatTemplate template = JinjaChatTemplate.of(QWEN2, null, "<|im_end|>");
-        List<ChatTemplate.Span> spans = template.render(CHAT, true);
+        List<ChatTemplate.Span> spans = template.render(CHAT, null, true);
         assertTrue(all(spans).startsWith("<|im_start|>system\nYou are a helpful assistant."));
         assertEquals(template.apply(CHAT, false), all(spans));
         assertEquals("5<|im_end|>\n|8<|im_end|>\n", assistantText(spans));
@@ -108,7 +108,7 @@ class JinjaChatTemplateTest {
         assertEquals(
                 "<|user|>\nWhat is 2 + 3?</s>\n<|assistant|>\n",
                 template.generationPrompt(CHAT.subList(0, 1)));
-        List<ChatTemplate.Span> spans = template.render(CHAT, true);
+        List<ChatTemplate.Span> spans = template.render(CHAT, null, true);
         assertEquals("5</s>\n|8</s>\n", assistantText(spans));
     }
 
@@ -118,7 +118,7 @@ class JinjaChatTemplateTest {
         assertEquals(
                 "<s>[INST] What is 2 + 3? [/INST]5</s> [INST] And 4 + 4? [/INST]8</s> ",
                 template.apply(CHAT, false));
-        assertEquals("5</s> |8</s> ", assistantText(template.render(CHAT, true)));
+        assertEquals("5</s> |8</s> ", assistantText(template.render(CHAT, null, true)));
         IllegalArgumentException error =
                 assertThrows(
                         IllegalArgumentException.class,
@@ -138,10 +138,12 @@ class JinjaChatTemplateTest {
                         + " endif %}";
         JinjaChatTemplate template = JinjaChatTemplate.of(unstable, null, "</s>");
         IllegalArgumentException error =
-                assertThrows(IllegalArgumentException.class, () -> template.render(CHAT, true));
+                assertThrows(
+                        IllegalArgumentException.class, () -> template.render(CHAT, null, true));
         assertTrue(error.getMessage().contains("is not prefix-stable"), error.getMessage());
         assertTrue(error.getMessage().contains("--completion_only_loss False"));
-        assertEquals(1, template.render(CHAT, false).size(), "without it: one span, no check");
+        assertEquals(
+                1, template.render(CHAT, null, false).size(), "without it: one span, no check");
     }
 
     @Test

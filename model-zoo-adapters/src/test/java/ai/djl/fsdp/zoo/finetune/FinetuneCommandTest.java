@@ -52,7 +52,7 @@ class FinetuneCommandTest {
     private static final Pattern STEP = Pattern.compile("step=(\\d+) epoch=\\S+ loss=([0-9.]+)");
 
     /** Returns the losses of the step lines, in order, checking that every step printed one. */
-    private static List<Double> losses(String output, int steps) {
+    static List<Double> losses(String output, int steps) {
         List<Double> losses = new ArrayList<>();
         Matcher matcher = STEP.matcher(output);
         while (matcher.find()) {
@@ -306,6 +306,15 @@ class FinetuneCommandTest {
         assertFails("--eval_steps", "--eval_strategy", "steps");
         assertFails("--exact_match_batch_size must be positive", "--exact_match_batch_size", "0");
         assertFails("--lr_scheduler_type", "--lr_scheduler_type", "polynomial");
+        assertFails(
+                "--chat_template_kwargs {\"enable_thinking\": fals} is not a JSON object",
+                "--chat_template_kwargs",
+                "{\"enable_thinking\": fals}");
+        assertFails("is not a JSON object (it is not an object)", "--chat_template_kwargs", "[1]");
+        assertFails(
+                "rendered with ChatML, which takes none",
+                "--chat_template_kwargs",
+                "{\"enable_thinking\": false}");
         Path typo =
                 Files.writeString(
                         directory.resolve("bad.yaml"), "distributed_type: FSDP\nnum_proceses: 2\n");
@@ -321,6 +330,20 @@ class FinetuneCommandTest {
                 config + " has a chat_template but no eos_token",
                 "--tokenizer_name",
                 tokenizer.toString());
+        // --chat_template_kwargs reaches the tokenizer's own template.
+        Files.writeString(
+                config,
+                "{\"eos_token\": \"</s>\", \"chat_template\": \"{{ raise_exception('thinking"
+                        + " off') if enable_thinking is defined and not enable_thinking else"
+                        + " raise_exception('thinking on') }}\"}");
+        assertFails(
+                "refuses this conversation: thinking on", "--tokenizer_name", tokenizer.toString());
+        assertFails(
+                "refuses this conversation: thinking off",
+                "--tokenizer_name",
+                tokenizer.toString(),
+                "--chat_template_kwargs",
+                "{\"enable_thinking\": false}");
         assertFalse(Files.exists(output), "nothing is written when the run fails");
     }
 

@@ -1,38 +1,23 @@
 """Renders the chat templates beside this script with Jinja itself, set up as Hugging Face's
-transformers sets it up for chat templates (trim_blocks, lstrip_blocks, the loopcontrols extension,
-raise_exception, and tojson as json.dumps with ensure_ascii=False), and writes the outputs and the
-errors to cases.json, which JinjaChatTemplateConstructsTest checks the Java renderer against.
+transformers sets it up for chat templates (tools/chat-templates/render.py's environment), and
+writes the outputs and the errors to cases.json, which JinjaChatTemplateConstructsTest checks the
+Java renderer against.
 
-Run: python3 expected.py (Debian's python3-jinja2).
+Run: /usr/bin/python3 expected.py (Debian's python3-jinja2).
 """
 
 import json
 import pathlib
+import sys
 
-import jinja2
-import jinja2.ext
-import jinja2.sandbox
+HERE = pathlib.Path(__file__).resolve().parent
+# transformers' environment, as the corpus's renderer sets it up
+sys.path.insert(0, str(HERE.parents[8] / "tools" / "chat-templates"))
+import render  # noqa: E402
 
-HERE = pathlib.Path(__file__).parent
+import jinja2  # noqa: E402
 
-
-class Raised(Exception):
-    pass
-
-
-def raise_exception(message):
-    raise Raised(message)
-
-
-def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                      sort_keys=sort_keys)
-
-
-env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-    trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
-env.filters["tojson"] = tojson
-env.globals["raise_exception"] = raise_exception
+env = render.environment()
 
 WEATHER = {"type": "function", "function": {
     "name": "weather", "description": "Today's weather in a city.",
@@ -108,7 +93,7 @@ def main():
             case["expected"] = template.render(
                 messages=messages, tools=tools, add_generation_prompt=prompt,
                 bos_token="<s>", eos_token="</s>")
-        except Raised as e:
+        except jinja2.exceptions.TemplateError as e:
             case["raises"] = str(e)
         cases.append(case)
     (HERE / "cases.json").write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n")

@@ -3,8 +3,16 @@ package ai.djl.fsdp.zoo.finetune.args;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonParseException;
+import com.google.gson.Strictness;
+import com.google.gson.ToNumberPolicy;
+import com.google.gson.reflect.TypeToken;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import picocli.CommandLine.Option;
 
 /**
@@ -66,6 +74,13 @@ public final class FinetuneArguments {
                             + " tokenizer). Default: the tokenizer's own chat_template"
                             + " (tokenizer_config.json beside tokenizer.json), else chatml.")
     public String chatTemplateFormat;
+
+    @Option(
+            names = "--chat_template_kwargs",
+            description =
+                    "Extra variables for the tokenizer's own chat_template, a JSON object (TRL's"
+                            + " chat_template_kwargs), e.g. '{\"enable_thinking\": false}'.")
+    public String chatTemplateKwargs;
 
     @Option(
             names = "--packing",
@@ -346,6 +361,44 @@ public final class FinetuneArguments {
      */
     public int exactMatchBatchSize() {
         return exactMatchBatchSize != null ? exactMatchBatchSize : 4 * perDeviceEvalBatchSize;
+    }
+
+    /**
+     * Returns {@code --chat_template_kwargs}: the chat template's extra variables.
+     *
+     * @return the names and values, empty without the flag
+     * @throws IllegalArgumentException if the flag's value is not a JSON object
+     */
+    public Map<String, Object> chatTemplateVariables() {
+        if (chatTemplateKwargs == null) {
+            return Map.of();
+        }
+        Gson gson =
+                new GsonBuilder()
+                        .setStrictness(Strictness.STRICT)
+                        .serializeNulls()
+                        .setObjectToNumberStrategy(ToNumberPolicy.LONG_OR_DOUBLE)
+                        .create();
+        JsonElement parsed;
+        try {
+            parsed = gson.fromJson(chatTemplateKwargs, JsonElement.class);
+        } catch (JsonParseException e) {
+            throw kwargsError(e.getMessage());
+        }
+        if (parsed == null || !parsed.isJsonObject()) {
+            throw kwargsError("it is not an object");
+        }
+        return gson.fromJson(parsed, new TypeToken<Map<String, Object>>() {}.getType());
+    }
+
+    private IllegalArgumentException kwargsError(String problem) {
+        return new IllegalArgumentException(
+                "--chat_template_kwargs "
+                        + chatTemplateKwargs
+                        + " is not a JSON object ("
+                        + problem
+                        + "): give the template's variables as one, e.g."
+                        + " --chat_template_kwargs '{\"enable_thinking\": false}'");
     }
 
     /** Returns the eval split's name, or null when nothing is evaluated. */

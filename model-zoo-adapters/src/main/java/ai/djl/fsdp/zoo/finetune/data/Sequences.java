@@ -86,7 +86,8 @@ public final class Sequences {
             TokenStream tokens = packing != Packing.NONE ? stream : new TokenStream();
             tokens.documents++;
             if (document.isChat()) {
-                for (ChatTemplate.Span span : format.render(document.messages(), completionOnly)) {
+                for (ChatTemplate.Span span :
+                        format.render(document.messages(), document.tools(), completionOnly)) {
                     tokens.add(tokenizer, span.text(), !completionOnly || span.assistant());
                 }
             } else {

@@ -1,11 +1,16 @@
 package ai.djl.fsdp.zoo.finetune.data;
 
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
+import com.google.gson.ToNumberPolicy;
+import com.google.gson.reflect.TypeToken;
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.lang.reflect.Type;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -22,10 +27,20 @@ import java.util.stream.Stream;
  * Reads {@code --dataset_name}: the built-in {@link ArithmeticChat}, a file, or a directory with
  * one file per split ({@code train.jsonl}, {@code test.jsonl}, ...). A {@code .jsonl} or {@code
  * .json} file holds one JSON object per line: a conversation under {@code messages} ({@code role},
- * {@code content}) or a text under {@code --dataset_text_field}; any other file is plain UTF-8
- * text, one document. A single file's eval split is a held-out fraction of it.
+ * {@code content}, as TRL's conversational data also {@code tool_calls} and the like, with the
+ * tools offered under {@code tools}) or a text under {@code --dataset_text_field}; any other file
+ * is plain UTF-8 text, one document. A single file's eval split is a held-out fraction of it.
  */
 public final class TextDatasets {
+
+    /** Reads a message or a tool as Java maps, lists, strings, numbers and booleans. */
+    private static final Gson JSON =
+            new GsonBuilder()
+                    .serializeNulls()
+                    .setObjectToNumberStrategy(ToNumberPolicy.LONG_OR_DOUBLE)
+                    .create();
+
+    private static final Type MAP = new TypeToken<Map<String, Object>>() {}.getType();
 
     private TextDatasets() {}
 
@@ -205,19 +220,33 @@ public final class TextDatasets {
             throw new IllegalArgumentException(where + " is not a JSON object: " + e.getMessage());
         }
         if (json.has("messages")) {
-            List<Map<String, String>> messages = new ArrayList<>();
+            List<Map<String, Object>> messages = new ArrayList<>();
             for (JsonElement element : json.getAsJsonArray("messages")) {
                 JsonObject message = element.getAsJsonObject();
-                if (!message.has("role") || !message.has("content")) {
+                boolean calls =
+                        message.has("tool_calls") && !message.get("tool_calls").isJsonNull();
+                if (!message.has("role") || !message.has("content") && !calls) {
                     throw new IllegalArgumentException(
-                            where + ": every message needs 'role' and 'content', got " + message);
+                            where
+                                    + ": every message needs 'role' and 'content' (or"
+                                    + " 'tool_calls'), got "
+                                    + message);
                 }
-                messages.add(
-                        Map.of(
-                                "role", message.get("role").getAsString(),
-                                "content", message.get("content").getAsString()));
+                messages.add(JSON.fromJson(message, MAP));
             }
-            return Document.ofMessages(messages);
+            JsonElement tools = json.get("tools");
+            if (tools == null || tools.isJsonNull()) {
+                return Document.ofMessages(messages);
+            }
+            if (!tools.isJsonArray()) {
+                throw new IllegalArgumentException(
+                        where + ": 'tools' is a list of JSON schemas, got " + tools);
+            }
+            List<Map<String, Object>> schemas = new ArrayList<>();
+            for (JsonElement tool : tools.getAsJsonArray()) {
+                schemas.add(JSON.fromJson(tool, MAP));
+            }
+            return Document.ofMessages(messages, schemas);
         }
         JsonElement text = json.get(textField);
         if (text == null || !text.isJsonPrimitive()) {
