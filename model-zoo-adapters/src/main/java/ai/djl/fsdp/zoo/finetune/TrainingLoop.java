@@ -41,6 +41,9 @@ import java.util.function.Consumer;
  */
 final class TrainingLoop {
 
+    /** The most values of each figure the trainer's metrics keep. */
+    private static final int FIGURES_KEPT = 1000;
+
     private final FinetuneRecipe recipe;
     private final FsdpTrainer trainer;
     private final ProcessGroup group;
@@ -54,7 +57,10 @@ final class TrainingLoop {
         this.group = recipe.group;
         this.print = print;
         this.sampler = recipe.trainSampler();
-        trainer.setMetrics(new Metrics());
+        Metrics metrics = new Metrics();
+        // A long run's figures stay bounded: DJL clears a figure's list when it reaches the limit.
+        metrics.setLimit(FIGURES_KEPT);
+        trainer.setMetrics(metrics);
     }
 
     /** Trains for the recipe's steps, from the one after the step it resumed after. */
