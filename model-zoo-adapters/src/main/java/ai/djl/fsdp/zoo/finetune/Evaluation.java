@@ -18,6 +18,8 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.training.dataset.Batch;
+import ai.djl.training.listener.TrainingListener.BatchData;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -25,8 +27,9 @@ import java.util.Map;
 
 /**
  * Evaluation on the eval split, run by every rank together (each forward gathers the units): the
- * mean next-token loss over the labels, and for conversations the exact-match accuracy of the
- * model's greedy reply to each held-out question.
+ * mean next-token loss over the labels, raising DJL's {@code onValidationBatch} for each of this
+ * rank's batches (its input ids and labels; no predictions), and for conversations the exact-match
+ * accuracy of the model's greedy reply to each held-out question.
  */
 final class Evaluation {
 
@@ -66,6 +69,20 @@ final class Evaluation {
                 long labels = eval.countLabels(indices);
                 sum += loss.evaluate(new NDList(batch.get(1)), logits).getFloat() * labels;
                 count += labels;
+                BatchData event =
+                        new BatchData(
+                                new Batch(
+                                        manager,
+                                        new NDList(batch.get(0)),
+                                        new NDList(batch.get(1)),
+                                        indices.length,
+                                        null,
+                                        null,
+                                        sampler.getBatchesRead(),
+                                        sampler.getBatchesPerEpoch()),
+                                Map.of(),
+                                Map.of());
+                trainer.notifyListeners(listener -> listener.onValidationBatch(trainer, event));
             }
         }
         double[] totals = allReduceSum(sum, count);

@@ -17,6 +17,7 @@ import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
 import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import ai.djl.fsdp.zoo.finetune.args.HubCompatibility;
+import ai.djl.fsdp.zoo.finetune.args.ListenerArguments;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
@@ -30,6 +31,7 @@ import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.fsdp.zoo.sharded.ShardedSave;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
+import ai.djl.training.listener.TrainingListener;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -50,8 +52,9 @@ import picocli.CommandLine.Spec;
  * a job of one rank; under {@code bin/fsdp launch --nproc-per-node N -- finetune ...} the ranks
  * train together with FSDP, each on its part of every epoch. The flags are in {@link
  * FinetuneArguments}, {@link FsdpArguments} and {@link HubCompatibility}; the run is built by
- * {@link FinetuneRecipe} and trained by {@link TrainingLoop}; {@link RunReport} writes what it
- * produced.
+ * {@link FinetuneRecipe} and trained by {@link TrainingLoop}, whose steps the trainer's listeners
+ * ({@link FinetuneListeners}, with the user's {@code --listeners}) log, evaluate and checkpoint;
+ * {@link RunReport} writes what it produced.
  */
 @Command(
         name = "finetune",
@@ -68,6 +71,7 @@ public final class FinetuneCommand implements Subcommand {
     @Mixin private FsdpArguments fsdp;
     @Mixin private HubCompatibility hub;
     @Mixin private CheckpointArguments checkpoints;
+    @Mixin private ListenerArguments listeners;
 
     private final Set<String> notes = new LinkedHashSet<>();
     private boolean rankZero = true;
@@ -88,6 +92,7 @@ public final class FinetuneCommand implements Subcommand {
         saveDtype = SaveFormat.dtype(args.saveDtype, fromCheckpoint ? checkpoint : null);
         maxShardBytes = SaveFormat.bytes(args.maxShardSize);
         this.checkpoints.check();
+        List<TrainingListener> userListeners = listeners.newListeners();
         Engine.getInstance().setRandomSeed(args.seed);
         try (ProcessGroup group = ProcessGroups.init(env)) {
             rankZero = group.getRank() == 0;
@@ -115,14 +120,20 @@ public final class FinetuneCommand implements Subcommand {
                         recipe,
                         model,
                         fromCheckpoint && SafetensorsCheckpoint.existsIn(checkpoint),
-                        checkpoint);
+                        checkpoint,
+                        new FinetuneListeners(recipe, checkpoints, userListeners, this::print));
             }
             group.barrier();
         }
         return 0;
     }
 
-    private void train(FinetuneRecipe recipe, Model model, boolean hasWeights, Path checkpoint)
+    private void train(
+            FinetuneRecipe recipe,
+            Model model,
+            boolean hasWeights,
+            Path checkpoint,
+            FinetuneListeners runListeners)
             throws IOException {
         // Not initialized here: ShardedStart (bench train's path too) has the trainer initialize
         // the model one unit at a time on the rank's device, keeping only this rank's shards, read
@@ -134,7 +145,12 @@ public final class FinetuneCommand implements Subcommand {
         LoraConfig lora = args.usePeftLora ? loraConfig() : null;
         FsdpTrainer trainer =
                 ShardedStart.initialize(
-                                model, lm, hasWeights ? checkpoint : null, lora, recipe::newTrainer)
+                                model,
+                                lm,
+                                hasWeights ? checkpoint : null,
+                                lora,
+                                (m, block, source) ->
+                                        recipe.newTrainer(m, block, source, runListeners.all()))
                         .trainer();
         if (lora != null) {
             print(Lora.count(lm).toString());
@@ -145,12 +161,17 @@ public final class FinetuneCommand implements Subcommand {
                         new RunReport(
                                 rankZero, args.outputDir, args.overwriteOutputDir, resumeFrom)) {
             print(recipe.describe(lm, lora != null, report.getMetricsFile()));
-            TrainingLoop loop = new TrainingLoop(recipe, trainer, checkpoints, this::print);
+            TrainingLoop loop = new TrainingLoop(recipe, trainer, this::print);
             Path resumed = loop.resume(resumeFrom);
             try (MetricsLog metrics = report.openMetrics(resumed, loop.getResumedSteps())) {
-                ExactMatch before = exactMatch(recipe, loop, "before training");
-                Outcome outcome = loop.run(metrics);
-                ExactMatch after = exactMatch(recipe, loop, "after training");
+                runListeners.getLog().open(metrics);
+                ExactMatch before = exactMatch(recipe, trainer, "before training");
+                if (loop.getResumedSteps() == 0) {
+                    runListeners.evaluateBeforeTraining(trainer);
+                }
+                loop.run();
+                Outcome outcome = runListeners.getOutcome();
+                ExactMatch after = exactMatch(recipe, trainer, "after training");
                 long[] peaks = RunReport.peakMemoryPerRank(trainer, recipe.group);
                 if (rankZero) {
                     CurvePlot.write(metrics.getRows(), report.plotFile());
@@ -162,12 +183,12 @@ public final class FinetuneCommand implements Subcommand {
         } // the model was saved one unit at a time: closing gathers nothing
     }
 
-    private ExactMatch exactMatch(FinetuneRecipe recipe, TrainingLoop loop, String when) {
+    private ExactMatch exactMatch(FinetuneRecipe recipe, FsdpTrainer trainer, String when) {
         if (!recipe.chat || args.exactMatchSamples <= 0 || recipe.evalDocuments.isEmpty()) {
             return null;
         }
         ExactMatch match =
-                loop.getEvaluation()
+                new Evaluation(trainer, recipe.group)
                         .exactMatch(
                                 recipe.evalDocuments,
                                 args.exactMatchSamples,

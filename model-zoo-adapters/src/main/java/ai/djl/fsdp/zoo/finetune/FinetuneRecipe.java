@@ -29,6 +29,7 @@ import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.optimizer.Optimizer;
 import com.google.gson.JsonObject;
 import java.io.IOException;
@@ -282,9 +283,11 @@ final class FinetuneRecipe implements AutoCloseable {
      * @param model the model, its block set
      * @param lm the block
      * @param source the checkpoint's shards, or null for fresh weights
+     * @param listeners the run's training listeners
      * @return the trainer
      */
-    FsdpTrainer newTrainer(Model model, CausalLM lm, ParameterSource source) {
+    FsdpTrainer newTrainer(
+            Model model, CausalLM lm, ParameterSource source, List<TrainingListener> listeners) {
         // A head in the root (tied, or left there by the wrap list) has its product computed by the
         // loss a chunk of rows at a time: no whole logits. A head that is a unit gives logits.
         lm.setFusedLossHead(true);
@@ -299,7 +302,8 @@ final class FinetuneRecipe implements AutoCloseable {
         DefaultTrainingConfig training =
                 new DefaultTrainingConfig(loss)
                         .optOptimizer(adamW)
-                        .optDevices(new Device[] {group.getDevice()});
+                        .optDevices(new Device[] {group.getDevice()})
+                        .addTrainingListeners(listeners.toArray(new TrainingListener[0]));
         FsdpConfig.Builder config =
                 FsdpConfig.builder()
                         .optShardingStrategy(fsdp.strategy())

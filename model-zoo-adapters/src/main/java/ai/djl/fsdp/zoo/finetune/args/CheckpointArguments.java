@@ -1,9 +1,11 @@
 package ai.djl.fsdp.zoo.finetune.args;
 
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
+import ai.djl.fsdp.trainer.CheckpointListener;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
+import java.util.Optional;
 import picocli.CommandLine.Option;
 
 /**
@@ -66,18 +68,28 @@ public final class CheckpointArguments {
     }
 
     /**
-     * Returns whether a checkpoint is saved after an optimizer step.
+     * Returns the trainer's checkpoint listener for these flags: {@code
+     * output_dir/checkpoint-<step>} after every {@code --save_steps} steps ({@code steps}) or at
+     * each epoch's end ({@code epoch}), the newest {@code --save_total_limit} kept; none at the end
+     * of training beyond those.
      *
-     * @param step the step just taken, from 1
-     * @param epochEnd whether it ended an epoch
-     * @return true to save
+     * @param outputDir the run's output directory
+     * @return the listener, empty with {@code --save_strategy no}
      */
-    public boolean savesAfter(int step, boolean epochEnd) {
-        return switch (saveStrategy.toLowerCase(Locale.ROOT)) {
-            case "steps" -> step % saveSteps == 0;
-            case "epoch" -> epochEnd;
-            default -> false;
-        };
+    public Optional<CheckpointListener> newListener(Path outputDir) {
+        CheckpointListener.Builder builder =
+                CheckpointListener.builder().setOutputDir(outputDir).optSaveAtEnd(false);
+        switch (saveStrategy.toLowerCase(Locale.ROOT)) {
+            case "steps" -> builder.optSaveSteps(saveSteps);
+            case "epoch" -> builder.optSaveEpochs(1);
+            default -> {
+                return Optional.empty();
+            }
+        }
+        if (saveTotalLimit != null) {
+            builder.optSaveTotalLimit(saveTotalLimit);
+        }
+        return Optional.of(builder.build());
     }
 
     /**

@@ -2,24 +2,39 @@ package ai.djl.fsdp.zoo.finetune.report;
 
 /**
  * The figures a run ends with, for its summary: the train loss of its last step, its eval losses
- * (first, last, best) and its throughput. The training loop records them as it goes.
+ * (first, last, best) and its throughput over the steps this process ran. The recipe's listeners
+ * record them as the run goes.
  */
 public final class Outcome {
 
+    private final int steps;
     private double firstEvalLoss = Double.NaN;
     private double lastEvalLoss = Double.NaN;
     private double bestEvalLoss = Double.NaN;
     private double lastLoss = Double.NaN;
-    private double tokensPerSecond;
-    private int steps;
+    private long tokens;
+    private double seconds;
 
     /**
-     * Records a step's train loss.
+     * Creates the outcome of a run.
+     *
+     * @param steps the run's optimizer steps
+     */
+    public Outcome(int steps) {
+        this.steps = steps;
+    }
+
+    /**
+     * Records an optimizer step.
      *
      * @param loss the step's loss
+     * @param stepTokens its tokens over all ranks
+     * @param stepSeconds its wall time
      */
-    public void recordLoss(double loss) {
+    public void recordStep(double loss, long stepTokens, double stepSeconds) {
         lastLoss = loss;
+        tokens += stepTokens;
+        seconds += stepSeconds;
     }
 
     /**
@@ -35,17 +50,6 @@ public final class Outcome {
         if (Double.isNaN(bestEvalLoss) || loss < bestEvalLoss) {
             bestEvalLoss = loss;
         }
-    }
-
-    /**
-     * Records the end of training.
-     *
-     * @param steps the run's optimizer steps
-     * @param tokensPerSecond the tokens trained on per second over the steps this process ran
-     */
-    public void finish(int steps, double tokensPerSecond) {
-        this.steps = steps;
-        this.tokensPerSecond = tokensPerSecond;
     }
 
     /** Returns the eval loss before training, or NaN without evaluation. */
@@ -68,9 +72,9 @@ public final class Outcome {
         return lastLoss;
     }
 
-    /** Returns the tokens trained on per second. */
+    /** Returns the tokens trained on per second over the steps this process ran so far. */
     public double getTokensPerSecond() {
-        return tokensPerSecond;
+        return tokens / Math.max(seconds, 1e-9);
     }
 
     /** Returns the run's optimizer steps. */
