@@ -136,7 +136,13 @@ public final class FinetuneCommand implements Subcommand {
         LoraConfig lora = args.usePeftLora ? loraConfig() : null;
         FsdpTrainer trainer =
                 ShardedStart.initialize(
-                                model, lm, hasWeights ? checkpoint : null, lora, recipe::newTrainer)
+                                model,
+                                lm,
+                                hasWeights ? checkpoint : null,
+                                recipe.resize,
+                                lora,
+                                null,
+                                recipe::newTrainer)
                         .trainer();
         if (lora != null) {
             print(Lora.count(lm).toString());
@@ -228,6 +234,7 @@ public final class FinetuneCommand implements Subcommand {
                             + " whole model)");
         }
         requirePositive(args.maxSeqLen, "--max_seq_len");
+        requirePositive(args.padToMultipleOf, "--pad_to_multiple_of");
         requirePositive(args.perDeviceTrainBatchSize, "--per_device_train_batch_size");
         requirePositive(args.perDeviceEvalBatchSize, "--per_device_eval_batch_size");
         if (args.exactMatchBatchSize != null) {

@@ -23,7 +23,9 @@ import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.data.TextDatasets;
 import ai.djl.fsdp.zoo.finetune.report.RunReport;
+import ai.djl.fsdp.zoo.hf.PretrainedConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.hf.VocabularyResize;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
@@ -54,6 +56,10 @@ final class FinetuneRecipe implements AutoCloseable {
     final boolean chat;
     final ChatFormat chatFormat;
     final ModelConfig architecture;
+
+    /** How the checkpoint's vocabulary grows to the tokenizer's, or null when it need not. */
+    final VocabularyResize resize;
+
     final Sequences train;
     final Sequences eval;
     final List<Document> evalDocuments;
@@ -112,16 +118,31 @@ final class FinetuneRecipe implements AutoCloseable {
         long endOfText = singleToken(ByteLevelTokenizer.END_OF_TEXT);
         padId = Math.max(0, endOfText);
         endOfTurn = chat ? singleToken(chatFormat.endOfTurn()) : endOfText;
-        architecture = source.architecture(vocab, endOfText);
-        if (vocab > architecture.vocabSize()) {
-            throw new IllegalArgumentException(
+        ModelConfig stored = source.architecture(vocab, endOfText);
+        if (vocab > stored.vocabSize()) {
+            // As the recipe's script does: resize_token_embeddings(len(tokenizer), multiple).
+            int rows = VocabularyResize.paddedSize(vocab, args.padToMultipleOf);
+            resize =
+                    VocabularyResize.of(
+                            stored.vocabSize(),
+                            rows,
+                            args.meanResizing,
+                            ((PretrainedConfig) stored).initializerRange(),
+                            args.seed);
+            architecture = withVocabSize(stored, rows);
+            note.accept(
                     "the tokenizer has "
                             + vocab
-                            + " tokens (with the chat template's) but the checkpoint's embedding"
-                            + " has "
-                            + architecture.vocabSize()
-                            + " rows; resizing a checkpoint's embedding is not supported: train"
-                            + " from a built-in model, or use a tokenizer with those tokens");
+                            + " tokens (with the chat template's), the checkpoint "
+                            + stored.vocabSize()
+                            + ": "
+                            + resize
+                            + " (--pad_to_multiple_of "
+                            + args.padToMultipleOf
+                            + ")");
+        } else {
+            resize = null;
+            architecture = stored;
         }
         if (args.maxSeqLen > architecture.maxPositions()) {
             throw new IllegalArgumentException(
@@ -445,6 +466,13 @@ final class FinetuneRecipe implements AutoCloseable {
             json.addProperty("bos_token_id", endOfText);
             json.addProperty("eos_token_id", endOfText);
         }
+        return ModelFamilies.parse(json);
+    }
+
+    /** Returns a configuration with another vocabulary size, everything else as it is. */
+    private static ModelConfig withVocabSize(ModelConfig config, int vocab) {
+        JsonObject json = config.toJson();
+        json.addProperty("vocab_size", vocab);
         return ModelFamilies.parse(json);
     }
 }
