@@ -129,7 +129,7 @@ final class FinetuneRecipe implements AutoCloseable {
                             args.meanResizing,
                             ((PretrainedConfig) stored).initializerRange(),
                             args.seed);
-            architecture = withVocabSize(stored, rows);
+            architecture = ModelFamilies.withVocabSize(stored, rows);
             note.accept(
                     "the tokenizer has "
                             + vocab
@@ -466,13 +466,6 @@ final class FinetuneRecipe implements AutoCloseable {
             json.addProperty("bos_token_id", endOfText);
             json.addProperty("eos_token_id", endOfText);
         }
-        return ModelFamilies.parse(json);
-    }
-
-    /** Returns a configuration with another vocabulary size, everything else as it is. */
-    private static ModelConfig withVocabSize(ModelConfig config, int vocab) {
-        JsonObject json = config.toJson();
-        json.addProperty("vocab_size", vocab);
         return ModelFamilies.parse(json);
     }
 }

@@ -53,13 +53,27 @@ public final class HfCheckpoint {
      *     missing and unexpected tensors or the mismatched shape
      */
     public static void load(CausalLM model, Path path) throws IOException {
-        Map<String, Parameter> parameters = StateDict.parameters(model);
-        try (SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint.open(path)) {
-            for (Map.Entry<String, String> entry : sources(model, checkpoint, path).entrySet()) {
-                Parameter parameter = parameters.get(entry.getKey());
+        load(model, path, null);
+    }
+
+    /**
+     * Copies a checkpoint's tensors into an initialized model's parameters, its vocabulary grown as
+     * {@code resize} says (see {@link #shardSource(CausalLM, Path, VocabularyResize)}).
+     *
+     * @param model the model, of the grown vocabulary when {@code resize} is given
+     * @param path the checkpoint directory or safetensors file
+     * @param resize how the checkpoint's vocabulary grows, or null when it does not
+     * @throws IOException if reading fails
+     * @throws IllegalArgumentException if the checkpoint does not match the model
+     */
+    public static void load(CausalLM model, Path path, VocabularyResize resize) throws IOException {
+        try (CheckpointShardSource source = shardSource(model, path, resize)) {
+            for (Map.Entry<String, Parameter> entry : StateDict.parameters(model).entrySet()) {
+                Parameter parameter = entry.getValue();
                 try (NDManager scope = parameter.getArray().getManager().newSubManager()) {
-                    NDArray value = checkpoint.read(scope, entry.getValue());
-                    StateDict.copyInto(entry.getKey(), parameter, value);
+                    NDArray flat = source.read(scope, parameter, 0, parameter.getShape().size());
+                    StateDict.copyInto(
+                            entry.getKey(), parameter, flat.reshape(parameter.getShape()));
                 }
             }
         }
@@ -304,7 +318,8 @@ public final class HfCheckpoint {
         if (trainer.getRank() == 0) {
             Lora.saveConfig(root, config, directory);
         }
-        trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root));
+        trainer.saveFullState(
+                directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root, config));
     }
 
     private static String torchDtype(Dtype type) {

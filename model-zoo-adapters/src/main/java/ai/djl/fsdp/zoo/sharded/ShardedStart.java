@@ -136,8 +136,10 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
                                 ? null
                                 : HfCheckpoint.shardSource(lm, checkpoint, resize);
                 AdapterSource adapters = adapters(lm, lora, adapterValues)) {
+            // The adapters' own first: what they saved of the base (a grown embedding and head,
+            // trained with them) replaces the checkpoint's.
             ParameterSource source =
-                    shards == null ? adapters : adapters == null ? shards : shards.orElse(adapters);
+                    shards == null ? adapters : adapters == null ? shards : adapters.orElse(shards);
             FsdpTrainer trainer = factory.newTrainer(model, lm, source);
             // Counted while the tree still holds the blocks themselves, not their units.
             long largestUnit = largestUnitElements(lm, trainer.getFsdpConfig().getWrapPolicy());

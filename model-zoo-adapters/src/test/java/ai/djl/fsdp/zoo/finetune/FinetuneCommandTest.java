@@ -19,7 +19,6 @@ import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.generate.GenerateCommand;
-import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.ndarray.NDManager;
@@ -175,15 +174,7 @@ class FinetuneCommandTest {
         assertEquals(
                 base.toAbsolutePath().toString(),
                 adapterConfig.get("base_model_name_or_path").getAsString());
-        Path adaptersAlone = Files.createDirectory(directory.resolve("adapters-alone"));
-        for (String file :
-                List.of(
-                        Lora.CONFIG_FILE,
-                        Lora.WEIGHTS_FILE,
-                        Tokenizers.FILE,
-                        ChatTemplate.CONFIG_FILE)) {
-            Files.copy(output.resolve(file), adaptersAlone.resolve(file));
-        }
+        Path adaptersAlone = TestModels.adaptersAlone(output, directory);
         StringWriter onBase = new StringWriter();
         StringWriter onBaseNotes = new StringWriter();
         exit =

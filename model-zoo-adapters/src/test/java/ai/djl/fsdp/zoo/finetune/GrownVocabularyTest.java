@@ -1,0 +1,220 @@
+package ai.djl.fsdp.zoo.finetune;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.cli.Fsdp;
+import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
+import ai.djl.fsdp.safetensors.SafetensorsFile;
+import ai.djl.fsdp.testing.RankProcesses;
+import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaultsTest;
+import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
+import ai.djl.fsdp.zoo.generate.GenerateCommand;
+import ai.djl.fsdp.zoo.generate.ShardedGenerateMain;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
+import ai.djl.fsdp.zoo.sharded.SaveFormat;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * The README's recipe command ({@code --chat_template_format chatml --add_special_tokens False ...
+ * --use_peft_lora True}) on a Llama checkpoint whose tokenizer fills its vocabulary: the chat
+ * markers grow the embedding and the untied head to a multiple of 8 under FSDP on two ranks, they
+ * train whole beside the adapters and are saved with them under PEFT's keys, the merged model is of
+ * the new size, and the adapters alone on the original checkpoint generate what the merged model
+ * generates, in one process and on two ranks.
+ */
+class GrownVocabularyTest {
+
+    private static final String RECIPE =
+            "--seed 100 --dataset_name arithmetic-chat --chat_template_format chatml"
+                    + " --add_special_tokens False --append_concat_token False --splits train,test"
+                    + " --max_seq_len 64 --num_train_epochs 1 --max_steps 4 --logging_steps 1"
+                    + " --log_level info --logging_strategy steps --evaluation_strategy epoch"
+                    + " --save_strategy epoch --push_to_hub --hub_private_repo True --hub_strategy"
+                    + " every_save --bf16 True --packing True --learning_rate 1e-3"
+                    + " --lr_scheduler_type cosine --weight_decay 1e-4 --warmup_ratio 0.0"
+                    + " --max_grad_norm 1.0 --per_device_train_batch_size 2"
+                    + " --per_device_eval_batch_size 2 --gradient_accumulation_steps 2"
+                    + " --gradient_checkpointing True --use_reentrant False --dataset_text_field"
+                    + " content --use_flash_attn True --use_peft_lora True --lora_r 8 --lora_alpha"
+                    + " 16 --lora_dropout 0.1 --lora_target_modules all-linear"
+                    + " --use_4bit_quantization False --exact_match_samples 0"
+                    + " --fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer";
+
+    @Test
+    void theRecipeGrowsTheByteLevelVocabulary(@TempDir Path directory) throws Exception {
+        Path checkpoint = checkpoint(directory, 257);
+        ByteLevelTokenizer.write(checkpoint.resolve(Tokenizers.FILE));
+        assertRecipeGrows(directory, checkpoint, 257, 264);
+    }
+
+    /** The issue's own case: GPT-2's tokenizer of 50,257 tokens on a checkpoint of 50,257 rows. */
+    @Test
+    void theRecipeGrowsGpt2sVocabulary(@TempDir Path directory) throws Exception {
+        Path tokenizer = TestModels.sharedData("gpt2-tokenizer.json");
+        Path checkpoint = checkpoint(directory, 50257);
+        Files.copy(tokenizer, checkpoint.resolve(Tokenizers.FILE));
+        assertRecipeGrows(directory, checkpoint, 50257, 50264);
+    }
+
+    /** A Llama-shaped checkpoint (llama-tiny's shape, untied head) of {@code rows} tokens. */
+    private static Path checkpoint(Path directory, int rows) throws Exception {
+        Path checkpoint = directory.resolve("llama-" + rows);
+        JsonObject json = Models.builtin("llama-tiny").toJson();
+        json.addProperty("vocab_size", rows);
+        json.addProperty("bos_token_id", rows - 1);
+        json.addProperty("eos_token_id", rows - 1);
+        try (NDManager manager = TestModels.newManager()) {
+            HfCheckpoint.save(Models.create(ModelFamilies.parse(json), manager), checkpoint);
+        }
+        return checkpoint;
+    }
+
+    private static void assertRecipeGrows(Path directory, Path checkpoint, int stored, int grown)
+            throws Exception {
+        Path output = directory.resolve("llama-sft-lora-fsdp");
+        Path config =
+                Files.writeString(
+                        directory.resolve("fsdp_config.yaml"), AccelerateDefaultsTest.OLD);
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                "finetune",
+                                "--config_file",
+                                config.toString(),
+                                "--model_name_or_path",
+                                checkpoint.toString(),
+                                "--output_dir",
+                                output.toString()));
+        command.addAll(Arrays.asList(RECIPE.split(" ")));
+        String out;
+        try (RankProcesses job =
+                RankProcesses.builder(Fsdp.class)
+                        .worldSize(2)
+                        .args(command.toArray(new String[0]))
+                        .timeout(Duration.ofMinutes(8))
+                        .start()) {
+            out = job.await().assertAllSucceeded().rank(0).output();
+        }
+        assertTrue(
+                out.contains(
+                        "the tokenizer has "
+                                + (stored + 2)
+                                + " tokens (with the chat template's), the checkpoint "
+                                + stored
+                                + ": the vocabulary grows from "
+                                + stored
+                                + " to "
+                                + grown),
+                out);
+        assertTrue(out.contains("step=4 "), out);
+
+        JsonObject adapterConfig =
+                JsonParser.parseString(Files.readString(output.resolve(Lora.CONFIG_FILE)))
+                        .getAsJsonObject();
+        assertEquals(
+                "[\"embed_tokens\",\"lm_head\"]",
+                adapterConfig.get("modules_to_save").toString(),
+                "the grown embedding and head train whole, as PEFT's modules_to_save");
+        assertEquals(
+                checkpoint.toString(), adapterConfig.get("base_model_name_or_path").getAsString());
+        String embedding = Lora.PEFT_PREFIX + "model.embed_tokens.weight";
+        try (NDManager manager = TestModels.newManager();
+                SafetensorsFile adapters = SafetensorsFile.open(output.resolve(Lora.WEIGHTS_FILE));
+                SafetensorsCheckpoint original = SafetensorsCheckpoint.open(checkpoint)) {
+            long width = original.info("model.embed_tokens.weight").shape().get(1);
+            assertEquals(new Shape(grown, width), adapters.info(embedding).shape());
+            assertEquals(
+                    new Shape(grown, width),
+                    adapters.info(Lora.PEFT_PREFIX + "lm_head.weight").shape());
+            assertTrue(
+                    adapters.getNames()
+                            .contains(
+                                    Lora.PEFT_PREFIX
+                                            + "model.layers.0.self_attn.q_proj.lora_A.weight"));
+            // The chat markers' rows start within 1e-6 of the stored rows' mean (mean resizing's
+            // spread is sqrt(1e-9) of theirs); trained, they moved far beyond it.
+            float[] mean =
+                    original.read(manager, "model.embed_tokens.weight")
+                            .mean(new int[] {0})
+                            .toFloatArray();
+            float[] marker =
+                    adapters.read(manager, embedding, stored * width, (stored + 1) * width)
+                            .toFloatArray();
+            double moved = 0;
+            for (int k = 0; k < width; k++) {
+                moved = Math.max(moved, Math.abs(marker[k] - mean[k]));
+            }
+            assertTrue(moved > 1e-4, "the <|im_start|> row trained: moved " + moved);
+        }
+        Path merged = output.resolve(SaveFormat.MERGED);
+        assertEquals(grown, ModelFamilies.read(merged).vocabSize(), "merged/config.json");
+
+        Path adaptersAlone = TestModels.adaptersAlone(output, directory);
+        String[] fromMerged = generate(output);
+        assertTrue(fromMerged[1].contains("merged model"), fromMerged[1]);
+        String[] onBase = generate(adaptersAlone);
+        assertTrue(onBase[1].contains("on their base " + checkpoint), onBase[1]);
+        assertEquals(fromMerged[0], onBase[0], "the adapters on the original checkpoint");
+        assertEquals(tokenIds(fromMerged[1]), tokenIds(onBase[1]));
+        try (RankProcesses job =
+                RankProcesses.builder(ShardedGenerateMain.class)
+                        .worldSize(2)
+                        .args(arguments(adaptersAlone))
+                        .timeout(Duration.ofMinutes(3))
+                        .start()) {
+            String sharded = job.await().assertAllSucceeded().rank(0).output();
+            assertTrue(sharded.contains(fromMerged[0].strip()), sharded + " vs " + fromMerged[0]);
+        }
+    }
+
+    private static String tokenIds(String notes) {
+        String ids = notes.replaceAll("(?s).*(token ids: \\[[^]]*]).*", "$1");
+        assertTrue(ids.startsWith("token ids: ["), notes);
+        return ids;
+    }
+
+    /** Runs {@code generate} greedily in this process; returns its output and its notes. */
+    private static String[] generate(Path model) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int exit =
+                new CommandLine(new GenerateCommand())
+                        .setOut(new PrintWriter(out))
+                        .setErr(new PrintWriter(err))
+                        .execute(arguments(model));
+        assertEquals(0, exit, err.toString());
+        return new String[] {out.toString(), err.toString()};
+    }
+
+    private static String[] arguments(Path model) {
+        return new String[] {
+            "--model",
+            model.toString(),
+            "--prompt",
+            "What is 1 + 1?",
+            "--max_new_tokens",
+            "8",
+            "--print_token_ids"
+        };
+    }
+}
