@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.finetune;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.cli.Fsdp;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
@@ -74,6 +75,86 @@ class GrownVocabularyTest {
         Path checkpoint = checkpoint(directory, 50257);
         Files.copy(tokenizer, checkpoint.resolve(Tokenizers.FILE));
         assertRecipeGrows(directory, checkpoint, 50257, 50264);
+    }
+
+    /**
+     * A sharded checkpoint of a grown run (LoRA, the embedding and head training whole) resumes
+     * exactly: on two ranks, steps 5-8 print the uninterrupted run's losses to the last digit; on
+     * one rank with the same global batch, within float summation's tolerance.
+     */
+    @Test
+    void aGrownRunResumesOnTwoRanksAndOnOne(@TempDir Path directory) throws Exception {
+        Path checkpoint = checkpoint(directory, 257);
+        ByteLevelTokenizer.write(checkpoint.resolve(Tokenizers.FILE));
+        List<String> run =
+                List.of(
+                        "--model_name_or_path", checkpoint.toString(),
+                        "--chat_template_format", "chatml",
+                        "--use_peft_lora", "True",
+                        "--lora_dropout", "0",
+                        "--max_seq_len", "64",
+                        "--max_steps", "8",
+                        "--logging_steps", "1",
+                        "--eval_strategy", "no",
+                        "--exact_match_samples", "0");
+        Path first = directory.resolve("first");
+        finetune(2, first, run, "--per_device_train_batch_size", "4", "--save_steps", "4");
+        Path saved = CheckpointDirectory.of(first, 4);
+        for (int ranks : new int[] {2, 1}) {
+            Path resumed = directory.resolve("resumed-on-" + ranks);
+            String out =
+                    finetune(
+                            ranks,
+                            resumed,
+                            run,
+                            "--per_device_train_batch_size",
+                            String.valueOf(8 / ranks),
+                            "--save_strategy",
+                            "no",
+                            "--resume_from_checkpoint",
+                            saved.toString());
+            assertTrue(out.contains("resumed from " + saved + " after step 4"), out);
+            // The resumed log starts with the saved run's rows up to the checkpoint's step.
+            List<Double> expected = losses(first);
+            List<Double> actual = losses(resumed);
+            assertEquals(8, actual.size(), actual.toString());
+            if (ranks == 2) {
+                assertEquals(expected, actual, "bit for bit on the ranks that saved");
+            } else {
+                for (int step = 5; step <= 8; step++) {
+                    double loss = expected.get(step - 1);
+                    assertEquals(loss, actual.get(step - 1), 1e-5 * loss, "step " + step);
+                }
+            }
+            assertEquals(264, ModelFamilies.read(resumed.resolve(SaveFormat.MERGED)).vocabSize());
+        }
+    }
+
+    private static String finetune(int ranks, Path output, List<String> run, String... extra) {
+        List<String> command =
+                new ArrayList<>(List.of("finetune", "--output_dir", output.toString()));
+        command.addAll(run);
+        command.addAll(List.of(extra));
+        try (RankProcesses job =
+                RankProcesses.builder(Fsdp.class)
+                        .worldSize(ranks)
+                        .args(command.toArray(new String[0]))
+                        .timeout(Duration.ofMinutes(5))
+                        .start()) {
+            return job.await().assertAllSucceeded().rank(0).output();
+        }
+    }
+
+    /** The step losses of a run's {@code metrics.jsonl}, at full precision. */
+    private static List<Double> losses(Path output) throws Exception {
+        List<Double> losses = new ArrayList<>();
+        for (String line : Files.readAllLines(output.resolve("metrics.jsonl"))) {
+            JsonObject row = JsonParser.parseString(line).getAsJsonObject();
+            if (row.has("loss")) {
+                losses.add(row.get("loss").getAsDouble());
+            }
+        }
+        return losses;
     }
 
     /** A Llama-shaped checkpoint (llama-tiny's shape, untied head) of {@code rows} tokens. */
