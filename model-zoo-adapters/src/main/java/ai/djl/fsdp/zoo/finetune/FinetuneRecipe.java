@@ -384,6 +384,7 @@ final class FinetuneRecipe implements AutoCloseable {
         } else {
             // A file that is not a tokenizer.json (binary, cut short) is named with the flag.
             Tokenizers.load(source, "--tokenizer_name").close();
+            Tokenizers.checkAddedTokens(source, "--tokenizer_name");
         }
         return ChatTemplate.writeTokenizer(original, target, chat && chatFormat.addsMarkers());
     }
