@@ -59,7 +59,8 @@ public final class VocabularyResize {
      * @param tokens the tokenizer's size
      * @param multiple the multiple, positive
      * @return the padded size
-     * @throws IllegalArgumentException if the multiple is not positive or the size overflows
+     * @throws IllegalArgumentException if the multiple is not positive or the padded size exceeds
+     *     an int
      */
     public static int paddedSize(int tokens, int multiple) {
         if (multiple <= 0) {
@@ -68,7 +69,18 @@ public final class VocabularyResize {
                             + " multiple of it; 1 for none), got "
                             + multiple);
         }
-        return Math.toIntExact((tokens + (long) multiple - 1) / multiple * multiple);
+        long padded = (tokens + (long) multiple - 1) / multiple * multiple;
+        if (padded > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(
+                    "a vocabulary of "
+                            + tokens
+                            + " tokens rounded up to a multiple of "
+                            + multiple
+                            + " exceeds an embedding's "
+                            + Integer.MAX_VALUE
+                            + " rows: give a smaller --pad_to_multiple_of");
+        }
+        return (int) padded;
     }
 
     /**
