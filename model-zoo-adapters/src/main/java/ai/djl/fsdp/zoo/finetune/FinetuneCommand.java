@@ -301,6 +301,11 @@ public final class FinetuneCommand implements Subcommand {
             }
 
             @Override
+            public boolean hasWeights() {
+                return fromCheckpoint && SafetensorsCheckpoint.existsIn(checkpoint);
+            }
+
+            @Override
             public ModelConfig architecture(int vocab, long endOfText) throws IOException {
                 return fromCheckpoint
                         ? ModelFamilies.read(checkpoint)

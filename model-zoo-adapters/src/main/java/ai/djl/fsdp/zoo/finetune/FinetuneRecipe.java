@@ -57,7 +57,10 @@ final class FinetuneRecipe implements AutoCloseable {
     final ChatFormat chatFormat;
     final ModelConfig architecture;
 
-    /** How the checkpoint's vocabulary grows to the tokenizer's, or null when it need not. */
+    /**
+     * How the checkpoint's weights grow to the tokenizer's vocabulary, or null when they need not
+     * (or the model starts fresh, built at the grown size).
+     */
     final VocabularyResize resize;
 
     final Sequences train;
@@ -119,30 +122,35 @@ final class FinetuneRecipe implements AutoCloseable {
         padId = Math.max(0, endOfText);
         endOfTurn = chat ? singleToken(chatFormat.endOfTurn()) : endOfText;
         ModelConfig stored = source.architecture(vocab, endOfText);
-        if (vocab > stored.vocabSize()) {
-            // As the recipe's script does: resize_token_embeddings(len(tokenizer), multiple).
-            int rows = VocabularyResize.paddedSize(vocab, args.padToMultipleOf);
-            resize =
-                    VocabularyResize.of(
-                            stored.vocabSize(),
-                            rows,
-                            args.meanResizing,
-                            ((PretrainedConfig) stored).initializerRange(),
-                            args.seed);
-            architecture = ModelFamilies.withVocabSize(stored, rows);
+        // As the recipe's script does: resize_token_embeddings(len(tokenizer), multiple).
+        int rows =
+                vocab > stored.vocabSize()
+                        ? VocabularyResize.paddedSize(vocab, args.padToMultipleOf)
+                        : stored.vocabSize();
+        architecture =
+                rows == stored.vocabSize() ? stored : ModelFamilies.withVocabSize(stored, rows);
+        resize =
+                rows > stored.vocabSize() && source.hasWeights()
+                        ? VocabularyResize.of(
+                                stored.vocabSize(),
+                                rows,
+                                args.meanResizing,
+                                ((PretrainedConfig) stored).initializerRange(),
+                                args.seed)
+                        : null;
+        if (rows > stored.vocabSize()) {
             note.accept(
                     "the tokenizer has "
                             + vocab
                             + " tokens (with the chat template's), the checkpoint "
                             + stored.vocabSize()
                             + ": "
-                            + resize
+                            + (resize != null
+                                    ? resize.toString()
+                                    : "the model, fresh, is built with " + rows + " rows")
                             + " (--pad_to_multiple_of "
                             + args.padToMultipleOf
                             + ")");
-        } else {
-            resize = null;
-            architecture = stored;
         }
         if (args.maxSeqLen > architecture.maxPositions()) {
             throw new IllegalArgumentException(
@@ -440,6 +448,9 @@ final class FinetuneRecipe implements AutoCloseable {
     interface ModelSource {
         /** Returns the tokenizer to start from, or null for the byte-level one. */
         Path tokenizer();
+
+        /** Returns whether the model starts from a checkpoint's weights (else fresh ones). */
+        boolean hasWeights();
 
         /**
          * Returns the architecture for a tokenizer of {@code vocab} tokens.

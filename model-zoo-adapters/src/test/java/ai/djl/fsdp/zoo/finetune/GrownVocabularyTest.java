@@ -130,6 +130,32 @@ class GrownVocabularyTest {
         }
     }
 
+    /** A checkpoint of config.json alone (fresh weights) is built at the grown size. */
+    @Test
+    void aConfigAloneIsBuiltAtTheGrownSize(@TempDir Path directory) throws Exception {
+        Path checkpoint = checkpoint(directory, 257);
+        Files.delete(checkpoint.resolve("model.safetensors"));
+        ByteLevelTokenizer.write(checkpoint.resolve(Tokenizers.FILE));
+        Path output = directory.resolve("fresh");
+        String out =
+                finetune(
+                        1,
+                        output,
+                        List.of(
+                                "--model_name_or_path", checkpoint.toString(),
+                                "--chat_template_format", "chatml",
+                                "--max_seq_len", "32",
+                                "--max_steps", "1",
+                                "--eval_strategy", "no",
+                                "--exact_match_samples", "0"));
+        assertTrue(
+                out.contains(
+                        "the checkpoint 257: the model, fresh, is built with 264 rows"
+                                + " (--pad_to_multiple_of 8)"),
+                out);
+        assertEquals(264, ModelFamilies.read(output).vocabSize());
+    }
+
     private static String finetune(int ranks, Path output, List<String> run, String... extra) {
         List<String> command =
                 new ArrayList<>(List.of("finetune", "--output_dir", output.toString()));
