@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.finetune;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
@@ -8,7 +9,9 @@ import ai.djl.fsdp.cli.Fsdp;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.testing.RankProcesses;
+import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaultsTest;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
@@ -21,6 +24,7 @@ import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.PrintWriter;
@@ -58,12 +62,19 @@ class GrownVocabularyTest {
                     + " --gradient_checkpointing True --use_reentrant False --dataset_text_field"
                     + " content --use_flash_attn True --use_peft_lora True --lora_r 8 --lora_alpha"
                     + " 16 --lora_dropout 0.1 --lora_target_modules all-linear"
-                    + " --use_4bit_quantization False --exact_match_samples 0"
-                    + " --fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer";
+                    + " --use_4bit_quantization False --exact_match_samples 0";
 
     @Test
     void theRecipeGrowsTheByteLevelVocabulary(@TempDir Path directory) throws Exception {
         Path checkpoint = checkpoint(directory, 257);
+        ByteLevelTokenizer.write(checkpoint.resolve(Tokenizers.FILE));
+        assertRecipeGrows(directory, checkpoint, 257, 264);
+    }
+
+    /** A GPT-2 checkpoint, its head tied to wte: the one weight grows, trains and is saved once. */
+    @Test
+    void theRecipeGrowsATiedVocabulary(@TempDir Path directory) throws Exception {
+        Path checkpoint = checkpoint(directory, "gpt2-tiny", 257);
         ByteLevelTokenizer.write(checkpoint.resolve(Tokenizers.FILE));
         assertRecipeGrows(directory, checkpoint, 257, 264);
     }
@@ -185,8 +196,13 @@ class GrownVocabularyTest {
 
     /** A Llama-shaped checkpoint (llama-tiny's shape, untied head) of {@code rows} tokens. */
     private static Path checkpoint(Path directory, int rows) throws Exception {
-        Path checkpoint = directory.resolve("llama-" + rows);
-        JsonObject json = Models.builtin("llama-tiny").toJson();
+        return checkpoint(directory, "llama-tiny", rows);
+    }
+
+    /** A checkpoint of a built-in architecture's shape and {@code rows} tokens. */
+    private static Path checkpoint(Path directory, String family, int rows) throws Exception {
+        Path checkpoint = directory.resolve(family + "-" + rows);
+        JsonObject json = Models.builtin(family).toJson();
         json.addProperty("vocab_size", rows);
         json.addProperty("bos_token_id", rows - 1);
         json.addProperty("eos_token_id", rows - 1);
@@ -213,6 +229,12 @@ class GrownVocabularyTest {
                                 "--output_dir",
                                 output.toString()));
         command.addAll(Arrays.asList(RECIPE.split(" ")));
+        // The config file names GPT2Block: name this checkpoint's decoder layer instead.
+        CausalLM shape = Models.forCheckpoint(ModelFamilies.read(checkpoint));
+        command.addAll(
+                List.of(
+                        "--fsdp_transformer_layer_cls_to_wrap",
+                        shape.decoderLayerClass().getSimpleName()));
         String out;
         try (RankProcesses job =
                 RankProcesses.builder(Fsdp.class)
@@ -235,35 +257,48 @@ class GrownVocabularyTest {
                 out);
         assertTrue(out.contains("step=4 "), out);
 
+        // What the adapters must carry: the embedding, and an untied head (a tied one is it).
+        List<Parameter> vocabulary = shape.vocabularyParameters();
+        List<String> names = new ArrayList<>();
+        StateDict.parameters(shape)
+                .forEach(
+                        (name, parameter) -> {
+                            if (vocabulary.contains(parameter)) {
+                                names.add(name);
+                            }
+                        });
         JsonObject adapterConfig =
                 JsonParser.parseString(Files.readString(output.resolve(Lora.CONFIG_FILE)))
                         .getAsJsonObject();
-        assertEquals(
-                "[\"embed_tokens\",\"lm_head\"]",
-                adapterConfig.get("modules_to_save").toString(),
-                "the grown embedding and head train whole, as PEFT's modules_to_save");
+        if (names.size() == 2) {
+            assertEquals(
+                    "[\"embed_tokens\",\"lm_head\"]",
+                    adapterConfig.get("modules_to_save").toString(),
+                    "the grown embedding and head train whole, as PEFT's modules_to_save");
+        } else {
+            assertFalse(
+                    adapterConfig.has("modules_to_save"),
+                    "a tied embedding is saved, unlisted: PEFT's wrapper would untie it");
+        }
         assertEquals(
                 checkpoint.toString(), adapterConfig.get("base_model_name_or_path").getAsString());
-        String embedding = Lora.PEFT_PREFIX + "model.embed_tokens.weight";
+        String embedding = Lora.PEFT_PREFIX + names.get(0);
         try (NDManager manager = TestModels.newManager();
                 SafetensorsFile adapters = SafetensorsFile.open(output.resolve(Lora.WEIGHTS_FILE));
                 SafetensorsCheckpoint original = SafetensorsCheckpoint.open(checkpoint)) {
-            long width = original.info("model.embed_tokens.weight").shape().get(1);
-            assertEquals(new Shape(grown, width), adapters.info(embedding).shape());
+            long width = original.info(names.get(0)).shape().get(1);
+            for (String name : names) {
+                assertEquals(
+                        new Shape(grown, width), adapters.info(Lora.PEFT_PREFIX + name).shape());
+            }
             assertEquals(
-                    new Shape(grown, width),
-                    adapters.info(Lora.PEFT_PREFIX + "lm_head.weight").shape());
+                    names.size() == 2,
+                    adapters.getNames().contains(Lora.PEFT_PREFIX + "lm_head.weight"));
             assertTrue(
-                    adapters.getNames()
-                            .contains(
-                                    Lora.PEFT_PREFIX
-                                            + "model.layers.0.self_attn.q_proj.lora_A.weight"));
+                    adapters.getNames().stream().anyMatch(key -> key.endsWith(".lora_A.weight")));
             // The chat markers' rows start within 1e-6 of the stored rows' mean (mean resizing's
             // spread is sqrt(1e-9) of theirs); trained, they moved far beyond it.
-            float[] mean =
-                    original.read(manager, "model.embed_tokens.weight")
-                            .mean(new int[] {0})
-                            .toFloatArray();
+            float[] mean = original.read(manager, names.get(0)).mean(new int[] {0}).toFloatArray();
             float[] marker =
                     adapters.read(manager, embedding, stored * width, (stored + 1) * width)
                             .toFloatArray();

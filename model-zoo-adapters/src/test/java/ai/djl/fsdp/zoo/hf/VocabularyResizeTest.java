@@ -20,6 +20,8 @@ import java.time.Duration;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A checkpoint's vocabulary grown as it loads: the new rows' mean and covariance are the stored
@@ -189,15 +191,16 @@ class VocabularyResizeTest {
     }
 
     /**
-     * A Llama checkpoint of 257 rows (untied head) grown to 264 under FSDP: one rank and two ranks
-     * (the embedding and the head each a unit, so the added rows fall in the last rank's shards)
-     * save the same model to the bit; its first 257 rows and every other tensor are the
-     * checkpoint's; config.json says 264.
+     * A checkpoint of 257 rows grown to 264 under FSDP, a Llama (untied head: the embedding and the
+     * head each a unit, so the added rows fall in the last rank's shards) and a GPT-2 (the head
+     * tied to wte, both in the root): one rank and two ranks save the same model to the bit; its
+     * first 257 rows and every other tensor are the checkpoint's; config.json says 264.
      */
-    @Test
-    void oneAndTwoRanksGrowTheSameModel(@TempDir Path directory) throws Exception {
-        Path checkpoint = directory.resolve("llama");
-        JsonObject json = Models.builtin("llama-tiny").toJson();
+    @ParameterizedTest
+    @ValueSource(strings = {"llama-tiny", "gpt2-tiny"})
+    void oneAndTwoRanksGrowTheSameModel(String family, @TempDir Path directory) throws Exception {
+        Path checkpoint = directory.resolve(family);
+        JsonObject json = Models.builtin(family).toJson();
         json.addProperty("vocab_size", 257);
         try (NDManager manager = TestModels.newManager()) {
             CausalLM lm = Models.create(ModelFamilies.parse(json), manager);
@@ -218,8 +221,11 @@ class VocabularyResizeTest {
                 float[] prefix = new float[stored.length];
                 System.arraycopy(a, 0, prefix, 0, stored.length);
                 assertArrayEquals(stored, prefix, name + ": the stored values, bit for bit");
+                // GPT-2's head is tied to wte, stored once under wte's name: it grew with it.
                 boolean vocabulary =
-                        name.endsWith("embed_tokens.weight") || name.equals("lm_head.weight");
+                        name.endsWith("embed_tokens.weight")
+                                || name.equals("lm_head.weight")
+                                || name.endsWith("wte.weight");
                 assertEquals(
                         vocabulary ? stored.length * 264 / 257 : stored.length, a.length, name);
             }
