@@ -141,6 +141,44 @@ class GrownVocabularyTest {
         }
     }
 
+    /**
+     * {@code --mean_resizing False}: the new rows are drawn from the normal of the config's {@code
+     * initializer_range} (0.02), not around the stored rows' mean; a learning rate far below
+     * float32's resolution of the weights leaves them as drawn in the saved model.
+     */
+    @Test
+    void withoutMeanResizingTheNewRowsAreTheConfiguredNormal(@TempDir Path directory)
+            throws Exception {
+        Path checkpoint = checkpoint(directory, 257);
+        ByteLevelTokenizer.write(checkpoint.resolve(Tokenizers.FILE));
+        Path output = directory.resolve("normal");
+        String out =
+                finetune(
+                        1,
+                        output,
+                        List.of(
+                                "--model_name_or_path", checkpoint.toString(),
+                                "--chat_template_format", "chatml",
+                                "--mean_resizing", "False",
+                                "--learning_rate", "1e-30",
+                                "--max_seq_len", "32",
+                                "--max_steps", "1",
+                                "--eval_strategy", "no",
+                                "--exact_match_samples", "0"));
+        assertTrue(out.contains("new rows drawn from a normal of std 0.02"), out);
+        try (NDManager manager = TestModels.newManager();
+                SafetensorsCheckpoint saved = SafetensorsCheckpoint.open(output)) {
+            float[] table = saved.read(manager, "model.embed_tokens.weight").toFloatArray();
+            int width = table.length / 264;
+            double squares = 0;
+            for (int i = 257 * width; i < table.length; i++) {
+                squares += table[i] * table[i];
+            }
+            double std = Math.sqrt(squares / (7.0 * width));
+            assertEquals(0.02, std, 0.004, "the 7 new rows' spread (448 draws)");
+        }
+    }
+
     /** A checkpoint of config.json alone (fresh weights) is built at the grown size. */
     @Test
     void aConfigAloneIsBuiltAtTheGrownSize(@TempDir Path directory) throws Exception {
