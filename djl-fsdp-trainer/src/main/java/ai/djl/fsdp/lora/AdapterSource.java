@@ -2,6 +2,7 @@ package ai.djl.fsdp.lora;
 
 import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -10,7 +11,6 @@ import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -43,20 +43,27 @@ public final class AdapterSource implements ParameterSource, AutoCloseable {
      *     keys)
      */
     public static AdapterSource open(Block root, Path directory) throws IOException {
-        Map<String, Parameter> expected = new LinkedHashMap<>();
-        Lora.adapters(root)
-                .forEach(
-                        (path, lora) -> {
-                            expected.put(
-                                    Lora.PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA());
-                            expected.put(
-                                    Lora.PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB());
-                        });
+        Map<String, Parameter> expected = Lora.savedParameters(root, Lora.readConfig(directory));
         SafetensorsFile file = SafetensorsFile.open(directory.resolve(Lora.WEIGHTS_FILE));
         Set<String> missing = new TreeSet<>(expected.keySet());
         missing.removeAll(file.getNames());
-        Set<String> unexpected = new TreeSet<>(file.getNames());
-        unexpected.removeAll(expected.keySet());
+        // PEFT saves a resized embedding layer whether it trained or not (save_embedding_layers):
+        // a key that names one of the model's parameters is read into it.
+        Map<String, Parameter> parameters = StateDict.parameters(root);
+        Map<String, String> aliases = StateDict.aliases(root);
+        Set<String> unexpected = new TreeSet<>();
+        for (String name : file.getNames()) {
+            String unprefixed =
+                    name.startsWith(Lora.PEFT_PREFIX)
+                            ? name.substring(Lora.PEFT_PREFIX.length())
+                            : name;
+            String parameter = aliases.getOrDefault(unprefixed, unprefixed);
+            if (!expected.containsKey(name) && parameters.containsKey(parameter)) {
+                expected.put(name, parameters.get(parameter));
+            } else if (!expected.containsKey(name)) {
+                unexpected.add(name);
+            }
+        }
         if (!missing.isEmpty() || !unexpected.isEmpty()) {
             file.close();
             throw new IllegalArgumentException(

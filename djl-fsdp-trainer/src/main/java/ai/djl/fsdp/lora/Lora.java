@@ -43,7 +43,7 @@ public final class Lora {
     public static final String WEIGHTS_FILE = "adapter_model.safetensors";
 
     /** The prefix PEFT gives every key: its wrapper's path to the base model. */
-    static final String PEFT_PREFIX = "base_model.model.";
+    public static final String PEFT_PREFIX = "base_model.model.";
 
     /** The child of a {@link LoraLinear} that holds the adapted projection (PEFT's name). */
     static final String BASE_LAYER = "base_layer";
@@ -107,6 +107,7 @@ public final class Lora {
             trainable.add(lora.getLoraA());
             trainable.add(lora.getLoraB());
         }
+        trainable.addAll(ModulesToSave.parameters(root, config).values());
         for (Parameter parameter : StateDict.parameters(root).values()) {
             parameter.freeze(!trainable.contains(parameter));
         }
@@ -224,18 +225,35 @@ public final class Lora {
      */
     public static void save(Block root, LoraConfig config, Path directory) throws IOException {
         SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+        savedParameters(root, config)
+                .forEach((key, parameter) -> writer.add(key, parameter.getArray()));
+        saveConfig(root, config, directory);
+        writer.write(directory.resolve(WEIGHTS_FILE));
+    }
+
+    /**
+     * Returns what an adapter directory holds, by PEFT's keys: each adapter's {@code
+     * base_model.model.<module>.lora_A.weight} and {@code lora_B.weight}, then each parameter of
+     * the modules saved with them ({@link LoraConfig#getModulesToSave()}) under {@code
+     * base_model.model.<parameter>}, as PEFT saves {@code modules_to_save} and resized embedding
+     * layers (a parameter two modules share once, under its first name).
+     *
+     * @param root the adapted model
+     * @param config the configuration the adapters were made with
+     * @return the parameters by key, in tree order
+     * @throws IllegalStateException if the model has no adapters
+     */
+    public static Map<String, Parameter> savedParameters(Block root, LoraConfig config) {
+        Map<String, Parameter> saved = new LinkedHashMap<>();
         savedAdapters(root)
                 .forEach(
                         (path, lora) -> {
-                            writer.add(
-                                    PEFT_PREFIX + path + ".lora_A.weight",
-                                    lora.getLoraA().getArray());
-                            writer.add(
-                                    PEFT_PREFIX + path + ".lora_B.weight",
-                                    lora.getLoraB().getArray());
+                            saved.put(PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA());
+                            saved.put(PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB());
                         });
-        saveConfig(root, config, directory);
-        writer.write(directory.resolve(WEIGHTS_FILE));
+        ModulesToSave.parameters(root, config)
+                .forEach((name, parameter) -> saved.put(PEFT_PREFIX + name, parameter));
+        return saved;
     }
 
     /**
@@ -258,7 +276,11 @@ public final class Lora {
                 new GsonBuilder()
                         .setPrettyPrinting()
                         .create()
-                        .toJson(config.toPeftJson(adapters.keySet(), fanInFanOut)));
+                        .toJson(
+                                config.toPeftJson(
+                                        adapters.keySet(),
+                                        fanInFanOut,
+                                        ModulesToSave.wrappable(root, config))));
     }
 
     static Map<String, LoraLinear> savedAdapters(Block root) {

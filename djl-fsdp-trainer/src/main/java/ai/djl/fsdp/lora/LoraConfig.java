@@ -30,6 +30,7 @@ public final class LoraConfig {
     private final float alpha;
     private final float dropout;
     private final List<String> targetModules;
+    private final List<String> modulesToSave;
     private final String baseModelNameOrPath;
 
     private LoraConfig(Builder builder) {
@@ -37,6 +38,7 @@ public final class LoraConfig {
         this.alpha = builder.alpha;
         this.dropout = builder.dropout;
         this.targetModules = builder.targetModules;
+        this.modulesToSave = builder.modulesToSave;
         this.baseModelNameOrPath = builder.baseModelNameOrPath;
     }
 
@@ -95,6 +97,28 @@ public final class LoraConfig {
     }
 
     /**
+     * Returns PEFT's {@code modules_to_save}: the modules whose parameters train whole beside the
+     * adapters and are saved with them (matched as targets are), such as a grown vocabulary's token
+     * embedding and head.
+     *
+     * @return the module names, empty for none
+     */
+    public List<String> getModulesToSave() {
+        return modulesToSave;
+    }
+
+    /**
+     * Returns whether a module's parameters train whole and are saved with the adapters: its dotted
+     * path equals one of {@link #getModulesToSave()} or ends with {@code "." + name}.
+     *
+     * @param path the module's dotted path
+     * @return true if the module is saved with the adapters
+     */
+    public boolean savesModule(String path) {
+        return matches(modulesToSave, path);
+    }
+
+    /**
      * Returns PEFT's {@code base_model_name_or_path}: the model the adapters were trained on, as it
      * was named (a checkpoint directory or a built-in name), or null if unknown.
      *
@@ -121,8 +145,12 @@ public final class LoraConfig {
      * @return true if the module should be adapted
      */
     public boolean targets(String path) {
-        for (String target : targetModules) {
-            if (path.equals(target) || path.endsWith('.' + target)) {
+        return matches(targetModules, path);
+    }
+
+    private static boolean matches(List<String> names, String path) {
+        for (String name : names) {
+            if (path.equals(name) || path.endsWith('.' + name)) {
                 return true;
             }
         }
@@ -134,11 +162,18 @@ public final class LoraConfig {
      * target_modules} lists the names the targets resolved to (the last component of each adapted
      * module's path, so {@code all-linear} becomes the model's projection names), sorted.
      *
+     * <p>{@code modules_to_save} lists {@code savedModules}: the saved modules PEFT can wrap (those
+     * that share no parameter with another module, whose copy PEFT's wrapper would untie).
+     *
      * @param adaptedModules the dotted paths of the adapted modules
      * @param fanInFanOut whether the adapted weights are stored {@code [in, out]}
+     * @param savedModules the names to write as {@code modules_to_save}, empty for none
      * @return the JSON object
      */
-    public JsonObject toPeftJson(Collection<String> adaptedModules, boolean fanInFanOut) {
+    public JsonObject toPeftJson(
+            Collection<String> adaptedModules,
+            boolean fanInFanOut,
+            Collection<String> savedModules) {
         JsonObject json = new JsonObject();
         json.addProperty("peft_type", "LORA");
         json.addProperty("task_type", "CAUSAL_LM");
@@ -152,6 +187,11 @@ public final class LoraConfig {
                 .collect(Collectors.toCollection(TreeSet::new))
                 .forEach(targets::add);
         json.add("target_modules", targets);
+        if (!savedModules.isEmpty()) {
+            JsonArray saved = new JsonArray();
+            savedModules.forEach(saved::add);
+            json.add("modules_to_save", saved);
+        }
         json.addProperty("fan_in_fan_out", fanInFanOut);
         json.addProperty("bias", "none");
         json.addProperty("use_rslora", false);
@@ -196,6 +236,13 @@ public final class LoraConfig {
         if (json.has("lora_dropout")) {
             builder.optDropout(json.get("lora_dropout").getAsFloat());
         }
+        JsonElement saved = json.get("modules_to_save");
+        if (saved != null && saved.isJsonArray()) {
+            builder.optModulesToSave(
+                    saved.getAsJsonArray().asList().stream()
+                            .map(JsonElement::getAsString)
+                            .toList());
+        }
         JsonElement base = json.get("base_model_name_or_path");
         if (base != null && !base.isJsonNull()) {
             builder.optBaseModelNameOrPath(base.getAsString());
@@ -214,6 +261,7 @@ public final class LoraConfig {
                 + dropout
                 + ", targets="
                 + targetModules
+                + (modulesToSave.isEmpty() ? "" : ", modulesToSave=" + modulesToSave)
                 + '}';
     }
 
@@ -224,9 +272,22 @@ public final class LoraConfig {
         private float alpha = 8;
         private float dropout;
         private List<String> targetModules;
+        private List<String> modulesToSave = List.of();
         private String baseModelNameOrPath;
 
         Builder() {}
+
+        /**
+         * Sets PEFT's {@code modules_to_save}: modules (by name, matched as targets are) whose
+         * parameters train whole beside the adapters and are saved with them (default none).
+         *
+         * @param modulesToSave the module names
+         * @return this builder
+         */
+        public Builder optModulesToSave(List<String> modulesToSave) {
+            this.modulesToSave = List.copyOf(modulesToSave);
+            return this;
+        }
 
         /**
          * Sets the modules to adapt: names such as {@code c_attn} or {@code q_proj}, or the single

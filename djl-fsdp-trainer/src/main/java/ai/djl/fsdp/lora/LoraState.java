@@ -10,7 +10,6 @@ import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.util.Collections;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -104,22 +103,16 @@ public final class LoraState {
     }
 
     /**
-     * Returns the adapters' state in PEFT's names ({@code
-     * base_model.model.<module>.lora_A.weight}), for writing unit by unit: every rank's part of
-     * every adapter, gathered.
+     * Returns the adapters' state in PEFT's names ({@code base_model.model.<module>.lora_A.weight},
+     * and the parameters of the modules saved with them, {@link Lora#savedParameters}), for writing
+     * unit by unit: every rank's part of every adapter, gathered.
      *
      * @param root the adapted model
+     * @param config the configuration the adapters were made with
      * @return the transform
      * @throws IllegalStateException if the model has no adapters
      */
-    public static StateTransform adapters(Block root) {
-        Map<String, Parameter> named = new LinkedHashMap<>();
-        Lora.savedAdapters(root)
-                .forEach(
-                        (path, lora) -> {
-                            named.put(Lora.PEFT_PREFIX + path + ".lora_A.weight", lora.getLoraA());
-                            named.put(Lora.PEFT_PREFIX + path + ".lora_B.weight", lora.getLoraB());
-                        });
-        return StateTransform.parameters(named);
+    public static StateTransform adapters(Block root, LoraConfig config) {
+        return StateTransform.parameters(Lora.savedParameters(root, config));
     }
 }

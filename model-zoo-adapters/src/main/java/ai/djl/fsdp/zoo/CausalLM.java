@@ -8,9 +8,11 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -127,6 +129,22 @@ public abstract class CausalLM extends HfBlock {
             return (block == embedding || (block == head && headAlone))
                     && !sharesParameter(head, embedding);
         };
+    }
+
+    /**
+     * Returns the parameters that hold a row per token: the token embedding's weight and, when
+     * {@code lm_head} does not share it, the head's weight. A checkpoint's vocabulary grows by
+     * adding rows to these.
+     *
+     * @return the token embedding's weight, then an untied head's
+     */
+    public List<Parameter> vocabularyParameters() {
+        Block embedding = ((DecoderModel) child(base)).getTokenEmbedding();
+        Block head = child(HEAD);
+        Parameter table = embedding.getParameters().get("weight");
+        return sharesParameter(head, embedding)
+                ? List.of(table)
+                : List.of(table, head.getParameters().get("weight"));
     }
 
     private static boolean sharesParameter(Block a, Block b) {

@@ -2,7 +2,10 @@ package ai.djl.fsdp.zoo;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.zoo.chat.ChatTemplate;
+import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.ndarray.NDArray;
@@ -18,6 +21,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.List;
 import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.Assumptions;
 
@@ -87,6 +91,29 @@ public final class TestModels {
             text.append("line ").append(i).append(": a small text to learn.\n");
         }
         return Files.writeString(directory.resolve("small.txt"), text);
+    }
+
+    /**
+     * Copies a LoRA run's adapters, tokenizer and chat template out of its output directory into
+     * {@code directory/adapters-alone}, without the merged model: {@code generate} on it puts the
+     * adapters on their base, the checkpoint {@code base_model_name_or_path} names.
+     *
+     * @param output finetune's output directory
+     * @param directory where the copy is made
+     * @return the adapter directory
+     * @throws IOException if a file cannot be copied
+     */
+    public static Path adaptersAlone(Path output, Path directory) throws IOException {
+        Path adapters = Files.createDirectory(directory.resolve("adapters-alone"));
+        for (String file :
+                List.of(
+                        Lora.CONFIG_FILE,
+                        Lora.WEIGHTS_FILE,
+                        Tokenizers.FILE,
+                        ChatTemplate.CONFIG_FILE)) {
+            Files.copy(output.resolve(file), adapters.resolve(file));
+        }
+        return adapters;
     }
 
     /**

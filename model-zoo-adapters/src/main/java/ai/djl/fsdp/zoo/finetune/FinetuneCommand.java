@@ -10,6 +10,7 @@ import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
@@ -31,6 +32,7 @@ import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.fsdp.zoo.sharded.ShardedSave;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
+import ai.djl.nn.Parameter;
 import ai.djl.training.listener.TrainingListener;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -142,13 +144,15 @@ public final class FinetuneCommand implements Subcommand {
                 hasWeights
                         ? Models.forCheckpoint(recipe.architecture)
                         : recipe.architecture.newModel();
-        LoraConfig lora = args.usePeftLora ? loraConfig() : null;
+        LoraConfig lora = args.usePeftLora ? loraConfig(lm, recipe.resize != null) : null;
         FsdpTrainer trainer =
                 ShardedStart.initialize(
                                 model,
                                 lm,
                                 hasWeights ? checkpoint : null,
+                                recipe.resize,
                                 lora,
+                                null,
                                 (m, block, source) ->
                                         recipe.newTrainer(m, block, source, runListeners.all()))
                         .trainer();
@@ -255,6 +259,7 @@ public final class FinetuneCommand implements Subcommand {
                             + " whole model)");
         }
         requirePositive(args.maxSeqLen, "--max_seq_len");
+        requirePositive(args.padToMultipleOf, "--pad_to_multiple_of");
         requirePositive(args.perDeviceTrainBatchSize, "--per_device_train_batch_size");
         requirePositive(args.perDeviceEvalBatchSize, "--per_device_eval_batch_size");
         if (args.exactMatchBatchSize != null) {
@@ -319,6 +324,11 @@ public final class FinetuneCommand implements Subcommand {
             }
 
             @Override
+            public boolean hasWeights() {
+                return fromCheckpoint && SafetensorsCheckpoint.existsIn(checkpoint);
+            }
+
+            @Override
             public ModelConfig architecture(int vocab, long endOfText) throws IOException {
                 return fromCheckpoint
                         ? ModelFamilies.read(checkpoint)
@@ -327,12 +337,31 @@ public final class FinetuneCommand implements Subcommand {
         };
     }
 
-    private LoraConfig loraConfig() {
+    /**
+     * The adapters' configuration; where the vocabulary grew, the token embedding and an untied
+     * head train whole beside the adapters and are saved with them (PEFT's {@code
+     * modules_to_save}), so the new tokens' rows are learnt.
+     */
+    private LoraConfig loraConfig(CausalLM lm, boolean grown) {
+        List<String> vocabularyModules = new ArrayList<>();
+        if (grown) {
+            List<Parameter> rows = lm.vocabularyParameters();
+            StateDict.modules(lm)
+                    .forEach(
+                            (path, block) -> {
+                                if (block.getDirectParameters().values().stream()
+                                        .anyMatch(rows::contains)) {
+                                    vocabularyModules.add(
+                                            path.substring(path.lastIndexOf('.') + 1));
+                                }
+                            });
+        }
         return LoraConfig.builder()
                 .setTargetModules(args.loraTargetModules)
                 .optRank(args.loraR)
                 .optAlpha(args.loraAlpha)
                 .optDropout(args.loraDropout)
+                .optModulesToSave(vocabularyModules)
                 .optBaseModelNameOrPath(
                         args.saveBaseModel
                                 ? args.outputDir

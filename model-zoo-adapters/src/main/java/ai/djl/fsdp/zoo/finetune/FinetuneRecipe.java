@@ -23,7 +23,9 @@ import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.data.TextDatasets;
 import ai.djl.fsdp.zoo.finetune.report.RunReport;
+import ai.djl.fsdp.zoo.hf.PretrainedConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.hf.VocabularyResize;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
@@ -55,6 +57,13 @@ final class FinetuneRecipe implements AutoCloseable {
     final boolean chat;
     final ChatFormat chatFormat;
     final ModelConfig architecture;
+
+    /**
+     * How the checkpoint's weights grow to the tokenizer's vocabulary, or null when they need not
+     * (or the model starts fresh, built at the grown size).
+     */
+    final VocabularyResize resize;
+
     final Sequences train;
     final Sequences eval;
     final List<Document> evalDocuments;
@@ -113,16 +122,36 @@ final class FinetuneRecipe implements AutoCloseable {
         long endOfText = singleToken(ByteLevelTokenizer.END_OF_TEXT);
         padId = Math.max(0, endOfText);
         endOfTurn = chat ? singleToken(chatFormat.endOfTurn()) : endOfText;
-        architecture = source.architecture(vocab, endOfText);
-        if (vocab > architecture.vocabSize()) {
-            throw new IllegalArgumentException(
+        ModelConfig stored = source.architecture(vocab, endOfText);
+        // As the recipe's script does: resize_token_embeddings(len(tokenizer), multiple).
+        int rows =
+                vocab > stored.vocabSize()
+                        ? VocabularyResize.paddedSize(vocab, args.padToMultipleOf)
+                        : stored.vocabSize();
+        architecture =
+                rows == stored.vocabSize() ? stored : ModelFamilies.withVocabSize(stored, rows);
+        resize =
+                rows > stored.vocabSize() && source.hasWeights()
+                        ? VocabularyResize.of(
+                                stored.vocabSize(),
+                                rows,
+                                args.meanResizing,
+                                ((PretrainedConfig) stored).initializerRange(),
+                                args.seed)
+                        : null;
+        if (rows > stored.vocabSize()) {
+            note.accept(
                     "the tokenizer has "
                             + vocab
-                            + " tokens (with the chat template's) but the checkpoint's embedding"
-                            + " has "
-                            + architecture.vocabSize()
-                            + " rows; resizing a checkpoint's embedding is not supported: train"
-                            + " from a built-in model, or use a tokenizer with those tokens");
+                            + " tokens (with the chat template's), the checkpoint "
+                            + stored.vocabSize()
+                            + ": "
+                            + (resize != null
+                                    ? resize.toString()
+                                    : "the model, fresh, is built with " + rows + " rows")
+                            + " (--pad_to_multiple_of "
+                            + args.padToMultipleOf
+                            + ")");
         }
         if (args.maxSeqLen > architecture.maxPositions()) {
             throw new IllegalArgumentException(
@@ -377,6 +406,7 @@ final class FinetuneRecipe implements AutoCloseable {
         } else {
             // A file that is not a tokenizer.json (binary, cut short) is named with the flag.
             Tokenizers.load(source, "--tokenizer_name").close();
+            Tokenizers.checkAddedTokens(source, "--tokenizer_name");
         }
         return ChatTemplate.writeTokenizer(original, target, chat && chatFormat.addsMarkers());
     }
@@ -432,6 +462,9 @@ final class FinetuneRecipe implements AutoCloseable {
     interface ModelSource {
         /** Returns the tokenizer to start from, or null for the byte-level one. */
         Path tokenizer();
+
+        /** Returns whether the model starts from a checkpoint's weights (else fresh ones). */
+        boolean hasWeights();
 
         /**
          * Returns the architecture for a tokenizer of {@code vocab} tokens.

@@ -20,6 +20,7 @@ import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.hf.VocabularyResize;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
@@ -130,10 +131,13 @@ public final class GenerateCommand implements Subcommand {
         }
         try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager(RankDevice.of(env));
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
+            VocabularyResize grown = checkpoint ? location.grownVocabulary() : null;
             CausalLM lm =
-                    checkpoint
-                            ? Models.load(location.checkpoint(), manager)
-                            : Models.create(Models.builtin(model), manager);
+                    !checkpoint
+                            ? Models.create(Models.builtin(model), manager)
+                            : grown == null
+                                    ? Models.load(location.checkpoint(), manager)
+                                    : Models.load(location.checkpoint(), manager, grown);
             if (checkpoint && location.adapters() != null) {
                 Lora.load(lm, location.adapters());
             }
@@ -166,7 +170,13 @@ public final class GenerateCommand implements Subcommand {
                 Model holder = Model.newInstance("generate", group.getDevice());
                 NDManager manager = NDManager.newBaseManager(group.getDevice());
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
-            CausalLM lm = Models.forCheckpoint(ModelFamilies.read(weights));
+            VocabularyResize grown = location.grownVocabulary();
+            ModelConfig stored = ModelFamilies.read(weights);
+            CausalLM lm =
+                    Models.forCheckpoint(
+                            grown == null
+                                    ? stored
+                                    : ModelFamilies.withVocabSize(stored, grown.getRows()));
             MixedPrecision precision =
                     switch (SaveFormat.torchDtype(weights)) {
                         case BF16 -> MixedPrecision.BF16;
@@ -178,6 +188,7 @@ public final class GenerateCommand implements Subcommand {
                                     holder,
                                     lm,
                                     weights,
+                                    grown,
                                     adapters == null ? null : Lora.readConfig(adapters),
                                     adapters,
                                     (m, network, source) ->

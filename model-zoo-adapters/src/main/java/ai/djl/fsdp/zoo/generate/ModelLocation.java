@@ -2,9 +2,17 @@ package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
+import ai.djl.fsdp.safetensors.SafetensorsFile;
+import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.hf.VocabularyResize;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
+import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,6 +30,40 @@ import java.nio.file.Path;
  * @param note one line saying what was chosen, or null for a plain checkpoint
  */
 record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, String note) {
+
+    /**
+     * Returns how the checkpoint's vocabulary grows under the adapters: where their saved token
+     * embedding (PEFT's {@code modules_to_save} or resized embedding layers) has more rows than the
+     * checkpoint's vocabulary, as finetune saves it after growing the vocabulary for a chat
+     * template's tokens, the model is built at that size and the adapters give the embedding and
+     * head their values (the growth's own rows are never drawn). Null otherwise.
+     *
+     * @return the growth, or null
+     * @throws IOException if a file cannot be read
+     */
+    VocabularyResize grownVocabulary() throws IOException {
+        if (adapters == null) {
+            return null;
+        }
+        ModelConfig config = ModelFamilies.read(checkpoint);
+        CausalLM lm = Models.forCheckpoint(config);
+        Parameter embedding = lm.vocabularyParameters().get(0);
+        String key =
+                StateDict.parameters(lm).entrySet().stream()
+                        .filter(entry -> entry.getValue() == embedding)
+                        .map(entry -> Lora.PEFT_PREFIX + entry.getKey())
+                        .findFirst()
+                        .orElseThrow();
+        try (SafetensorsFile file = SafetensorsFile.open(adapters.resolve(Lora.WEIGHTS_FILE))) {
+            if (!file.getNames().contains(key)) {
+                return null;
+            }
+            long rows = file.info(key).shape().get(0);
+            return rows > config.vocabSize()
+                    ? VocabularyResize.of(config.vocabSize(), Math.toIntExact(rows), false, 0, 0)
+                    : null;
+        }
+    }
 
     /**
      * Decides what to load for a {@code --model} directory.

@@ -11,7 +11,9 @@ import ai.djl.nn.Parameter;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -46,13 +48,27 @@ public final class HfCheckpoint {
      *     missing and unexpected tensors or the mismatched shape
      */
     public static void load(CausalLM model, Path path) throws IOException {
-        Map<String, Parameter> parameters = StateDict.parameters(model);
-        try (SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint.open(path)) {
-            for (Map.Entry<String, String> entry : sources(model, checkpoint, path).entrySet()) {
-                Parameter parameter = parameters.get(entry.getKey());
+        load(model, path, null);
+    }
+
+    /**
+     * Copies a checkpoint's tensors into an initialized model's parameters, its vocabulary grown as
+     * {@code resize} says (see {@link #shardSource(CausalLM, Path, VocabularyResize)}).
+     *
+     * @param model the model, of the grown vocabulary when {@code resize} is given
+     * @param path the checkpoint directory or safetensors file
+     * @param resize how the checkpoint's vocabulary grows, or null when it does not
+     * @throws IOException if reading fails
+     * @throws IllegalArgumentException if the checkpoint does not match the model
+     */
+    public static void load(CausalLM model, Path path, VocabularyResize resize) throws IOException {
+        try (CheckpointShardSource source = shardSource(model, path, resize)) {
+            for (Map.Entry<String, Parameter> entry : StateDict.parameters(model).entrySet()) {
+                Parameter parameter = entry.getValue();
                 try (NDManager scope = parameter.getArray().getManager().newSubManager()) {
-                    NDArray value = checkpoint.read(scope, entry.getValue());
-                    StateDict.copyInto(entry.getKey(), parameter, value);
+                    NDArray flat = source.read(scope, parameter, 0, parameter.getShape().size());
+                    StateDict.copyInto(
+                            entry.getKey(), parameter, flat.reshape(parameter.getShape()));
                 }
             }
         }
@@ -74,25 +90,56 @@ public final class HfCheckpoint {
      * @throws IllegalArgumentException if the checkpoint does not match the model
      */
     public static CheckpointShardSource shardSource(CausalLM model, Path path) throws IOException {
+        return shardSource(model, path, null);
+    }
+
+    /**
+     * Opens a checkpoint as the source FSDP shards a model from, as {@link #shardSource(CausalLM,
+     * Path)} does, for a model whose vocabulary is larger than the checkpoint's: its token
+     * embedding and untied head ({@link CausalLM#vocabularyParameters()}) have {@code
+     * resize.getRows()} rows where the checkpoint stores {@code resize.getStoredRows()}. Their
+     * stored rows are read as stored, and the rows they gain are drawn as {@link VocabularyResize}
+     * says, only by a rank whose shard holds some of them.
+     *
+     * @param model the model, of the grown vocabulary, before adapters are added
+     * @param path the checkpoint directory or safetensors file
+     * @param resize how the vocabulary grows, or null for a model of the checkpoint's own size
+     * @return the source; close it once the model is initialized
+     * @throws IOException if the checkpoint cannot be opened
+     * @throws IllegalArgumentException if the checkpoint does not match the model
+     */
+    public static CheckpointShardSource shardSource(
+            CausalLM model, Path path, VocabularyResize resize) throws IOException {
         SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint.open(path);
         try {
             Map<String, Parameter> parameters = StateDict.parameters(model);
+            Set<Parameter> vocabulary = Collections.newSetFromMap(new IdentityHashMap<>());
+            if (resize != null) {
+                vocabulary.addAll(model.vocabularyParameters());
+            }
             Map<String, String> storedById = new HashMap<>();
+            Map<String, AddedRows> addedById = new HashMap<>();
             for (Map.Entry<String, String> entry : sources(model, checkpoint, path).entrySet()) {
                 Parameter parameter = parameters.get(entry.getKey());
                 Shape stored = checkpoint.info(entry.getValue()).shape();
-                if (!parameter.getShape().equals(stored)) {
+                Shape shape = parameter.getShape();
+                if (vocabulary.contains(parameter)
+                        && stored.equals(new Shape(resize.getStoredRows(), shape.get(1)))
+                        && shape.get(0) == resize.getRows()) {
+                    addedById.put(
+                            parameter.getId(), new AddedRows(resize, entry.getKey(), shape.get(1)));
+                } else if (!shape.equals(stored)) {
                     throw new IllegalArgumentException(
                             "shape mismatch for "
                                     + entry.getKey()
                                     + ": the model has "
-                                    + parameter.getShape()
+                                    + shape
                                     + ", the checkpoint "
                                     + stored);
                 }
                 storedById.put(parameter.getId(), entry.getValue());
             }
-            return new CheckpointShardSource(checkpoint, storedById);
+            return new CheckpointShardSource(checkpoint, storedById, addedById);
         } catch (RuntimeException e) {
             checkpoint.close();
             throw e;

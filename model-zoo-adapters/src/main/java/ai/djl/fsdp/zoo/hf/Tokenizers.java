@@ -1,9 +1,16 @@
 package ai.djl.fsdp.zoo.hf;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * Loads Hugging Face tokenizers through DJL. The tokenizers jar carries the native library for
@@ -51,6 +58,68 @@ public final class Tokenizers {
                                     + flag);
             failure.addSuppressed(e);
             throw failure;
+        }
+    }
+
+    /**
+     * Checks that each of a {@code tokenizer.json}'s added tokens has an id of its own. An id that
+     * the vocabulary (or an earlier added token) gives to other text would make two tokens share
+     * one embedding row, and a vocabulary grown to the tokenizer's size would be short of a row.
+     *
+     * @param file the {@code tokenizer.json}
+     * @param flag the command-line flag that names the tokenizer, for messages
+     * @throws IOException if the file cannot be read
+     * @throws IllegalArgumentException naming the token, its id, the other token and the fix
+     */
+    public static void checkAddedTokens(Path file, String flag) throws IOException {
+        JsonObject root =
+                JsonParser.parseString(Files.readString(file, StandardCharsets.UTF_8))
+                        .getAsJsonObject();
+        Map<Integer, String> textById = new HashMap<>();
+        JsonElement vocab =
+                root.has("model") && root.get("model").isJsonObject()
+                        ? root.getAsJsonObject("model").get("vocab")
+                        : null;
+        if (vocab != null && vocab.isJsonObject()) {
+            vocab.getAsJsonObject()
+                    .entrySet()
+                    .forEach(entry -> textById.put(entry.getValue().getAsInt(), entry.getKey()));
+        } else if (vocab != null && vocab.isJsonArray()) {
+            // Unigram: [piece, score] pairs, the id the position.
+            JsonArray pieces = vocab.getAsJsonArray();
+            for (int id = 0; id < pieces.size(); id++) {
+                textById.put(id, pieces.get(id).getAsJsonArray().get(0).getAsString());
+            }
+        }
+        JsonElement added = root.get("added_tokens");
+        if (added == null || !added.isJsonArray()) {
+            return;
+        }
+        int free = textById.keySet().stream().mapToInt(Integer::intValue).max().orElse(-1) + 1;
+        for (JsonElement element : added.getAsJsonArray()) {
+            free = Math.max(free, element.getAsJsonObject().get("id").getAsInt() + 1);
+        }
+        for (JsonElement element : added.getAsJsonArray()) {
+            JsonObject token = element.getAsJsonObject();
+            int id = token.get("id").getAsInt();
+            String content = token.get("content").getAsString();
+            String other = textById.putIfAbsent(id, content);
+            if (other != null && !other.equals(content)) {
+                throw new IllegalArgumentException(
+                        flag
+                                + " "
+                                + file
+                                + ": added token \""
+                                + content
+                                + "\" has id "
+                                + id
+                                + ", which the tokenizer also gives to \""
+                                + other
+                                + "\", so the two would share one embedding row; give the added"
+                                + " token an id of its own (the first free id is "
+                                + free
+                                + ")");
+            }
         }
     }
 }

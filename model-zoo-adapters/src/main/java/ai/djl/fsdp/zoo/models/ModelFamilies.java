@@ -107,4 +107,18 @@ public final class ModelFamilies {
         config.eosTokenIds(); // checks eos_token_id now rather than when generating
         return config;
     }
+
+    /**
+     * Returns a configuration with another vocabulary size ({@code vocab_size}), every other key as
+     * it is: a checkpoint's configuration once its vocabulary grows.
+     *
+     * @param config the configuration
+     * @param vocabSize the vocabulary size
+     * @return the configuration of that size
+     */
+    public static ModelConfig withVocabSize(ModelConfig config, int vocabSize) {
+        JsonObject json = config.toJson();
+        json.addProperty("vocab_size", vocabSize);
+        return parse(json);
+    }
 }

@@ -5,6 +5,7 @@ import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.ModelFamily;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.hf.VocabularyResize;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
 import ai.djl.fsdp.zoo.mistral.MistralConfig;
 import ai.djl.fsdp.zoo.qwen2.Qwen2Config;
@@ -166,6 +167,27 @@ public final class Models {
     public static CausalLM load(Path directory, NDManager manager) throws IOException {
         CausalLM model = create(ModelFamilies.read(directory), manager);
         HfCheckpoint.load(model, directory);
+        return model;
+    }
+
+    /**
+     * Loads a Hugging Face checkpoint directory with its vocabulary grown as {@code resize} says:
+     * the stored rows of the token embedding and an untied head as stored, the added rows drawn.
+     *
+     * @param directory the checkpoint directory
+     * @param manager the manager that owns the parameters
+     * @param resize how the checkpoint's vocabulary grows
+     * @return the model of the grown vocabulary
+     * @throws IOException if reading fails
+     */
+    public static CausalLM load(Path directory, NDManager manager, VocabularyResize resize)
+            throws IOException {
+        CausalLM model =
+                create(
+                        ModelFamilies.withVocabSize(
+                                ModelFamilies.read(directory), resize.getRows()),
+                        manager);
+        HfCheckpoint.load(model, directory, resize);
         return model;
     }
 }

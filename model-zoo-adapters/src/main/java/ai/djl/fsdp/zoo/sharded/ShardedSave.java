@@ -126,6 +126,7 @@ public final class ShardedSave {
         if (trainer.getRank() == 0) {
             Lora.saveConfig(root, config, directory);
         }
-        trainer.saveFullState(directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root));
+        trainer.saveFullState(
+                directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root, config));
     }
 }

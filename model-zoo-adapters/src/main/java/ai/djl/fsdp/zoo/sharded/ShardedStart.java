@@ -12,6 +12,7 @@ import ai.djl.fsdp.wrap.WrapTarget;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.hf.VocabularyResize;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
@@ -95,15 +96,50 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             Path adapterValues,
             TrainerFactory factory)
             throws IOException {
+        return initialize(model, lm, checkpoint, null, lora, adapterValues, factory);
+    }
+
+    /**
+     * Sets {@code lm} as the model's block, adds the adapters, and initializes a trainer over it
+     * unit by unit, as {@link #initialize(Model, CausalLM, Path, LoraConfig, Path, TrainerFactory)}
+     * does, for a model whose vocabulary is larger than the checkpoint's: the token embedding and
+     * an untied head grow as {@code resize} says (each rank making only the added rows its shards
+     * hold). A collective: every rank calls it.
+     *
+     * @param model the model
+     * @param lm the language model of the grown vocabulary, built without values
+     * @param checkpoint the Hugging Face checkpoint directory to read the values from, or null for
+     *     fresh values
+     * @param resize how the checkpoint's vocabulary grows, or null when it does not
+     * @param lora the adapters to add, or null
+     * @param adapterValues the PEFT adapter directory holding the adapters' values, or null
+     * @param factory builds the trainer
+     * @return the initialized trainer and the size of its largest unit
+     * @throws IOException if the checkpoint or the adapters cannot be read
+     * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
+     */
+    public static ShardedStart initialize(
+            Model model,
+            CausalLM lm,
+            Path checkpoint,
+            VocabularyResize resize,
+            LoraConfig lora,
+            Path adapterValues,
+            TrainerFactory factory)
+            throws IOException {
         if (adapterValues != null && lora == null) {
             throw new IllegalArgumentException("adapter values need the adapters' configuration");
         }
         model.setBlock(lm);
         try (CheckpointShardSource shards =
-                        checkpoint == null ? null : HfCheckpoint.shardSource(lm, checkpoint);
+                        checkpoint == null
+                                ? null
+                                : HfCheckpoint.shardSource(lm, checkpoint, resize);
                 AdapterSource adapters = adapters(lm, lora, adapterValues)) {
+            // The adapters' own first: what they saved of the base (a grown embedding and head,
+            // trained with them) replaces the checkpoint's.
             ParameterSource source =
-                    shards == null ? adapters : adapters == null ? shards : shards.orElse(adapters);
+                    shards == null ? adapters : adapters == null ? shards : adapters.orElse(shards);
             FsdpTrainer trainer = factory.newTrainer(model, lm, source);
             // Counted while the tree still holds the blocks themselves, not their units.
             long largestUnit = largestUnitElements(lm, trainer.getFsdpConfig().getWrapPolicy());

@@ -14,12 +14,12 @@ import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
+import ai.djl.fsdp.zoo.chat.TokenizerJson;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaultsTest;
 import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.generate.GenerateCommand;
-import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.ndarray.NDManager;
@@ -175,15 +175,7 @@ class FinetuneCommandTest {
         assertEquals(
                 base.toAbsolutePath().toString(),
                 adapterConfig.get("base_model_name_or_path").getAsString());
-        Path adaptersAlone = Files.createDirectory(directory.resolve("adapters-alone"));
-        for (String file :
-                List.of(
-                        Lora.CONFIG_FILE,
-                        Lora.WEIGHTS_FILE,
-                        Tokenizers.FILE,
-                        ChatTemplate.CONFIG_FILE)) {
-            Files.copy(output.resolve(file), adaptersAlone.resolve(file));
-        }
+        Path adaptersAlone = TestModels.adaptersAlone(output, directory);
         StringWriter onBase = new StringWriter();
         StringWriter onBaseNotes = new StringWriter();
         exit =
@@ -305,6 +297,12 @@ class FinetuneCommandTest {
         assertFails("--max_seq_len 1024", "--max_seq_len", "1024");
         assertFails("--eval_steps", "--eval_strategy", "steps");
         assertFails("--exact_match_batch_size must be positive", "--exact_match_batch_size", "0");
+        for (String multiple : new String[] {"0", "-8"}) {
+            assertFails(
+                    "--pad_to_multiple_of must be positive, got " + multiple,
+                    "--pad_to_multiple_of",
+                    multiple);
+        }
         assertFails("--lr_scheduler_type", "--lr_scheduler_type", "polynomial");
         assertFails(
                 "--chat_template_kwargs {\"enable_thinking\": fals} is not a JSON object",
@@ -370,6 +368,15 @@ class FinetuneCommandTest {
                         "--tokenizer_name",
                         truncated.toString());
         assertTrue(message.contains("pass a complete tokenizer.json with --tokenizer_name"));
+
+        // An added token on an id the vocabulary gives to a byte: two tokens, one embedding row.
+        JsonObject colliding = JsonParser.parseString(Files.readString(whole)).getAsJsonObject();
+        colliding.getAsJsonArray("added_tokens").add(TokenizerJson.addedToken(65, "<|im_start|>"));
+        Path collides = Files.writeString(directory.resolve("collides.json"), colliding.toString());
+        assertFails(
+                "added token \"<|im_start|>\" has id 65, which the tokenizer also gives to",
+                "--tokenizer_name",
+                collides.toString());
 
         Path emptyText = Files.writeString(directory.resolve("empty.txt"), "");
         assertFails(

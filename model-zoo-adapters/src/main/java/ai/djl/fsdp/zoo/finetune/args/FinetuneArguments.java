@@ -40,6 +40,27 @@ public final class FinetuneArguments {
     public String tokenizerName;
 
     @Option(
+            names = "--pad_to_multiple_of",
+            defaultValue = "8",
+            description =
+                    "When the tokenizer (with the chat template's tokens) is larger than a"
+                        + " checkpoint's vocabulary, the embedding and an untied head grow to its"
+                        + " size rounded up to a multiple of this, as resize_token_embeddings does"
+                        + " (default ${DEFAULT-VALUE}; 1 for none).")
+    public int padToMultipleOf;
+
+    @Option(
+            names = "--mean_resizing",
+            arity = "0..1",
+            defaultValue = "true",
+            fallbackValue = "true",
+            description =
+                    "Draw a grown vocabulary's new rows around the old rows' mean and covariance"
+                        + " (transformers' mean_resizing, default true); False: from the normal of"
+                        + " the config's initializer_range.")
+    public boolean meanResizing;
+
+    @Option(
             names = {"--dataset_name", "--dataset"},
             defaultValue = ArithmeticChat.NAME,
             description =
