@@ -1,5 +1,9 @@
 package ai.djl.fsdp.house;
 
+import static com.tngtech.archunit.base.DescribedPredicate.not;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAnyPackage;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -24,7 +28,8 @@ import org.junit.jupiter.api.Test;
  * file longer than a reader can hold (400 lines in the trainer module, 500 anywhere, every module),
  * no package of more than 25 files, and no package without a {@code package-info.java} saying what
  * it is for. The file checks walk the main sources of every module of the build; the stand-alone
- * projects under {@code examples/} are not part of it.
+ * projects under {@code examples/} are not part of it, but they and the benchmarks' example
+ * programs may use only the API package and the job's process group.
  */
 class PackageStructureTest {
 
@@ -32,6 +37,9 @@ class PackageStructureTest {
     private static final int MAX_LINES = 500;
     private static final int MAX_TRAINER_LINES = 400;
     private static final int MAX_PACKAGE_FILES = 25;
+    private static final String[] API_PACKAGES = {
+        "ai.djl.fsdp.trainer", "ai.djl.fsdp.dist", "ai.djl.fsdp.examples.."
+    };
 
     @Test
     void noImportLoopBetweenPackages() {
@@ -97,6 +105,38 @@ class PackageStructureTest {
         assertTrue(
                 undocumented.isEmpty(),
                 "add a package-info.java saying what each package is for: " + undocumented);
+    }
+
+    /**
+     * A DJL program's view of the project: the example programs (the benchmarks' {@code examples}
+     * and {@code examples/resnet}) use the API package ({@code ai.djl.fsdp.trainer}) and the job's
+     * process group ({@code ai.djl.fsdp.dist}), nothing else of the project.
+     */
+    @Test
+    void examplesUseOnlyTheApiPackage() throws IOException {
+        JavaClasses examples =
+                new ClassFileImporter()
+                        .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+                        .importPackages("ai.djl.fsdp.examples");
+        noClasses()
+                .should()
+                .dependOnClassesThat(
+                        resideInAPackage("ai.djl.fsdp..")
+                                .and(not(resideInAnyPackage(API_PACKAGES))))
+                .check(examples);
+        List<String> outside = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(ROOT.resolve("examples"))) {
+            for (Path file : files.filter(f -> f.toString().endsWith(".java")).toList()) {
+                for (String line : Files.readAllLines(file)) {
+                    if (line.startsWith("import ai.djl.fsdp.")
+                            && !line.startsWith("import ai.djl.fsdp.trainer.")
+                            && !line.startsWith("import ai.djl.fsdp.dist.")) {
+                        outside.add(ROOT.relativize(file) + ": " + line);
+                    }
+                }
+            }
+        }
+        assertTrue(outside.isEmpty(), "examples import past the API package: " + outside);
     }
 
     private static List<Path> mainSources() throws IOException {

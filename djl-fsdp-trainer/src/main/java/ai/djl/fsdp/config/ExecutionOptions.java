@@ -1,22 +1,42 @@
 package ai.djl.fsdp.config;
 
 import ai.djl.Device;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
- * How the runtime schedules a step, as FSDP2's {@code fully_shard} arguments.
+ * How the runtime runs a step, as FSDP2's {@code fully_shard} arguments, resolved from the
+ * trainer's {@code FsdpConfig} (its {@code MixedPrecision} gives the two types).
  *
- * <p>Which units are recomputed in backward is {@link ActivationCheckpointing}'s to say, unit by
- * unit; a unit that keeps its graph while its parameters are freed after forward gathers into
- * releasable memory (host pages, or GPU physical memory under a fixed address reservation), given
- * back after forward and backed and refilled at the same addresses before backward.
+ * <p>Which units are recomputed in backward is the trainer's {@code ActivationCheckpointing} to
+ * say, unit by unit ({@code FsdpUnit.isRecomputed}); a unit that keeps its graph while its
+ * parameters are freed after forward gathers into releasable memory (host pages, or GPU physical
+ * memory under a fixed address reservation), given back after forward and backed and refilled at
+ * the same addresses before backward.
  *
  * @param reshardAfterForward whether a unit's gathered parameters are freed after its forward (and
  *     gathered again for its backward), or kept until its backward is done
  * @param prefetch whether the next unit's all-gather starts before the current unit computes
+ * @param computeType the type units gather their parameters in and compute in
+ * @param reduceType the type gradients are reduced in
  */
-public record ExecutionOptions(boolean reshardAfterForward, boolean prefetch) {
+public record ExecutionOptions(
+        boolean reshardAfterForward,
+        boolean prefetch,
+        Precision computeType,
+        Precision reduceType) {
+
+    /**
+     * Checks the types.
+     *
+     * @throws NullPointerException for a missing type
+     */
+    public ExecutionOptions {
+        Objects.requireNonNull(computeType, "computeType");
+        Objects.requireNonNull(reduceType, "reduceType");
+    }
 
     /**
      * Checks the options can run on {@code device}.

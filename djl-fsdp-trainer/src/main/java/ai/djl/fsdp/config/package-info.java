@@ -1,10 +1,7 @@
 /**
- * The public configuration types that {@link ai.djl.fsdp.trainer.FsdpConfig} sets and the runtime
- * follows, as FSDP2's {@code _fsdp_api}: the element types of a step ({@link
- * ai.djl.fsdp.config.MixedPrecision}, FSDP2's {@code MixedPrecisionPolicy}), how a step is
- * scheduled ({@link ai.djl.fsdp.config.ExecutionOptions}, {@code fully_shard}'s arguments) and
- * which units are recomputed in backward ({@link ai.djl.fsdp.config.ActivationCheckpointing}). They
- * sit below both the trainer and the runtime so that each may use them and neither depends on the
- * other's side.
+ * The settings the runtime follows, resolved from the trainer's {@code FsdpConfig}: {@link
+ * ai.djl.fsdp.config.ExecutionOptions}, FSDP2's {@code fully_shard} arguments (resharding after
+ * forward, prefetch, the compute and reduce types). It sits below both the trainer and the runtime,
+ * so the runtime never reads the public API's types and the API package can hold them all.
  */
 package ai.djl.fsdp.config;

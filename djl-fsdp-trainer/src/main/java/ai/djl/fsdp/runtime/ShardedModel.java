@@ -2,7 +2,6 @@ package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.config.ExecutionOptions;
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.reflect.BlockChildren;
 import ai.djl.ndarray.NDArray;
@@ -37,7 +36,6 @@ public final class ShardedModel implements AutoCloseable {
      *
      * @param collectives the ranks' collectives
      * @param units the units, the root first (its block the model's top block)
-     * @param precision the types units gather and compute in and reduce gradients in
      * @param options how passes are scheduled
      * @param syncBatchNorm whether every DJL {@code BatchNorm} normalizes with the global batch's
      *     statistics ({@link SyncBatchNorm} stands in for it)
@@ -45,7 +43,6 @@ public final class ShardedModel implements AutoCloseable {
     public ShardedModel(
             Collectives collectives,
             List<FsdpUnit> units,
-            MixedPrecision precision,
             ExecutionOptions options,
             boolean syncBatchNorm) {
         options.checkDevice(
@@ -53,8 +50,8 @@ public final class ShardedModel implements AutoCloseable {
                 units.stream().anyMatch(unit -> !unit.isRoot() && !unit.isRecomputed()));
         this.collectives = collectives;
         this.units = List.copyOf(units);
-        buffers = new ModelBuffers(this.units, precision.param());
-        passes = new ShardedPasses(collectives, precision, options, this.units, buffers);
+        buffers = new ModelBuffers(this.units, options.computeType());
+        passes = new ShardedPasses(collectives, options, this.units, buffers);
         for (FsdpUnit unit : this.units) {
             unit.getParameters().forEach(p -> ownerByParameterId.put(p.getId(), unit));
         }

@@ -1,7 +1,6 @@
 package ai.djl.fsdp.runtime;
 
 import ai.djl.fsdp.config.ExecutionOptions;
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TorchRandom;
 import ai.djl.fsdp.tensor.op.Autograd;
@@ -45,14 +44,12 @@ public final class ShardedPasses {
      * Schedules the passes over {@code units}.
      *
      * @param collectives the ranks' collectives
-     * @param precision the types units gather and compute in and reduce gradients in
      * @param options how passes are scheduled
      * @param units the units, the root first
      * @param buffers the model's buffers
      */
     ShardedPasses(
             Collectives collectives,
-            MixedPrecision precision,
             ExecutionOptions options,
             List<FsdpUnit> units,
             ModelBuffers buffers) {
@@ -62,14 +59,7 @@ public final class ShardedPasses {
         peak = new GatheredPeak(units);
         List<UnitLifecycle> lifecycles = new ArrayList<>(units.size());
         for (FsdpUnit unit : units) {
-            lifecycles.add(
-                    new UnitLifecycle(
-                            unit,
-                            collectives,
-                            precision,
-                            options.reshardAfterForward(),
-                            buffers,
-                            peak));
+            lifecycles.add(new UnitLifecycle(unit, collectives, options, buffers, peak));
         }
         root = lifecycles.get(0);
         this.units = List.copyOf(lifecycles.subList(1, lifecycles.size()));

@@ -1,6 +1,6 @@
 package ai.djl.fsdp.runtime;
 
-import ai.djl.fsdp.config.MixedPrecision;
+import ai.djl.fsdp.config.ExecutionOptions;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TorchRandom;
 import ai.djl.fsdp.tensor.op.Autograd;
@@ -26,7 +26,8 @@ final class UnitLifecycle {
 
     private final FsdpUnit unit;
     private final Collectives collectives;
-    private final MixedPrecision precision;
+    private final Precision computeType;
+    private final Precision reduceType;
     private final boolean reshardAfterForward;
     private final ModelBuffers buffers;
     private final GatheredPeak peak;
@@ -37,14 +38,14 @@ final class UnitLifecycle {
     UnitLifecycle(
             FsdpUnit unit,
             Collectives collectives,
-            MixedPrecision precision,
-            boolean reshardAfterForward,
+            ExecutionOptions options,
             ModelBuffers buffers,
             GatheredPeak peak) {
         this.unit = unit;
         this.collectives = collectives;
-        this.precision = precision;
-        this.reshardAfterForward = reshardAfterForward;
+        computeType = options.computeType();
+        reduceType = options.reduceType();
+        reshardAfterForward = options.reshardAfterForward();
         this.buffers = buffers;
         this.peak = peak;
         if (reshardAfterForward && !unit.isRecomputed() && !unit.isRoot()) {
@@ -60,7 +61,7 @@ final class UnitLifecycle {
 
     /** Starts gathering the unit's parameters in the compute type, unless they are on their way. */
     void startGather() {
-        collectives.startGather(unit, precision.param());
+        collectives.startGather(unit, computeType);
     }
 
     /** Gathers the unit's parameters and waits until they are whole. */
@@ -77,7 +78,7 @@ final class UnitLifecycle {
     List<GradientLeaves> materializeRoot(boolean training, NDManager scope) {
         unit.awaitGather();
         peak.note();
-        return unit.materialize(training, precision.param(), scope);
+        return unit.materialize(training, computeType, scope);
     }
 
     /**
@@ -226,7 +227,7 @@ final class UnitLifecycle {
      * @return the reduction in flight; {@code scope} must stay open until it completes
      */
     PendingReduction startReduction(List<GradientLeaves> leaves, float scale, NDManager scope) {
-        return collectives.startReduction(unit, leaves, precision.reduce(), scale, scope);
+        return collectives.startReduction(unit, leaves, reduceType, scale, scope);
     }
 
     /** Gives back the unit's gathered memory (see {@link FsdpUnit#reshard}). */
@@ -258,7 +259,7 @@ final class UnitLifecycle {
             Long seed,
             boolean training,
             PairList<String, Object> params) {
-        List<GradientLeaves> flatLeaves = unit.materialize(withGraph, precision.param(), scope);
+        List<GradientLeaves> flatLeaves = unit.materialize(withGraph, computeType, scope);
         List<NormCall> norms = new ArrayList<>();
         recordingNorms = withGraph ? norms : null;
         try {

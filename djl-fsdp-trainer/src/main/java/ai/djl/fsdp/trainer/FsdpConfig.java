@@ -1,11 +1,8 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.config.ActivationCheckpointing;
 import ai.djl.fsdp.config.ExecutionOptions;
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.wrap.UnitPlan;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.nn.Parameter;
 import java.util.Objects;
 import java.util.OptionalInt;
@@ -43,7 +40,12 @@ public final class FsdpConfig {
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
         sharded = builder.sharded;
-        execution = new ExecutionOptions(builder.reshardAfterForward, builder.prefetch);
+        execution =
+                new ExecutionOptions(
+                        builder.reshardAfterForward,
+                        builder.prefetch,
+                        builder.mixedPrecision.param(),
+                        builder.mixedPrecision.reduce());
         activationCheckpointing =
                 builder.activationCheckpointing != null
                         ? builder.activationCheckpointing
@@ -143,8 +145,8 @@ public final class FsdpConfig {
         return shardGroupSize > 0 ? OptionalInt.of(shardGroupSize) : OptionalInt.empty();
     }
 
-    /** Returns how the runtime schedules passes. */
-    public ExecutionOptions getExecutionOptions() {
+    /** Returns how the runtime runs passes: the settings resolved for it. */
+    ExecutionOptions getExecutionOptions() {
         return execution;
     }
 

@@ -178,7 +178,6 @@ final class ModelSharding {
             return new ShardedModel(
                     new Collectives(mesh),
                     units,
-                    config.getMixedPrecision(),
                     config.getExecutionOptions(),
                     config.isSyncBatchNorm());
         } catch (RuntimeException e) {

@@ -12,9 +12,10 @@ import java.util.Map;
 import java.util.function.Predicate;
 
 /**
- * Which FSDP units a model has and which parameters each owns: the units a {@link WrapPolicy}
- * chooses, in forward order, and the root unit holding every parameter outside them. Each parameter
- * has exactly one owner; units are named by their dotted path, the root {@code "root"}.
+ * Which FSDP units a model has and which parameters each owns: the units a wrap policy (the
+ * trainer's {@code WrapPolicy}) chooses, in forward order, and the root unit holding every
+ * parameter outside them. Each parameter has exactly one owner; units are named by their dotted
+ * path, the root {@code "root"}.
  */
 public final class UnitPlan {
 
@@ -32,13 +33,13 @@ public final class UnitPlan {
      * (kept whole on every rank, see {@link #isBuffer}): a unit shards all its other parameters.
      *
      * @param root the model's top block, initialized
-     * @param policy chooses the units
+     * @param policy whether a block becomes a unit (see {@link WrapPlanner#plan})
      * @param buffers whether a parameter is a buffer
      * @return the plan
      * @throws IllegalArgumentException if the policy matches nothing, a parameter is shared by two
      *     units, or a buffer takes a gradient
      */
-    public static UnitPlan of(Block root, WrapPolicy policy, Predicate<Parameter> buffers) {
+    public static UnitPlan of(Block root, Predicate<Block> policy, Predicate<Parameter> buffers) {
         List<WrapTarget> targets = WrapPlanner.plan(root, policy);
         Map<String, String> ownerOf = new HashMap<>();
         List<PlannedUnit> units = new ArrayList<>(targets.size() + 1);

@@ -8,8 +8,12 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Predicate;
 
-/** Applies a {@link WrapPolicy} to a model's block tree. */
+/**
+ * Applies a wrap policy (the trainer's {@code WrapPolicy}) to a model's block tree: the first block
+ * on each path that the policy accepts becomes a unit, and the walk does not descend into it.
+ */
 public final class WrapPlanner {
 
     private WrapPlanner() {}
@@ -19,12 +23,13 @@ public final class WrapPlanner {
      * the children meets them (the usual order of their calls in forward).
      *
      * @param root the model's top block
-     * @param policy the policy
+     * @param policy whether a block becomes a unit; asked for blocks below {@code root} that are
+     *     not inside a unit already
      * @return the units' blocks, never empty
      * @throws IllegalArgumentException if the policy accepts no block; the message lists the block
      *     classes the model contains
      */
-    public static List<WrapTarget> plan(Block root, WrapPolicy policy) {
+    public static List<WrapTarget> plan(Block root, Predicate<Block> policy) {
         List<WrapTarget> targets = new ArrayList<>();
         collect(root, "", policy, targets);
         if (targets.isEmpty()) {
@@ -39,12 +44,12 @@ public final class WrapPlanner {
     }
 
     private static void collect(
-            Block parent, String prefix, WrapPolicy policy, List<WrapTarget> targets) {
+            Block parent, String prefix, Predicate<Block> policy, List<WrapTarget> targets) {
         List<String> names = StateDict.childNames(parent);
         int position = 0;
         for (Pair<String, Block> child : parent.getChildren()) {
             String path = StateDict.join(prefix, names.get(position++));
-            if (policy.shouldWrap(child.getValue())) {
+            if (policy.test(child.getValue())) {
                 targets.add(new WrapTarget(path, parent, child.getValue()));
             } else {
                 collect(child.getValue(), path, policy, targets);
@@ -54,7 +59,7 @@ public final class WrapPlanner {
 
     /**
      * Returns the simple class names of the blocks below {@code root} that hold parameters: the
-     * names a {@link WrapPolicy#byLayerClass} policy can match.
+     * names a {@code WrapPolicy.byLayerClass} policy can match.
      *
      * @param root the model's top block
      * @return the names, sorted

@@ -1,6 +1,6 @@
 /**
- * The unit plan: which blocks become FSDP units ({@link ai.djl.fsdp.wrap.WrapPolicy}, {@link
- * ai.djl.fsdp.wrap.WrapPlanner}) and which parameters each unit owns ({@link
+ * The unit plan: which blocks become FSDP units ({@link ai.djl.fsdp.wrap.WrapPlanner}, asking the
+ * trainer's {@code WrapPolicy} as a predicate) and which parameters each unit owns ({@link
  * ai.djl.fsdp.wrap.UnitPlan}), every block and unit named by its dotted path. Pure: no arrays, no
  * collectives.
  */

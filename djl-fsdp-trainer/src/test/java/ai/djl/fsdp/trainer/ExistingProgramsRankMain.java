@@ -1,6 +1,5 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;

@@ -6,7 +6,6 @@ import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.tensor.op.Autograd;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;

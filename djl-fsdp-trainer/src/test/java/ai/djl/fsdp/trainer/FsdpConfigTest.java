@@ -5,10 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
-import ai.djl.fsdp.config.ActivationCheckpointing;
 import ai.djl.fsdp.config.ExecutionOptions;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
@@ -48,7 +47,8 @@ class FsdpConfigTest {
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byLayerClass());
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byMinParameters(0));
         // Resharding after forward with units that keep their graphs.
-        ExecutionOptions options = new ExecutionOptions(true, true);
+        ExecutionOptions options =
+                new ExecutionOptions(true, true, Precision.FLOAT32, Precision.FLOAT32);
         options.checkDevice(Device.cpu(), true);
         // CUDA GPUs release through the driver's virtual memory, checked for up front (a CPU-only
         // machine names what is missing); any other device is refused.

@@ -7,7 +7,6 @@ import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.param.FlatParameter;
 import ai.djl.fsdp.runtime.FsdpUnit;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

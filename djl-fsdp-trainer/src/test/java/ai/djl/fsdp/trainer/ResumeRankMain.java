@@ -7,7 +7,6 @@ import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;

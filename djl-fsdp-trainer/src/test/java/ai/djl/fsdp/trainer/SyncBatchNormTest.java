@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.trainer.ExistingPrograms.Figures;
 import ai.djl.fsdp.trainer.ExistingPrograms.Program;
 import ai.djl.fsdp.trainer.ExistingPrograms.Variant;

@@ -1,7 +1,7 @@
 package ai.djl.fsdp.zoo;
 
 import ai.djl.fsdp.tensor.TensorMemory;
-import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.fsdp.zoo.nn.Linear;
 import ai.djl.ndarray.NDArray;

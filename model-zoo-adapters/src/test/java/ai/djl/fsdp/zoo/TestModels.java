@@ -3,7 +3,7 @@ package ai.djl.fsdp.zoo;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.lora.Lora;
-import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.models.Models;

@@ -7,7 +7,7 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.RankDevice;
 import ai.djl.fsdp.optim.Adam;
 import ai.djl.fsdp.trainer.FsdpConfig;
-import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.gpt2.GPT2Block;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;

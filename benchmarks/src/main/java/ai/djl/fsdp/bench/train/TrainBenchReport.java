@@ -1,7 +1,7 @@
 package ai.djl.fsdp.bench.train;
 
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.trainer.MixedPrecision;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

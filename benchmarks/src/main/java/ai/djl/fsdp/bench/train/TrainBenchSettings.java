@@ -1,8 +1,8 @@
 package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.bench.gpt.GptShape;
-import ai.djl.fsdp.config.ActivationCheckpointing;
-import ai.djl.fsdp.config.MixedPrecision;
+import ai.djl.fsdp.trainer.ActivationCheckpointing;
+import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.fsdp.config.ActivationCheckpointing;
+import ai.djl.fsdp.trainer.ActivationCheckpointing;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import java.util.Optional;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.fsdp.config.MixedPrecision;
+import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.zoo.finetune.args.HubCompatibility;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
 import java.util.ArrayList;

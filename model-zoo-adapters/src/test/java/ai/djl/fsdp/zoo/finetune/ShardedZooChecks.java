@@ -16,7 +16,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.TrainerOptions;
-import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.Model;
-import ai.djl.fsdp.config.MixedPrecision;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
@@ -13,6 +12,7 @@ import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.ParameterCount;
 import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.CausalLM;

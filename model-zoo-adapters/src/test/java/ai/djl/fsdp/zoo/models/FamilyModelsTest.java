@@ -10,7 +10,7 @@ import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.wrap.WrapPolicy;
+import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.KvCache;
 import ai.djl.fsdp.zoo.ModelConfig;

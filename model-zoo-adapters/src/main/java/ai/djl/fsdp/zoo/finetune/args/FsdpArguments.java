@@ -1,10 +1,10 @@
 package ai.djl.fsdp.zoo.finetune.args;
 
-import ai.djl.fsdp.config.ActivationCheckpointing;
-import ai.djl.fsdp.config.MixedPrecision;
+import ai.djl.fsdp.trainer.ActivationCheckpointing;
+import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.wrap.WrapPlanner;
-import ai.djl.fsdp.wrap.WrapPolicy;
 import ai.djl.fsdp.zoo.CausalLM;
 import java.nio.file.Path;
 import java.util.List;

@@ -1,6 +1,6 @@
 package ai.djl.fsdp.zoo.finetune.args;
 
-import ai.djl.fsdp.config.MixedPrecision;
+import ai.djl.fsdp.trainer.MixedPrecision;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;

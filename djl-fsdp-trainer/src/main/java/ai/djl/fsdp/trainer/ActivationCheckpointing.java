@@ -1,4 +1,4 @@
-package ai.djl.fsdp.config;
+package ai.djl.fsdp.trainer;
 
 import ai.djl.nn.Block;
 import java.util.Arrays;

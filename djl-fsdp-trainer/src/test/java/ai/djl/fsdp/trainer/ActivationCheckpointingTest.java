@@ -1,4 +1,4 @@
-package ai.djl.fsdp.config;
+package ai.djl.fsdp.trainer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.wrap;
+package ai.djl.fsdp.trainer;
 
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
@@ -18,7 +18,7 @@ import java.util.stream.Collectors;
  * own top block is never asked: everything outside the units forms the root unit.
  */
 @FunctionalInterface
-public interface WrapPolicy {
+public interface WrapPolicy extends Predicate<Block> {
 
     /**
      * Returns whether {@code block} becomes a unit.
@@ -27,6 +27,12 @@ public interface WrapPolicy {
      * @return true to make it a unit
      */
     boolean shouldWrap(Block block);
+
+    /** Returns {@link #shouldWrap}: the planner below the trainer sees a policy as a predicate. */
+    @Override
+    default boolean test(Block block) {
+        return shouldWrap(block);
+    }
 
     /**
      * Wraps blocks whose class has one of the given names: simple names such as {@code GPT2Block}

@@ -1,4 +1,4 @@
-package ai.djl.fsdp.config;
+package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.tensor.Precision;
 import java.util.Objects;
