@@ -159,9 +159,9 @@ public final class ActivationCheckpointing {
                 recomputed[i] = (i + 1) % every == 0;
                 continue;
             }
-            Class<?> type = unitBlocks.get(i).getClass();
-            for (String name : List.of(type.getSimpleName(), type.getName())) {
-                if (classNames.contains(name)) {
+            for (String name : classNames) {
+                // A class matches as the wrap policy matches it: its simple or qualified name.
+                if (WrapPolicy.byLayerClass(name).shouldWrap(unitBlocks.get(i))) {
                     recomputed[i] = true;
                     matched.add(name);
                 }

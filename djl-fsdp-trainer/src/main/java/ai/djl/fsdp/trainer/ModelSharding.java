@@ -76,9 +76,11 @@ final class ModelSharding {
                             + " trainer.initialize(inputShapes) (or load the model) before training"
                             + " with FSDP.");
         }
+        UnitPlan plan = plan(block, setup.fsdp());
+        boolean[] recomputed = recomputed(plan, setup.fsdp());
         ModelSharding sharding = new ModelSharding(block, setup, manager);
         long peak = UnitInitialization.liveBytes(block);
-        return new Sharded(sharding.build(plan(block, setup.fsdp())), peak);
+        return new Sharded(sharding.build(plan, recomputed), peak);
     }
 
     /**
@@ -106,7 +108,7 @@ final class ModelSharding {
             return shard(block, setup, manager);
         }
         // A recompute policy naming no unit fails before any parameter is initialized or loaded.
-        recomputed(plan, setup.fsdp());
+        boolean[] recomputed = recomputed(plan, setup.fsdp());
         ModelSharding sharding = new ModelSharding(block, setup, manager);
         List<PlannedUnit> units = plan.getUnits();
         try {
@@ -119,7 +121,7 @@ final class ModelSharding {
                             shapes,
                             sharding::load);
             checkSamePlan(plan, plan(block, setup.fsdp()));
-            return new Sharded(sharding.build(plan), peak);
+            return new Sharded(sharding.build(plan, recomputed), peak);
         } catch (RuntimeException e) {
             sharding.closeLoaded();
             // The units sharded so far hold empty placeholders: the block is left uninitialized
@@ -157,12 +159,14 @@ final class ModelSharding {
         }
     }
 
-    /** Loads what is not loaded yet (in plan order) and makes the runtime's model. */
-    private ShardedModel build(UnitPlan plan) {
+    /**
+     * Loads what is not loaded yet (in plan order) and makes the runtime's model, the units after
+     * the root recomputed where {@code recomputed} says.
+     */
+    private ShardedModel build(UnitPlan plan, boolean[] recomputed) {
         List<FsdpUnit> units = new ArrayList<>();
         List<PlannedUnit> planned = plan.getUnits();
         try {
-            boolean[] recomputed = recomputed(plan, config);
             for (PlannedUnit unit : planned) {
                 load(unit);
                 units.add(

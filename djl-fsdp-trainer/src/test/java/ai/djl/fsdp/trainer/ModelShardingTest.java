@@ -24,12 +24,11 @@ import org.junit.jupiter.api.Test;
  */
 class ModelShardingTest {
 
+    private static final Shape INPUT = new Shape(2, 5);
+
     @Test
     void aPlanThatChangesWithInitializationLeavesTheModelReadyToInitializeAgain() {
-        Block block =
-                new SequentialBlock()
-                        .add(Linear.builder().setUnits(4).build())
-                        .add(Linear.builder().setUnits(3).build());
+        Block block = twoLinears();
         // Chooses both layers while they hold no parameters, only the first (24 elements against
         // 15) once they do.
         FsdpConfig config =
@@ -42,27 +41,14 @@ class ModelShardingTest {
                                                     && (count == 0 || count > 20);
                                         }))
                         .build();
-        Shape input = new Shape(2, 5);
-        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""));
-                NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             IllegalStateException error =
                     assertThrows(
-                            IllegalStateException.class,
-                            () ->
-                                    ModelSharding.initialize(
-                                            block,
-                                            manager,
-                                            DataType.FLOAT32,
-                                            new Shape[] {input},
-                                            new TrainingSetup(
-                                                    config,
-                                                    TrainerOptions.defaults(),
-                                                    ShardingMesh.flat(group)),
-                                            manager));
+                            IllegalStateException.class, () -> initialize(block, config, manager));
             assertTrue(error.getMessage().contains("left uninitialized"), error.getMessage());
             assertFalse(block.isInitialized());
             // The advice works on the same block.
-            block.initialize(manager, DataType.FLOAT32, input);
+            block.initialize(manager, DataType.FLOAT32, INPUT);
             assertTrue(block.isInitialized());
             assertEquals(
                     new Shape(3), block.getParameters().get("02Linear_bias").getArray().getShape());
@@ -71,38 +57,43 @@ class ModelShardingTest {
 
     @Test
     void aRecomputedClassThatIsNoUnitFailsBeforeAnyParameterIsInitialized() {
-        Block block =
-                new SequentialBlock()
-                        .add(Linear.builder().setUnits(4).build())
-                        .add(Linear.builder().setUnits(3).build());
+        Block block = twoLinears();
         FsdpConfig config =
                 FsdpConfig.builder()
                         .optWrapPolicy(WrapPolicy.byLayerClass("Linear"))
                         .optActivationCheckpointing(
                                 ActivationCheckpointing.byLayerClass("GPT2Block"))
                         .build();
-        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""));
-                NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             IllegalArgumentException error =
                     assertThrows(
                             IllegalArgumentException.class,
-                            () ->
-                                    ModelSharding.initialize(
-                                            block,
-                                            manager,
-                                            DataType.FLOAT32,
-                                            new Shape[] {new Shape(2, 5)},
-                                            new TrainingSetup(
-                                                    config,
-                                                    TrainerOptions.defaults(),
-                                                    ShardingMesh.flat(group)),
-                                            manager));
+                            () -> initialize(block, config, manager));
             assertEquals(
                     "activation checkpointing by layer class [GPT2Block] matches no FSDP unit; the"
                             + " units' classes are [Linear]: name one of those (a class recomputed"
                             + " must be a unit, see the wrap policy)",
                     error.getMessage());
             assertFalse(block.isInitialized(), "nothing was initialized");
+        }
+    }
+
+    private static Block twoLinears() {
+        return new SequentialBlock()
+                .add(Linear.builder().setUnits(4).build())
+                .add(Linear.builder().setUnits(3).build());
+    }
+
+    /** Initializes and shards {@code block} on one rank for an input of {@link #INPUT}. */
+    private static void initialize(Block block, FsdpConfig config, NDManager manager) {
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
+            ModelSharding.initialize(
+                    block,
+                    manager,
+                    DataType.FLOAT32,
+                    new Shape[] {INPUT},
+                    new TrainingSetup(config, TrainerOptions.defaults(), ShardingMesh.flat(group)),
+                    manager);
         }
     }
 }

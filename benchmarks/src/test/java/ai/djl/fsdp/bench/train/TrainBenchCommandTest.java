@@ -169,65 +169,51 @@ class TrainBenchCommandTest {
 
     @Test
     void shardingSettingsOnTheBaselineAreRejected() {
-        StringWriter err = new StringWriter();
-        CommandLine fsdp = Fsdp.commandLine();
-        fsdp.setErr(new PrintWriter(err, true));
-        int code =
-                fsdp.execute(
-                        "bench",
-                        "train",
+        String err =
+                failure(
                         "--nproc",
                         "1",
                         "--sharding",
                         "NONE",
                         "--activation-checkpointing",
                         "false");
-        assertEquals(Fsdp.EXIT_FAILURE, code);
-        assertTrue(err.toString().contains("--activation-checkpointing"), err.toString());
+        assertTrue(err.contains("--activation-checkpointing"), err);
     }
 
     @Test
     void anUnknownRecomputePolicyIsNamedWithItsFlag() {
-        StringWriter err = new StringWriter();
-        CommandLine fsdp = Fsdp.commandLine();
-        fsdp.setErr(new PrintWriter(err, true));
-        int code =
-                fsdp.execute(
-                        "bench",
-                        "train",
-                        "--nproc",
-                        "1",
-                        "--activation-checkpointing",
-                        "selective");
-        assertEquals(Fsdp.EXIT_FAILURE, code);
+        String err = failure("--nproc", "1", "--activation-checkpointing", "selective");
         assertTrue(
-                err.toString()
-                        .contains(
-                                "--activation-checkpointing: activation checkpointing 'selective'"
-                                        + " is not one of none, full, every:N or"
-                                        + " class:NAME[,NAME...]"),
-                err.toString());
+                err.contains(
+                        "--activation-checkpointing: activation checkpointing 'selective' is not"
+                                + " one of none, full, every:N or class:NAME[,NAME...]"),
+                err);
     }
 
     @Test
     void anUnknownAttentionKernelIsNamedOnce() {
-        StringWriter err = new StringWriter();
-        CommandLine fsdp = Fsdp.commandLine();
-        fsdp.setErr(new PrintWriter(err, true));
-        assertEquals(Fsdp.EXIT_FAILURE, fsdp.execute("bench", "train", "--attention", "fused"));
         assertEquals(
                 "fsdp bench train: --attention: attention kernel 'fused' is not one of explicit,"
                         + " sdpa",
-                err.toString().strip());
+                failure("--attention", "fused").strip());
     }
 
     @Test
     void baselineOnSeveralRanksIsRejected() {
+        String err = failure("--nproc", "2", "--sharding", "NONE");
+        assertTrue(err.contains("--nproc 1"), err);
+    }
+
+    /** Runs {@code bench train} with {@code args}, which must fail; returns what it printed. */
+    private static String failure(String... args) {
         StringWriter err = new StringWriter();
         CommandLine fsdp = Fsdp.commandLine();
         fsdp.setErr(new PrintWriter(err, true));
-        int code = fsdp.execute("bench", "train", "--nproc", "2", "--sharding", "NONE");
-        assertEquals(Fsdp.EXIT_FAILURE, code);
-        assertTrue(err.toString().contains("--nproc 1"), err.toString());
+        String[] command = new String[args.length + 2];
+        command[0] = "bench";
+        command[1] = "train";
+        System.arraycopy(args, 0, command, 2, args.length);
+        assertEquals(Fsdp.EXIT_FAILURE, fsdp.execute(command));
+        return err.toString();
     }
 }
