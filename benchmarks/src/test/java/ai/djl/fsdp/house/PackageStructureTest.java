@@ -16,7 +16,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -29,7 +31,8 @@ import org.junit.jupiter.api.Test;
  * no package of more than 25 files, and no package without a {@code package-info.java} saying what
  * it is for. The file checks walk the main sources of every module of the build; the stand-alone
  * projects under {@code examples/} are not part of it, but they and the benchmarks' example
- * programs may use only the API package and the job's process group.
+ * programs may use only the API package and the job's process group. Internal packages stay in
+ * their module, and the Spark module sees the project as any launcher would.
  */
 class PackageStructureTest {
 
@@ -40,6 +43,15 @@ class PackageStructureTest {
     private static final String[] API_PACKAGES = {
         "ai.djl.fsdp.trainer", "ai.djl.fsdp.dist", "ai.djl.fsdp.examples.."
     };
+
+    private static final Set<String> LAUNCHER_CONTRACT =
+            Set.of(
+                    "ai.djl.fsdp.spark",
+                    "ai.djl.fsdp.trainer",
+                    "ai.djl.fsdp.dist",
+                    "ai.djl.fsdp.launch",
+                    "ai.djl.fsdp.launch.rank",
+                    "ai.djl.fsdp.cli");
 
     @Test
     void noImportLoopBetweenPackages() {
@@ -137,6 +149,87 @@ class PackageStructureTest {
             }
         }
         assertTrue(outside.isEmpty(), "examples import past the API package: " + outside);
+    }
+
+    /**
+     * A package under {@code ai.djl.fsdp.internal} is reached only from the module that holds it,
+     * main code or tests: the trainer's passes over units, flat parameters and execution options
+     * are seen by the model zoo, Spark and the example programs only through the trainer's API and
+     * its libraries (LoRA, the optimizers, checkpoints, safetensors, state dicts, the wrap
+     * planner). The JMH probes of the host cost ({@code bench.host}) are the one exception: they
+     * time the internals themselves.
+     */
+    @Test
+    void internalPackagesStayInTheirModule() throws IOException {
+        List<String> outside = new ArrayList<>();
+        for (Path file : sources(path -> true)) {
+            Path relative = ROOT.relativize(file);
+            if (relative.toString().contains("/ai/djl/fsdp/bench/host/")) {
+                continue;
+            }
+            Path mainJava = ROOT.resolve(relative.getName(0)).resolve("src/main/java");
+            for (String imported : projectImports(file)) {
+                String pkg = packageOf(imported);
+                if (pkg.startsWith("ai.djl.fsdp.internal.")
+                        && !Files.isDirectory(mainJava.resolve(pkg.replace('.', '/')))) {
+                    outside.add(relative + ": " + imported);
+                }
+            }
+        }
+        assertTrue(outside.isEmpty(), "use the API or the libraries instead: " + outside);
+    }
+
+    /**
+     * Spark is a launcher from outside: its code and tests start ranks and read their results
+     * through what any launcher may use, the API package, the job's process group, the launcher and
+     * the contract of a rank's process ({@code launch}, {@code launch.rank}) and the {@code
+     * bin/fsdp} entry point ({@code cli}).
+     */
+    @Test
+    void sparkUsesOnlyTheLauncherContract() throws IOException {
+        List<String> outside = new ArrayList<>();
+        for (Path file : sources(path -> path.startsWith("djl-fsdp-spark"))) {
+            for (String imported : projectImports(file)) {
+                if (!LAUNCHER_CONTRACT.contains(packageOf(imported))) {
+                    outside.add(ROOT.relativize(file) + ": " + imported);
+                }
+            }
+        }
+        assertTrue(outside.isEmpty(), "Spark imports past the launcher's contract: " + outside);
+    }
+
+    /** The Java files under {@code src/} of the modules whose root-relative path passes. */
+    private static List<Path> sources(Predicate<Path> module) throws IOException {
+        try (Stream<Path> files = Files.walk(ROOT)) {
+            return files.filter(f -> f.toString().endsWith(".java"))
+                    .filter(f -> ROOT.relativize(f).toString().contains("/src/"))
+                    .filter(f -> module.test(ROOT.relativize(f)))
+                    .toList();
+        }
+    }
+
+    /** The project's classes a file imports, static imports by their class. */
+    private static List<String> projectImports(Path file) throws IOException {
+        List<String> imports = new ArrayList<>();
+        for (String line : Files.readAllLines(file)) {
+            String name = line.replaceFirst("^import (static )?", "").replace(";", "").trim();
+            if (line.startsWith("import ") && name.startsWith("ai.djl.fsdp.")) {
+                imports.add(name);
+            }
+        }
+        return imports;
+    }
+
+    /** The package of an imported name: the segments before the first that starts upper case. */
+    private static String packageOf(String imported) {
+        List<String> segments = new ArrayList<>();
+        for (String segment : imported.split("\\.")) {
+            if (Character.isUpperCase(segment.charAt(0))) {
+                break;
+            }
+            segments.add(segment);
+        }
+        return String.join(".", segments);
     }
 
     private static List<Path> mainSources() throws IOException {

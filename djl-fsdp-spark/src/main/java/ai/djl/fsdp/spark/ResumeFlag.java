@@ -1,7 +1,7 @@
 package ai.djl.fsdp.spark;
 
-import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.cli.Fsdp;
+import ai.djl.fsdp.trainer.CheckpointListener;
 import java.io.Serializable;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,7 +72,7 @@ final class ResumeFlag implements Serializable {
         if (flag < 0) {
             return Optional.empty();
         }
-        return outputDir().flatMap(CheckpointDirectory::newest);
+        return outputDir().flatMap(CheckpointListener::newestCheckpoint);
     }
 
     /**

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.cli.Fsdp;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -83,9 +83,8 @@ class CommandLineTest {
         assertEquals(
                 fresh, resolve("finetune", "--output_dir", dir, "--resume_from_checkpoint=true"));
 
-        Path complete = Files.createDirectories(CheckpointDirectory.of(out, 4));
-        Files.createFile(complete.resolve(CheckpointDirectory.COMPLETE));
-        Files.createDirectories(CheckpointDirectory.of(out, 6)); // being written: not complete
+        Path complete = checkpoint(out, 4, true);
+        checkpoint(out, 6, false); // being written: not complete
         List<String> resumed =
                 fsdp(
                         "finetune",
@@ -123,8 +122,7 @@ class CommandLineTest {
 
     @Test
     void onlyFinetuneHasItsResumeFlagResolved(@TempDir Path out) throws Exception {
-        Path complete = Files.createDirectories(CheckpointDirectory.of(out, 4));
-        Files.createFile(complete.resolve(CheckpointDirectory.COMPLETE));
+        Path complete = checkpoint(out, 4, true);
         List<String> train =
                 List.of(
                         "com.example.Train",
@@ -140,8 +138,7 @@ class CommandLineTest {
     @Test
     void everyRankResumesFromTheCheckpointRankZeroChose(@TempDir Path tmp) throws Exception {
         Path out = Files.createDirectory(tmp.resolve("out dir"));
-        Path chosen = Files.createDirectories(CheckpointDirectory.of(out, 2));
-        Files.createFile(chosen.resolve(CheckpointDirectory.COMPLETE));
+        Path chosen = checkpoint(out, 2, true);
         ResumeFlag flag =
                 ResumeFlag.of(
                         fsdp(
@@ -152,8 +149,7 @@ class CommandLineTest {
         String offer = BarrierRendezvous.leaderOffer("driver", flag);
 
         // A later checkpoint completes while the other ranks start: they still resume from step 2.
-        Path later = Files.createDirectories(CheckpointDirectory.of(out, 4));
-        Files.createFile(later.resolve(CheckpointDirectory.COMPLETE));
+        Path later = checkpoint(out, 4, true);
         String[] told = offer.split(" ", 4);
         assertEquals("driver", told[0]);
         assertEquals(chosen.toString(), told[3]);
@@ -166,5 +162,18 @@ class CommandLineTest {
                         chosen.toString()),
                 flag.command(Optional.of(Path.of(told[3]))));
         assertEquals("", BarrierRendezvous.leaderOffer("driver", null).split(" ", 4)[3]);
+    }
+
+    /**
+     * Writes a checkpoint as docs/checkpoints.md lays one out, {@code checkpoint-<step>}, complete
+     * when its {@code COMPLETE} marker is there: the layout is the contract between a run and
+     * whatever resumes it.
+     */
+    private static Path checkpoint(Path out, int step, boolean complete) throws IOException {
+        Path directory = Files.createDirectories(out.resolve("checkpoint-" + step));
+        if (complete) {
+            Files.createFile(directory.resolve("COMPLETE"));
+        }
+        return directory;
     }
 }

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.fsdp.checkpoint.CheckpointDirectory;
 import ai.djl.fsdp.launch.Launcher;
+import ai.djl.fsdp.trainer.CheckpointListener;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -135,7 +135,7 @@ class FinetuneOnSparkTest {
         Future<?> killer =
                 watcher.submit(
                         () -> {
-                            while (CheckpointDirectory.newest(resumed).isEmpty()) {
+                            while (CheckpointListener.newestCheckpoint(resumed).isEmpty()) {
                                 Thread.sleep(20);
                             }
                             ProcessHandle.of(executors.get(1))

@@ -1,7 +1,7 @@
 package ai.djl.fsdp.checkpoint;
 
-import ai.djl.fsdp.param.FlatLayout;
-import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.internal.param.FlatLayout;
+import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.nn.Parameter;
 import com.google.gson.Gson;

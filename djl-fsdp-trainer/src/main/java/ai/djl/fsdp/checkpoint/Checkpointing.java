@@ -2,7 +2,7 @@ package ai.djl.fsdp.checkpoint;
 
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
-import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.OptimizerStates;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.ndarray.NDArray;

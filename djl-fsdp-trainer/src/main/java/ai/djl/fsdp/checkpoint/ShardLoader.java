@@ -2,8 +2,8 @@ package ai.djl.fsdp.checkpoint;
 
 import ai.djl.Device;
 import ai.djl.fsdp.dist.ProcessGroup;
-import ai.djl.fsdp.param.FlatLayout;
-import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.internal.param.FlatLayout;
+import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;

@@ -1,8 +1,8 @@
 package ai.djl.fsdp.checkpoint;
 
 import ai.djl.Device;
-import ai.djl.fsdp.param.FlatLayout;
-import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.internal.param.FlatLayout;
+import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.OptimizerStates;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
@@ -29,7 +29,7 @@ import java.util.Map;
  * the file is streamed one piece at a time from that memory, so writing holds nothing beyond the
  * copies.
  */
-public final class ShardSnapshot {
+final class ShardSnapshot {
 
     /** One tensor of the file: elements {@code [from, to)} of a shard-shaped array. */
     private record Piece(String name, NDArray source, long from, long to) {}

@@ -1,7 +1,7 @@
 package ai.djl.fsdp.optim;
 
-import ai.djl.fsdp.param.FlatLayout;
-import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.internal.param.FlatLayout;
+import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.ndarray.NDArray;
 import ai.djl.nn.Block;

@@ -2,7 +2,7 @@ package ai.djl.fsdp.optim;
 
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
-import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.OptimizerStates;
 import ai.djl.fsdp.tensor.op.ScalarOps;
 import ai.djl.fsdp.tensor.op.SumOfSquares;

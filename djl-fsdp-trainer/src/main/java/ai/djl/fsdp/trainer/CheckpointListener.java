@@ -7,13 +7,14 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * Saves sharded checkpoints of an {@link FsdpTrainer} as Hugging Face's Trainer lays them out,
  * {@code outputDir/checkpoint-<step>}: every N optimizer steps, every N epochs, and at the end of
  * training, keeping the newest few. An {@code EasyTrain.fit} program gets checkpoints by adding it
- * to its training configuration; {@link FsdpTrainer#loadCheckpoint} with {@link
- * CheckpointDirectory#newest} resumes.
+ * to its training configuration; {@link FsdpTrainer#loadCheckpoint} with {@link #newestCheckpoint}
+ * resumes.
  *
  * <pre>{@code
  * config.addTrainingListeners(CheckpointListener.builder()
@@ -42,6 +43,18 @@ public final class CheckpointListener extends TrainingListenerAdapter
         saveAtEnd = builder.saveAtEnd;
         saveTotalLimit = builder.saveTotalLimit;
         async = builder.async;
+    }
+
+    /**
+     * Returns the newest complete checkpoint under an output directory, the one a run resumes from:
+     * a {@code checkpoint-<step>} directory whose writing finished on every rank. One being
+     * written, or left half written by a rank that died, is never returned.
+     *
+     * @param outputDir the directory checkpoints are saved under
+     * @return the checkpoint's directory, or empty when there is none
+     */
+    public static Optional<Path> newestCheckpoint(Path outputDir) {
+        return CheckpointDirectory.newest(outputDir);
     }
 
     /** Returns a builder; the output directory is required. */

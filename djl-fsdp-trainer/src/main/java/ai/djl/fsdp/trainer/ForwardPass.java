@@ -1,6 +1,6 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.runtime.ShardedPasses;
+import ai.djl.fsdp.internal.runtime.ShardedPasses;
 import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDList;
 import ai.djl.training.ParameterStore;

@@ -1,6 +1,6 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.config.ExecutionOptions;
+import ai.djl.fsdp.internal.config.ExecutionOptions;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.wrap.UnitPlan;
 import ai.djl.nn.Parameter;

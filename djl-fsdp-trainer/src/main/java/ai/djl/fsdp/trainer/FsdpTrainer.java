@@ -7,7 +7,7 @@ import ai.djl.fsdp.checkpoint.TrainingState;
 import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
-import ai.djl.fsdp.runtime.ShardedModel;
+import ai.djl.fsdp.internal.runtime.ShardedModel;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
@@ -80,7 +80,7 @@ public class FsdpTrainer extends RankTrainer {
     /**
      * Initializes the model's parameters for inputs of these shapes one FSDP unit at a time,
      * keeping this rank's shards of each unit before the next is initialized (see {@link
-     * ai.djl.fsdp.runtime.UnitInitialization}).
+     * ai.djl.fsdp.internal.runtime.UnitInitialization}).
      */
     @Override
     public void initialize(Shape... shapes) {

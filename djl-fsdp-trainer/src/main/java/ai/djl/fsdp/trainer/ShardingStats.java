@@ -1,6 +1,6 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.internal.param.FlatParameter;
 import java.util.List;
 
 /**

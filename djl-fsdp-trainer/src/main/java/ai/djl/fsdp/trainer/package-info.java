@@ -12,6 +12,6 @@
  * the sharding of the model ({@code ModelSharding}) and the training state of each step ({@code
  * ShardedTraining}); figures over all ranks live in {@link ai.djl.fsdp.trainer.metrics},
  * checkpoints in {@link ai.djl.fsdp.checkpoint}, the runtime of a step in {@link
- * ai.djl.fsdp.runtime}. See {@code docs/fsdp.md}.
+ * ai.djl.fsdp.internal.runtime}. See {@code docs/fsdp.md}.
  */
 package ai.djl.fsdp.trainer;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
-import ai.djl.fsdp.param.FlatParameter;
+import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;

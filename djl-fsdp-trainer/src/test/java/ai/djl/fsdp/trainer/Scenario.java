@@ -4,7 +4,7 @@ import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.dist.ProcessGroup;
-import ai.djl.fsdp.runtime.FsdpUnit;
+import ai.djl.fsdp.internal.runtime.FsdpUnit;
 import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;

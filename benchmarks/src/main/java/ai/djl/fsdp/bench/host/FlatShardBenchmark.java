@@ -1,9 +1,9 @@
 package ai.djl.fsdp.bench.host;
 
+import ai.djl.fsdp.internal.param.FlatLayout;
+import ai.djl.fsdp.internal.runtime.GradientLeaves;
 import ai.djl.fsdp.optim.Adam;
 import ai.djl.fsdp.optim.ElementFactor;
-import ai.djl.fsdp.param.FlatLayout;
-import ai.djl.fsdp.runtime.GradientLeaves;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.op.Autograd;
 import ai.djl.ndarray.NDArray;

@@ -1,6 +1,6 @@
 package ai.djl.fsdp.bench.host;
 
-import ai.djl.fsdp.param.FlatLayout;
+import ai.djl.fsdp.internal.param.FlatLayout;
 import ai.djl.fsdp.zoo.gpt2.GPT2Block;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.nn.Attention;

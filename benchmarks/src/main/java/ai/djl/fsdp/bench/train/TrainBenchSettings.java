@@ -31,7 +31,7 @@ import java.util.Set;
  *     {@code qwen2} or {@code qwen3} ({@link BenchModel})
  * @param intermediate the MLP's width of the Llama-based families; 0 for the family's proportion
  */
-public record TrainBenchSettings(
+record TrainBenchSettings(
         int nproc,
         String sharding,
         int steps,

@@ -36,7 +36,7 @@ import java.nio.ByteOrder;
  * <p>Lifetime: {@link #close} unmaps the memory; call it only when no tensor, view or graph made
  * over it is still used, or libtorch reads unmapped memory and the JVM dies.
  */
-public final class HostReleasableMemory implements ReleasableMemory {
+final class HostReleasableMemory implements ReleasableMemory {
 
     /** The host's page size in bytes. */
     static final long PAGE = LibC.INSTANCE.sysconf(LibC.SC_PAGESIZE);

@@ -10,7 +10,7 @@ import java.util.Locale;
  * update {@code n} (DJL counts from 1) uses the value at step {@code n - 1}, so with warm-up the
  * first update's rate is 0.
  */
-public final class LearningRateSchedule implements Tracker {
+final class LearningRateSchedule implements Tracker {
 
     /** The schedule's shape after warm-up. */
     public enum Type {

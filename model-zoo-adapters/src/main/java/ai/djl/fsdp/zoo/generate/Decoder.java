@@ -11,7 +11,7 @@ import ai.djl.training.ParameterStore;
  * ({@link #of(CausalLM)}), or one sharded over ranks ({@link ShardedDecoder}), where every decoding
  * step is a collective and the ranks agree on how many steps they take.
  */
-public interface Decoder {
+interface Decoder {
 
     /**
      * Returns the model's configuration.
