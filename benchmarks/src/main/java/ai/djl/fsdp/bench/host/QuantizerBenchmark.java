@@ -32,15 +32,15 @@ public class QuantizerBenchmark extends HostBenchmark {
     @Setup(Level.Trial)
     public void setUp() {
         quantizer = BlockQuantizer.of(QuantizedBits.of(bits), 256);
-        shard = manager.randomNormal(new Shape(1, SHARD));
-        quantized = quantizer.quantize(shard, manager, "the shard");
+        shard = manager.randomNormal(new Shape(SHARD));
+        quantized = quantizer.quantize(shard, 1, manager, "the shard");
     }
 
     /** Quantizes the shard: codes and one scale per block. */
     @Benchmark
     public void quantize() {
         try (NDManager scope = manager.newSubManager()) {
-            quantizer.quantize(shard, scope, "the shard");
+            quantizer.quantize(shard, 1, scope, "the shard");
         }
     }
 

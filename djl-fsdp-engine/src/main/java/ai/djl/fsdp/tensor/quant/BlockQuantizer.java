@@ -122,28 +122,30 @@ public final class BlockQuantizer {
     }
 
     /**
-     * Quantizes each row of {@code rows}.
+     * Quantizes {@code values} as {@code rows} rows of equal length, each on its own blocks.
      *
-     * @param rows a 2-D array of floats (float32, float16 or bfloat16)
+     * @param values floats (float32, float16 or bfloat16), contiguous, {@code rows} times a row's
+     *     length in all
+     * @param rows the number of rows
      * @param manager the manager of the result
      * @param what what the values are, for the error
      * @return the rows quantized, each padded to a whole number of blocks
      * @throws IllegalArgumentException if a value is NaN or infinite
      */
-    public QuantizedRows quantize(NDArray rows, NDManager manager, String what) {
-        if (rows.getShape().dimension() != 2) {
-            throw new IllegalArgumentException("quantize takes rows, got shape " + rows.getShape());
+    public QuantizedRows quantize(NDArray values, long rows, NDManager manager, String what) {
+        if (rows < 1 || values.size() % rows != 0) {
+            throw new IllegalArgumentException(
+                    values.size() + " values cannot be cut into " + rows + " equal rows");
         }
-        long count = rows.getShape().get(0);
-        long columns = rows.getShape().get(1);
+        long columns = values.size() / rows;
         long padded = blocksPerRow(columns) * blockSize;
-        try (NDManager scope = manager.newSubManager(rows.getDevice())) {
-            rows.tempAttach(scope);
-            NDArray values = Precision.cast(rows, DataType.FLOAT32);
+        try (NDManager scope = manager.newSubManager(values.getDevice())) {
+            values.tempAttach(scope);
+            NDArray floats = Precision.cast(values, DataType.FLOAT32).reshape(rows, columns);
             if (padded != columns) {
-                values = values.concat(scope.zeros(new Shape(count, padded - columns)), 1);
+                floats = floats.concat(scope.zeros(new Shape(rows, padded - columns)), 1);
             }
-            NDArray blocks = values.reshape(-1, blockSize);
+            NDArray blocks = floats.reshape(-1, blockSize);
             NDArray absmax = blocks.abs().max(new int[] {1}, true);
             requireFinite(absmax, what);
             // A block of zeros keeps scale 0 and is divided by 1, so its codes are zeros.

@@ -82,7 +82,7 @@ class BlockQuantizerTest {
         values[1] = -7;
         values[2] = 1;
         NDArray rows = manager.create(values, new Shape(1, 64));
-        try (QuantizedRows quantized = quantizer.quantize(rows, manager, "test values")) {
+        try (QuantizedRows quantized = quantizer.quantize(rows, 1, manager, "test values")) {
             assertEquals(32, quantized.codes().size());
             byte[] codes = quantized.codes().toByteArray();
             assertEquals((byte) (15 * 16 + 1), codes[0]);
@@ -103,7 +103,7 @@ class BlockQuantizerTest {
             IllegalArgumentException e =
                     assertThrows(
                             IllegalArgumentException.class,
-                            () -> quantizer.quantize(rows, manager, "the gradient of unit h.0"));
+                            () -> quantizer.quantize(rows, 2, manager, "the gradient of unit h.0"));
             assertTrue(
                     e.getMessage().startsWith("the gradient of unit h.0 holds NaN"), e::getMessage);
             assertTrue(e.getMessage().contains("(block 2)"), e::getMessage);
@@ -138,7 +138,7 @@ class BlockQuantizerTest {
         int columns = values.length / rows;
         NDArray array = manager.create(values, new Shape(rows, columns));
         float[] back;
-        try (QuantizedRows quantized = quantizer.quantize(array, manager, "test values")) {
+        try (QuantizedRows quantized = quantizer.quantize(array, rows, manager, "test values")) {
             assertEquals(rows * quantizer.blocksPerRow(columns), quantized.scales().size());
             NDArray restored = quantizer.dequantize(quantized, columns, manager);
             assertEquals(new Shape(rows, columns), restored.getShape());
