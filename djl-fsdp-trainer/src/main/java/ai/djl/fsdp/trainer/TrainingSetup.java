@@ -34,8 +34,8 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
      *     sharding without a configured shard group size
      * @return the resolved configuration
      * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision,
-     *     gradients are quantized with it, a shard group size is set without hybrid sharding, or
-     *     parameter groups with an optimizer that cannot apply them
+     *     gradients are quantized with it or with hybrid sharding, a shard group size is set
+     *     without hybrid sharding, or parameter groups with an optimizer that cannot apply them
      */
     static TrainingSetup resolve(
             FsdpConfig fsdp,
@@ -58,8 +58,13 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
                             + " optShardingStrategy(ShardingStrategy.HYBRID_SHARD) or"
                             + " HYBRID_SHARD_ZERO2, or drop the shard group size");
         }
-        if (fsdp.getCommunicationQuantization().getGradients().isPresent()
-                && fsdp.getMixedPrecision().needsLossScaling()) {
+        boolean quantizedGradients = fsdp.getCommunicationQuantization().getGradients().isPresent();
+        if (quantizedGradients && fsdp.isHybrid()) {
+            throw new IllegalArgumentException(
+                    "Quantized gradients run with FULL_SHARD and SHARD_GRAD_OP: under hybrid"
+                            + " sharding use gradients=none (weights=int8 works)");
+        }
+        if (quantizedGradients && fsdp.getMixedPrecision().needsLossScaling()) {
             throw new IllegalArgumentException(
                     "Quantized gradients cannot carry the overflowing gradients that float16's loss"
                             + " scaling finds and skips: use bf16, or gradients=none");
