@@ -32,7 +32,7 @@ class TrainBenchCommandTest {
                         + " idle_rss_mb_per_rank=([\\d.]+) init_peak_rss_mb_per_rank=([\\d.]+)"
                         + " step_peak_rss_mb_per_rank=(?:[\\d.]+|NaN)"
                         + " peak_above_idle_over_ideal=[\\d.]+ cpu_ms_per_step=[\\d.]+"
-                        + " model=(\\w+)");
+                        + " model=(\\w+) communication_quantization=none");
 
     private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();
