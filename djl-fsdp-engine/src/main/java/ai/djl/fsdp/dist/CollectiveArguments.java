@@ -67,6 +67,24 @@ public final class CollectiveArguments {
     }
 
     /**
+     * Requires an all-to-all's input and output to hold {@code worldSize} equal pieces each.
+     *
+     * @throws IllegalArgumentException if they do not
+     */
+    public static void requirePieces(int worldSize, NDArray input, NDArray output) {
+        if (input.size() != output.size() || input.size() % worldSize != 0) {
+            throw new IllegalArgumentException(
+                    "allToAll input has "
+                            + input.size()
+                            + " elements and its output "
+                            + output.size()
+                            + ": both must have the same number, a multiple of the world size "
+                            + worldSize
+                            + ": pad to a multiple");
+        }
+    }
+
+    /**
      * Requires a broadcast's root to be a rank of the group.
      *
      * @throws IllegalArgumentException if it is not

@@ -9,8 +9,10 @@ import ai.djl.ndarray.NDArray;
  * <p>The semantics are NCCL's: every rank calls the same collectives in the same order; outputs are
  * caller-provided arrays written in place; {@code allGather} and {@code reduceScatter} move
  * equal-sized pieces, so the larger array holds exactly {@link #getSize()} times the elements of
- * the smaller one (callers pad, as FSDP does). Supported element types are float32, float16,
- * bfloat16, int32 and int64 (NCCL also float64, int8 and uint8). Arrays must be contiguous.
+ * the smaller one (callers pad, as FSDP does); {@code allToAll} moves {@link #getSize()} equal
+ * pieces each way. Supported element types are float32, float16, bfloat16, int32 and int64 (NCCL
+ * also float64, int8 and uint8; the socket ring any type in the collectives that add nothing:
+ * all-gather, all-to-all and broadcast). Arrays must be contiguous.
  *
  * <p>The asynchronous forms run in call order on the group's own stream of work and return a {@link
  * Work} to wait on; the synchronous forms wait before returning. An error on any rank (a rank that
@@ -48,6 +50,24 @@ public interface ProcessGroup extends AutoCloseable {
 
     /** Reduces {@code array} element-wise across ranks, in place. */
     Work allReduceAsync(NDArray array, ReduceOp op);
+
+    /**
+     * Sends piece {@code r} of {@code input} to rank {@code r} and leaves rank {@code s}'s piece
+     * for this rank in piece {@code s} of {@code output}: both arrays hold {@link #getSize()} equal
+     * pieces (this rank's own piece is copied across). How many bytes that sends depends on the
+     * backend ({@link #allToAllSentBytes}).
+     */
+    Work allToAllAsync(NDArray input, NDArray output);
+
+    /**
+     * Returns how many bytes this rank sends in an all-to-all of {@code bytes} bytes a rank: {@code
+     * (N-1)/N} of them where each piece goes straight to its rank (NCCL's grouped sends), more
+     * where pieces are relayed through the ranks between (the socket ring).
+     *
+     * @param bytes the size of an all-to-all's input
+     * @return the bytes this rank sends
+     */
+    long allToAllSentBytes(long bytes);
 
     /** Copies {@code root}'s {@code array} into every other rank's {@code array}. */
     Work broadcastAsync(NDArray array, int root);
@@ -103,6 +123,11 @@ public interface ProcessGroup extends AutoCloseable {
     /** The synchronous form of {@link #allReduceAsync}. */
     default void allReduce(NDArray array, ReduceOp op) {
         allReduceAsync(array, op).await();
+    }
+
+    /** The synchronous form of {@link #allToAllAsync}. */
+    default void allToAll(NDArray input, NDArray output) {
+        allToAllAsync(input, output).await();
     }
 
     /** The synchronous form of {@link #broadcastAsync}. */

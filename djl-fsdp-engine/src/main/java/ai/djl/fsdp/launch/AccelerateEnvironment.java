@@ -37,6 +37,9 @@ public final class AccelerateEnvironment {
     public static final String ACTIVATION_CHECKPOINTING = "FSDP_ACTIVATION_CHECKPOINTING";
     public static final String IGNORED_MODULES = "FSDP_IGNORED_MODULES";
 
+    /** This project's own key, {@code fsdp_communication_quantization}: none in Accelerate. */
+    public static final String COMMUNICATION_QUANTIZATION = "FSDP_COMMUNICATION_QUANTIZATION";
+
     private static final List<String> PRECISIONS = List.of("no", "fp16", "bf16", "fp8");
     private static final List<String> STRATEGIES =
             List.of(
@@ -122,6 +125,7 @@ public final class AccelerateEnvironment {
         variables.put(SYNC_MODULE_STATES, sync);
         variables.put(ACTIVATION_CHECKPOINTING, flag(fsdp, "fsdp_activation_checkpointing", false));
         putIfGiven(IGNORED_MODULES, fsdp.get("fsdp_ignored_modules"));
+        putIfGiven(COMMUNICATION_QUANTIZATION, fsdp.get("fsdp_communication_quantization"));
     }
 
     private void putIfGiven(String name, Object value) {

@@ -56,7 +56,10 @@ final class AccelerateKeys {
                             "mixed_precision",
                             "fsdp_config"));
 
-    /** The keys of {@code fsdp_config}. */
+    /**
+     * The keys of {@code fsdp_config}: Accelerate's, and this project's {@code
+     * fsdp_communication_quantization} (see {@code CommunicationQuantization.parse}).
+     */
     static final Set<String> FSDP =
             Set.of(
                     "fsdp_version",
@@ -74,7 +77,8 @@ final class AccelerateKeys {
                     "fsdp_cpu_ram_efficient_loading",
                     "fsdp_use_orig_params",
                     "fsdp_activation_checkpointing",
-                    "fsdp_ignored_modules");
+                    "fsdp_ignored_modules",
+                    "fsdp_communication_quantization");
 
     private AccelerateKeys() {}
 

@@ -36,6 +36,7 @@ public final class FsdpConfig {
     private final boolean hybrid;
     private final int shardGroupSize;
     private final boolean syncBatchNorm;
+    private final CommunicationQuantization communicationQuantization;
 
     private FsdpConfig(Builder builder) {
         wrapPolicy = builder.wrapPolicy;
@@ -45,7 +46,9 @@ public final class FsdpConfig {
                         builder.reshardAfterForward,
                         builder.prefetch,
                         builder.mixedPrecision.param(),
-                        builder.mixedPrecision.reduce());
+                        builder.mixedPrecision.reduce(),
+                        builder.quantization.weightQuantizer().orElse(null),
+                        builder.quantization.gradientQuantizer().orElse(null));
         activationCheckpointing =
                 builder.activationCheckpointing != null
                         ? builder.activationCheckpointing
@@ -58,6 +61,7 @@ public final class FsdpConfig {
         hybrid = builder.hybrid;
         shardGroupSize = builder.shardGroupSize;
         syncBatchNorm = builder.syncBatchNorm;
+        communicationQuantization = builder.quantization;
     }
 
     /** Returns a builder with the defaults: FULL_SHARD, prefetch, sync module states. */
@@ -75,10 +79,7 @@ public final class FsdpConfig {
         return buffers;
     }
 
-    /**
-     * Returns whether DJL's BatchNorm layers normalize with the statistics of the global batch
-     * (every rank's slice) in training, PyTorch's {@code SyncBatchNorm}.
-     */
+    /** Returns whether BatchNorm layers use the global batch's statistics (optSyncBatchNorm). */
     public boolean isSyncBatchNorm() {
         return syncBatchNorm;
     }
@@ -113,10 +114,7 @@ public final class FsdpConfig {
         return mixedPrecision;
     }
 
-    /**
-     * Returns whether parameter shards, their gradients and the optimizer state live in host
-     * memory, the optimizer step running on the host.
-     */
+    /** Returns whether the shards, gradients and optimizer state live and step on the host. */
     public boolean isCpuOffload() {
         return cpuOffload;
     }
@@ -156,17 +154,12 @@ public final class FsdpConfig {
      * SHARD_GRAD_OP} (or {@code HYBRID_SHARD_ZERO2}) otherwise.
      */
     public ShardingStrategy getShardingStrategy() {
-        if (!sharded) {
-            return ShardingStrategy.NO_SHARD;
-        }
-        if (hybrid) {
-            return isReshardAfterForward()
-                    ? ShardingStrategy.HYBRID_SHARD
-                    : ShardingStrategy.HYBRID_SHARD_ZERO2;
-        }
-        return isReshardAfterForward()
-                ? ShardingStrategy.FULL_SHARD
-                : ShardingStrategy.SHARD_GRAD_OP;
+        return ShardingStrategy.of(sharded, isReshardAfterForward(), hybrid);
+    }
+
+    /** Returns which collectives send quantized values ({@link CommunicationQuantization}). */
+    public CommunicationQuantization getCommunicationQuantization() {
+        return communicationQuantization;
     }
 
     /** Builds an {@link FsdpConfig}. */
@@ -185,6 +178,7 @@ public final class FsdpConfig {
         private boolean hybrid;
         private int shardGroupSize;
         private boolean syncBatchNorm;
+        private CommunicationQuantization quantization = CommunicationQuantization.NONE;
 
         Builder() {}
 
@@ -370,6 +364,18 @@ public final class FsdpConfig {
         }
 
         /**
+         * Sets which collectives send quantized values (default {@link
+         * CommunicationQuantization#NONE}).
+         *
+         * @param quantization what is quantized
+         * @return this builder
+         */
+        public Builder optCommunicationQuantization(CommunicationQuantization quantization) {
+            this.quantization = Objects.requireNonNull(quantization, "quantization");
+            return this;
+        }
+
+        /**
          * Builds the configuration.
          *
          * @return the configuration
@@ -386,12 +392,6 @@ public final class FsdpConfig {
                 // Nothing is freed or gathered when every rank holds everything.
                 reshardAfterForward = false;
                 hybrid = false;
-            }
-            if (shardGroupSize > 0 && !hybrid) {
-                throw new IllegalArgumentException(
-                        "optShardGroupSize is for the hybrid strategies: set"
-                                + " optShardingStrategy(ShardingStrategy.HYBRID_SHARD) or"
-                                + " HYBRID_SHARD_ZERO2, or drop the shard group size");
             }
             return new FsdpConfig(this);
         }

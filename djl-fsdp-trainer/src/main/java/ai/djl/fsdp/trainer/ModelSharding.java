@@ -180,7 +180,10 @@ final class ModelSharding {
                                 unit.index() > 0 && recomputed[unit.index() - 1]));
             }
             return new ShardedModel(
-                    new Collectives(mesh),
+                    new Collectives(
+                            mesh,
+                            config.getExecutionOptions().weightQuantizer(),
+                            config.getExecutionOptions().gradientQuantizer()),
                     units,
                     config.getExecutionOptions(),
                     config.isSyncBatchNorm());

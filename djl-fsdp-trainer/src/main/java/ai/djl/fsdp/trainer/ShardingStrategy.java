@@ -65,4 +65,23 @@ public enum ShardingStrategy {
     public boolean isReshardAfterForward() {
         return reshardAfterForward;
     }
+
+    /**
+     * Returns the strategy these settings amount to.
+     *
+     * @param sharded whether parameters are split over the ranks
+     * @param reshardAfterForward whether a unit's gathered parameters are freed after its forward
+     * @param hybrid whether parameters are split within shard groups and replicated across them
+     * @return the strategy
+     */
+    static ShardingStrategy of(boolean sharded, boolean reshardAfterForward, boolean hybrid) {
+        for (ShardingStrategy strategy : values()) {
+            if (strategy.sharded == sharded
+                    && strategy.reshardAfterForward == (sharded && reshardAfterForward)
+                    && strategy.hybrid == (sharded && hybrid)) {
+                return strategy;
+            }
+        }
+        throw new IllegalStateException("No strategy shards, reshards and replicates so");
+    }
 }

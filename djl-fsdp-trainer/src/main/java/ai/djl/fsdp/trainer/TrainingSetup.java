@@ -33,8 +33,9 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
      * @param environment the process environment, read for {@code LOCAL_WORLD_SIZE} by hybrid
      *     sharding without a configured shard group size
      * @return the resolved configuration
-     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision, or
-     *     parameter groups with an optimizer that cannot apply them
+     * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision,
+     *     gradients are quantized with it or with hybrid sharding, a shard group size is set
+     *     without hybrid sharding, or parameter groups with an optimizer that cannot apply them
      */
     static TrainingSetup resolve(
             FsdpConfig fsdp,
@@ -50,6 +51,23 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
                             + fsdp.getMixedPrecision()
                             + ": use FsdpConfig.optMixedPrecision(MixedPrecision.FP16), or drop"
                             + " the loss scaling settings");
+        }
+        if (fsdp.getShardGroupSize().isPresent() && !fsdp.isHybrid()) {
+            throw new IllegalArgumentException(
+                    "optShardGroupSize is for the hybrid strategies: set"
+                            + " optShardingStrategy(ShardingStrategy.HYBRID_SHARD) or"
+                            + " HYBRID_SHARD_ZERO2, or drop the shard group size");
+        }
+        boolean quantizedGradients = fsdp.getCommunicationQuantization().getGradients().isPresent();
+        if (quantizedGradients && fsdp.isHybrid()) {
+            throw new IllegalArgumentException(
+                    "Quantized gradients run with FULL_SHARD and SHARD_GRAD_OP: under hybrid"
+                            + " sharding use gradients=none (weights=int8 works)");
+        }
+        if (quantizedGradients && fsdp.getMixedPrecision().needsLossScaling()) {
+            throw new IllegalArgumentException(
+                    "Quantized gradients cannot carry the overflowing gradients that float16's loss"
+                            + " scaling finds and skips: use bf16, or gradients=none");
         }
         return new TrainingSetup(fsdp, options, mesh(world, fsdp, environment));
     }

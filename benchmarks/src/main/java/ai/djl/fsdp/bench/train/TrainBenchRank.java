@@ -194,7 +194,8 @@ public final class TrainBenchRank implements Callable<Integer> {
                         .optShardingStrategy(ShardingStrategy.valueOf(settings.sharding()))
                         .optReshardAfterForward(settings.reshardsAfterForward())
                         .optActivationCheckpointing(settings.checkpointing())
-                        .optMixedPrecision(MixedPrecision.of(settings.precision()));
+                        .optMixedPrecision(MixedPrecision.of(settings.precision()))
+                        .optCommunicationQuantization(settings.quantization());
         if (settings.shardGroupSize() > 0) {
             fsdp.optShardGroupSize(settings.shardGroupSize());
         }

@@ -66,7 +66,8 @@ final class TrainBenchReport {
                     + " sent_across_mb_per_step=%.1f shard_group_size=%d ideal_mb_per_rank=%.1f"
                     + " peak_rss_over_ideal=%.3f idle_rss_mb_per_rank=%.1f"
                     + " init_peak_rss_mb_per_rank=%.1f step_peak_rss_mb_per_rank=%.1f"
-                    + " peak_above_idle_over_ideal=%.3f cpu_ms_per_step=%.1f model=%s%s",
+                    + " peak_above_idle_over_ideal=%.3f cpu_ms_per_step=%.1f model=%s"
+                    + " communication_quantization=%s%s",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -98,6 +99,7 @@ final class TrainBenchReport {
                 worst.get("above_idle_over_ideal"),
                 worst.get("cpu_ms"),
                 settings.model(),
+                settings.quantization(),
                 // Rank 0's count, when it profiled a step (the others write -1).
                 worst.get("ops") >= 0
                         ? String.format(Locale.ROOT, " ops_per_step=%.0f", worst.get("ops"))

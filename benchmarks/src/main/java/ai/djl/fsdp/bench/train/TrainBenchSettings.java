@@ -2,6 +2,7 @@ package ai.djl.fsdp.bench.train;
 
 import ai.djl.fsdp.bench.gpt.GptShape;
 import ai.djl.fsdp.trainer.ActivationCheckpointing;
+import ai.djl.fsdp.trainer.CommunicationQuantization;
 import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.zoo.ModelConfig;
@@ -30,6 +31,8 @@ import java.util.Set;
  * @param model the family trained at {@code shape}: {@code gpt2}, {@code llama}, {@code mistral},
  *     {@code qwen2} or {@code qwen3} ({@link BenchModel})
  * @param intermediate the MLP's width of the Llama-based families; 0 for the family's proportion
+ * @param communicationQuantization what the collectives quantize, as {@link
+ *     CommunicationQuantization#parse} reads it
  */
 record TrainBenchSettings(
         int nproc,
@@ -44,7 +47,8 @@ record TrainBenchSettings(
         int loraRank,
         int shardGroupSize,
         String model,
-        int intermediate) {
+        int intermediate,
+        String communicationQuantization) {
 
     /** The {@code --sharding} value that runs DJL's plain trainer as the baseline. */
     static final String BASELINE = "NONE";
@@ -123,9 +127,24 @@ record TrainBenchSettings(
                     "--sharding NONE (DJL's plain trainer) runs in float32 only: use --precision"
                             + " fp32");
         }
+        if (quantization().isEnabled() && BASELINE.equals(sharding)) {
+            throw new IllegalArgumentException(
+                    "--sharding NONE (DJL's plain trainer) runs on one process, with nothing to"
+                            + " send: drop --communication-quantization or pick an FSDP strategy");
+        }
         if (loraRank < 0) {
             throw new IllegalArgumentException(
                     "--lora-rank must be 0 (no LoRA) or positive, got " + loraRank);
+        }
+    }
+
+    /** Returns what the run's collectives quantize. */
+    CommunicationQuantization quantization() {
+        try {
+            return CommunicationQuantization.parse(communicationQuantization);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    "--communication-quantization: " + e.getMessage(), e);
         }
     }
 

@@ -104,6 +104,16 @@ final class TrainOptions {
     private int intermediate;
 
     @Option(
+            names = "--communication-quantization",
+            paramLabel = "Q",
+            defaultValue = "none",
+            description =
+                    "Quantized collectives (ZeRO++'s qwZ and qgZ): none, or comma-separated"
+                            + " weights=none|int8, gradients=none|int8|int4, block=64..2048"
+                            + " (default: ${DEFAULT-VALUE}).")
+    private String communicationQuantization;
+
+    @Option(
             names = "--op-profile",
             paramLabel = "FILE",
             description =
@@ -133,6 +143,7 @@ final class TrainOptions {
                 loraRank,
                 shardGroupSize,
                 model,
-                intermediate);
+                intermediate,
+                communicationQuantization);
     }
 }

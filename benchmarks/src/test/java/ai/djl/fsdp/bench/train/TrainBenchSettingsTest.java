@@ -42,7 +42,8 @@ class TrainBenchSettingsTest {
                 loraRank,
                 0,
                 model,
-                intermediate);
+                intermediate,
+                "none");
     }
 
     @Test
@@ -142,9 +143,7 @@ class TrainBenchSettingsTest {
 
     /** Settings of 4 ranks with a shard group of {@code size}. */
     private static TrainBenchSettings grouped(String sharding, int size) {
-        GptShape shape = new GptShape(2, 64, 4, 1000, 8, 2);
-        return new TrainBenchSettings(
-                4, sharding, 10, 2, shape, "explicit", "fp32", null, null, 0, size, "gpt2", 0);
+        return small(4, sharding, size, "none");
     }
 
     @Test
@@ -156,6 +155,43 @@ class TrainBenchSettingsTest {
         assertTrue(e.getMessage().contains("must divide --nproc 4"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, grouped("FULL_SHARD", 2)::check);
         assertTrue(e.getMessage().contains("HYBRID_SHARD"), e.getMessage());
+    }
+
+    /** Settings of a small shape: ranks, strategy, shard group size and quantization. */
+    private static TrainBenchSettings small(
+            int nproc, String sharding, int shardGroupSize, String quantization) {
+        GptShape shape = new GptShape(2, 64, 4, 1000, 8, 2);
+        return new TrainBenchSettings(
+                nproc,
+                sharding,
+                10,
+                2,
+                shape,
+                "explicit",
+                "fp32",
+                null,
+                null,
+                0,
+                shardGroupSize,
+                "gpt2",
+                0,
+                quantization);
+    }
+
+    @Test
+    void communicationQuantizationIsReadAndRefusedForThePlainTrainer() {
+        TrainBenchSettings quantized = small(2, "FULL_SHARD", 0, "weights=int8,gradients=int4");
+        quantized.check();
+        assertEquals("weights=int8,gradients=int4,block=256", quantized.quantization().toString());
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class, small(1, "NONE", 0, "weights=int8")::check);
+        assertTrue(e.getMessage().contains("drop --communication-quantization"), e.getMessage());
+        e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        small(2, "FULL_SHARD", 0, "weights=int5")::check);
+        assertTrue(e.getMessage().startsWith("--communication-quantization: "), e.getMessage());
     }
 
     @Test

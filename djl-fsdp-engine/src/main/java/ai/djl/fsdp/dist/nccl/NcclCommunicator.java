@@ -4,6 +4,7 @@ import java.time.Duration;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.cuda.nccl.ncclComm;
 import org.bytedeco.cuda.nccl.ncclConfig_t;
+import org.bytedeco.cuda.nccl.ncclUniqueId;
 
 /** {@link Communicator} through Bytedeco's NCCL bindings ({@code libjninccl.so}). */
 final class NcclCommunicator implements Communicator {
@@ -14,6 +15,32 @@ final class NcclCommunicator implements Communicator {
     NcclCommunicator(ncclComm comm, int deviceId) {
         this.comm = comm;
         this.deviceId = deviceId;
+    }
+
+    /**
+     * Joins the job's communicator ({@code ncclCommInitRank}), bounded by {@code timeout}.
+     *
+     * @param id the communicator's unique id, the same on every rank
+     * @param worldSize the ranks of the job
+     * @param rank this rank
+     * @param deviceId this rank's GPU
+     * @param timeout the longest the ranks may take to join
+     * @return the communicator
+     */
+    static Communicator initRank(
+            ncclUniqueId id, int worldSize, int rank, int deviceId, Duration timeout) {
+        ncclComm comm = new ncclComm();
+        int result =
+                BoundedInit.run(
+                        () -> {
+                            NcclStatus.CUDA.setDevice(deviceId);
+                            return nccl.ncclCommInitRank(comm, worldSize, id, rank);
+                        },
+                        "ncclCommInitRank",
+                        rank,
+                        timeout);
+        NcclStatus.checkNccl(result, "ncclCommInitRank", rank);
+        return new NcclCommunicator(comm, deviceId);
     }
 
     @Override

@@ -27,7 +27,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.IntStream;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.nccl;
-import org.bytedeco.cuda.nccl.ncclComm;
 import org.bytedeco.cuda.nccl.ncclUniqueId;
 
 /**
@@ -180,20 +179,10 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                         });
         NcclStatus.CUDA.setDevice(device.getDeviceId());
         ncclUniqueId id = NcclUniqueIds.exchange(store, rank, env.getWorldSize());
-        ncclComm comm = new ncclComm();
-        int deviceId = device.getDeviceId();
-        int result =
-                BoundedInit.run(
-                        () -> {
-                            NcclStatus.CUDA.setDevice(deviceId);
-                            return nccl.ncclCommInitRank(comm, env.getWorldSize(), id, rank);
-                        },
-                        "ncclCommInitRank",
-                        rank,
-                        timeout);
-        NcclStatus.checkNccl(result, "ncclCommInitRank", rank);
-        return new NcclProcessGroup(
-                env, device, new NcclCommunicator(comm, deviceId), store, options);
+        Communicator comm =
+                NcclCommunicator.initRank(
+                        id, env.getWorldSize(), rank, device.getDeviceId(), timeout);
+        return new NcclProcessGroup(env, device, comm, store, options);
     }
 
     @Override
@@ -237,6 +226,23 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                 "ncclReduceScatter",
                 jobRank());
         return queued("reduceScatter", stream);
+    }
+
+    @Override
+    public synchronized Work allToAllAsync(NDArray input, NDArray output) {
+        DataType type = CollectiveArguments.sameType("allToAll", input, output);
+        CollectiveArguments.requirePieces(size, input, output);
+        long[] addresses = {data(input).address(), data(output).address()};
+        CUstream_st stream = enter(Stream.REDUCE);
+        NcclAllToAll.queue(
+                comm.handle(), addresses, input.size() / size, type, size, stream, jobRank());
+        return queued("allToAll", stream);
+    }
+
+    /** Each piece goes straight to its rank. */
+    @Override
+    public long allToAllSentBytes(long bytes) {
+        return bytes / size * (size - 1);
     }
 
     @Override

@@ -281,6 +281,22 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
     }
 
     @Override
+    public Work allToAllAsync(NDArray input, NDArray output) {
+        CollectiveArguments.sameType("allToAll", input, output);
+        CollectiveArguments.requirePieces(size, input, output);
+        ByteBuffer in = TensorMemory.hostBuffer(input, "allToAll input");
+        ByteBuffer out = TensorMemory.hostBuffer(output, "allToAll output");
+        return submit(
+                "allToAll of " + in.capacity() + " bytes", () -> collectives.allToAll(in, out));
+    }
+
+    /** Relayed along the ring: the piece for the rank {@code k} on is sent {@code k} times. */
+    @Override
+    public long allToAllSentBytes(long bytes) {
+        return bytes / size * size * (size - 1) / 2;
+    }
+
+    @Override
     public Work broadcastAsync(NDArray array, int root) {
         CollectiveArguments.requireRoot(root, size);
         ByteBuffer memory = TensorMemory.hostBuffer(array, "broadcast array");

@@ -17,12 +17,13 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A rank of {@link SocketProcessGroupTest}'s jobs: runs every collective over every supported
- * element type (bfloat16 arrays made through {@link TensorMemory}, as DJL cannot make them), SUM
- * and AVG, and element counts that are zero, one, uneven and large, and checks each result against
- * the value every rank contributes, which each rank computes for itself. Exits 0 when all match;
- * otherwise prints the mismatches and exits 1. With the argument {@code stream}, every link streams
- * through its socket; otherwise ranks pull from each other's memory where the system allows.
+ * A rank of {@link SocketProcessGroupTest}'s jobs: runs every collective (all-to-all included) over
+ * every supported element type (bfloat16 arrays made through {@link TensorMemory}, as DJL cannot
+ * make them), SUM and AVG, and element counts that are zero, one, uneven and large, and checks each
+ * result against the value every rank contributes, which each rank computes for itself. Exits 0
+ * when all match; otherwise prints the mismatches and exits 1. With the argument {@code stream},
+ * every link streams through its socket; otherwise ranks pull from each other's memory where the
+ * system allows.
  */
 public final class CollectiveCheckMain {
 
@@ -103,6 +104,21 @@ public final class CollectiveCheckMain {
         }
         checkBroadcast(type, count, size - 1);
         checkBroadcast(type, count, 0);
+        checkAllToAll(type, count);
+    }
+
+    /** Piece s of the output is rank s's piece for this rank. */
+    private void checkAllToAll(DataType type, int count) {
+        NDArray input = contribution(type, count * size);
+        NDArray output = create(type, new double[count * size]);
+        group.allToAll(input, output);
+        double[] expected = new double[count * size];
+        for (int s = 0; s < size; s++) {
+            for (int i = 0; i < count; i++) {
+                expected[s * count + i] = value(s, rank * count + i);
+            }
+        }
+        compare("allToAll " + type + " x" + count, output, expected);
     }
 
     private void checkAllGather(DataType type, int count) {

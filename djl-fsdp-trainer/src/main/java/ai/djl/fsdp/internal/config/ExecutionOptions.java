@@ -3,6 +3,7 @@ package ai.djl.fsdp.internal.config;
 import ai.djl.Device;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;
+import ai.djl.fsdp.tensor.quant.BlockQuantizer;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -21,12 +22,18 @@ import java.util.Optional;
  * @param prefetch whether the next unit's all-gather starts before the current unit computes
  * @param computeType the type units gather their parameters in and compute in
  * @param reduceType the type gradients are reduced in
+ * @param weightQuantizer how trainable weights are quantized for their all-gather, each rank
+ *     restoring them in the compute type; null to gather them exactly
+ * @param gradientQuantizer how gradients are quantized once for an all-to-all and summed in float32
+ *     by the rank that owns each piece, instead of a reduce-scatter; null to reduce them exactly
  */
 public record ExecutionOptions(
         boolean reshardAfterForward,
         boolean prefetch,
         Precision computeType,
-        Precision reduceType) {
+        Precision reduceType,
+        BlockQuantizer weightQuantizer,
+        BlockQuantizer gradientQuantizer) {
 
     /**
      * Checks the types.

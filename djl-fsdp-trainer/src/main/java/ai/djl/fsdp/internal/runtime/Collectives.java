@@ -6,9 +6,11 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.dist.quant.QuantizedCollectives;
 import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.quant.BlockQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -32,6 +34,8 @@ public final class Collectives {
     private final ProcessGroup world;
     private final ProcessGroup shardGroup;
     private final ProcessGroup replicateGroup;
+    private final QuantizedCollectives weightGather;
+    private final QuantizedCollectives gradientReduction;
 
     /**
      * Creates the collectives of a model sharded over {@code group}.
@@ -39,7 +43,7 @@ public final class Collectives {
      * @param group the ranks
      */
     public Collectives(ProcessGroup group) {
-        this(ShardingMesh.flat(group));
+        this(ShardingMesh.flat(group), null, null);
     }
 
     /**
@@ -47,11 +51,19 @@ public final class Collectives {
      * across its replicate groups.
      *
      * @param mesh the ranks
+     * @param weightQuantizer how trainable weights are quantized for the gathers units compute
+     *     with, null to gather them exactly
+     * @param gradientQuantizer how gradients are quantized for their reduce-scatters, null to
+     *     reduce them exactly; null under hybrid sharding (the trainer refuses both together)
      */
-    public Collectives(ShardingMesh mesh) {
+    public Collectives(
+            ShardingMesh mesh, BlockQuantizer weightQuantizer, BlockQuantizer gradientQuantizer) {
         this.world = mesh.getWorld();
         this.shardGroup = mesh.getShardGroup();
         this.replicateGroup = mesh.getReplicateGroup().orElse(null);
+        weightGather = weightQuantizer == null ? null : new QuantizedCollectives(weightQuantizer);
+        gradientReduction =
+                gradientQuantizer == null ? null : new QuantizedCollectives(gradientQuantizer);
     }
 
     /** Returns every rank of the job. */
@@ -68,11 +80,17 @@ public final class Collectives {
      * @param type the type the unit computes in: shards are cast to it first
      */
     void startGather(FsdpUnit unit, Precision type) {
-        startGather(unit, flat -> type);
+        startGather(unit, flat -> type, weightGather);
     }
 
-    /** Starts gathering each flat parameter of {@code unit} in its type: shards are cast first. */
-    private void startGather(FsdpUnit unit, Function<FlatParameter, Precision> types) {
+    /**
+     * Starts gathering each flat parameter of {@code unit} in its type: shards are cast first, and
+     * trainable ones sent quantized by {@code quantized} unless it is null.
+     */
+    private void startGather(
+            FsdpUnit unit,
+            Function<FlatParameter, Precision> types,
+            QuantizedCollectives quantized) {
         UnitState state = unit.getState();
         if (state != UnitState.RESHARDED && state != UnitState.RELEASED) {
             return;
@@ -85,7 +103,12 @@ public final class Collectives {
                 // A staged buffer that is not split gets a copy of the shard as its full buffer.
                 NDArray full = flat.allocateFull(type, unit.isReleasable());
                 if (flat.isSharded()) {
-                    works.add(shardGroup.allGatherAsync(flat.shardIn(type), full));
+                    NDArray shard = flat.shardIn(type);
+                    works.add(
+                            quantized != null && flat.isTrainable()
+                                    ? quantized.allGatherAsync(
+                                            shardGroup, shard, full, "weights " + flat.getId())
+                                    : shardGroup.allGatherAsync(shard, full));
                 }
             }
         } catch (RuntimeException | Error e) {
@@ -125,7 +148,16 @@ public final class Collectives {
             NDArray gradient = flatLeaves.flatGradient(type, scope);
             if (flat.isSharded()) {
                 NDArray shardGradient = type.empty(scope, flat.getShard().getShape());
-                Work work = shardGroup.reduceScatterAsync(gradient, shardGradient, ReduceOp.AVG);
+                Work work =
+                        gradientReduction != null
+                                ? gradientReduction.reduceScatterAsync(
+                                        shardGroup,
+                                        gradient,
+                                        shardGradient,
+                                        ReduceOp.AVG,
+                                        "the gradient of " + flat.getId())
+                                : shardGroup.reduceScatterAsync(
+                                        gradient, shardGradient, ReduceOp.AVG);
                 parts.add(
                         new PendingReduction.Part(
                                 flat, acrossReplicas(shardGradient, work), shardGradient));
@@ -187,7 +219,7 @@ public final class Collectives {
      */
     void restoreParameterArrays(FsdpUnit unit) {
         // The parameters' own type: a unit is written or restored as its master copy is typed.
-        startGather(unit, flat -> Precision.FLOAT32);
+        startGather(unit, flat -> Precision.FLOAT32, null);
         unit.awaitGather();
         try {
             for (FlatParameter flat : unit.getFlatParameters()) {
@@ -226,7 +258,7 @@ public final class Collectives {
      * @throws IOException if the visitor throws it
      */
     void visitGathered(FsdpUnit unit, UnitVisitor visitor) throws IOException {
-        startGather(unit, flat -> Precision.ofArray(flat.getShard()));
+        startGather(unit, flat -> Precision.ofArray(flat.getShard()), null);
         Map<Parameter, NDArray> placeholders = new IdentityHashMap<>();
         try {
             unit.awaitGather();

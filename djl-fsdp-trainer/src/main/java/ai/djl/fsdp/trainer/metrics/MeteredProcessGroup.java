@@ -12,8 +12,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * A process group that counts the bytes this rank sends, as the ring algorithms (those of the
  * socket backend and NCCL) move them: an all-gather or reduce-scatter sends {@code (N-1)/N} of the
  * full buffer, an all-reduce twice that, a broadcast the whole array from every rank but the last
- * in the ring; and the time the caller spends blocked waiting for collectives to finish (the
- * communication that compute did not hide).
+ * in the ring, an all-to-all what its backend says it sends ({@link
+ * ProcessGroup#allToAllSentBytes}: relayed pieces counted each time they go out); and the time the
+ * caller spends blocked waiting for collectives to finish (the communication that compute did not
+ * hide).
  */
 public final class MeteredProcessGroup implements ProcessGroup {
 
@@ -140,6 +142,17 @@ public final class MeteredProcessGroup implements ProcessGroup {
     public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
         sent(bytes(output) * (getSize() - 1));
         return timed(group.reduceScatterAsync(input, output, op));
+    }
+
+    @Override
+    public Work allToAllAsync(NDArray input, NDArray output) {
+        sent(group.allToAllSentBytes(bytes(input)));
+        return timed(group.allToAllAsync(input, output));
+    }
+
+    @Override
+    public long allToAllSentBytes(long bytes) {
+        return group.allToAllSentBytes(bytes);
     }
 
     @Override

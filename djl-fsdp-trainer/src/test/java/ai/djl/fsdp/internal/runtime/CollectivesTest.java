@@ -98,6 +98,16 @@ class CollectivesTest {
         }
 
         @Override
+        public Work allToAllAsync(NDArray input, NDArray output) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public long allToAllSentBytes(long bytes) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
         public Work broadcastAsync(NDArray array, int root) {
             throw new UnsupportedOperationException();
         }

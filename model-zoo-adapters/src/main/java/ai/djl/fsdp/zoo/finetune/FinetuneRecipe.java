@@ -342,7 +342,8 @@ final class FinetuneRecipe implements AutoCloseable {
                         .optPrefetch(fsdp.prefetch())
                         .optMixedPrecision(fsdp.mixedPrecision)
                         .optSyncModuleStates(fsdp.syncModuleStates)
-                        .optCpuOffload(fsdp.offloadParams);
+                        .optCpuOffload(fsdp.offloadParams)
+                        .optCommunicationQuantization(fsdp.quantization());
         fsdp.activationCheckpointing().ifPresent(config::optActivationCheckpointing);
         TrainerOptions.Builder options =
                 TrainerOptions.builder()

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.finetune.args;
 
 import ai.djl.fsdp.trainer.ActivationCheckpointing;
+import ai.djl.fsdp.trainer.CommunicationQuantization;
 import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.WrapPolicy;
@@ -114,6 +115,16 @@ public final class FsdpArguments {
     @Option(names = "--fsdp_forward_prefetch", arity = "0..1", fallbackValue = "true")
     public boolean forwardPrefetch;
 
+    @Option(
+            names = {"--fsdp_communication_quantization", "--communication_quantization"},
+            defaultValue = "none",
+            description =
+                    "Send fewer bytes between ranks (ZeRO++'s qwZ and qgZ): none (the default), or"
+                            + " comma-separated weights=none|int8, gradients=none|int8|int4 and"
+                            + " block=64..2048 (values per scale, default 256), e.g."
+                            + " weights=int8,gradients=int4.")
+    public String communicationQuantization;
+
     /**
      * The mixed precision of the run, from {@code --bf16} or {@code --fp16} (set by the command,
      * not a flag).
@@ -128,6 +139,21 @@ public final class FsdpArguments {
      */
     public Optional<ActivationCheckpointing> activationCheckpointing() {
         return Optional.ofNullable(gradientCheckpointing).map(ActivationCheckpointing::of);
+    }
+
+    /**
+     * Parses {@code --fsdp_communication_quantization}.
+     *
+     * @return what the collectives quantize
+     * @throws IllegalArgumentException naming the flag and what it may be
+     */
+    public CommunicationQuantization quantization() {
+        try {
+            return CommunicationQuantization.parse(communicationQuantization);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    "--fsdp_communication_quantization: " + e.getMessage(), e);
+        }
     }
 
     /**

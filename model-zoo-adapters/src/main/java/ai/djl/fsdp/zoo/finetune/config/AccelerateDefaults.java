@@ -127,6 +127,8 @@ public final class AccelerateDefaults implements IDefaultValueProvider {
                 return env.get(AccelerateEnvironment.FORWARD_PREFETCH);
             case "--fsdp_offload_params":
                 return env.get(AccelerateEnvironment.OFFLOAD_PARAMS);
+            case "--fsdp_communication_quantization":
+                return env.get(AccelerateEnvironment.COMMUNICATION_QUANTIZATION);
             case "--fsdp_state_dict_type":
                 return env.get(AccelerateEnvironment.STATE_DICT_TYPE);
             case "--fsdp_use_orig_params":

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.launch.AccelerateLaunchConfig;
+import ai.djl.fsdp.trainer.CommunicationQuantization;
 import ai.djl.fsdp.zoo.finetune.FinetuneCommand;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -164,6 +165,45 @@ public class AccelerateDefaultsTest {
         assertEquals("false", settings.get("--gradient_checkpointing"));
         assertEquals("false", settings.get("--bf16"));
         assertEquals("NO_PREFETCH", settings.get("--fsdp_backward_prefetch"), "not given: kept");
+    }
+
+    @Test
+    void communicationQuantizationComesFromTheConfigFilesKeyOrTheFlag(@TempDir Path directory)
+            throws Exception {
+        Path file =
+                Files.writeString(
+                        directory.resolve("quantized.yaml"),
+                        NEW.replace(
+                                "fsdp_config:\n",
+                                "fsdp_config:\n  fsdp_communication_quantization:"
+                                        + " weights=int8,gradients=int4\n"));
+        Map<String, String> launched = AccelerateLaunchConfig.read(file).getEnvironment();
+        assertEquals(
+                "weights=int8,gradients=int4", launched.get("FSDP_COMMUNICATION_QUANTIZATION"));
+        FinetuneCommand command = new FinetuneCommand();
+        CommandLine line = new CommandLine(command);
+        line.setDefaultValueProvider(new AccelerateDefaults(launched));
+        line.parseArgs("--output_dir", "out");
+        assertEquals(
+                "weights=int8,gradients=int4,block=256",
+                line.getCommandSpec()
+                        .findOption("--fsdp_communication_quantization")
+                        .getValue()
+                        .toString()
+                        .transform(CommunicationQuantization::parse)
+                        .toString());
+        line = new CommandLine(new FinetuneCommand());
+        line.setDefaultValueProvider(new AccelerateDefaults(launched));
+        line.parseArgs("--output_dir", "out", "--communication_quantization", "none");
+        assertEquals(
+                "none",
+                line.getCommandSpec().findOption("--fsdp_communication_quantization").getValue());
+        line = new CommandLine(new FinetuneCommand());
+        line.parseArgs("--output_dir", "out");
+        assertEquals(
+                "none",
+                line.getCommandSpec().findOption("--fsdp_communication_quantization").getValue(),
+                "off by default");
     }
 
     @Test

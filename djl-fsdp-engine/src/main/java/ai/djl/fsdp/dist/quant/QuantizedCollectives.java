@@ -1,0 +1,174 @@
+package ai.djl.fsdp.dist.quant;
+
+import ai.djl.fsdp.dist.CollectiveArguments;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.dist.Work;
+import ai.djl.fsdp.tensor.BlobTensors;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.fsdp.tensor.quant.BlockQuantizer;
+import ai.djl.fsdp.tensor.quant.QuantizedRows;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import java.util.List;
+
+/**
+ * An all-gather and a reduce-scatter whose values cross the wire quantized by one {@link
+ * BlockQuantizer}: codes and scales travel as two collectives of the group, and the values are
+ * restored (and, for the reduce-scatter, summed in float32) when the returned {@link Work} is
+ * awaited, on the caller's thread and device.
+ *
+ * <p>The restored values are written into the output through a second tensor over its memory, so a
+ * graph that saved views of the output (a unit's parameters, refilled before its backward) reads
+ * the new values without autograd seeing an in-place change, as when a collective writes it. Every
+ * rank restores every piece, its own included: all ranks compute with the same values.
+ */
+public final class QuantizedCollectives {
+
+    private final BlockQuantizer quantizer;
+
+    /**
+     * Creates the collectives of {@code quantizer}'s codes.
+     *
+     * @param quantizer the codes' width and block size
+     */
+    public QuantizedCollectives(BlockQuantizer quantizer) {
+        this.quantizer = quantizer;
+    }
+
+    /** Returns the quantizer. */
+    public BlockQuantizer getQuantizer() {
+        return quantizer;
+    }
+
+    /**
+     * Gathers every rank's {@code input} into {@code output}, rank {@code r}'s values at offset
+     * {@code r * input.size()}, quantized on the way.
+     *
+     * @param group the ranks
+     * @param input this rank's values, floats
+     * @param output where every rank's values land, in its own float type
+     * @param what what the values are, for the error a value that is not finite raises
+     * @return the gather; {@code output} holds the values once it is awaited
+     * @throws IllegalArgumentException if a value is NaN or infinite
+     */
+    public Work allGatherAsync(ProcessGroup group, NDArray input, NDArray output, String what) {
+        CollectiveArguments.requireSizes(
+                "allGather", group.getSize(), "output", output, "input", input);
+        long columns = input.size();
+        NDManager scope = output.getManager().newSubManager(output.getDevice());
+        QuantizedRows own = quantizer.quantize(input, 1, scope, what);
+        QuantizedRows all = quantizer.allocate(scope, group.getSize(), columns);
+        List<Work> works =
+                List.of(
+                        group.allGatherAsync(own.codes(), all.codes()),
+                        group.allGatherAsync(own.scales(), all.scales()));
+        return new RestoringWork(
+                works,
+                scope,
+                () -> write(quantizer.dequantize(all, columns, scope), output, scope));
+    }
+
+    /**
+     * Reduces {@code input} across ranks and leaves piece {@code rank} of the result in {@code
+     * output}: each rank's input is quantized once, piece {@code r} is sent to rank {@code r} in an
+     * all-to-all, and the pieces that arrive are restored and summed in float32.
+     *
+     * @param group the ranks
+     * @param input this rank's values, floats, {@code size} pieces of {@code output.size()}
+     * @param output where this rank's piece of the sum (or mean) lands, in its own float type
+     * @param op {@link ReduceOp#SUM} or {@link ReduceOp#AVG}
+     * @param what what the values are, for the error a value that is not finite raises
+     * @return the reduction; {@code output} holds the result once it is awaited
+     * @throws IllegalArgumentException if a value is NaN or infinite, or for another reduction
+     */
+    public Work reduceScatterAsync(
+            ProcessGroup group, NDArray input, NDArray output, ReduceOp op, String what) {
+        CollectiveArguments.requireSizes(
+                "reduceScatter", group.getSize(), "input", input, "output", output);
+        if (op != ReduceOp.SUM && op != ReduceOp.AVG) {
+            throw new IllegalArgumentException("Unsupported reduction " + op);
+        }
+        int size = group.getSize();
+        long columns = output.size();
+        NDManager scope = output.getManager().newSubManager(output.getDevice());
+        QuantizedRows mine = quantizer.quantize(input, size, scope, what);
+        QuantizedRows theirs = quantizer.allocate(scope, size, columns);
+        List<Work> works =
+                List.of(
+                        group.allToAllAsync(mine.codes(), theirs.codes()),
+                        group.allToAllAsync(mine.scales(), theirs.scales()));
+        return new RestoringWork(
+                works,
+                scope,
+                () -> {
+                    NDArray sum = quantizer.dequantize(theirs, columns, scope).sum(new int[] {0});
+                    write(op == ReduceOp.AVG ? sum.div(size) : sum, output, scope);
+                });
+    }
+
+    /** Copies {@code values} (float32) into {@code target}'s memory in its type. */
+    private static void write(NDArray values, NDArray target, NDManager scope) {
+        Precision type = Precision.ofArray(target);
+        NDArray alias =
+                BlobTensors.wrap(
+                        TensorMemory.contiguousDataPointer(target, "quantized collective's output"),
+                        target.size() * type.getBytes(),
+                        target.getDevice(),
+                        scope,
+                        values.getShape(),
+                        type,
+                        0);
+        TensorMemory.copy(values, alias);
+    }
+
+    /** The collectives of codes and scales, then the restoring of the values once awaited. */
+    private static final class RestoringWork implements Work {
+
+        private final List<Work> works;
+        private final NDManager scope;
+        private final Runnable restore;
+        private volatile boolean done;
+
+        RestoringWork(List<Work> works, NDManager scope, Runnable restore) {
+            this.works = works;
+            this.scope = scope;
+            this.restore = restore;
+        }
+
+        /** Waits for both collectives (the buffers are freed only then), then restores. */
+        @Override
+        public synchronized void await() {
+            if (done) {
+                return;
+            }
+            RuntimeException failure = null;
+            try {
+                for (Work work : works) {
+                    try {
+                        work.await();
+                    } catch (RuntimeException e) {
+                        if (failure == null) {
+                            failure = e;
+                        } else {
+                            failure.addSuppressed(e);
+                        }
+                    }
+                }
+                if (failure != null) {
+                    throw failure;
+                }
+                restore.run();
+                done = true;
+            } finally {
+                scope.close();
+            }
+        }
+
+        @Override
+        public boolean isDone() {
+            return done;
+        }
+    }
+}

@@ -1,0 +1,7 @@
+/**
+ * Blockwise symmetric quantization for communication (ZeRO++'s qwZ and qgZ): float values cut into
+ * blocks of a fixed size, each block sent as signed integer codes of 8 or 4 bits (two 4-bit codes a
+ * byte) with one float32 scale, its largest magnitude over the largest code. Everything runs
+ * through libtorch's operators, on whichever device the values live.
+ */
+package ai.djl.fsdp.tensor.quant;

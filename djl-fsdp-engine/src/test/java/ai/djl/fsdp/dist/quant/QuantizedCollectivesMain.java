@@ -1,0 +1,163 @@
+package ai.djl.fsdp.dist.quant;
+
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroupOptions;
+import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.dist.ReduceOp;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
+import ai.djl.fsdp.tensor.quant.BlockQuantizer;
+import ai.djl.fsdp.tensor.quant.QuantizedBits;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+/**
+ * A rank of {@link QuantizedCollectivesTest}'s jobs: gathers and reduce-scatters values of
+ * different magnitudes per rank and per block, quantized, and checks each result element against
+ * the exact collective's within the bound the blocks' magnitudes give: an all-gather's value within
+ * {@code absmax / 127} of its block's largest magnitude (plus bfloat16's rounding of the result
+ * when gathered into bfloat16), a mean within the ranks' bounds summed and divided by the ranks
+ * ({@code absmax / 127} in int8, {@code absmax / 7} in int4, each rank's own block). Prints {@code
+ * OK} and exits 0 when all hold, else prints the failures and exits 1.
+ */
+public final class QuantizedCollectivesMain {
+
+    /** Values per rank's piece: three blocks of 256 and a partial one. */
+    private static final int PIECE = 1000;
+
+    private static final int BLOCK = 256;
+
+    private final ProcessGroup group;
+    private final NDManager manager;
+    private final int rank;
+    private final int size;
+    private final List<String> failures = new ArrayList<>();
+
+    private QuantizedCollectivesMain(ProcessGroup group, NDManager manager) {
+        this.group = group;
+        this.manager = manager;
+        rank = group.getRank();
+        size = group.getSize();
+    }
+
+    public static void main(String[] args) {
+        ProcessGroupOptions options =
+                ProcessGroupOptions.builder().optTimeout(Duration.ofSeconds(60)).build();
+        QuantizedCollectivesMain check;
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
+                NDManager manager = NDManager.newBaseManager(group.getDevice())) {
+            check = new QuantizedCollectivesMain(group, manager);
+            check.checkAllGather(Precision.FLOAT32);
+            check.checkAllGather(Precision.BFLOAT16);
+            check.checkReduceScatter(QuantizedBits.INT8);
+            check.checkReduceScatter(QuantizedBits.INT4);
+            group.barrier();
+        }
+        if (!check.failures.isEmpty()) {
+            check.failures.forEach(System.out::println);
+            System.exit(1);
+        }
+        System.out.println("OK");
+        System.exit(0);
+    }
+
+    /** Rank {@code r}'s values: Gaussians scaled per block of 256 by 10^(block mod 4 - 2). */
+    private static float[] values(int r, int count) {
+        Random random = new Random(31L * r + count);
+        float[] values = new float[count];
+        for (int i = 0; i < count; i++) {
+            values[i] = (float) (random.nextGaussian() * Math.pow(10, (i / BLOCK + r) % 4 - 2));
+        }
+        return values;
+    }
+
+    /** The largest magnitude of the block holding element {@code i} of a row of {@code row}. */
+    private static float absmax(float[] row, int start, int length, int i) {
+        int from = start + (i - start) / BLOCK * BLOCK;
+        int to = Math.min(start + length, from + BLOCK);
+        float max = 0;
+        for (int j = from; j < to; j++) {
+            max = Math.max(max, Math.abs(row[j]));
+        }
+        return max;
+    }
+
+    private void checkAllGather(Precision type) {
+        QuantizedCollectives collectives =
+                new QuantizedCollectives(BlockQuantizer.of(QuantizedBits.INT8, BLOCK));
+        NDArray input = type.cast(manager.create(values(rank, PIECE)));
+        NDArray output = type.empty(manager, new Shape((long) PIECE * size));
+        collectives.allGatherAsync(group, input, output, "test weights").await();
+        float[] got = floats(output);
+        for (int r = 0; r < size; r++) {
+            // What rank r sent, as this rank computes it: in the gather's type first.
+            float[] sent = floats(type.cast(manager.create(values(r, PIECE))));
+            for (int i = 0; i < PIECE; i++) {
+                double bound = absmax(sent, 0, PIECE, i) / 127.0;
+                if (type != Precision.FLOAT32) {
+                    bound += Math.abs(sent[i]) / 128.0;
+                }
+                check(
+                        "allGather into " + type.getName(),
+                        r * PIECE + i,
+                        got[r * PIECE + i],
+                        sent[i],
+                        bound);
+            }
+        }
+    }
+
+    private void checkReduceScatter(QuantizedBits bits) {
+        QuantizedCollectives collectives = new QuantizedCollectives(BlockQuantizer.of(bits, BLOCK));
+        NDArray input = manager.create(values(rank, PIECE * size));
+        NDArray output = manager.zeros(new Shape(PIECE));
+        collectives
+                .reduceScatterAsync(group, input, output, ReduceOp.AVG, "test gradients")
+                .await();
+        float[] got = output.toFloatArray();
+        for (int i = 0; i < PIECE; i++) {
+            double exact = 0;
+            double bound = 0;
+            for (int r = 0; r < size; r++) {
+                float[] row = values(r, PIECE * size);
+                exact += row[rank * PIECE + i];
+                bound += absmax(row, rank * PIECE, PIECE, rank * PIECE + i) / bits.getMaxCode();
+            }
+            check(
+                    "reduceScatter " + bits.getName(),
+                    i,
+                    got[i],
+                    exact / size,
+                    bound / size + 1e-6 * Math.abs(exact));
+        }
+    }
+
+    private void check(String what, int at, double got, double exact, double bound) {
+        if (!(Math.abs(got - exact) <= bound)) {
+            failures.add(
+                    what
+                            + ": element "
+                            + at
+                            + " is "
+                            + got
+                            + ", exact "
+                            + exact
+                            + ", bound "
+                            + bound);
+        }
+    }
+
+    /** Reads any float array's values, bfloat16 included, through a float32 copy. */
+    private float[] floats(NDArray array) {
+        NDArray wide = manager.zeros(array.getShape(), DataType.FLOAT32);
+        TensorMemory.copy(array, wide);
+        return wide.toFloatArray();
+    }
+}

@@ -1,0 +1,220 @@
+package ai.djl.fsdp.trainer;
+
+import ai.djl.fsdp.tensor.quant.BlockQuantizer;
+import ai.djl.fsdp.tensor.quant.QuantizedBits;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Which collectives send quantized values, ZeRO++'s qwZ and qgZ: a unit's weights gathered as int8
+ * with one scale per block, each rank restoring them in the compute type (the shards, the master
+ * weights and the optimizer state stay exact); its gradients quantized once to int8 or int4,
+ * exchanged all-to-all and summed in float32 on the rank that owns each piece. Blockwise symmetric
+ * absmax ({@link BlockQuantizer}); frozen parameters are gathered as they are stored. Off by
+ * default ({@link #NONE}).
+ *
+ * <pre>{@code
+ * CommunicationQuantization q = CommunicationQuantization.builder()
+ *         .optWeights(QuantizedBits.INT8)
+ *         .optGradients(QuantizedBits.INT4)
+ *         .build();
+ * CommunicationQuantization same = CommunicationQuantization.parse("weights=int8,gradients=int4");
+ * }</pre>
+ */
+public final class CommunicationQuantization {
+
+    /** Everything sent as it is computed. */
+    public static final CommunicationQuantization NONE = builder().build();
+
+    /** The default number of values that share a scale. */
+    public static final int DEFAULT_BLOCK_SIZE = 256;
+
+    private final QuantizedBits weights;
+    private final QuantizedBits gradients;
+    private final int blockSize;
+
+    private CommunicationQuantization(Builder builder) {
+        weights = builder.weights;
+        gradients = builder.gradients;
+        blockSize = builder.blockSize;
+    }
+
+    /** Returns a builder: nothing quantized, blocks of {@value #DEFAULT_BLOCK_SIZE}. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Reads a setting as the command line and Accelerate's config key give it: {@code none}, or
+     * comma-separated {@code weights=none|int8}, {@code gradients=none|int8|int4} and {@code
+     * block=64..2048}, any of them left out for its default (none, none, 256).
+     *
+     * @param text the setting
+     * @return the quantization
+     * @throws IllegalArgumentException naming the part that is wrong and what it may be
+     */
+    public static CommunicationQuantization parse(String text) {
+        String setting = text.trim().toLowerCase(Locale.ROOT);
+        Builder builder = builder();
+        if (setting.isEmpty() || "none".equals(setting)) {
+            return builder.build();
+        }
+        for (String part : setting.split(",")) {
+            String[] pair = part.trim().split("=", 2);
+            String value = pair.length == 2 ? pair[1].trim() : "";
+            switch (pair[0].trim()) {
+                case "weights":
+                    builder.optWeights(bits(value));
+                    break;
+                case "gradients":
+                    builder.optGradients(bits(value));
+                    break;
+                case "block":
+                    try {
+                        builder.optBlockSize(Integer.parseInt(value));
+                    } catch (NumberFormatException e) {
+                        throw new IllegalArgumentException(
+                                "Communication quantization's block must be a number of values,"
+                                        + " got '"
+                                        + value
+                                        + "'",
+                                e);
+                    }
+                    break;
+                default:
+                    throw new IllegalArgumentException(
+                            "Communication quantization '"
+                                    + text
+                                    + "' has an unknown part '"
+                                    + part.trim()
+                                    + "': give none, or comma-separated weights=none|int8,"
+                                    + " gradients=none|int8|int4 and block=64..2048");
+            }
+        }
+        return builder.build();
+    }
+
+    /** Returns null for {@code none}, else the width. */
+    private static QuantizedBits bits(String value) {
+        return "none".equals(value) ? null : QuantizedBits.of(value);
+    }
+
+    /** Returns the width weights are gathered in, empty when they are gathered exactly. */
+    public Optional<QuantizedBits> getWeights() {
+        return Optional.ofNullable(weights);
+    }
+
+    /** Returns the width gradients are reduced in, empty when they are reduced exactly. */
+    public Optional<QuantizedBits> getGradients() {
+        return Optional.ofNullable(gradients);
+    }
+
+    /** Returns the number of values that share a scale. */
+    public int getBlockSize() {
+        return blockSize;
+    }
+
+    /** Returns whether anything is quantized. */
+    public boolean isEnabled() {
+        return weights != null || gradients != null;
+    }
+
+    /** Returns the quantizer of weights' gathers, empty when they are exact. */
+    Optional<BlockQuantizer> weightQuantizer() {
+        return getWeights().map(bits -> BlockQuantizer.of(bits, blockSize));
+    }
+
+    /** Returns the quantizer of gradients' reductions, empty when they are exact. */
+    Optional<BlockQuantizer> gradientQuantizer() {
+        return getGradients().map(bits -> BlockQuantizer.of(bits, blockSize));
+    }
+
+    /** Returns the setting as {@link #parse} reads it. */
+    @Override
+    public String toString() {
+        if (!isEnabled()) {
+            return "none";
+        }
+        return "weights="
+                + getWeights().map(QuantizedBits::getName).orElse("none")
+                + ",gradients="
+                + getGradients().map(QuantizedBits::getName).orElse("none")
+                + ",block="
+                + blockSize;
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof CommunicationQuantization that
+                && weights == that.weights
+                && gradients == that.gradients
+                && blockSize == that.blockSize;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(weights, gradients, blockSize);
+    }
+
+    /** Builds a {@link CommunicationQuantization}. */
+    public static final class Builder {
+
+        private QuantizedBits weights;
+        private QuantizedBits gradients;
+        private int blockSize = DEFAULT_BLOCK_SIZE;
+
+        private Builder() {}
+
+        /**
+         * Sets the width weights are gathered in (default: exact).
+         *
+         * @param weights {@link QuantizedBits#INT8}, or null for exact
+         * @return this builder
+         * @throws IllegalArgumentException for int4, which forward would feel at every layer
+         */
+        public Builder optWeights(QuantizedBits weights) {
+            if (weights == QuantizedBits.INT4) {
+                throw new IllegalArgumentException(
+                        "Weights are gathered in int8 at the narrowest (ZeRO++'s qwZ); int4 is for"
+                                + " gradients: use weights=int8");
+            }
+            this.weights = weights;
+            return this;
+        }
+
+        /**
+         * Sets the width gradients are reduced in (default: exact).
+         *
+         * @param gradients {@link QuantizedBits#INT8} or {@link QuantizedBits#INT4}, or null for
+         *     exact
+         * @return this builder
+         */
+        public Builder optGradients(QuantizedBits gradients) {
+            this.gradients = gradients;
+            return this;
+        }
+
+        /**
+         * Sets how many values share a scale (default {@value #DEFAULT_BLOCK_SIZE}).
+         *
+         * @param blockSize an even number from 64 to 2048
+         * @return this builder
+         * @throws IllegalArgumentException for another
+         */
+        public Builder optBlockSize(int blockSize) {
+            BlockQuantizer.checkBlockSize(blockSize);
+            this.blockSize = blockSize;
+            return this;
+        }
+
+        /**
+         * Builds the setting.
+         *
+         * @return the setting
+         */
+        public CommunicationQuantization build() {
+            return new CommunicationQuantization(this);
+        }
+    }
+}

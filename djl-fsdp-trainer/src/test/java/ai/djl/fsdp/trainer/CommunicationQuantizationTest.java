@@ -1,0 +1,71 @@
+package ai.djl.fsdp.trainer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.tensor.quant.QuantizedBits;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/** The setting's builder, its text form both ways, and the combinations it refuses. */
+class CommunicationQuantizationTest {
+
+    @Test
+    void theTextFormReadsWhatTheBuilderBuilds() {
+        CommunicationQuantization built =
+                CommunicationQuantization.builder()
+                        .optWeights(QuantizedBits.INT8)
+                        .optGradients(QuantizedBits.INT4)
+                        .optBlockSize(128)
+                        .build();
+        CommunicationQuantization parsed =
+                CommunicationQuantization.parse(" Weights=INT8, gradients=int4 ,block=128");
+        assertEquals(built, parsed);
+        assertEquals("weights=int8,gradients=int4,block=128", parsed.toString());
+        assertEquals(parsed, CommunicationQuantization.parse(parsed.toString()));
+        assertEquals(Optional.of(QuantizedBits.INT8), parsed.getWeights());
+        assertEquals(128, parsed.weightQuantizer().orElseThrow().getBlockSize());
+        assertEquals(QuantizedBits.INT4, parsed.gradientQuantizer().orElseThrow().getBits());
+    }
+
+    @Test
+    void noneAndLeftOutPartsQuantizeNothing() {
+        assertEquals(CommunicationQuantization.NONE, CommunicationQuantization.parse("none"));
+        assertEquals(CommunicationQuantization.NONE, CommunicationQuantization.parse(""));
+        assertFalse(CommunicationQuantization.NONE.isEnabled());
+        assertEquals("none", CommunicationQuantization.NONE.toString());
+        CommunicationQuantization weights = CommunicationQuantization.parse("weights=int8");
+        assertTrue(weights.isEnabled());
+        assertEquals(Optional.empty(), weights.getGradients());
+        assertEquals(CommunicationQuantization.DEFAULT_BLOCK_SIZE, weights.getBlockSize());
+        assertEquals(
+                CommunicationQuantization.NONE,
+                CommunicationQuantization.parse("weights=none,gradients=none"));
+        assertEquals(
+                CommunicationQuantization.NONE,
+                FsdpConfig.builder()
+                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                        .build()
+                        .getCommunicationQuantization(),
+                "off by default");
+    }
+
+    @Test
+    void mistakesAreRefusedNamingThePartAndTheChoices() {
+        assertMessage("weights=int4", "int4 is for gradients: use weights=int8");
+        assertMessage("gradients=int2", "Unknown quantized width 'int2': use int8 or int4");
+        assertMessage("block=32", "from 64 to 2048");
+        assertMessage("block=big", "block must be a number of values, got 'big'");
+        assertMessage("weight=int8", "unknown part 'weight=int8'");
+    }
+
+    private static void assertMessage(String text, String expected) {
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> CommunicationQuantization.parse(text));
+        assertTrue(e.getMessage().contains(expected), e::getMessage);
+    }
+}

@@ -1,0 +1,29 @@
+package ai.djl.fsdp.zoo.precision;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.fsdp.testing.RankProcesses;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Training with quantized weights and gradients on two real ranks against the same training with
+ * none (see {@link QuantizedCommunicationChecks}: the bounds and what they rest on).
+ */
+class QuantizedCommunicationTest {
+
+    @Test
+    void quantizedRunsTrainWithinTheirBoundsOnFewerBytes() {
+        try (RankProcesses job =
+                RankProcesses.builder(QuantizedCommunicationChecks.class)
+                        .worldSize(2)
+                        .timeout(Duration.ofMinutes(6))
+                        .start()) {
+            RankProcesses.Results results = job.await().assertAllSucceeded();
+            for (RankProcesses.RankResult rank : results.all()) {
+                assertTrue(rank.output().contains("checks passed"), results.describe());
+            }
+            System.out.println(results.rank(0).output());
+        }
+    }
+}
