@@ -19,6 +19,7 @@ import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import ai.djl.fsdp.zoo.finetune.args.HubCompatibility;
 import ai.djl.fsdp.zoo.finetune.args.ListenerArguments;
+import ai.djl.fsdp.zoo.finetune.args.QuantizationArguments;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
@@ -27,6 +28,7 @@ import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.finetune.report.Outcome;
 import ai.djl.fsdp.zoo.finetune.report.RunReport;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
@@ -53,10 +55,10 @@ import picocli.CommandLine.Spec;
  * conversations, fully or with LoRA adapters, with Hugging Face's and TRL's flag names. Alone it is
  * a job of one rank; under {@code bin/fsdp launch --nproc-per-node N -- finetune ...} the ranks
  * train together with FSDP, each on its part of every epoch. The flags are in {@link
- * FinetuneArguments}, {@link FsdpArguments} and {@link HubCompatibility}; the run is built by
- * {@link FinetuneRecipe} and trained by {@link TrainingLoop}, whose steps the trainer's listeners
- * ({@link FinetuneListeners}, with the user's {@code --listeners}) log, evaluate and checkpoint;
- * {@link RunReport} writes what it produced.
+ * FinetuneArguments}, {@link FsdpArguments}, {@link QuantizationArguments} and {@link
+ * HubCompatibility}; the run is built by {@link FinetuneRecipe} and trained by {@link
+ * TrainingLoop}, whose steps the trainer's listeners ({@link FinetuneListeners}, with the user's
+ * {@code --listeners}) log, evaluate and checkpoint; {@link RunReport} writes what it produced.
  */
 @Command(
         name = "finetune",
@@ -72,6 +74,7 @@ public final class FinetuneCommand implements Subcommand {
     @Mixin private FinetuneArguments args;
     @Mixin private FsdpArguments fsdp;
     @Mixin private HubCompatibility hub;
+    @Mixin private QuantizationArguments quantization;
     @Mixin private CheckpointArguments checkpoints;
     @Mixin private ListenerArguments listeners;
 
@@ -112,6 +115,7 @@ public final class FinetuneCommand implements Subcommand {
             }
             hub.preferGiven(spec.commandLine().getParseResult());
             hub.check(this::note);
+            refuseQuantized();
             fsdp.check(this::note);
             fsdp.mixedPrecision = hub.mixedPrecision();
             FinetuneRecipe.ModelSource source = modelSource(checkpoint, fromCheckpoint);
@@ -294,6 +298,18 @@ public final class FinetuneCommand implements Subcommand {
         }
         if (!(args.validationSplitPercentage > 0 && args.validationSplitPercentage < 100)) {
             throw new IllegalArgumentException("--validation_split_percentage must be in (0, 100)");
+        }
+    }
+
+    /** Stops on a valid 4-bit request: the flags are read, the 4-bit base is not built yet. */
+    private void refuseQuantized() {
+        QuantizationConfig asked = quantization.resolve();
+        if (asked != null) {
+            throw new IllegalArgumentException(
+                    "--use_4bit_quantization True ("
+                            + asked.describe()
+                            + "): training on a 4-bit base is not built yet; drop the flag to"
+                            + " train on the float base");
         }
     }
 

@@ -288,7 +288,33 @@ class FinetuneCommandTest {
                 new CommandLine(new FinetuneCommand())
                         .setErr(new PrintWriter(new StringWriter()))
                         .execute("--output_dir", "y", "--no_such_flag"));
-        assertFails("--use_4bit_quantization True", "--use_4bit_quantization", "True");
+        assertFails(
+                "--use_4bit_quantization True (nf4, double quantization, compute bfloat16, stored"
+                        + " as bfloat16): training on a 4-bit base is not built yet",
+                "--use_4bit_quantization",
+                "True",
+                "--use_nested_quant",
+                "True",
+                "--bnb_4bit_compute_dtype",
+                "bfloat16",
+                "--bnb_4bit_quant_storage_dtype",
+                "bfloat16");
+        assertFails("--use_8bit_quantization True: 8-bit", "--use_8bit_quantization", "True");
+        assertFails(
+                "--bnb_4bit_quant_type int4: use nf4 or fp4",
+                "--use_4bit_quantization",
+                "--bnb_4bit_quant_type",
+                "int4");
+        assertFails(
+                "--bnb_4bit_compute_dtype int8",
+                "--use_4bit_quantization",
+                "--bnb_4bit_compute_dtype",
+                "int8");
+        assertFails(
+                "--bnb_4bit_quant_storage_dtype complex64",
+                "--use_4bit_quantization",
+                "--bnb_4bit_quant_storage_dtype",
+                "complex64");
         assertFails("--dataset_name", "--dataset_name", directory.resolve("missing").toString());
         assertFails(
                 "neither a checkpoint directory",
