@@ -1,6 +1,8 @@
 package ai.djl.fsdp.qlora;
 
 import ai.djl.fsdp.lora.LinearProjection;
+import ai.djl.fsdp.quant.BlockQuantizer;
+import ai.djl.fsdp.quant.DynamicMap;
 import ai.djl.fsdp.quant.NestedScales;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantizedWeight;
@@ -15,6 +17,8 @@ import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * A frozen linear projection whose weight is held as bitsandbytes holds a {@code Linear4bit}'s:
@@ -31,6 +35,16 @@ import java.nio.ByteBuffer;
  */
 public final class QuantizedLinear extends AbstractBlock implements LinearProjection {
 
+    /** The packed codes' parameter name, bitsandbytes' {@code weight}. */
+    public static final String WEIGHT = "weight";
+
+    static final String QUANT_MAP = "weight.quant_map";
+    static final String ABSMAX = "weight.absmax";
+    static final String NESTED_ABSMAX = "weight.nested_absmax";
+    static final String NESTED_QUANT_MAP = "weight.nested_quant_map";
+    static final String NESTED_OFFSET = "weight.nested_offset";
+
+    private final LinearProjection original;
     private final long in;
     private final long out;
     private final boolean fanInFanOut;
@@ -42,69 +56,128 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
     private final Parameter nestedQuantMap;
     private final Parameter nestedOffset;
     private final Parameter bias;
+    private Map<String, NDArray> pending = Map.of();
 
     /**
-     * Quantizes an initialized projection's weight (float32, in the projection's layout) and keeps
-     * its bias.
+     * Replaces a projection, initialized or not, keeping its bias. Its float32 weight is quantized
+     * when this block is initialized: the projection's values if it has them, else values its own
+     * initializer draws; the float weight is closed then.
      *
-     * @param projection the projection to replace
+     * @param projection the projection to replace (with a float32 {@code weight})
      * @param config the code, block size and double quantization
-     * @throws IllegalArgumentException if the projection has no initialized float32 weight
      */
     public QuantizedLinear(LinearProjection projection, QuantConfig config) {
-        Parameter weight = projection.getParameters().get("weight");
-        if (weight == null
-                || !weight.isInitialized()
-                || weight.getArray().getDataType() != DataType.FLOAT32) {
-            throw new IllegalArgumentException(
-                    "a projection is quantized from its initialized float32 weight: load or"
-                            + " initialize the model before quantizing it");
-        }
-        NDArray values = weight.getArray();
-        NDManager manager = values.getManager();
-        QuantizedWeight quantized =
-                QuantizedWeight.quantize(
-                        values.toFloatArray(), values.getShape().getShape(), config);
+        this.original = projection;
         this.in = projection.inFeatures();
         this.out = projection.outFeatures();
         this.fanInFanOut = projection.fanInFanOut();
         this.config = config;
-        byte[] bytes = quantized.getPacked();
-        packed =
-                frozen(
-                        "weight",
-                        manager.create(
-                                ByteBuffer.wrap(bytes),
-                                new Shape(bytes.length, 1),
-                                DataType.UINT8));
-        quantMap = frozen("weight.quant_map", manager.create(config.getQuantType().getCode()));
-        NestedScales nested = quantized.getNested();
-        if (nested == null) {
-            absmax = frozen("weight.absmax", manager.create(quantized.getAbsmax()));
+        long count = in * out;
+        int blocks = BlockQuantizer.blocks(count, config.getBlockSize());
+        packed = frozen(WEIGHT, new Shape((count + 1) / 2, 1));
+        quantMap = frozen(QUANT_MAP, new Shape(16));
+        absmax = frozen(ABSMAX, new Shape(blocks));
+        if (config.isNested()) {
+            nestedAbsmax =
+                    frozen(
+                            NESTED_ABSMAX,
+                            new Shape(BlockQuantizer.blocks(blocks, NestedScales.BLOCK_SIZE)));
+            nestedQuantMap = frozen(NESTED_QUANT_MAP, new Shape(DynamicMap.SIZE));
+            nestedOffset = frozen(NESTED_OFFSET, new Shape(1));
+        } else {
             nestedAbsmax = null;
             nestedQuantMap = null;
             nestedOffset = null;
-        } else {
-            byte[] codes = nested.getCodes();
-            absmax =
-                    frozen(
-                            "weight.absmax",
-                            manager.create(
-                                    ByteBuffer.wrap(codes),
-                                    new Shape(codes.length),
-                                    DataType.UINT8));
-            nestedAbsmax = frozen("weight.nested_absmax", manager.create(nested.getAbsmax()));
-            nestedQuantMap = frozen("weight.nested_quant_map", manager.create(nested.getMap()));
-            nestedOffset =
-                    frozen(
-                            "weight.nested_offset",
-                            manager.create(new float[] {nested.getOffset()}));
         }
-        Parameter original = projection.getParameters().get("bias");
-        bias = original == null ? null : addParameter(original);
+        Parameter originalBias = projection.getParameters().get("bias");
+        bias = originalBias == null ? null : addParameter(originalBias);
+    }
+
+    /**
+     * Quantizes the float weight (drawn by the projection's initializer where it has no values) and
+     * gives every parameter its array.
+     */
+    @Override
+    public void initialize(NDManager manager, DataType dataType, Shape... inputShapes) {
+        if (packed.isInitialized()) {
+            return;
+        }
+        Parameter weight = original.getParameters().get(WEIGHT);
+        boolean drawn = !weight.isInitialized();
+        if (drawn) {
+            original.initialize(manager, DataType.FLOAT32, inputShapes);
+        }
+        NDArray values = weight.getArray();
+        if (values.getDataType() != DataType.FLOAT32) {
+            throw new IllegalArgumentException(
+                    "a projection is quantized from its float32 weight, not "
+                            + values.getDataType());
+        }
+        float[] floats = values.toFloatArray();
+        if (drawn) {
+            // A placeholder a checkpoint's values replace as the shards load (uninitialized
+            // memory, as Models.forCheckpoint draws) may hold anything: quantize it as zeros.
+            for (int i = 0; i < floats.length; i++) {
+                floats[i] = Float.isFinite(floats[i]) ? floats[i] : 0f;
+            }
+        }
+        QuantizedWeight quantized =
+                QuantizedWeight.quantize(floats, values.getShape().getShape(), config);
+        weight.close();
+        pending = arrays(quantized, manager);
+        try {
+            super.initialize(manager, dataType, inputShapes);
+        } finally {
+            pending = Map.of();
+        }
         if (bias != null) {
             bias.freeze(true);
         }
+    }
+
+    /**
+     * Returns the arrays of each parameter but the bias for a quantized weight.
+     *
+     * @param weight the quantized weight
+     * @param manager the arrays' manager
+     * @return the arrays by parameter name
+     */
+    static Map<String, NDArray> arrays(QuantizedWeight weight, NDManager manager) {
+        Map<String, NDArray> arrays = new HashMap<>();
+        arrays.put(
+                WEIGHT,
+                bytes(manager, weight.getPacked(), new Shape(weight.getPacked().length, 1)));
+        arrays.put(QUANT_MAP, manager.create(weight.getConfig().getQuantType().getCode()));
+        NestedScales nested = weight.getNested();
+        if (nested == null) {
+            arrays.put(ABSMAX, manager.create(weight.getAbsmax()));
+        } else {
+            arrays.put(
+                    ABSMAX, bytes(manager, nested.getCodes(), new Shape(nested.getCodes().length)));
+            arrays.put(NESTED_ABSMAX, manager.create(nested.getAbsmax()));
+            arrays.put(NESTED_QUANT_MAP, manager.create(nested.getMap()));
+            arrays.put(NESTED_OFFSET, manager.create(new float[] {nested.getOffset()}));
+        }
+        return arrays;
+    }
+
+    static NDArray bytes(NDManager manager, byte[] bytes, Shape shape) {
+        return manager.create(ByteBuffer.wrap(bytes), shape, DataType.UINT8);
+    }
+
+    /** Returns the float weight's shape, in the projection's layout. */
+    Shape getWeightShape() {
+        return fanInFanOut ? new Shape(in, out) : new Shape(out, in);
+    }
+
+    /**
+     * Returns the projection this block replaced, whose float weight parameter a checkpoint's
+     * values are read for.
+     *
+     * @return the original projection
+     */
+    LinearProjection getOriginal() {
+        return original;
     }
 
     /**
@@ -163,7 +236,7 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
                                     NestedScales.BLOCK_SIZE)
                             .add(store.getValue(nestedOffset, like.getDevice(), training));
         }
-        Shape shape = fanInFanOut ? new Shape(in, out) : new Shape(out, in);
+        Shape shape = getWeightShape();
         return Dequantization.fourBit(
                         store.getValue(packed, like.getDevice(), training),
                         store.getValue(quantMap, like.getDevice(), training),
@@ -191,15 +264,14 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
         return new Shape[] {shape.slice(0, shape.dimension() - 1).add(out)};
     }
 
-    private Parameter frozen(String name, NDArray value) {
-        Parameter parameter =
-                addParameter(
-                        Parameter.builder()
-                                .setName(name)
-                                .setType(Parameter.Type.OTHER)
-                                .optRequiresGrad(false)
-                                .build());
-        parameter.setArray(value);
-        return parameter;
+    private Parameter frozen(String name, Shape shape) {
+        return addParameter(
+                Parameter.builder()
+                        .setName(name)
+                        .setType(Parameter.Type.OTHER)
+                        .optShape(shape)
+                        .optRequiresGrad(false)
+                        .optInitializer((manager, s, type) -> pending.get(name))
+                        .build());
     }
 }

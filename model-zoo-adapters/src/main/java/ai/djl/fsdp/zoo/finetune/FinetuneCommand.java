@@ -43,6 +43,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -82,6 +83,7 @@ public final class FinetuneCommand implements Subcommand {
     private boolean rankZero = true;
     private boolean ready;
     private Dtype saveDtype;
+    private QuantizationConfig quantized;
     private long maxShardBytes;
 
     @Override
@@ -115,9 +117,16 @@ public final class FinetuneCommand implements Subcommand {
             }
             hub.preferGiven(spec.commandLine().getParseResult());
             hub.check(this::note);
-            refuseQuantized();
             fsdp.check(this::note);
             fsdp.mixedPrecision = hub.mixedPrecision();
+            if (quantized != null && quantized.getComputeType() != fsdp.mixedPrecision.param()) {
+                note(
+                        "--bnb_4bit_compute_dtype "
+                                + quantized.getComputeType().name().toLowerCase(Locale.ROOT)
+                                + ": the 4-bit layers compute in the run's type, "
+                                + fsdp.mixedPrecision.param().name().toLowerCase(Locale.ROOT)
+                                + " (--bf16 or --fp16 set it)");
+            }
             FinetuneRecipe.ModelSource source = modelSource(checkpoint, fromCheckpoint);
             try (FinetuneRecipe recipe =
                             FinetuneRecipe.prepare(args, fsdp, group, source, this::note);
@@ -155,6 +164,7 @@ public final class FinetuneCommand implements Subcommand {
                                 lm,
                                 hasWeights ? checkpoint : null,
                                 recipe.resize,
+                                quantized,
                                 lora,
                                 null,
                                 (m, block, source) ->
@@ -256,6 +266,18 @@ public final class FinetuneCommand implements Subcommand {
             throw new IllegalArgumentException(
                     "--model_name_or_path " + args.modelNameOrPath + " has no " + ConfigJson.FILE);
         }
+        quantized = quantization.resolve();
+        if (quantized != null && !args.usePeftLora) {
+            throw new IllegalArgumentException(
+                    "--use_4bit_quantization True freezes a 4-bit base: it trains only with"
+                            + " --use_peft_lora True");
+        }
+        if (quantized != null && args.saveBaseModel) {
+            throw new IllegalArgumentException(
+                    "--save_base_model with --use_4bit_quantization True: saving the 4-bit base"
+                            + " is not built yet; drop --save_base_model (the adapters name the"
+                            + " float base they were trained on)");
+        }
         if (args.saveBaseModel && !args.usePeftLora) {
             throw new IllegalArgumentException(
                     "--save_base_model saves the base under LoRA adapters: it needs"
@@ -298,18 +320,6 @@ public final class FinetuneCommand implements Subcommand {
         }
         if (!(args.validationSplitPercentage > 0 && args.validationSplitPercentage < 100)) {
             throw new IllegalArgumentException("--validation_split_percentage must be in (0, 100)");
-        }
-    }
-
-    /** Stops on a valid 4-bit request: the flags are read, the 4-bit base is not built yet. */
-    private void refuseQuantized() {
-        QuantizationConfig asked = quantization.resolve();
-        if (asked != null) {
-            throw new IllegalArgumentException(
-                    "--use_4bit_quantization True ("
-                            + asked.describe()
-                            + "): training on a 4-bit base is not built yet; drop the flag to"
-                            + " train on the float base");
         }
     }
 
@@ -401,13 +411,22 @@ public final class FinetuneCommand implements Subcommand {
             LoraConfig lora,
             RunReport report)
             throws IOException {
+        if (quantized != null) {
+            note(
+                    SaveFormat.MERGED
+                            + "/ is not written for a 4-bit base (its merged output is not built"
+                            + " yet): the adapters apply to the float base adapter_config.json"
+                            + " names, quantized as they were trained");
+        }
         OutputDirectory.Contents contents =
                 directory -> {
                     Path model = lora == null ? directory : directory.resolve(SaveFormat.MERGED);
                     if (lora != null) {
                         ShardedSave.adapters(trainer, lora, directory);
                     }
-                    ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes);
+                    if (quantized == null) {
+                        ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes);
+                    }
                     if (args.saveBaseModel) {
                         ShardedSave.base(
                                 trainer,
@@ -417,7 +436,7 @@ public final class FinetuneCommand implements Subcommand {
                                 maxShardBytes);
                     }
                     if (rankZero) {
-                        recipe.writeTokenizer(directory, model);
+                        recipe.writeTokenizer(directory, quantized == null ? model : directory);
                         if (args.saveBaseModel) {
                             Path base = directory.resolve(SaveFormat.BASE);
                             recipe.writeTokenizer(base, base);
