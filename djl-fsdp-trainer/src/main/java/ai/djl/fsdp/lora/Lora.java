@@ -6,6 +6,7 @@ import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
@@ -89,8 +90,9 @@ public final class Lora {
             LoraLinear lora = new LoraLinear(projection, config);
             if (weight != null && weight.isInitialized()) {
                 NDArray w = weight.getArray();
-                lora.initialize(
-                        w.getManager(), w.getDataType(), new Shape(1, projection.inFeatures()));
+                // Adapters of a 4-bit base (its weight holds packed codes) train in float32.
+                DataType type = w.getDataType().isInteger() ? DataType.FLOAT32 : w.getDataType();
+                lora.initialize(w.getManager(), type, new Shape(1, projection.inFeatures()));
             }
             BlockChildren.replace(parent(modules, path), projection, lora);
             adapted.add(path);

@@ -9,6 +9,7 @@ import ai.djl.fsdp.internal.runtime.Collectives;
 import ai.djl.fsdp.internal.runtime.FsdpUnit;
 import ai.djl.fsdp.internal.runtime.ShardedModel;
 import ai.djl.fsdp.internal.runtime.UnitInitialization;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.wrap.UnitPlan;
 import ai.djl.fsdp.wrap.UnitPlan.PlannedUnit;
 import ai.djl.ndarray.NDManager;
@@ -20,6 +21,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 
 /**
  * Turns a model into a {@link ShardedModel}: plans the units, loads each unit's flat shards
@@ -148,14 +150,22 @@ final class ModelSharding {
         if (loaded.containsKey(planned.index())) {
             return;
         }
-        List<FlatParameter> flats = new ArrayList<>(2);
+        List<FlatParameter> flats = new ArrayList<>(3);
         loaded.put(planned.index(), flats);
-        for (boolean trainable : new boolean[] {true, false}) {
-            List<Parameter> members = planned.parameters(trainable);
-            if (!members.isEmpty()) {
-                String id = planned.name() + (trainable ? "/trainable" : "/frozen");
-                flats.add(loader.load(id, trainable, members));
-            }
+        List<Parameter> trainable = planned.parameters(true);
+        if (!trainable.isEmpty()) {
+            flats.add(loader.load(planned.name() + "/trainable", true, trainable));
+        }
+        // A 4-bit base's packed codes keep a buffer of their own type, apart from frozen floats.
+        Map<Boolean, List<Parameter>> frozen =
+                planned.parameters(false).stream()
+                        .collect(
+                                Collectors.partitioningBy(p -> Precision.isFloating(p.getArray())));
+        if (!frozen.get(true).isEmpty()) {
+            flats.add(loader.load(planned.name() + "/frozen", false, frozen.get(true)));
+        }
+        if (!frozen.get(false).isEmpty()) {
+            flats.add(loader.load(planned.name() + "/frozen-packed", false, frozen.get(false)));
         }
     }
 

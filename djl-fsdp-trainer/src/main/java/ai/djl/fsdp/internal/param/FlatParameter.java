@@ -147,6 +147,15 @@ public final class FlatParameter implements AutoCloseable {
         return shardIndex;
     }
 
+    /**
+     * Returns whether the buffer holds integer codes (a 4-bit base's packed bytes and 8-bit scale
+     * codes) rather than floating-point values: such a buffer is gathered as it is stored, never
+     * cast, and no graph ever holds it (its values are decoded into new arrays).
+     */
+    public boolean isPacked() {
+        return !Precision.isFloating(shard);
+    }
+
     /** Returns whether the buffer is split over several ranks (else the shard is all of it). */
     public boolean isSharded() {
         return layout.getShardCount() > 1;
@@ -186,9 +195,10 @@ public final class FlatParameter implements AutoCloseable {
      * it was {@link #releaseFull released}: its addresses are backed again here, before the gather
      * that refills them is queued).
      *
-     * @param precision the element type of the full buffer; a buffer that is not split keeps the
-     *     shard's type (it is its own full buffer, or its copy on the compute device when staged)
-     * @param releasable whether a new buffer goes into {@link ReleasableMemory}
+     * @param precision the element type of the full buffer; a buffer that is not split, or that is
+     *     {@link #isPacked packed}, keeps the shard's type
+     * @param releasable whether a new buffer goes into {@link ReleasableMemory} (never a packed
+     *     one: no graph holds it, so it is freed rather than released)
      * @return the full buffer, {@code layout.getPaddedNumel()} elements, contents undefined (the
      *     shard's values for a staged buffer that is not split: that copy is its gather)
      * @throws IllegalStateException if a full buffer of another type is there
@@ -200,12 +210,14 @@ public final class FlatParameter implements AutoCloseable {
         if (full == null) {
             NDManager scope = stateManager.getParentManager().newSubManager(computeDevice);
             scope.setName("fsdp-gather-" + id);
-            full =
-                    isSharded()
-                            ? FullBuffer.allocate(
-                                    scope, layout.getPaddedNumel(), precision, releasable)
-                            : FullBuffer.copyOf(scope, staged);
-        } else if (isSharded() && Precision.ofArray(full.array()) != precision) {
+            if (!isSharded()) {
+                full = FullBuffer.copyOf(scope, staged);
+            } else if (isPacked()) {
+                full = FullBuffer.allocate(scope, layout.getPaddedNumel(), shard.getDataType());
+            } else {
+                full = FullBuffer.allocate(scope, layout.getPaddedNumel(), precision, releasable);
+            }
+        } else if (isSharded() && !isPacked() && Precision.ofArray(full.array()) != precision) {
             throw new IllegalStateException(
                     "Flat parameter " + id + " is gathered in " + Precision.ofArray(full.array()));
         } else {
@@ -224,7 +236,7 @@ public final class FlatParameter implements AutoCloseable {
      */
     public NDArray shardIn(Precision precision) {
         NDManager fullScope = allocateFull(precision, isFullReleasable()).getManager();
-        if (staged == null && Precision.ofArray(shard) == precision) {
+        if (staged == null && (isPacked() || Precision.ofArray(shard) == precision)) {
             return shard;
         }
         if (sendBuffers == null) {
@@ -232,7 +244,8 @@ public final class FlatParameter implements AutoCloseable {
             sendBuffers = fullScope.newSubManager();
             sendBuffers.setName("fsdp-send-" + id);
         }
-        NDArray cast = precision.cast(staged == null ? shard : staged.copyTo(sendBuffers));
+        NDArray copy = staged == null ? shard : staged.copyTo(sendBuffers);
+        NDArray cast = isPacked() ? copy : precision.cast(copy);
         if (cast != shard) {
             cast.attach(sendBuffers);
         }

@@ -4,6 +4,7 @@ import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.memory.ReleasableMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 
 /**
@@ -51,6 +52,10 @@ final class FullBuffer implements AutoCloseable {
      * @param shard the shard
      * @return the buffer
      */
+    static FullBuffer allocate(NDManager scope, long numel, DataType type) {
+        return new FullBuffer(scope, scope.create(new Shape(numel), type), null);
+    }
+
     static FullBuffer copyOf(NDManager scope, StagedShard shard) {
         return new FullBuffer(scope, shard.copyTo(scope), null);
     }

@@ -180,6 +180,8 @@ public final class FsdpUnit implements AutoCloseable {
             for (FlatParameter flat : flatParameters) {
                 if (flat.isFullReleasable()) {
                     flat.releaseFull();
+                } else if (flat.isPacked()) {
+                    flat.freeFull(); // decoded into new arrays: no graph holds it
                 }
             }
             state = UnitState.RELEASED;
@@ -215,7 +217,7 @@ public final class FsdpUnit implements AutoCloseable {
         List<GradientLeaves> leaves = new ArrayList<>(flatParameters.size());
         for (FlatParameter flat : flatParameters) {
             NDArray full = flat.getFull();
-            NDArray typed = precision.cast(full);
+            NDArray typed = flat.isPacked() ? full : precision.cast(full);
             if (typed != full) {
                 typed.attach(scope);
             }

@@ -19,6 +19,7 @@ import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import ai.djl.fsdp.zoo.finetune.args.HubCompatibility;
 import ai.djl.fsdp.zoo.finetune.args.ListenerArguments;
+import ai.djl.fsdp.zoo.finetune.args.QuantizationArguments;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
@@ -27,6 +28,7 @@ import ai.djl.fsdp.zoo.finetune.report.MetricsLog;
 import ai.djl.fsdp.zoo.finetune.report.Outcome;
 import ai.djl.fsdp.zoo.finetune.report.RunReport;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
+import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
@@ -41,6 +43,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -53,10 +56,10 @@ import picocli.CommandLine.Spec;
  * conversations, fully or with LoRA adapters, with Hugging Face's and TRL's flag names. Alone it is
  * a job of one rank; under {@code bin/fsdp launch --nproc-per-node N -- finetune ...} the ranks
  * train together with FSDP, each on its part of every epoch. The flags are in {@link
- * FinetuneArguments}, {@link FsdpArguments} and {@link HubCompatibility}; the run is built by
- * {@link FinetuneRecipe} and trained by {@link TrainingLoop}, whose steps the trainer's listeners
- * ({@link FinetuneListeners}, with the user's {@code --listeners}) log, evaluate and checkpoint;
- * {@link RunReport} writes what it produced.
+ * FinetuneArguments}, {@link FsdpArguments}, {@link QuantizationArguments} and {@link
+ * HubCompatibility}; the run is built by {@link FinetuneRecipe} and trained by {@link
+ * TrainingLoop}, whose steps the trainer's listeners ({@link FinetuneListeners}, with the user's
+ * {@code --listeners}) log, evaluate and checkpoint; {@link RunReport} writes what it produced.
  */
 @Command(
         name = "finetune",
@@ -72,6 +75,7 @@ public final class FinetuneCommand implements Subcommand {
     @Mixin private FinetuneArguments args;
     @Mixin private FsdpArguments fsdp;
     @Mixin private HubCompatibility hub;
+    @Mixin private QuantizationArguments quantization;
     @Mixin private CheckpointArguments checkpoints;
     @Mixin private ListenerArguments listeners;
 
@@ -79,6 +83,7 @@ public final class FinetuneCommand implements Subcommand {
     private boolean rankZero = true;
     private boolean ready;
     private Dtype saveDtype;
+    private QuantizationConfig quantized;
     private long maxShardBytes;
 
     @Override
@@ -114,6 +119,14 @@ public final class FinetuneCommand implements Subcommand {
             hub.check(this::note);
             fsdp.check(this::note);
             fsdp.mixedPrecision = hub.mixedPrecision();
+            if (quantized != null && quantized.getComputeType() != fsdp.mixedPrecision.param()) {
+                note(
+                        "--bnb_4bit_compute_dtype "
+                                + quantized.getComputeType().name().toLowerCase(Locale.ROOT)
+                                + ": the 4-bit layers compute in the run's type, "
+                                + fsdp.mixedPrecision.param().name().toLowerCase(Locale.ROOT)
+                                + " (--bf16 or --fp16 set it)");
+            }
             FinetuneRecipe.ModelSource source = modelSource(checkpoint, fromCheckpoint);
             try (FinetuneRecipe recipe =
                             FinetuneRecipe.prepare(args, fsdp, group, source, this::note);
@@ -151,6 +164,7 @@ public final class FinetuneCommand implements Subcommand {
                                 lm,
                                 hasWeights ? checkpoint : null,
                                 recipe.resize,
+                                quantized,
                                 lora,
                                 null,
                                 (m, block, source) ->
@@ -251,6 +265,18 @@ public final class FinetuneCommand implements Subcommand {
         if (fromCheckpoint && !Files.isRegularFile(checkpoint.resolve(ConfigJson.FILE))) {
             throw new IllegalArgumentException(
                     "--model_name_or_path " + args.modelNameOrPath + " has no " + ConfigJson.FILE);
+        }
+        quantized = quantization.resolve();
+        if (quantized != null && !args.usePeftLora) {
+            throw new IllegalArgumentException(
+                    "--use_4bit_quantization True freezes a 4-bit base: it trains only with"
+                            + " --use_peft_lora True");
+        }
+        if (quantized != null && args.saveBaseModel) {
+            throw new IllegalArgumentException(
+                    "--save_base_model with --use_4bit_quantization True: saving the 4-bit base"
+                            + " is not built yet; drop --save_base_model (the adapters name the"
+                            + " float base they were trained on)");
         }
         if (args.saveBaseModel && !args.usePeftLora) {
             throw new IllegalArgumentException(
@@ -385,13 +411,22 @@ public final class FinetuneCommand implements Subcommand {
             LoraConfig lora,
             RunReport report)
             throws IOException {
+        if (quantized != null) {
+            note(
+                    SaveFormat.MERGED
+                            + "/ is not written for a 4-bit base (its merged output is not built"
+                            + " yet): the adapters apply to the float base adapter_config.json"
+                            + " names, quantized as they were trained");
+        }
         OutputDirectory.Contents contents =
                 directory -> {
                     Path model = lora == null ? directory : directory.resolve(SaveFormat.MERGED);
                     if (lora != null) {
                         ShardedSave.adapters(trainer, lora, directory);
                     }
-                    ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes);
+                    if (quantized == null) {
+                        ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes);
+                    }
                     if (args.saveBaseModel) {
                         ShardedSave.base(
                                 trainer,
@@ -401,7 +436,7 @@ public final class FinetuneCommand implements Subcommand {
                                 maxShardBytes);
                     }
                     if (rankZero) {
-                        recipe.writeTokenizer(directory, model);
+                        recipe.writeTokenizer(directory, quantized == null ? model : directory);
                         if (args.saveBaseModel) {
                             Path base = directory.resolve(SaveFormat.BASE);
                             recipe.writeTokenizer(base, base);

@@ -5,6 +5,8 @@ import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.lora.AdapterSource;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.qlora.Qlora;
+import ai.djl.fsdp.qlora.QuantizingSource;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.wrap.WrapPlanner;
@@ -12,6 +14,7 @@ import ai.djl.fsdp.wrap.WrapTarget;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.VocabularyResize;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
@@ -20,6 +23,7 @@ import ai.djl.util.Pair;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -127,6 +131,39 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             Path adapterValues,
             TrainerFactory factory)
             throws IOException {
+        return initialize(model, lm, checkpoint, resize, null, lora, adapterValues, factory);
+    }
+
+    /**
+     * Sets {@code lm} as the model's block, quantizes its base to 4 bits, adds the adapters, and
+     * initializes a trainer over it unit by unit, as {@link #initialize(Model, CausalLM, Path,
+     * VocabularyResize, LoraConfig, Path, TrainerFactory)} does: each quantized projection's float
+     * weight is drawn (fresh values) or read from the checkpoint's shard ranges and quantized as
+     * its unit is initialized, so no rank holds the whole float base. A collective.
+     *
+     * @param model the model
+     * @param lm the language model, built without values
+     * @param checkpoint the Hugging Face checkpoint directory (float weights), or null for fresh
+     *     values
+     * @param resize how the checkpoint's vocabulary grows, or null when it does not
+     * @param quantization the 4-bit base, or null for a float base
+     * @param lora the adapters to add, or null
+     * @param adapterValues the PEFT adapter directory holding the adapters' values, or null
+     * @param factory builds the trainer
+     * @return the initialized trainer and the size of its largest unit
+     * @throws IOException if the checkpoint or the adapters cannot be read
+     * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
+     */
+    public static ShardedStart initialize(
+            Model model,
+            CausalLM lm,
+            Path checkpoint,
+            VocabularyResize resize,
+            QuantizationConfig quantization,
+            LoraConfig lora,
+            Path adapterValues,
+            TrainerFactory factory)
+            throws IOException {
         if (adapterValues != null && lora == null) {
             throw new IllegalArgumentException("adapter values need the adapters' configuration");
         }
@@ -135,11 +172,17 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
                         checkpoint == null
                                 ? null
                                 : HfCheckpoint.shardSource(lm, checkpoint, resize);
-                AdapterSource adapters = adapters(lm, lora, adapterValues)) {
+                AdapterSource adapters = adapters(lm, quantization, lora, adapterValues)) {
+            // The quantized layers read the checkpoint's float weights, matched before they were
+            // put in place, and quantize them as they are read.
+            ParameterSource base =
+                    shards == null || quantization == null
+                            ? shards
+                            : new QuantizingSource(lm, shards);
             // The adapters' own first: what they saved of the base (a grown embedding and head,
             // trained with them) replaces the checkpoint's.
             ParameterSource source =
-                    shards == null ? adapters : adapters == null ? shards : adapters.orElse(shards);
+                    base == null ? adapters : adapters == null ? base : adapters.orElse(base);
             FsdpTrainer trainer = factory.newTrainer(model, lm, source);
             // Counted while the tree still holds the blocks themselves, not their units.
             long largestUnit = largestUnitElements(lm, trainer.getFsdpConfig().getWrapPolicy());
@@ -154,11 +197,16 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
     }
 
     /**
-     * Adds the adapters, after the checkpoint's source has matched the base parameters to the
-     * files; returns the source of their saved values, or null.
+     * Quantizes the base and adds the adapters, after the checkpoint's source has matched the base
+     * parameters to the files; returns the source of the adapters' saved values, or null.
      */
-    private static AdapterSource adapters(CausalLM lm, LoraConfig lora, Path values)
+    private static AdapterSource adapters(
+            CausalLM lm, QuantizationConfig quantization, LoraConfig lora, Path values)
             throws IOException {
+        if (quantization != null) {
+            List<String> skip = quantization.getSkipModules();
+            Qlora.quantize(lm, quantization.getQuant(), skip == null ? Qlora.DEFAULT_SKIP : skip);
+        }
         if (lora != null) {
             Lora.apply(lm, lora);
         }

@@ -288,7 +288,35 @@ class FinetuneCommandTest {
                 new CommandLine(new FinetuneCommand())
                         .setErr(new PrintWriter(new StringWriter()))
                         .execute("--output_dir", "y", "--no_such_flag"));
-        assertFails("--use_4bit_quantization True", "--use_4bit_quantization", "True");
+        assertFails(
+                "--use_4bit_quantization True freezes a 4-bit base: it trains only with"
+                        + " --use_peft_lora True",
+                "--use_4bit_quantization",
+                "True");
+        assertFails(
+                "--save_base_model with --use_4bit_quantization True",
+                "--use_4bit_quantization",
+                "True",
+                "--use_peft_lora",
+                "True",
+                "--save_base_model",
+                "True");
+        assertFails("--use_8bit_quantization True: 8-bit", "--use_8bit_quantization", "True");
+        assertFails(
+                "--bnb_4bit_quant_type int4: use nf4 or fp4",
+                "--use_4bit_quantization",
+                "--bnb_4bit_quant_type",
+                "int4");
+        assertFails(
+                "--bnb_4bit_compute_dtype int8",
+                "--use_4bit_quantization",
+                "--bnb_4bit_compute_dtype",
+                "int8");
+        assertFails(
+                "--bnb_4bit_quant_storage_dtype complex64",
+                "--use_4bit_quantization",
+                "--bnb_4bit_quant_storage_dtype",
+                "complex64");
         assertFails("--dataset_name", "--dataset_name", directory.resolve("missing").toString());
         assertFails(
                 "neither a checkpoint directory",
@@ -395,6 +423,66 @@ class FinetuneCommandTest {
                 oneToken.toString(),
                 "--validation_split_percentage",
                 "50");
+    }
+
+    @Test
+    void qloraTrainsAdaptersOnA4BitBaseAndResumesExactly(@TempDir Path directory) throws Exception {
+        Path output = directory.resolve("qlora");
+        String run = qlora(output);
+        List<Double> losses = losses(run, 6);
+        assertTrue(losses.get(5) < losses.get(0), "the loss fell: " + losses);
+        assertTrue(Files.exists(output.resolve(Lora.CONFIG_FILE)), run);
+        assertFalse(Files.exists(output.resolve(SaveFormat.MERGED)), run);
+        assertTrue(run.contains("note: merged/ is not written for a 4-bit base"), run);
+        assertTrue(
+                run.contains(
+                        "note: --bnb_4bit_compute_dtype bfloat16: the 4-bit layers compute in the"
+                                + " run's type, float32"),
+                run);
+        // The sharded checkpoint holds the packed base as it is: steps 4 to 6 again, the same.
+        String resumed =
+                qlora(
+                        directory.resolve("resumed"),
+                        "--resume_from_checkpoint",
+                        output.resolve("checkpoint-3").toString());
+        Matcher step = STEP.matcher(resumed);
+        List<String> again = new ArrayList<>();
+        while (step.find()) {
+            again.add(step.group(0).replaceAll(" tokens_per_s=.*", ""));
+        }
+        Matcher first = STEP.matcher(run);
+        List<String> expected = new ArrayList<>();
+        while (first.find()) {
+            expected.add(first.group(0).replaceAll(" tokens_per_s=.*", ""));
+        }
+        assertEquals(expected.subList(3, 6), again, resumed);
+    }
+
+    /** A 6-step QLoRA run on llama-tiny with a checkpoint every 3 steps; returns its output. */
+    private static String qlora(Path output, String... extra) {
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "--model_name_or_path", "llama-tiny",
+                                "--use_peft_lora", "True",
+                                "--use_4bit_quantization", "True",
+                                "--use_nested_quant", "True",
+                                "--bnb_4bit_compute_dtype", "bfloat16",
+                                "--bnb_4bit_quant_storage_dtype", "bfloat16",
+                                "--max_steps", "6",
+                                "--learning_rate", "1e-2",
+                                "--logging_steps", "1",
+                                "--save_strategy", "steps",
+                                "--save_steps", "3",
+                                "--eval_strategy", "no",
+                                "--exact_match_samples", "0",
+                                "--output_dir", output.toString()));
+        args.addAll(List.of(extra));
+        StringWriter out = new StringWriter();
+        CommandLine line = new CommandLine(new FinetuneCommand());
+        line.setOut(new PrintWriter(out));
+        assertEquals(0, line.execute(args.toArray(new String[0])), out.toString());
+        return out.toString();
     }
 
     @Test

@@ -495,7 +495,7 @@ final class LoraBf16Checks {
     }
 
     /** Rounds float32 values to bfloat16 (to nearest even) and back, through libtorch. */
-    private static float[] bf16Rounded(float[] values) {
+    static float[] bf16Rounded(float[] values) {
         try (NDManager manager = TestModels.newManager()) {
             NDArray rounded = Precision.BFLOAT16.cast(manager.create(values));
             return Precision.FLOAT32.cast(rounded).toFloatArray();

@@ -203,6 +203,28 @@ class ModelFamiliesTest {
         assertTrue(e.getMessage().contains(expected), e.getMessage());
     }
 
+    @Test
+    void aPreQuantizedConfigIsReadThenRefused() {
+        JsonObject config = json(LLAMA_3_2_1B);
+        JsonObject block =
+                json(
+                        "{\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true,"
+                                + " \"bnb_4bit_quant_type\": \"nf4\"}");
+        config.add("quantization_config", block);
+        String message =
+                assertThrows(IllegalArgumentException.class, () -> ModelFamilies.parse(config))
+                        .getMessage();
+        assertTrue(
+                message.contains("bitsandbytes 4-bit weights (nf4, compute float32")
+                        && message.contains("use the model's float checkpoint"),
+                message);
+        block.addProperty("load_in_8bit", true);
+        message =
+                assertThrows(IllegalArgumentException.class, () -> ModelFamilies.parse(config))
+                        .getMessage();
+        assertTrue(message.startsWith("quantization_config.load_in_8bit true"), message);
+    }
+
     private static JsonObject json(String text) {
         return JsonParser.parseString(text).getAsJsonObject();
     }

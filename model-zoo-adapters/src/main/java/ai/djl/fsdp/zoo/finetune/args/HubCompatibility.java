@@ -60,21 +60,6 @@ public final class HubCompatibility {
     @Option(names = "--use_flash_attn", arity = "0..1", fallbackValue = "true")
     boolean useFlashAttn;
 
-    @Option(names = "--use_4bit_quantization", arity = "0..1", fallbackValue = "true")
-    boolean use4bitQuantization;
-
-    @Option(names = "--use_8bit_quantization", arity = "0..1", fallbackValue = "true")
-    boolean use8bitQuantization;
-
-    @Option(names = "--use_nested_quant", arity = "0..1", fallbackValue = "true")
-    boolean useNestedQuant;
-
-    @Option(names = "--bnb_4bit_compute_dtype")
-    String bnb4bitComputeDtype;
-
-    @Option(names = "--bnb_4bit_quant_type")
-    String bnb4bitQuantType;
-
     private static void addIfGiven(List<String> given, String flag, Object value) {
         if (value != null) {
             given.add(flag);
@@ -114,13 +99,6 @@ public final class HubCompatibility {
      * @param note prints a line on rank 0
      */
     public void check(Consumer<String> note) {
-        if (use4bitQuantization || use8bitQuantization) {
-            throw new IllegalArgumentException(
-                    "--use_"
-                            + (use4bitQuantization ? "4" : "8")
-                            + "bit_quantization True: quantized (bitsandbytes) weights are not"
-                            + " supported; drop the flag (or pass False) to train in float32");
-        }
         List<String> hub = new ArrayList<>();
         if (pushToHub) {
             hub.add("--push_to_hub");

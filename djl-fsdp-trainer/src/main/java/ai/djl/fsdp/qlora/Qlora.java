@@ -1,0 +1,74 @@
+package ai.djl.fsdp.qlora;
+
+import ai.djl.fsdp.lora.LinearProjection;
+import ai.djl.fsdp.lora.LoraLinear;
+import ai.djl.fsdp.quant.QuantConfig;
+import ai.djl.fsdp.reflect.BlockChildren;
+import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Puts a 4-bit base in place: each linear projection of a model, but those skipped (transformers
+ * keeps the output head, {@code lm_head}, unquantized by default), becomes a {@link
+ * QuantizedLinear}; embeddings, norms and everything else keep their float weights. Apply LoRA
+ * afterwards: its adapters wrap the quantized projections as they wrap float ones.
+ */
+public final class Qlora {
+
+    /** The modules transformers leaves unquantized by default: the output head. */
+    public static final List<String> DEFAULT_SKIP = List.of("lm_head");
+
+    private Qlora() {}
+
+    /**
+     * Quantizes the model's linear projections in place.
+     *
+     * @param root the model, initialized (each projection is quantized now) or not (each is
+     *     quantized as the model initializes it, one unit at a time under FSDP), without adapters
+     * @param config the code, block size and double quantization
+     * @param skip module names left in float (matched as LoRA's targets: a dotted path equal to a
+     *     name or ending with {@code .} and the name), such as {@link #DEFAULT_SKIP}
+     * @return the dotted paths of the quantized projections
+     * @throws IllegalStateException if the model already has adapters
+     * @throws IllegalArgumentException if an initialized projection's weight is not float32
+     */
+    public static List<String> quantize(Block root, QuantConfig config, List<String> skip) {
+        Map<String, Block> modules = StateDict.modules(root);
+        List<String> quantized = new ArrayList<>();
+        for (Map.Entry<String, Block> entry : modules.entrySet()) {
+            String path = entry.getKey();
+            Block block = entry.getValue();
+            if (block instanceof LoraLinear) {
+                throw new IllegalStateException(
+                        "quantize the base before adding LoRA adapters: " + path + " is adapted");
+            }
+            if (!(block instanceof LinearProjection projection)
+                    || block instanceof QuantizedLinear
+                    || skip.stream()
+                            .anyMatch(name -> path.equals(name) || path.endsWith("." + name))) {
+                continue;
+            }
+            int dot = path.lastIndexOf('.');
+            Block parent = modules.get(dot < 0 ? "" : path.substring(0, dot));
+            QuantizedLinear replacement = new QuantizedLinear(projection, config);
+            Parameter weight = projection.getParameters().get(QuantizedLinear.WEIGHT);
+            if (weight != null && weight.isInitialized()) {
+                NDArray values = weight.getArray();
+                replacement.initialize(
+                        values.getManager(),
+                        DataType.FLOAT32,
+                        new Shape(1, projection.inFeatures()));
+            }
+            BlockChildren.replace(parent, projection, replacement);
+            quantized.add(path);
+        }
+        return quantized;
+    }
+}

@@ -1,0 +1,277 @@
+package ai.djl.fsdp.qlora;
+
+import ai.djl.fsdp.lora.LinearProjection;
+import ai.djl.fsdp.quant.BlockQuantizer;
+import ai.djl.fsdp.quant.DynamicMap;
+import ai.djl.fsdp.quant.NestedScales;
+import ai.djl.fsdp.quant.QuantConfig;
+import ai.djl.fsdp.quant.QuantizedWeight;
+import ai.djl.fsdp.tensor.Precision;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.AbstractBlock;
+import ai.djl.nn.Parameter;
+import ai.djl.training.ParameterStore;
+import ai.djl.util.PairList;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * A frozen linear projection whose weight is held as bitsandbytes holds a {@code Linear4bit}'s:
+ * parameters {@code weight} (the packed codes, uint8 {@code [(n + 1) / 2, 1]}), {@code
+ * weight.quant_map} (the code's 16 values), {@code weight.absmax} (one float32 scale a block, or
+ * with double quantization one 8-bit code a block beside {@code weight.nested_absmax}, {@code
+ * weight.nested_quant_map} and {@code weight.nested_offset}), and the projection's own {@code
+ * bias}. Every parameter is frozen.
+ *
+ * <p>The forward decodes the weight from its parameters' current values (under FSDP, the unit's
+ * gathered buffers) into float32 as bitsandbytes decodes it, casts it to the input's type, and
+ * computes the projection as the original did; the decoded weight is an intermediate of the
+ * forward, freed with it (or held by its graph until backward, like any activation).
+ */
+public final class QuantizedLinear extends AbstractBlock implements LinearProjection {
+
+    /** The packed codes' parameter name, bitsandbytes' {@code weight}. */
+    public static final String WEIGHT = "weight";
+
+    static final String QUANT_MAP = "weight.quant_map";
+    static final String ABSMAX = "weight.absmax";
+    static final String NESTED_ABSMAX = "weight.nested_absmax";
+    static final String NESTED_QUANT_MAP = "weight.nested_quant_map";
+    static final String NESTED_OFFSET = "weight.nested_offset";
+
+    private final LinearProjection original;
+    private final long in;
+    private final long out;
+    private final boolean fanInFanOut;
+    private final QuantConfig config;
+    private final Parameter packed;
+    private final Parameter quantMap;
+    private final Parameter absmax;
+    private final Parameter nestedAbsmax;
+    private final Parameter nestedQuantMap;
+    private final Parameter nestedOffset;
+    private final Parameter bias;
+    private Map<String, NDArray> pending = Map.of();
+
+    /**
+     * Replaces a projection, initialized or not, keeping its bias. Its float32 weight is quantized
+     * when this block is initialized: the projection's values if it has them, else values its own
+     * initializer draws; the float weight is closed then.
+     *
+     * @param projection the projection to replace (with a float32 {@code weight})
+     * @param config the code, block size and double quantization
+     */
+    public QuantizedLinear(LinearProjection projection, QuantConfig config) {
+        this.original = projection;
+        this.in = projection.inFeatures();
+        this.out = projection.outFeatures();
+        this.fanInFanOut = projection.fanInFanOut();
+        this.config = config;
+        long count = in * out;
+        int blocks = BlockQuantizer.blocks(count, config.getBlockSize());
+        packed = frozen(WEIGHT, new Shape((count + 1) / 2, 1));
+        quantMap = frozen(QUANT_MAP, new Shape(16));
+        absmax = frozen(ABSMAX, new Shape(blocks));
+        if (config.isNested()) {
+            nestedAbsmax =
+                    frozen(
+                            NESTED_ABSMAX,
+                            new Shape(BlockQuantizer.blocks(blocks, NestedScales.BLOCK_SIZE)));
+            nestedQuantMap = frozen(NESTED_QUANT_MAP, new Shape(DynamicMap.SIZE));
+            nestedOffset = frozen(NESTED_OFFSET, new Shape(1));
+        } else {
+            nestedAbsmax = null;
+            nestedQuantMap = null;
+            nestedOffset = null;
+        }
+        Parameter originalBias = projection.getParameters().get("bias");
+        bias = originalBias == null ? null : addParameter(originalBias);
+    }
+
+    /**
+     * Quantizes the float weight (drawn by the projection's initializer where it has no values) and
+     * gives every parameter its array.
+     */
+    @Override
+    public void initialize(NDManager manager, DataType dataType, Shape... inputShapes) {
+        if (packed.isInitialized()) {
+            return;
+        }
+        Parameter weight = original.getParameters().get(WEIGHT);
+        boolean drawn = !weight.isInitialized();
+        if (drawn) {
+            original.initialize(manager, DataType.FLOAT32, inputShapes);
+        }
+        NDArray values = weight.getArray();
+        if (values.getDataType() != DataType.FLOAT32) {
+            throw new IllegalArgumentException(
+                    "a projection is quantized from its float32 weight, not "
+                            + values.getDataType());
+        }
+        float[] floats = values.toFloatArray();
+        if (drawn) {
+            // A placeholder a checkpoint's values replace as the shards load (uninitialized
+            // memory, as Models.forCheckpoint draws) may hold anything: quantize it as zeros.
+            for (int i = 0; i < floats.length; i++) {
+                floats[i] = Float.isFinite(floats[i]) ? floats[i] : 0f;
+            }
+        }
+        QuantizedWeight quantized =
+                QuantizedWeight.quantize(floats, values.getShape().getShape(), config);
+        weight.close();
+        pending = arrays(quantized, manager);
+        try {
+            super.initialize(manager, dataType, inputShapes);
+        } finally {
+            pending = Map.of();
+        }
+        if (bias != null) {
+            bias.freeze(true);
+        }
+    }
+
+    /**
+     * Returns the arrays of each parameter but the bias for a quantized weight.
+     *
+     * @param weight the quantized weight
+     * @param manager the arrays' manager
+     * @return the arrays by parameter name
+     */
+    static Map<String, NDArray> arrays(QuantizedWeight weight, NDManager manager) {
+        Map<String, NDArray> arrays = new HashMap<>();
+        arrays.put(
+                WEIGHT,
+                bytes(manager, weight.getPacked(), new Shape(weight.getPacked().length, 1)));
+        arrays.put(QUANT_MAP, manager.create(weight.getConfig().getQuantType().getCode()));
+        NestedScales nested = weight.getNested();
+        if (nested == null) {
+            arrays.put(ABSMAX, manager.create(weight.getAbsmax()));
+        } else {
+            arrays.put(
+                    ABSMAX, bytes(manager, nested.getCodes(), new Shape(nested.getCodes().length)));
+            arrays.put(NESTED_ABSMAX, manager.create(nested.getAbsmax()));
+            arrays.put(NESTED_QUANT_MAP, manager.create(nested.getMap()));
+            arrays.put(NESTED_OFFSET, manager.create(new float[] {nested.getOffset()}));
+        }
+        return arrays;
+    }
+
+    static NDArray bytes(NDManager manager, byte[] bytes, Shape shape) {
+        return manager.create(ByteBuffer.wrap(bytes), shape, DataType.UINT8);
+    }
+
+    /** Returns the float weight's shape, in the projection's layout. */
+    Shape getWeightShape() {
+        return fanInFanOut ? new Shape(in, out) : new Shape(out, in);
+    }
+
+    /**
+     * Returns the projection this block replaced, whose float weight parameter a checkpoint's
+     * values are read for.
+     *
+     * @return the original projection
+     */
+    LinearProjection getOriginal() {
+        return original;
+    }
+
+    /**
+     * Returns the code, block size and double quantization of the weight.
+     *
+     * @return the quantization
+     */
+    public QuantConfig getConfig() {
+        return config;
+    }
+
+    @Override
+    public long inFeatures() {
+        return in;
+    }
+
+    @Override
+    public long outFeatures() {
+        return out;
+    }
+
+    @Override
+    public boolean fanInFanOut() {
+        return fanInFanOut;
+    }
+
+    /**
+     * Refuses: a 4-bit weight does not take a float update in place.
+     *
+     * @param delta the update
+     * @throws UnsupportedOperationException always, saying what to do instead
+     */
+    @Override
+    public void addToWeight(NDArray delta) {
+        throw new UnsupportedOperationException(
+                "a 4-bit weight cannot take a merged LoRA update in place: merge into its"
+                        + " dequantized copy (weight(...)) instead");
+    }
+
+    /**
+     * Returns the weight these parameters decode to, float32, in the projection's layout.
+     *
+     * @param store where the parameters' current values are read
+     * @param like an array on the device to read them to
+     * @param training whether the values are read for training
+     * @return the decoded weight
+     */
+    public NDArray weight(ParameterStore store, NDArray like, boolean training) {
+        NDArray scales = store.getValue(absmax, like.getDevice(), training);
+        if (nestedAbsmax != null) {
+            scales =
+                    Dequantization.eightBit(
+                                    scales,
+                                    store.getValue(nestedQuantMap, like.getDevice(), training),
+                                    store.getValue(nestedAbsmax, like.getDevice(), training),
+                                    NestedScales.BLOCK_SIZE)
+                            .add(store.getValue(nestedOffset, like.getDevice(), training));
+        }
+        Shape shape = getWeightShape();
+        return Dequantization.fourBit(
+                        store.getValue(packed, like.getDevice(), training),
+                        store.getValue(quantMap, like.getDevice(), training),
+                        scales,
+                        config.getBlockSize(),
+                        shape.size())
+                .reshape(shape);
+    }
+
+    @Override
+    protected NDList forwardInternal(
+            ParameterStore store,
+            NDList inputs,
+            boolean training,
+            PairList<String, Object> params) {
+        NDArray x = inputs.singletonOrThrow();
+        NDArray weight = Precision.castLike(weight(store, x, training), x);
+        NDArray y = x.matMul(fanInFanOut ? weight : weight.swapAxes(0, 1));
+        return new NDList(bias == null ? y : y.add(store.getValue(bias, x.getDevice(), training)));
+    }
+
+    @Override
+    public Shape[] getOutputShapes(Shape[] inputShapes) {
+        Shape shape = inputShapes[0];
+        return new Shape[] {shape.slice(0, shape.dimension() - 1).add(out)};
+    }
+
+    private Parameter frozen(String name, Shape shape) {
+        return addParameter(
+                Parameter.builder()
+                        .setName(name)
+                        .setType(Parameter.Type.OTHER)
+                        .optShape(shape)
+                        .optRequiresGrad(false)
+                        .optInitializer((manager, s, type) -> pending.get(name))
+                        .build());
+    }
+}

@@ -1,0 +1,145 @@
+package ai.djl.fsdp.zoo.lora;
+
+import ai.djl.Device;
+import ai.djl.Model;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.qlora.Qlora;
+import ai.djl.fsdp.quant.QuantType;
+import ai.djl.fsdp.statedict.StateDict;
+import ai.djl.fsdp.trainer.FsdpConfig;
+import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.TrainerOptions;
+import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.hf.QuantizationConfig;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
+import ai.djl.fsdp.zoo.models.Models;
+import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
+import ai.djl.fsdp.zoo.sharded.ShardedStart;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.nn.Parameter;
+import ai.djl.training.DefaultTrainingConfig;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * A 4-bit base started sharded from a float checkpoint ({@link ShardedStart}: each rank reads and
+ * quantizes only the blocks its shards cover, nested scales from the whole weight) holds exactly
+ * what quantizing the whole model at once gives: every packed byte, scale and float parameter.
+ */
+public final class QloraStartChecks {
+
+    static final String NAME = "llama-tiny";
+    static final int SEED = 37;
+
+    private QloraStartChecks() {}
+
+    /**
+     * Runs the checks on one rank of a job described by the environment.
+     *
+     * @param args the float checkpoint's directory
+     * @throws IOException if the checkpoint cannot be read
+     */
+    public static void main(String[] args) throws IOException {
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment())) {
+            run(group, Path.of(args[0]));
+        }
+        System.out.println("checks passed");
+    }
+
+    /**
+     * Starts the model from {@code checkpoint} in every 4-bit form and compares it.
+     *
+     * @param group the job's ranks
+     * @param checkpoint {@link #NAME} drawn from {@link #SEED}, saved in float32
+     * @throws IOException if the checkpoint cannot be read
+     */
+    static void run(ProcessGroup group, Path checkpoint) throws IOException {
+        for (QuantType type : QuantType.values()) {
+            for (boolean nested : new boolean[] {false, true}) {
+                QuantizationConfig quantization =
+                        QuantizationConfig.builder().setQuantType(type).optNested(nested).build();
+                Map<String, float[]> expected;
+                try (NDManager manager = TestModels.newManager()) {
+                    CausalLM whole = TestModels.seeded(NAME, manager, SEED);
+                    Qlora.quantize(whole, quantization.getQuant(), Qlora.DEFAULT_SKIP);
+                    expected = base(whole);
+                }
+                Map<String, float[]> started = started(group, checkpoint, quantization);
+                if (!expected.keySet().equals(started.keySet())) {
+                    throw new AssertionError(
+                            type
+                                    + " nested "
+                                    + nested
+                                    + ": "
+                                    + started.keySet()
+                                    + " vs "
+                                    + expected.keySet());
+                }
+                for (String name : expected.keySet()) {
+                    if (!Arrays.equals(expected.get(name), started.get(name))) {
+                        throw new AssertionError(type + " nested " + nested + ": " + name);
+                    }
+                }
+                System.out.printf(
+                        "%s nested %s: %d base tensors started sharded equal the whole model's%n",
+                        type, nested, expected.size());
+            }
+        }
+    }
+
+    private static Map<String, float[]> started(
+            ProcessGroup group, Path checkpoint, QuantizationConfig quantization)
+            throws IOException {
+        try (Model model = Model.newInstance("qlora", Device.cpu())) {
+            CausalLM lm = Models.forCheckpoint(ModelFamilies.read(checkpoint));
+            ShardedStart start =
+                    ShardedStart.initialize(
+                            model,
+                            lm,
+                            checkpoint,
+                            null,
+                            quantization,
+                            LoraBf16Checks.lora(4),
+                            null,
+                            (m, network, source) ->
+                                    FullyShardedDataParallel.newTrainer(
+                                            m,
+                                            new DefaultTrainingConfig(new CausalLmLoss())
+                                                    .optDevices(new Device[] {Device.cpu()}),
+                                            group,
+                                            FsdpConfig.builder()
+                                                    .optWrapPolicy(network.defaultWrapPolicy())
+                                                    .build(),
+                                            TrainerOptions.builder()
+                                                    .optInitialValues(source)
+                                                    .build()));
+            try (FsdpTrainer trainer = start.trainer()) {
+                trainer.getModel(); // closing gathers the parameters into the model
+            }
+            return base(lm);
+        }
+    }
+
+    /** The parameters but the adapters, by their names without LoRA's {@code base_layer.}. */
+    private static Map<String, float[]> base(CausalLM lm) {
+        Map<String, float[]> values = new TreeMap<>();
+        for (Map.Entry<String, Parameter> entry : StateDict.parameters(lm).entrySet()) {
+            if (!entry.getKey().contains("lora_")) {
+                NDArray array = entry.getValue().getArray();
+                values.put(
+                        entry.getKey().replace(".base_layer", ""),
+                        array.toType(DataType.FLOAT32, false).toFloatArray());
+            }
+        }
+        return values;
+    }
+}
