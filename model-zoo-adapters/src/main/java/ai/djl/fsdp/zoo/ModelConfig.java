@@ -3,7 +3,10 @@ package ai.djl.fsdp.zoo;
 import com.google.gson.JsonObject;
 import java.util.List;
 
-/** A Hugging Face {@code config.json} of a supported causal language model. */
+/**
+ * A Hugging Face {@code config.json} of a supported model: a decoder-only language model ({@link
+ * CausalLM}) or the encoder-decoder T5.
+ */
 public interface ModelConfig {
 
     /**
@@ -62,7 +65,26 @@ public interface ModelConfig {
      *
      * @return the model
      */
-    CausalLM newModel();
+    PretrainedModel newModel();
+
+    /**
+     * Builds a model of this architecture that must be a decoder-only language model: what the
+     * commands that run {@link CausalLM}s build.
+     *
+     * @return the model
+     * @throws IllegalArgumentException naming the family when it is not decoder-only
+     */
+    default CausalLM newCausalLM() {
+        if (newModel() instanceof CausalLM lm) {
+            return lm;
+        }
+        throw new IllegalArgumentException(
+                "model_type "
+                        + modelType()
+                        + " is an encoder-decoder model ("
+                        + family().architecture()
+                        + "): this takes decoder-only models (causal language models)");
+    }
 
     /**
      * Returns the configuration as {@code config.json} would hold it, with {@code model_type} and

@@ -143,7 +143,7 @@ public final class FinetuneCommand implements Subcommand {
         CausalLM lm =
                 hasWeights
                         ? Models.forCheckpoint(recipe.architecture)
-                        : recipe.architecture.newModel();
+                        : recipe.architecture.newCausalLM();
         LoraConfig lora = args.usePeftLora ? loraConfig(lm, recipe.resize != null) : null;
         FsdpTrainer trainer =
                 ShardedStart.initialize(
