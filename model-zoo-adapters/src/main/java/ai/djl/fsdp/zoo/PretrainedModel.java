@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo;
 
+import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.nn.Block;
@@ -63,6 +64,16 @@ public abstract class PretrainedModel extends HfBlock {
      * @return the wrap policy
      */
     public abstract WrapPolicy defaultWrapPolicy();
+
+    /**
+     * Returns the modules LoRA adapts unless told otherwise: {@code all-linear} (every projection
+     * but the output head), unless the family says otherwise.
+     *
+     * @return the target modules, as {@code LoraConfig.Builder#setTargetModules} takes them
+     */
+    public List<String> defaultLoraTargets() {
+        return List.of(LoraConfig.ALL_LINEAR);
+    }
 
     /**
      * Returns the parameters that hold a row per token: the token embedding's weight and, when the

@@ -166,6 +166,17 @@ public final class T5ForConditionalGeneration extends PretrainedModel {
         return WrapPolicy.byLayerClass(T5Block.class.getSimpleName());
     }
 
+    /**
+     * Returns T5's LoRA targets, as PEFT's mapping of model types to target modules gives them: the
+     * query and value projections of every attention, self and cross.
+     *
+     * @return {@code [q, v]}
+     */
+    @Override
+    public List<String> defaultLoraTargets() {
+        return List.of("q", "v");
+    }
+
     @Override
     public List<Parameter> vocabularyParameters() {
         Parameter table = child("shared").getParameters().get("weight");
