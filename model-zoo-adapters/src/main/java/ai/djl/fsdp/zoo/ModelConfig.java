@@ -68,22 +68,41 @@ public interface ModelConfig {
     PretrainedModel newModel();
 
     /**
-     * Builds a model of this architecture that must be a decoder-only language model: what the
-     * commands that run {@link CausalLM}s build.
+     * Returns whether the family is an encoder-decoder model (T5) rather than a decoder-only one.
+     *
+     * @return true for an encoder-decoder family
+     */
+    default boolean isEncoderDecoder() {
+        return false;
+    }
+
+    /**
+     * Checks that the family is a decoder-only language model, what the commands that run {@link
+     * CausalLM}s ({@code finetune}, {@code generate}, {@code bench}) take.
+     *
+     * @throws IllegalArgumentException naming the family when it is an encoder-decoder one
+     */
+    default void requireDecoderOnly() {
+        if (isEncoderDecoder()) {
+            throw new IllegalArgumentException(
+                    "model_type "
+                            + modelType()
+                            + " is an encoder-decoder model ("
+                            + family().architecture()
+                            + "): this takes decoder-only (causal) language models; load it with"
+                            + " Models.loadPretrained");
+        }
+    }
+
+    /**
+     * Builds a model of this architecture that must be a decoder-only language model.
      *
      * @return the model
-     * @throws IllegalArgumentException naming the family when it is not decoder-only
+     * @throws IllegalArgumentException naming the family when it is an encoder-decoder one
      */
     default CausalLM newCausalLM() {
-        if (newModel() instanceof CausalLM lm) {
-            return lm;
-        }
-        throw new IllegalArgumentException(
-                "model_type "
-                        + modelType()
-                        + " is an encoder-decoder model ("
-                        + family().architecture()
-                        + "): this takes decoder-only models (causal language models)");
+        requireDecoderOnly();
+        return (CausalLM) newModel();
     }
 
     /**

@@ -330,9 +330,12 @@ public final class FinetuneCommand implements Subcommand {
 
             @Override
             public ModelConfig architecture(int vocab, long endOfText) throws IOException {
-                return fromCheckpoint
-                        ? ModelFamilies.read(checkpoint)
-                        : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
+                ModelConfig config =
+                        fromCheckpoint
+                                ? ModelFamilies.read(checkpoint)
+                                : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
+                config.requireDecoderOnly();
+                return config;
             }
         };
     }

@@ -289,6 +289,11 @@ public final class T5Config extends PretrainedConfig {
     }
 
     @Override
+    public boolean isEncoderDecoder() {
+        return true;
+    }
+
+    @Override
     public T5ForConditionalGeneration newModel() {
         return new T5ForConditionalGeneration(this);
     }
