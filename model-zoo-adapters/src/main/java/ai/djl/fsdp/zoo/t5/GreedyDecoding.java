@@ -3,9 +3,9 @@ package ai.djl.fsdp.zoo.t5;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -47,12 +47,14 @@ public final class GreedyDecoding {
                 EncoderDecoderCache cache =
                         new EncoderDecoderCache(scope, config.numDecoderLayers())) {
             NDArray encoded = model.encode(ps, inputIds, attentionMask, false);
-            NDArray next =
-                    scope.full(new Shape(batch, 1), config.decoderStartTokenId(), DataType.INT64);
+            long[] tokens = new long[batch];
+            Arrays.fill(tokens, config.decoderStartTokenId());
             for (int step = 0; step < maxNewTokens && !allTrue(done); step++) {
+                // The step's arrays live in its own manager (the cache keeps what it needs).
                 try (NDManager stepScope = scope.newSubManager()) {
+                    NDArray next = stepScope.create(tokens).reshape(batch, 1);
                     NDArray logits = model.decode(ps, next, encoded, attentionMask, cache, false);
-                    long[] tokens =
+                    tokens =
                             logits.get(":, -1, :")
                                     .argMax(-1)
                                     .toType(DataType.INT64, false)
@@ -63,8 +65,6 @@ public final class GreedyDecoding {
                             done[b] = eos.contains(tokens[b]);
                         }
                     }
-                    next = scope.create(tokens).reshape(batch, 1);
-                    logits.attach(stepScope);
                 }
             }
         }

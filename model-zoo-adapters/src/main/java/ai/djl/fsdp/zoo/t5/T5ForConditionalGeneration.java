@@ -94,7 +94,10 @@ public final class T5ForConditionalGeneration extends PretrainedModel {
         long length = decoderIds.getShape().get(1);
         long past = cache == null ? 0 : cache.length();
         NDArray causal = Attention.causalBias(decoderIds.getManager(), null, batch, past, length);
-        NDList encoder = new NDList(encoderStates, paddingBias(encoderStates, attentionMask));
+        // In the manager of the new tokens, as the pass's other arrays are: a generation step's.
+        NDArray crossBias = paddingBias(encoderStates, attentionMask);
+        crossBias.attach(decoderIds.getManager());
+        NDList encoder = new NDList(encoderStates, crossBias);
         NDArray hidden =
                 ((T5Stack) child("decoder"))
                         .forward(ps, decoderIds, causal, encoder, cache, training);
