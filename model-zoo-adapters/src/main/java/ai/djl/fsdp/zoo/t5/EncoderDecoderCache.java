@@ -1,19 +1,26 @@
 package ai.djl.fsdp.zoo.t5;
 
 import ai.djl.fsdp.zoo.KvCache;
+import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.util.PairList;
 
 /**
- * What a T5 decoder keeps between generation steps, as Hugging Face's {@code EncoderDecoderCache}:
- * each block's self-attention keys and values of the tokens so far, and its keys and values of the
- * encoder's output, projected at the first step and reused at every later one. Explicit state the
- * caller owns, moved in and out of the blocks by the stack, so that the blocks stay pure functions;
- * close it when generation ends.
+ * What a T5 keeps between generation steps, as Hugging Face's {@code EncoderDecoderCache} and
+ * {@code encoder_outputs}: the encoder's output, computed at the first step; each decoder block's
+ * self-attention keys and values of the tokens so far; and its keys and values of the encoder's
+ * output, projected at the first step and reused at every later one. Explicit state the caller
+ * owns, moved in and out of the blocks by the stacks, so that the blocks stay pure functions.
+ * Through {@link ai.djl.nn.Block#forward(ai.djl.training.ParameterStore, ai.djl.ndarray.NDList,
+ * boolean, PairList)} (an FSDP trainer's {@code evaluate}, for one) it travels in the call's
+ * parameters, as {@link KvCache} does. Close it when generation ends.
  */
 public final class EncoderDecoderCache implements AutoCloseable {
 
+    private final NDManager manager;
     private final KvCache self;
     private final KvCache cross;
+    private NDArray encoderStates;
 
     /**
      * Creates an empty cache.
@@ -22,8 +29,9 @@ public final class EncoderDecoderCache implements AutoCloseable {
      * @param layers the decoder's blocks
      */
     public EncoderDecoderCache(NDManager manager, int layers) {
-        self = new KvCache(manager, layers);
-        cross = new KvCache(manager, layers);
+        this.manager = manager.newSubManager();
+        self = new KvCache(this.manager, layers);
+        cross = new KvCache(this.manager, layers);
     }
 
     /**
@@ -53,9 +61,59 @@ public final class EncoderDecoderCache implements AutoCloseable {
         return self.length();
     }
 
+    /**
+     * Returns the encoder's output, or null before the first step.
+     *
+     * @return the encoder's output {@code [B, S, C]}, or null
+     */
+    public NDArray encoderStates() {
+        return encoderStates;
+    }
+
+    /**
+     * Keeps the encoder's output for the later steps; the cache owns it from now on.
+     *
+     * @param states the encoder's output {@code [B, S, C]}
+     */
+    public void setEncoderStates(NDArray states) {
+        states.attach(manager);
+        encoderStates = states;
+    }
+
+    /**
+     * Returns the parameters of a model's forward call that carry this cache.
+     *
+     * @return {@code [(KvCache.PARAMETER, this)]}
+     */
+    public PairList<String, Object> asParams() {
+        PairList<String, Object> params = new PairList<>();
+        params.add(KvCache.PARAMETER, this);
+        return params;
+    }
+
+    /**
+     * Returns the cache a forward call's parameters carry.
+     *
+     * @param params the call's parameters, or null
+     * @return the cache, or null when the call runs without one
+     * @throws IllegalArgumentException if {@link KvCache#PARAMETER} holds something else
+     */
+    public static EncoderDecoderCache of(PairList<String, Object> params) {
+        Object value = params == null ? null : params.get(KvCache.PARAMETER);
+        if (value == null || value instanceof EncoderDecoderCache) {
+            return (EncoderDecoderCache) value;
+        }
+        throw new IllegalArgumentException(
+                "a T5's forward parameter "
+                        + KvCache.PARAMETER
+                        + " must be an EncoderDecoderCache, got "
+                        + value.getClass().getName());
+    }
+
     @Override
     public void close() {
         self.close();
         cross.close();
+        manager.close();
     }
 }

@@ -29,7 +29,10 @@ import java.util.List;
  * decoderInputIds [B, T] int64)} to {@code NDList(logits [B, T, vocab])}. The attention mask holds
  * 1 for the encoder's tokens and 0 for its padding; the decoder's inputs are the labels shifted
  * right ({@link #shiftRight}). The {@link T5Block}s of both stacks are the FSDP units ({@link
- * #defaultWrapPolicy}); the shared table, the final norms and the head stay in the root.
+ * #defaultWrapPolicy}); the shared table, the final norms and the head stay in the root. With an
+ * {@link EncoderDecoderCache} in the call's parameters ({@link EncoderDecoderCache#asParams()}) a
+ * call is one generation step: the encoder runs at the first (its output kept in the cache), and
+ * {@code decoderInputIds} are the step's new tokens.
  */
 public final class T5ForConditionalGeneration extends PretrainedModel {
 
@@ -204,9 +207,17 @@ public final class T5ForConditionalGeneration extends PretrainedModel {
                             + inputs.size()
                             + " arrays");
         }
+        NDArray ids = inputs.get(0);
         NDArray mask = inputs.size() == 3 ? inputs.get(1) : null;
-        return new NDList(
-                forward(ps, inputs.get(0), mask, inputs.get(inputs.size() - 1), training));
+        NDArray decoderIds = inputs.get(inputs.size() - 1);
+        EncoderDecoderCache cache = EncoderDecoderCache.of(params);
+        if (cache == null) {
+            return new NDList(forward(ps, ids, mask, decoderIds, training));
+        }
+        if (cache.encoderStates() == null) {
+            cache.setEncoderStates(encode(ps, ids, mask, training));
+        }
+        return new NDList(decode(ps, decoderIds, cache.encoderStates(), mask, cache, training));
     }
 
     @Override

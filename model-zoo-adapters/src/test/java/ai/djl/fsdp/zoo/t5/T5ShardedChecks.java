@@ -31,6 +31,7 @@ import ai.djl.training.tracker.Tracker;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 
@@ -70,6 +71,7 @@ final class T5ShardedChecks {
     /** Runs every scenario, rank 0 writing {@code <scenario>.ndlist} into {@code directory}. */
     static void runAll(ProcessGroup group, Path directory) throws IOException {
         sgdStepMatchesThePlainModel(group);
+        shardedGenerationMatchesThePlainModel(group);
         for (String scenario : SCENARIOS) {
             NDList result = run(scenario, group);
             if (group.getRank() == 0) {
@@ -185,6 +187,52 @@ final class T5ShardedChecks {
                 NDArray actual = trainer.evaluate(probe.subNDList(0, 3)).head();
                 ReferenceChecks.relativeDifference(
                         "one SGD step under FSDP against the plain model", actual, expected, 2e-5);
+            }
+        }
+    }
+
+    /**
+     * Greedy generation with the model sharded over the group, each rank on its own rows, gives the
+     * tokens that generation with the whole model in this process gives for those rows.
+     */
+    private static void shardedGenerationMatchesThePlainModel(ProcessGroup group) {
+        try (NDManager manager = TestModels.newManager();
+                Model model = Model.newInstance("generate", Device.cpu())) {
+            Engine.getEngine("PyTorch").setRandomSeed(SEED);
+            T5ForConditionalGeneration plain =
+                    (T5ForConditionalGeneration) Models.createPretrained(config(), manager);
+            int share = GLOBAL_BATCH / group.getSize();
+            int from = group.getRank() * share;
+            NDList rows = batch(manager, plain, -1, from, from + share);
+            List<long[]> expected =
+                    GreedyDecoding.generate(
+                            plain, new ParameterStore(manager, false), rows.get(0), rows.get(1), 6);
+            Engine.getEngine("PyTorch").setRandomSeed(SEED);
+            T5ForConditionalGeneration t5 =
+                    (T5ForConditionalGeneration)
+                            Models.createPretrained(config(), model.getNDManager());
+            model.setBlock(t5);
+            try (FsdpTrainer trainer =
+                    newTrainer(model, new CausalLmLoss(), group, adamW(), false)) {
+                List<long[]> actual =
+                        GreedyDecoding.generate(
+                                trainer, t5.getConfig(), rows.get(0), rows.get(1), 6);
+                for (int row = 0; row < share; row++) {
+                    System.out.println(
+                            "generated row "
+                                    + (from + row)
+                                    + ": "
+                                    + Arrays.toString(actual.get(row)));
+                    if (!Arrays.equals(expected.get(row), actual.get(row))) {
+                        throw new AssertionError(
+                                "sharded generation of row "
+                                        + (from + row)
+                                        + " gave "
+                                        + Arrays.toString(actual.get(row))
+                                        + ", the whole model "
+                                        + Arrays.toString(expected.get(row)));
+                    }
+                }
             }
         }
     }
