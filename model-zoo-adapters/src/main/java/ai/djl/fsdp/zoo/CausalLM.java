@@ -2,7 +2,6 @@ package ai.djl.fsdp.zoo;
 
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.fsdp.trainer.WrapPolicy;
-import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.fsdp.zoo.nn.Linear;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -11,9 +10,7 @@ import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * A decoder-only language model as a Block tree with Hugging Face's module and parameter names.
@@ -37,11 +34,10 @@ import java.util.Set;
  * FSDP unit of its own is not read here and returns logits. Inference and passes with a cache
  * (evaluation, generation) return logits either way.
  */
-public abstract class CausalLM extends HfBlock {
+public abstract class CausalLM extends PretrainedModel {
 
     private static final String HEAD = "lm_head";
 
-    private final ModelConfig config;
     private final String base;
     private boolean fusedLossHead;
 
@@ -53,18 +49,9 @@ public abstract class CausalLM extends HfBlock {
      * @param model the base model
      */
     protected CausalLM(ModelConfig config, String base, DecoderModel model) {
-        this.config = config;
+        super(config);
         this.base = base;
         addChild(base, model);
-    }
-
-    /**
-     * Returns the configuration.
-     *
-     * @return the configuration
-     */
-    public ModelConfig getConfig() {
-        return config;
     }
 
     /**
@@ -74,18 +61,9 @@ public abstract class CausalLM extends HfBlock {
      *
      * @return the base model prefix
      */
+    @Override
     public String basePrefix() {
         return base + '.';
-    }
-
-    /**
-     * Returns the class of the repeated decoder layer ({@code GPT2Block}, {@code
-     * LlamaDecoderLayer}): the natural FSDP unit, as Hugging Face's {@code _no_split_modules}.
-     *
-     * @return the decoder layer class
-     */
-    public Class<? extends Block> decoderLayerClass() {
-        return config.family().decoderLayer();
     }
 
     /**
@@ -100,6 +78,7 @@ public abstract class CausalLM extends HfBlock {
      *
      * @return the wrap policy
      */
+    @Override
     public WrapPolicy defaultWrapPolicy() {
         return defaultWrapPolicy(0);
     }
@@ -119,7 +98,7 @@ public abstract class CausalLM extends HfBlock {
      */
     public WrapPolicy defaultWrapPolicy(long tokens) {
         WrapPolicy layers = WrapPolicy.byLayerClass(decoderLayerClass().getSimpleName());
-        boolean headAlone = 3 * tokens < config.hiddenSize();
+        boolean headAlone = 3 * tokens < getConfig().hiddenSize();
         return block -> {
             if (layers.shouldWrap(block)) {
                 return true;
@@ -138,6 +117,7 @@ public abstract class CausalLM extends HfBlock {
      *
      * @return the token embedding's weight, then an untied head's
      */
+    @Override
     public List<Parameter> vocabularyParameters() {
         Block embedding = ((DecoderModel) child(base)).getTokenEmbedding();
         Block head = child(HEAD);
@@ -146,22 +126,6 @@ public abstract class CausalLM extends HfBlock {
                 ? List.of(table)
                 : List.of(table, head.getParameters().get("weight"));
     }
-
-    private static boolean sharesParameter(Block a, Block b) {
-        Set<String> ids = new HashSet<>();
-        a.getParameters().values().forEach(parameter -> ids.add(parameter.getId()));
-        return b.getParameters().values().stream()
-                .anyMatch(parameter -> ids.contains(parameter.getId()));
-    }
-
-    /**
-     * Returns whether a checkpoint tensor is a buffer Hugging Face stores but this model computes
-     * (GPT-2's causal mask {@code attn.bias}, Llama's {@code rotary_emb.inv_freq}).
-     *
-     * @param name the tensor name
-     * @return true if loading should skip it
-     */
-    public abstract boolean isComputedBuffer(String name);
 
     /**
      * Sets whether training passes hand the loss the final hidden states and the head's weight
@@ -251,6 +215,6 @@ public abstract class CausalLM extends HfBlock {
 
     @Override
     public Shape[] getOutputShapes(Shape[] inputShapes) {
-        return new Shape[] {inputShapes[0].add(config.vocabSize())};
+        return new Shape[] {inputShapes[0].add(getConfig().vocabSize())};
     }
 }

@@ -3,7 +3,10 @@ package ai.djl.fsdp.zoo;
 import com.google.gson.JsonObject;
 import java.util.List;
 
-/** A Hugging Face {@code config.json} of a supported causal language model. */
+/**
+ * A Hugging Face {@code config.json} of a supported model: a decoder-only language model ({@link
+ * CausalLM}) or the encoder-decoder T5.
+ */
 public interface ModelConfig {
 
     /**
@@ -62,7 +65,45 @@ public interface ModelConfig {
      *
      * @return the model
      */
-    CausalLM newModel();
+    PretrainedModel newModel();
+
+    /**
+     * Returns whether the family is an encoder-decoder model (T5) rather than a decoder-only one.
+     *
+     * @return true for an encoder-decoder family
+     */
+    default boolean isEncoderDecoder() {
+        return false;
+    }
+
+    /**
+     * Checks that the family is a decoder-only language model, what the commands that run {@link
+     * CausalLM}s ({@code finetune}, {@code generate}, {@code bench}) take.
+     *
+     * @throws IllegalArgumentException naming the family when it is an encoder-decoder one
+     */
+    default void requireDecoderOnly() {
+        if (isEncoderDecoder()) {
+            throw new IllegalArgumentException(
+                    "model_type "
+                            + modelType()
+                            + " is an encoder-decoder model ("
+                            + family().architecture()
+                            + "): this takes decoder-only (causal) language models; load it with"
+                            + " Models.loadPretrained");
+        }
+    }
+
+    /**
+     * Builds a model of this architecture that must be a decoder-only language model.
+     *
+     * @return the model
+     * @throws IllegalArgumentException naming the family when it is an encoder-decoder one
+     */
+    default CausalLM newCausalLM() {
+        requireDecoderOnly();
+        return (CausalLM) newModel();
+    }
 
     /**
      * Returns the configuration as {@code config.json} would hold it, with {@code model_type} and

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
+import ai.djl.fsdp.zoo.t5.T5Config;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import com.google.gson.JsonObject;
@@ -85,5 +86,66 @@ class ParameterNamesTest {
                 modules.get("lm_head").getDirectParameters().get("weight"));
         assertEquals(
                 Map.of("lm_head.weight", "model.embed_tokens.weight"), StateDict.aliases(model));
+    }
+
+    @Test
+    void t5NamesAreHuggingFaces() {
+        PretrainedModel model = T5Config.of(32, 16, 2, 24, 2, 1, "gated-gelu").newModel();
+        List<String> expected = new ArrayList<>(List.of("shared.weight"));
+        for (String stack : new String[] {"encoder", "decoder"}) {
+            int blocks = stack.equals("encoder") ? 2 : 1;
+            for (int i = 0; i < blocks; i++) {
+                String p = stack + ".block." + i + ".layer.";
+                List<String> attentions =
+                        stack.equals("encoder")
+                                ? List.of("SelfAttention")
+                                : List.of("SelfAttention", "EncDecAttention");
+                for (int j = 0; j < attentions.size(); j++) {
+                    String a = p + j + '.' + attentions.get(j) + '.';
+                    expected.addAll(
+                            List.of(
+                                    a + "q.weight",
+                                    a + "k.weight",
+                                    a + "v.weight",
+                                    a + "o.weight"));
+                    if (i == 0 && j == 0) {
+                        expected.add(a + "relative_attention_bias.weight");
+                    }
+                    expected.add(p + j + ".layer_norm.weight");
+                }
+                String f = p + attentions.size() + '.';
+                expected.addAll(
+                        List.of(
+                                f + "DenseReluDense.wi_0.weight",
+                                f + "DenseReluDense.wi_1.weight",
+                                f + "DenseReluDense.wo.weight",
+                                f + "layer_norm.weight"));
+            }
+            expected.add(stack + ".final_layer_norm.weight");
+        }
+        expected.add("lm_head.weight");
+        assertEquals(expected, new ArrayList<>(StateDict.parameters(model).keySet()));
+        assertEquals(
+                Map.of(
+                        "encoder.embed_tokens.weight", "shared.weight",
+                        "decoder.embed_tokens.weight", "shared.weight"),
+                StateDict.aliases(model));
+        Map<String, Block> modules = StateDict.modules(model);
+        assertEquals("T5Block", modules.get("encoder.block.1").getClass().getSimpleName());
+        assertEquals("T5Block", modules.get("decoder.block.0").getClass().getSimpleName());
+    }
+
+    @Test
+    void tiedT5HeadSharesTheTable() {
+        PretrainedModel model = T5Config.of(32, 16, 2, 24, 1, 1, "relu").newModel();
+        assertEquals(
+                Map.of(
+                        "encoder.embed_tokens.weight", "shared.weight",
+                        "decoder.embed_tokens.weight", "shared.weight",
+                        "lm_head.weight", "shared.weight"),
+                StateDict.aliases(model));
+        assertEquals(
+                List.of(StateDict.parameters(model).get("shared.weight")),
+                model.vocabularyParameters());
     }
 }

@@ -79,7 +79,7 @@ public final class TrainBenchRank implements Callable<Integer> {
             // A JVM with libtorch loaded and the ranks linked, before any model: what any rank
             // holds whatever FSDP does.
             long idleRss = PeakMemory.bytes("VmRSS");
-            CausalLM network = settings.modelConfig().newModel();
+            CausalLM network = settings.modelConfig().newCausalLM();
             // The loss computes the tied head's product chunk by chunk, as finetune does.
             network.setFusedLossHead(true);
             AttentionKernel.of(settings.attention()).applyTo(network);

@@ -156,7 +156,7 @@ public final class FinetuneCommand implements Subcommand {
         CausalLM lm =
                 hasWeights
                         ? Models.forCheckpoint(recipe.architecture)
-                        : recipe.architecture.newModel();
+                        : recipe.architecture.newCausalLM();
         LoraConfig lora = args.usePeftLora ? loraConfig(lm, recipe.resize != null) : null;
         FsdpTrainer trainer =
                 ShardedStart.initialize(
@@ -356,9 +356,12 @@ public final class FinetuneCommand implements Subcommand {
 
             @Override
             public ModelConfig architecture(int vocab, long endOfText) throws IOException {
-                return fromCheckpoint
-                        ? ModelFamilies.read(checkpoint)
-                        : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
+                ModelConfig config =
+                        fromCheckpoint
+                                ? ModelFamilies.read(checkpoint)
+                                : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
+                config.requireDecoderOnly();
+                return config;
             }
         };
     }

@@ -3,7 +3,7 @@ package ai.djl.fsdp.zoo.hf;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -47,13 +47,13 @@ public final class HfCheckpoint {
      * @throws IllegalArgumentException if the checkpoint does not match the model, naming the
      *     missing and unexpected tensors or the mismatched shape
      */
-    public static void load(CausalLM model, Path path) throws IOException {
+    public static void load(PretrainedModel model, Path path) throws IOException {
         load(model, path, null);
     }
 
     /**
      * Copies a checkpoint's tensors into an initialized model's parameters, its vocabulary grown as
-     * {@code resize} says (see {@link #shardSource(CausalLM, Path, VocabularyResize)}).
+     * {@code resize} says (see {@link #shardSource(PretrainedModel, Path, VocabularyResize)}).
      *
      * @param model the model, of the grown vocabulary when {@code resize} is given
      * @param path the checkpoint directory or safetensors file
@@ -61,7 +61,8 @@ public final class HfCheckpoint {
      * @throws IOException if reading fails
      * @throws IllegalArgumentException if the checkpoint does not match the model
      */
-    public static void load(CausalLM model, Path path, VocabularyResize resize) throws IOException {
+    public static void load(PretrainedModel model, Path path, VocabularyResize resize)
+            throws IOException {
         try (CheckpointShardSource source = shardSource(model, path, resize)) {
             for (Map.Entry<String, Parameter> entry : StateDict.parameters(model).entrySet()) {
                 Parameter parameter = entry.getValue();
@@ -89,17 +90,19 @@ public final class HfCheckpoint {
      * @throws IOException if the checkpoint cannot be opened
      * @throws IllegalArgumentException if the checkpoint does not match the model
      */
-    public static CheckpointShardSource shardSource(CausalLM model, Path path) throws IOException {
+    public static CheckpointShardSource shardSource(PretrainedModel model, Path path)
+            throws IOException {
         return shardSource(model, path, null);
     }
 
     /**
-     * Opens a checkpoint as the source FSDP shards a model from, as {@link #shardSource(CausalLM,
-     * Path)} does, for a model whose vocabulary is larger than the checkpoint's: its token
-     * embedding and untied head ({@link CausalLM#vocabularyParameters()}) have {@code
-     * resize.getRows()} rows where the checkpoint stores {@code resize.getStoredRows()}. Their
-     * stored rows are read as stored, and the rows they gain are drawn as {@link VocabularyResize}
-     * says, only by a rank whose shard holds some of them.
+     * Opens a checkpoint as the source FSDP shards a model from, as {@link
+     * #shardSource(PretrainedModel, Path)} does, for a model whose vocabulary is larger than the
+     * checkpoint's: its token embedding and untied head ({@link
+     * PretrainedModel#vocabularyParameters()}) have {@code resize.getRows()} rows where the
+     * checkpoint stores {@code resize.getStoredRows()}. Their stored rows are read as stored, and
+     * the rows they gain are drawn as {@link VocabularyResize} says, only by a rank whose shard
+     * holds some of them.
      *
      * @param model the model, of the grown vocabulary, before adapters are added
      * @param path the checkpoint directory or safetensors file
@@ -109,7 +112,7 @@ public final class HfCheckpoint {
      * @throws IllegalArgumentException if the checkpoint does not match the model
      */
     public static CheckpointShardSource shardSource(
-            CausalLM model, Path path, VocabularyResize resize) throws IOException {
+            PretrainedModel model, Path path, VocabularyResize resize) throws IOException {
         SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint.open(path);
         try {
             Map<String, Parameter> parameters = StateDict.parameters(model);
@@ -152,7 +155,7 @@ public final class HfCheckpoint {
      * @throws IllegalArgumentException naming the missing and unexpected tensors
      */
     private static Map<String, String> sources(
-            CausalLM model, SafetensorsCheckpoint checkpoint, Path path) {
+            PretrainedModel model, SafetensorsCheckpoint checkpoint, Path path) {
         Map<String, Parameter> parameters = StateDict.parameters(model);
         Map<String, String> aliases = StateDict.aliases(model);
         Map<String, String> sources = new LinkedHashMap<>();
@@ -192,7 +195,8 @@ public final class HfCheckpoint {
      * @param maxShardBytes the largest shard; {@link #DEFAULT_MAX_SHARD_BYTES} normally
      * @throws IOException if writing fails
      */
-    public static void save(CausalLM model, Path directory, long maxShardBytes) throws IOException {
+    public static void save(PretrainedModel model, Path directory, long maxShardBytes)
+            throws IOException {
         Files.createDirectories(directory);
         SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
         StateDict.parameters(model)
@@ -208,7 +212,7 @@ public final class HfCheckpoint {
      * @param directory the directory
      * @throws IOException if writing fails
      */
-    public static void save(CausalLM model, Path directory) throws IOException {
+    public static void save(PretrainedModel model, Path directory) throws IOException {
         save(model, directory, DEFAULT_MAX_SHARD_BYTES);
     }
 
@@ -221,7 +225,7 @@ public final class HfCheckpoint {
 
     /** Returns the model parameter a stored tensor holds, or null if it is not one. */
     private static String canonical(
-            CausalLM model,
+            PretrainedModel model,
             String stored,
             Map<String, Parameter> parameters,
             Map<String, String> aliases) {

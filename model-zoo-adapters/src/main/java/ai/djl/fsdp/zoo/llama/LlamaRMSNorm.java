@@ -17,7 +17,13 @@ public final class LlamaRMSNorm extends HfBlock {
     private final Parameter weight;
     private final float eps;
 
-    LlamaRMSNorm(long dim, float eps) {
+    /**
+     * Creates the norm; T5 uses it as its {@code T5LayerNorm}, the same function.
+     *
+     * @param dim the size of the last axis
+     * @param eps the epsilon under the square root
+     */
+    public LlamaRMSNorm(long dim, float eps) {
         weight = addParameter("weight", new Shape(dim), Initializer.ONES);
         this.eps = eps;
     }

@@ -9,6 +9,7 @@ import ai.djl.fsdp.zoo.llama.LlamaConfig;
 import ai.djl.fsdp.zoo.mistral.MistralConfig;
 import ai.djl.fsdp.zoo.qwen2.Qwen2Config;
 import ai.djl.fsdp.zoo.qwen3.Qwen3Config;
+import ai.djl.fsdp.zoo.t5.T5Config;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
@@ -23,14 +24,15 @@ import java.util.List;
  */
 public final class ModelFamilies {
 
-    /** GPT-2, Llama (2 and 3.x), Mistral, Qwen2 (and 2.5), Qwen3. */
+    /** GPT-2, Llama (2 and 3.x), Mistral, Qwen2 (and 2.5), Qwen3; T5 (v1.1, Flan-T5). */
     private static final List<ModelFamily> ALL =
             List.of(
                     GPT2Config.FAMILY,
                     LlamaConfig.FAMILY,
                     MistralConfig.FAMILY,
                     Qwen2Config.FAMILY,
-                    Qwen3Config.FAMILY);
+                    Qwen3Config.FAMILY,
+                    T5Config.FAMILY);
 
     private ModelFamilies() {}
 

@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.models;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.ModelFamily;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.gpt2.GPT2Config;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.VocabularyResize;
@@ -132,9 +133,26 @@ public final class Models {
      * @param config the configuration
      * @param manager the manager that owns the parameters
      * @return the initialized model
+     * @throws IllegalArgumentException for an encoder-decoder configuration (see {@link
+     *     #createPretrained})
      */
     public static CausalLM create(ModelConfig config, NDManager manager) {
-        CausalLM model = config.newModel();
+        return initialized(config.newCausalLM(), manager);
+    }
+
+    /**
+     * Builds a model of any family, decoder-only or encoder-decoder, and initializes its parameters
+     * as Hugging Face initializes a fresh model.
+     *
+     * @param config the configuration
+     * @param manager the manager that owns the parameters
+     * @return the initialized model
+     */
+    public static PretrainedModel createPretrained(ModelConfig config, NDManager manager) {
+        return initialized(config.newModel(), manager);
+    }
+
+    private static <M extends PretrainedModel> M initialized(M model, NDManager manager) {
         model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
         return model;
     }
@@ -149,9 +167,10 @@ public final class Models {
      *
      * @param config the configuration
      * @return the model, not initialized
+     * @throws IllegalArgumentException for an encoder-decoder configuration
      */
     public static CausalLM forCheckpoint(ModelConfig config) {
-        CausalLM model = config.newModel();
+        CausalLM model = config.newCausalLM();
         model.setInitializer((m, shape, dataType) -> m.create(shape, dataType), p -> true);
         return model;
     }
@@ -163,9 +182,26 @@ public final class Models {
      * @param manager the manager that owns the parameters
      * @return the model with the checkpoint's weights
      * @throws IOException if reading fails
+     * @throws IllegalArgumentException for an encoder-decoder checkpoint (see {@link
+     *     #loadPretrained})
      */
     public static CausalLM load(Path directory, NDManager manager) throws IOException {
         CausalLM model = create(ModelFamilies.read(directory), manager);
+        HfCheckpoint.load(model, directory);
+        return model;
+    }
+
+    /**
+     * Loads a Hugging Face checkpoint directory of any family, decoder-only or encoder-decoder.
+     *
+     * @param directory the checkpoint directory
+     * @param manager the manager that owns the parameters
+     * @return the model with the checkpoint's weights
+     * @throws IOException if reading fails
+     */
+    public static PretrainedModel loadPretrained(Path directory, NDManager manager)
+            throws IOException {
+        PretrainedModel model = createPretrained(ModelFamilies.read(directory), manager);
         HfCheckpoint.load(model, directory);
         return model;
     }

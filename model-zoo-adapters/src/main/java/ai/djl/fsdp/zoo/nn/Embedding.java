@@ -9,7 +9,10 @@ import ai.djl.training.ParameterStore;
 import ai.djl.training.initializer.NormalInitializer;
 import ai.djl.util.PairList;
 
-/** PyTorch's {@code nn.Embedding}: looks up rows of {@code weight [num, dim]} by int64 index. */
+/**
+ * PyTorch's {@code nn.Embedding}: looks up rows of {@code weight [num, dim]} by int64 index. The
+ * table can be another block's parameter, shared, not copied.
+ */
 public final class Embedding extends HfBlock {
 
     private final Parameter weight;
@@ -23,6 +26,16 @@ public final class Embedding extends HfBlock {
      */
     public Embedding(long num, long dim, float std) {
         weight = addParameter("weight", new Shape(num, dim), new NormalInitializer(std));
+    }
+
+    /**
+     * Creates a lookup into an existing {@code [num, dim]} table, shared, not copied (T5's stacks
+     * each look up the model's {@code shared} table as their {@code embed_tokens}).
+     *
+     * @param tiedWeight the shared table
+     */
+    public Embedding(Parameter tiedWeight) {
+        weight = addParameter(tiedWeight);
     }
 
     /**

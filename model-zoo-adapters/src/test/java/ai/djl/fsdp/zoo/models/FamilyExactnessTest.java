@@ -1,21 +1,18 @@
 package ai.djl.fsdp.zoo.models;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
-import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.ReferenceChecks;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
-import ai.djl.nn.Parameter;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.ParameterStore;
-import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.IOException;
@@ -23,9 +20,6 @@ import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
-import java.util.Map;
-import java.util.Set;
-import java.util.TreeSet;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -57,7 +51,7 @@ class FamilyExactnessTest {
                             SafetensorsFile.open(dir.resolve("expected.safetensors"))) {
                 CausalLM model = Models.load(dir, manager);
                 kernel.applyTo(model);
-                NDArray ids = ids(manager, expected.getAsJsonArray("input_ids"));
+                NDArray ids = ReferenceChecks.ids(manager, expected.getAsJsonArray("input_ids"));
                 double worst = 0;
                 try (GradientCollector collector = Engine.getInstance().newGradientCollector()) {
                     NDArray logits =
@@ -72,25 +66,11 @@ class FamilyExactnessTest {
                             name + " loss");
                     collector.backward(loss);
                 }
-                Map<String, Parameter> parameters = StateDict.parameters(model);
-                Set<String> expectedNames = new TreeSet<>();
-                for (String tensor : reference.getNames()) {
-                    if (tensor.startsWith("grad.")) {
-                        expectedNames.add(tensor.substring("grad.".length()));
-                    }
-                }
-                assertEquals(
-                        expectedNames, new TreeSet<>(parameters.keySet()), name + " parameters");
-                for (Map.Entry<String, Parameter> p : parameters.entrySet()) {
-                    NDArray gradient = p.getValue().getArray().getGradient();
-                    worst =
-                            Math.max(
-                                    worst,
-                                    check(
-                                            name + " gradient of " + p.getKey(),
-                                            gradient,
-                                            reference.read(manager, "grad." + p.getKey())));
-                }
+                worst =
+                        Math.max(
+                                worst,
+                                ReferenceChecks.gradients(
+                                        name, model, reference, manager, TOLERANCE));
                 System.out.printf(
                         Locale.ROOT,
                         "%s (%s kernel, ATEN_CPU_CAPABILITY=%s): largest relative difference"
@@ -103,18 +83,6 @@ class FamilyExactnessTest {
         }
     }
 
-    private static NDArray ids(NDManager manager, JsonArray rows) {
-        int batch = rows.size();
-        int length = rows.get(0).getAsJsonArray().size();
-        long[] ids = new long[batch * length];
-        for (int b = 0; b < batch; b++) {
-            for (int t = 0; t < length; t++) {
-                ids[b * length + t] = rows.get(b).getAsJsonArray().get(t).getAsLong();
-            }
-        }
-        return manager.create(ids).reshape(batch, length);
-    }
-
     /** The mean cross-entropy of each next token, as {@code torch.nn.functional.cross_entropy}. */
     private static NDArray crossEntropy(NDArray logits, NDArray ids, int vocab) {
         NDArray logProbabilities = logits.get(":, :-1, :").logSoftmax(-1);
@@ -123,14 +91,7 @@ class FamilyExactnessTest {
         return logProbabilities.mul(targets).sum().neg().div(count);
     }
 
-    /** Asserts and returns the largest difference relative to the largest expected magnitude. */
     private static double check(String what, NDArray actual, NDArray expected) {
-        assertEquals(expected.getShape(), actual.getShape(), what + " shape");
-        double scale = expected.abs().max().getFloat();
-        double relative = TestModels.maxDiff(actual, expected) / scale;
-        assertTrue(
-                relative <= TOLERANCE,
-                String.format(Locale.ROOT, "%s differs by %.3g relative", what, relative));
-        return relative;
+        return ReferenceChecks.relativeDifference(what, actual, expected, TOLERANCE);
     }
 }

@@ -83,7 +83,9 @@ class ModelFamiliesTest {
     @Test
     void registryListsEveryFamilyWithItsLayerAndArchitecture() {
         assertEquals(
-                List.of("gpt2", "llama", "mistral", "qwen2", "qwen3"), ModelFamilies.modelTypes());
+                List.of("gpt2", "llama", "mistral", "qwen2", "qwen3", "t5"),
+                ModelFamilies.modelTypes());
+        assertEquals("T5Block", ModelFamilies.of("t5").decoderLayer().getSimpleName());
         assertEquals(
                 "MistralDecoderLayer", ModelFamilies.of("mistral").decoderLayer().getSimpleName());
         assertEquals("Qwen2DecoderLayer", ModelFamilies.of("qwen2").decoderLayer().getSimpleName());
@@ -93,7 +95,9 @@ class ModelFamiliesTest {
                 assertThrows(
                         IllegalArgumentException.class,
                         () -> ModelFamilies.parse(json("{\"model_type\": \"gemma\"}")));
-        assertTrue(e.getMessage().contains("[gpt2, llama, mistral, qwen2, qwen3]"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains("[gpt2, llama, mistral, qwen2, qwen3, t5]"),
+                e.getMessage());
     }
 
     @Test
