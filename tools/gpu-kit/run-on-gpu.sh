@@ -44,6 +44,9 @@
 #   hybrid       HybridShardingTest: HYBRID_SHARD 2 x 2 (ncclCommSplit) against FULL_SHARD on 4
 #   checkpoint   CheckpointResumeTest: sharded checkpoints resumed on the same and other rank counts,
 #                on GPU ranks: 2 -> 2 bit for bit, 2 -> 1, 1 -> 2, 2 -> 4, 4 -> 2
+#   qcomm-2      bench train on 2 NCCL ranks with weights gathered in int8 and gradients reduced
+#                in int4 (ZeRO++'s qwZ and qgZ through the all-to-all): the loss and bytes sent
+#   qlora        finetune on 2 ranks, LoRA on a 4-bit NF4 base quantized as it loads (bf16 compute)
 #   train-llama1b, fsdp2-llama1b: Llama 16 x 2048, 32 heads, 8 kv heads, MLP 8192, vocab 32000,
 #                seq 2048, bf16, sdpa, one rank (KIT_LLAMA_BATCH, default 8); then the GPT shapes
 #   (train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32: GPT-2 124M, 12 x 768, seq 512, batch 8);
@@ -247,6 +250,12 @@ run_named() {
             ai.djl.fsdp.trainer.ReshardWithoutRecomputeGpuTest ;;
         hybrid) DJL_FSDP_RANKS_PER_GPU=$quad_share step hybrid tests ai.djl.fsdp.trainer.HybridShardingTest ;;
         checkpoint) DJL_FSDP_RANKS_PER_GPU=$quad_share step checkpoint tests ai.djl.fsdp.trainer.CheckpointResumeTest ;;
+        qcomm-2) DJL_FSDP_RANKS_PER_GPU=$pair_share step qcomm-2 with_gpu_memory "$results/qcomm-2.mem" fsdp bench \
+            train --nproc 2 --communication-quantization weights=int8,gradients=int4 "${small[@]}" ;;
+        qlora) DJL_FSDP_RANKS_PER_GPU=$pair_share step qlora fsdp launch --nproc-per-node 2 --jvm-opt=-Xmx4g -- \
+            finetune --model_name_or_path gpt2-mini --output_dir "$results/qlora-run" --use_peft_lora True \
+            --use_4bit_quantization True --bnb_4bit_compute_dtype bfloat16 --max_steps 4 \
+            --per_device_train_batch_size 4 ;;
         mem-1|mem-2)
             local sizes
             sizes_for train-124m
@@ -326,7 +335,7 @@ case "$call" in
     second) steps="$second_steps" ;;
     all) steps="$first_steps $second_steps" ;;
     # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
-    one) steps="probe-djl probe layout nccl-check nccl-ranks equiv mem-1 mem-2 hybrid checkpoint train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll stop-socket" ;;
+    one) steps="probe-djl probe layout nccl-check nccl-ranks equiv mem-1 mem-2 hybrid checkpoint qcomm-2 qlora train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll stop-socket" ;;
 esac
 for name in ${KIT_STEPS:-$steps}; do
     if [[ -n "${KIT_DEADLINE:-}" ]] && (( SECONDS + 20 > KIT_DEADLINE )); then
