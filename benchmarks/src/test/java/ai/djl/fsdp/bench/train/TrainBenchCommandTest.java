@@ -31,8 +31,8 @@ class TrainBenchCommandTest {
                         + " ideal_mb_per_rank=[\\d.]+ peak_rss_over_ideal=[\\d.]+"
                         + " idle_rss_mb_per_rank=([\\d.]+) init_peak_rss_mb_per_rank=([\\d.]+)"
                         + " step_peak_rss_mb_per_rank=(?:[\\d.]+|NaN)"
-                        + " peak_above_idle_over_ideal=[\\d.]+ cpu_ms_per_step=[\\d.]+"
-                        + " model=(\\w+) communication_quantization=none");
+                        + " peak_above_idle_over_ideal=[\\d.]+ cpu_ms_per_step=[\\d.]+ model=(\\w+)"
+                        + " communication_quantization=none");
 
     private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();
