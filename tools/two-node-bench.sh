@@ -5,7 +5,8 @@
 # both counted on the link and from the ranks' own accounting.
 #
 #   sudo tools/two-node-bench.sh [--rounds R] [--warmup W] [--steps S] [--rate RATE]
-#                                [--nproc-per-node N] [--log FILE] [-- RANK_ARGS...]
+#                                [--nproc-per-node N] [--log FILE] [--config ARGS]...
+#                                [-- RANK_ARGS...]
 #
 # The nodes are two network namespaces joined by a veth pair (10.77.0.1 and .2), each launcher with
 # a private tmpfs as its temporary folder, as HybridTwoNodeTest makes them; the link is limited in
@@ -13,7 +14,10 @@
 # (default 1gbit; --rate none leaves it unlimited). The ranks train `bench train`'s default shape
 # (6 layers, width 384, vocabulary 50257, sequence 128, batch 8 per rank) for W untimed and S timed
 # steps (default 1 and 2); RANK_ARGS are further TrainBenchRank options for every run (such as
-# --precision bf16). Needs root and a build (mvn -B -DskipTests package).
+# --precision bf16). Each --config ARGS (one quoted word, repeatable) replaces the two default runs
+# with runs of those TrainBenchRank options, the first the baseline of the ratios (such as
+# --config "--sharding FULL_SHARD" --config "--sharding FULL_SHARD --communication-quantization
+# weights=int8"). Needs root and a build (mvn -B -DskipTests package).
 #
 # Bytes on the link: the veth pair's transmitted bytes in both directions (TCP/IP headers
 # included). A run also carries its start-up (store, rings, sharded initialization), so after the
@@ -28,6 +32,7 @@ warmup=1
 steps=2
 rate=1gbit
 per_node=2
+custom=()
 log=two-node-bench.log
 while [[ $# -gt 0 && $1 != -- ]]; do
     case $1 in
@@ -37,6 +42,7 @@ while [[ $# -gt 0 && $1 != -- ]]; do
         --rate) rate=$2; shift 2 ;;
         --nproc-per-node) per_node=$2; shift 2 ;;
         --log) log=$2; shift 2 ;;
+        --config) custom+=("$2"); shift 2 ;;
         *) echo "two-node-bench: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
     esac
 done
@@ -51,6 +57,8 @@ target="$root/benchmarks/target"
 # The default bench shape (`bench train`'s defaults).
 shape=(--layers 6 --width 384 --heads 6 --vocab 50257 --seq 128 --batch 8)
 configs=("--sharding FULL_SHARD" "--sharding HYBRID_SHARD --shard-group-size $per_node")
+[[ ${#custom[@]} -gt 0 ]] && configs=("${custom[@]}")
+labels=$(printf '%s\t' "${configs[@]}")
 
 id=$(head -c 3 /dev/urandom | od -An -tx1 | tr -d ' \n')
 ns=(tnb-$id-0 tnb-$id-1)
@@ -139,7 +147,7 @@ for ((i = 0; i < ${#rank_args[@]}; i++)); do
         --seq=*) seq=${rank_args[i]#--seq=} ;;
     esac
 done
-awk -v n="${#configs[@]}" -v steps="$((warmup + steps))" \
+awk -v n="${#configs[@]}" -v steps="$((warmup + steps))" -v labels="$labels" \
     -v tokens_per_rank="$((batch * seq))" -v args="--warmup $warmup --steps $steps ${rank_args[*]}" '
 function field(line, name,   m) { return match(line, " " name "=[^ ]*") ? substr(line, RSTART + length(name) + 2, RLENGTH - length(name) - 2) : "" }
 function median(values, count,   sorted, i, j, t) {
@@ -158,6 +166,7 @@ function median(values, count,   sorted, i, j, t) {
     if (field($0, "sent_mb") + 0 > max_sent[key]) max_sent[key] = field($0, "sent_mb") + 0
 }
 END {
+    split(labels, label, "\t")
     print "Rank arguments: " args " (" steps " steps a round); MB = 10^6 bytes."
     print ""
     print "| run | tokens/s (rounds) | median | peak RSS MB/rank (median) | MB across per step, on the link (rounds) | median | MB across per step, ranks accounting |"
@@ -173,11 +182,11 @@ END {
             one = link["one-step", config]
             l[k] = (steps > 1 && one != "") ? (link[list[i], config] - one) / (steps - 1) / 1e6 : link[list[i], config] / steps / 1e6
             lk = lk (k > 1 ? ", " : "") sprintf("%.1f", l[k])
-            acct = (config == 0) ? 2 * max_sent[key] : across[key]
+            acct = (label[config + 1] !~ /HYBRID/) ? 2 * max_sent[key] : across[key]
         }
         if (k == 0) { printf "| config %d | failed | | | | | |\n", config; continue }
         med[config] = median(t, k); medl[config] = median(l, k)
-        printf "| %s | %s | %.1f%s | %.1f | %s | %.1f%s | %.1f |\n", config == 0 ? "FULL_SHARD" : "HYBRID_SHARD", tps, med[config],
+        printf "| %s | %s | %.1f%s | %.1f | %s | %.1f%s | %.1f |\n", label[config + 1], tps, med[config],
             config ? sprintf(" (%.2fx)", med[config] / med[0]) : "", median(m, k), lk, medl[config],
             config ? sprintf(" (%.2fx)", medl[config] / medl[0]) : "", acct
     }
