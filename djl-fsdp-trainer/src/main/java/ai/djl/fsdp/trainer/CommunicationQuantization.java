@@ -1,7 +1,7 @@
 package ai.djl.fsdp.trainer;
 
-import ai.djl.fsdp.tensor.quant.BlockQuantizer;
 import ai.djl.fsdp.tensor.quant.QuantizedBits;
+import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
@@ -11,7 +11,7 @@ import java.util.Optional;
  * with one scale per block, each rank restoring them in the compute type (the shards, the master
  * weights and the optimizer state stay exact); its gradients quantized once to int8 or int4,
  * exchanged all-to-all and summed in float32 on the rank that owns each piece. Blockwise symmetric
- * absmax ({@link BlockQuantizer}); frozen parameters are gathered as they are stored. Off by
+ * absmax ({@link SymmetricQuantizer}); frozen parameters are gathered as they are stored. Off by
  * default ({@link #NONE}).
  *
  * <pre>{@code
@@ -121,13 +121,13 @@ public final class CommunicationQuantization {
     }
 
     /** Returns the quantizer of weights' gathers, empty when they are exact. */
-    Optional<BlockQuantizer> weightQuantizer() {
-        return getWeights().map(bits -> BlockQuantizer.of(bits, blockSize));
+    Optional<SymmetricQuantizer> weightQuantizer() {
+        return getWeights().map(bits -> SymmetricQuantizer.of(bits, blockSize));
     }
 
     /** Returns the quantizer of gradients' reductions, empty when they are exact. */
-    Optional<BlockQuantizer> gradientQuantizer() {
-        return getGradients().map(bits -> BlockQuantizer.of(bits, blockSize));
+    Optional<SymmetricQuantizer> gradientQuantizer() {
+        return getGradients().map(bits -> SymmetricQuantizer.of(bits, blockSize));
     }
 
     /** Returns the setting as {@link #parse} reads it. */
@@ -203,7 +203,7 @@ public final class CommunicationQuantization {
          * @throws IllegalArgumentException for another
          */
         public Builder optBlockSize(int blockSize) {
-            BlockQuantizer.checkBlockSize(blockSize);
+            SymmetricQuantizer.checkBlockSize(blockSize);
             this.blockSize = blockSize;
             return this;
         }

@@ -1,8 +1,8 @@
 package ai.djl.fsdp.bench.host;
 
-import ai.djl.fsdp.tensor.quant.BlockQuantizer;
 import ai.djl.fsdp.tensor.quant.QuantizedBits;
 import ai.djl.fsdp.tensor.quant.QuantizedRows;
+import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -24,14 +24,14 @@ public class QuantizerBenchmark extends HostBenchmark {
     @Param({"int8", "int4"})
     public String bits;
 
-    private BlockQuantizer quantizer;
+    private SymmetricQuantizer quantizer;
     private NDArray shard;
     private QuantizedRows quantized;
 
     /** Makes the shard and its quantized form. */
     @Setup(Level.Trial)
     public void setUp() {
-        quantizer = BlockQuantizer.of(QuantizedBits.of(bits), 256);
+        quantizer = SymmetricQuantizer.of(QuantizedBits.of(bits), 256);
         shard = manager.randomNormal(new Shape(SHARD));
         quantized = quantizer.quantize(shard, 1, manager, "the shard");
     }

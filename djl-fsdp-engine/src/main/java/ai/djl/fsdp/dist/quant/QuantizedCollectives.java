@@ -7,15 +7,15 @@ import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.tensor.BlobTensors;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
-import ai.djl.fsdp.tensor.quant.BlockQuantizer;
 import ai.djl.fsdp.tensor.quant.QuantizedRows;
+import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import java.util.List;
 
 /**
  * An all-gather and a reduce-scatter whose values cross the wire quantized by one {@link
- * BlockQuantizer}: codes and scales travel as two collectives of the group, and the values are
+ * SymmetricQuantizer}: codes and scales travel as two collectives of the group, and the values are
  * restored (and, for the reduce-scatter, summed in float32) when the returned {@link Work} is
  * awaited, on the caller's thread and device.
  *
@@ -26,19 +26,19 @@ import java.util.List;
  */
 public final class QuantizedCollectives {
 
-    private final BlockQuantizer quantizer;
+    private final SymmetricQuantizer quantizer;
 
     /**
      * Creates the collectives of {@code quantizer}'s codes.
      *
      * @param quantizer the codes' width and block size
      */
-    public QuantizedCollectives(BlockQuantizer quantizer) {
+    public QuantizedCollectives(SymmetricQuantizer quantizer) {
         this.quantizer = quantizer;
     }
 
     /** Returns the quantizer. */
-    public BlockQuantizer getQuantizer() {
+    public SymmetricQuantizer getQuantizer() {
         return quantizer;
     }
 

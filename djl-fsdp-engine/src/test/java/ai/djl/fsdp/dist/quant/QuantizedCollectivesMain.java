@@ -7,8 +7,8 @@ import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
-import ai.djl.fsdp.tensor.quant.BlockQuantizer;
 import ai.djl.fsdp.tensor.quant.QuantizedBits;
+import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -91,7 +91,7 @@ public final class QuantizedCollectivesMain {
 
     private void checkAllGather(Precision type) {
         QuantizedCollectives collectives =
-                new QuantizedCollectives(BlockQuantizer.of(QuantizedBits.INT8, BLOCK));
+                new QuantizedCollectives(SymmetricQuantizer.of(QuantizedBits.INT8, BLOCK));
         NDArray input = type.cast(manager.create(values(rank, PIECE)));
         NDArray output = type.empty(manager, new Shape((long) PIECE * size));
         collectives.allGatherAsync(group, input, output, "test weights").await();
@@ -115,7 +115,8 @@ public final class QuantizedCollectivesMain {
     }
 
     private void checkReduceScatter(QuantizedBits bits) {
-        QuantizedCollectives collectives = new QuantizedCollectives(BlockQuantizer.of(bits, BLOCK));
+        QuantizedCollectives collectives =
+                new QuantizedCollectives(SymmetricQuantizer.of(bits, BLOCK));
         NDArray input = manager.create(values(rank, PIECE * size));
         NDArray output = manager.zeros(new Shape(PIECE));
         collectives

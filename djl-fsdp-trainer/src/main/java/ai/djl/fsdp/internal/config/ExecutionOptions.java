@@ -3,7 +3,7 @@ package ai.djl.fsdp.internal.config;
 import ai.djl.Device;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;
-import ai.djl.fsdp.tensor.quant.BlockQuantizer;
+import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -32,8 +32,8 @@ public record ExecutionOptions(
         boolean prefetch,
         Precision computeType,
         Precision reduceType,
-        BlockQuantizer weightQuantizer,
-        BlockQuantizer gradientQuantizer) {
+        SymmetricQuantizer weightQuantizer,
+        SymmetricQuantizer gradientQuantizer) {
 
     /**
      * Checks the types.

@@ -10,7 +10,7 @@ import ai.djl.fsdp.dist.quant.QuantizedCollectives;
 import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.quant.BlockQuantizer;
+import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -57,7 +57,9 @@ public final class Collectives {
      *     reduce them exactly; null under hybrid sharding (the trainer refuses both together)
      */
     public Collectives(
-            ShardingMesh mesh, BlockQuantizer weightQuantizer, BlockQuantizer gradientQuantizer) {
+            ShardingMesh mesh,
+            SymmetricQuantizer weightQuantizer,
+            SymmetricQuantizer gradientQuantizer) {
         this.world = mesh.getWorld();
         this.shardGroup = mesh.getShardGroup();
         this.replicateGroup = mesh.getReplicateGroup().orElse(null);

@@ -22,7 +22,7 @@ import ai.djl.ndarray.types.Shape;
  * <p>Only libtorch operators run (DJL's, on the values' device), so the same code quantizes CPU and
  * GPU arrays; intermediate arrays are freed before a call returns.
  */
-public final class BlockQuantizer {
+public final class SymmetricQuantizer {
 
     /** The smallest block size. */
     public static final int MIN_BLOCK_SIZE = 64;
@@ -36,7 +36,7 @@ public final class BlockQuantizer {
     private final QuantizedBits bits;
     private final int blockSize;
 
-    private BlockQuantizer(QuantizedBits bits, int blockSize) {
+    private SymmetricQuantizer(QuantizedBits bits, int blockSize) {
         this.bits = bits;
         this.blockSize = blockSize;
     }
@@ -49,9 +49,9 @@ public final class BlockQuantizer {
      * @return the quantizer
      * @throws IllegalArgumentException for a block size out of range or odd
      */
-    public static BlockQuantizer of(QuantizedBits bits, int blockSize) {
+    public static SymmetricQuantizer of(QuantizedBits bits, int blockSize) {
         checkBlockSize(blockSize);
-        return new BlockQuantizer(bits, blockSize);
+        return new SymmetricQuantizer(bits, blockSize);
     }
 
     /**

@@ -25,7 +25,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * {@code k / maxCode * absmax}. Which of two levels a value exactly between them takes is left to
  * libtorch's kernel, so the checks hold on every CPU.
  */
-class BlockQuantizerTest {
+class SymmetricQuantizerTest {
 
     private NDManager manager;
 
@@ -76,7 +76,7 @@ class BlockQuantizerTest {
 
     @Test
     void int4PacksTwoCodesAByteWithTheFirstInTheHighNibble() {
-        BlockQuantizer quantizer = BlockQuantizer.of(QuantizedBits.INT4, 64);
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(QuantizedBits.INT4, 64);
         float[] values = new float[64];
         values[0] = 7;
         values[1] = -7;
@@ -94,7 +94,7 @@ class BlockQuantizerTest {
     @ParameterizedTest
     @EnumSource(QuantizedBits.class)
     void nonFiniteValuesAreRefusedNamingThemAndTheWayOut(QuantizedBits bits) {
-        BlockQuantizer quantizer = BlockQuantizer.of(bits, 64);
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, 64);
         for (float bad :
                 new float[] {Float.NaN, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY}) {
             float[] values = new float[200];
@@ -117,24 +117,25 @@ class BlockQuantizerTest {
             IllegalArgumentException e =
                     assertThrows(
                             IllegalArgumentException.class,
-                            () -> BlockQuantizer.of(QuantizedBits.INT8, size));
+                            () -> SymmetricQuantizer.of(QuantizedBits.INT8, size));
             assertTrue(e.getMessage().contains("from 64 to 2048"), e::getMessage);
         }
-        assertEquals(2048, BlockQuantizer.of(QuantizedBits.INT4, 2048).getBlockSize());
+        assertEquals(2048, SymmetricQuantizer.of(QuantizedBits.INT4, 2048).getBlockSize());
     }
 
     @Test
     void rowBytesCountCodesAndScales() {
-        assertEquals(1024 + 4 * 4, BlockQuantizer.of(QuantizedBits.INT8, 256).rowBytes(1000));
-        assertEquals(512 + 4 * 4, BlockQuantizer.of(QuantizedBits.INT4, 256).rowBytes(1000));
-        QuantizedRows room = BlockQuantizer.of(QuantizedBits.INT4, 256).allocate(manager, 3, 1000);
+        assertEquals(1024 + 4 * 4, SymmetricQuantizer.of(QuantizedBits.INT8, 256).rowBytes(1000));
+        assertEquals(512 + 4 * 4, SymmetricQuantizer.of(QuantizedBits.INT4, 256).rowBytes(1000));
+        QuantizedRows room =
+                SymmetricQuantizer.of(QuantizedBits.INT4, 256).allocate(manager, 3, 1000);
         assertEquals(3 * 512, room.codes().size());
         assertEquals(3 * 4, room.scales().size());
     }
 
     /** Quantizes and dequantizes, checks every value against its block's bounds, returns them. */
     private float[] checkRoundTrip(QuantizedBits bits, int block, float[] values, int rows) {
-        BlockQuantizer quantizer = BlockQuantizer.of(bits, block);
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, block);
         int columns = values.length / rows;
         NDArray array = manager.create(values, new Shape(rows, columns));
         float[] back;
