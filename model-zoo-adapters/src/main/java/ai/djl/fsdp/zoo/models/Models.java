@@ -170,7 +170,19 @@ public final class Models {
      * @throws IllegalArgumentException for an encoder-decoder configuration
      */
     public static CausalLM forCheckpoint(ModelConfig config) {
-        CausalLM model = config.newCausalLM();
+        config.requireDecoderOnly();
+        return (CausalLM) forAnyCheckpoint(config);
+    }
+
+    /**
+     * Builds a model of any family, decoder-only or encoder-decoder, to be filled from a
+     * checkpoint, not initialized, as {@link #forCheckpoint} does.
+     *
+     * @param config the configuration
+     * @return the model, not initialized
+     */
+    public static PretrainedModel forAnyCheckpoint(ModelConfig config) {
+        PretrainedModel model = config.newModel();
         model.setInitializer((m, shape, dataType) -> m.create(shape, dataType), p -> true);
         return model;
     }

@@ -9,7 +9,7 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.wrap.WrapPlanner;
 import ai.djl.fsdp.wrap.WrapTarget;
-import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.VocabularyResize;
@@ -35,9 +35,13 @@ import java.util.Set;
  */
 public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
 
-    /** Builds the trainer once the model's tree is complete. */
+    /**
+     * Builds the trainer once the model's tree is complete.
+     *
+     * @param <M> the model's type
+     */
     @FunctionalInterface
-    public interface TrainerFactory {
+    public interface TrainerFactory<M extends PretrainedModel> {
 
         /**
          * Creates the trainer (not yet initialized).
@@ -47,13 +51,14 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
          * @param source the checkpoint's shards, or null for fresh values
          * @return the trainer
          */
-        FsdpTrainer newTrainer(Model model, CausalLM lm, ParameterSource source);
+        FsdpTrainer newTrainer(Model model, M lm, ParameterSource source);
     }
 
     /**
      * Sets {@code lm} as the model's block, adds the adapters, and initializes a trainer over it
      * unit by unit. A collective: every rank calls it.
      *
+     * @param <M> the model's type
      * @param model the model
      * @param lm the language model, built without values ({@code Models.forCheckpoint} for a
      *     checkpoint, else the architecture's {@code newModel})
@@ -64,8 +69,8 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * @return the initialized trainer and the size of its largest unit
      * @throws IOException if the checkpoint cannot be read
      */
-    public static ShardedStart initialize(
-            Model model, CausalLM lm, Path checkpoint, LoraConfig lora, TrainerFactory factory)
+    public static <M extends PretrainedModel> ShardedStart initialize(
+            Model model, M lm, Path checkpoint, LoraConfig lora, TrainerFactory<M> factory)
             throws IOException {
         return initialize(model, lm, checkpoint, lora, null, factory);
     }
@@ -75,6 +80,7 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * unit by unit, the adapters' values read from a PEFT adapter directory (each rank reading only
      * its shards of them, as of the base). A collective: every rank calls it.
      *
+     * @param <M> the model's type
      * @param model the model
      * @param lm the language model, built without values ({@code Models.forCheckpoint} for a
      *     checkpoint, else the architecture's {@code newModel})
@@ -88,24 +94,25 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * @throws IOException if the checkpoint or the adapters cannot be read
      * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
      */
-    public static ShardedStart initialize(
+    public static <M extends PretrainedModel> ShardedStart initialize(
             Model model,
-            CausalLM lm,
+            M lm,
             Path checkpoint,
             LoraConfig lora,
             Path adapterValues,
-            TrainerFactory factory)
+            TrainerFactory<M> factory)
             throws IOException {
         return initialize(model, lm, checkpoint, null, lora, adapterValues, factory);
     }
 
     /**
      * Sets {@code lm} as the model's block, adds the adapters, and initializes a trainer over it
-     * unit by unit, as {@link #initialize(Model, CausalLM, Path, LoraConfig, Path, TrainerFactory)}
-     * does, for a model whose vocabulary is larger than the checkpoint's: the token embedding and
-     * an untied head grow as {@code resize} says (each rank making only the added rows its shards
-     * hold). A collective: every rank calls it.
+     * unit by unit, as {@link #initialize(Model, PretrainedModel, Path, LoraConfig, Path,
+     * TrainerFactory)} does, for a model whose vocabulary is larger than the checkpoint's: the
+     * token embedding and an untied head grow as {@code resize} says (each rank making only the
+     * added rows its shards hold). A collective: every rank calls it.
      *
+     * @param <M> the model's type
      * @param model the model
      * @param lm the language model of the grown vocabulary, built without values
      * @param checkpoint the Hugging Face checkpoint directory to read the values from, or null for
@@ -118,14 +125,14 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * @throws IOException if the checkpoint or the adapters cannot be read
      * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
      */
-    public static ShardedStart initialize(
+    public static <M extends PretrainedModel> ShardedStart initialize(
             Model model,
-            CausalLM lm,
+            M lm,
             Path checkpoint,
             VocabularyResize resize,
             LoraConfig lora,
             Path adapterValues,
-            TrainerFactory factory)
+            TrainerFactory<M> factory)
             throws IOException {
         if (adapterValues != null && lora == null) {
             throw new IllegalArgumentException("adapter values need the adapters' configuration");
@@ -157,7 +164,7 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * Adds the adapters, after the checkpoint's source has matched the base parameters to the
      * files; returns the source of their saved values, or null.
      */
-    private static AdapterSource adapters(CausalLM lm, LoraConfig lora, Path values)
+    private static AdapterSource adapters(PretrainedModel lm, LoraConfig lora, Path values)
             throws IOException {
         if (lora != null) {
             Lora.apply(lm, lora);
@@ -178,7 +185,7 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
         return trainer.getMemoryStats().modelStateBytes() + largestUnitElements * computeBytes;
     }
 
-    private static long largestUnitElements(CausalLM lm, WrapPolicy policy) {
+    private static long largestUnitElements(PretrainedModel lm, WrapPolicy policy) {
         long unitElements = 0;
         long largestUnit = 0;
         for (WrapTarget target : WrapPlanner.plan(lm, policy)) {
