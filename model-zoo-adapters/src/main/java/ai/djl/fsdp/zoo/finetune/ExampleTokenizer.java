@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.finetune;
 
 import ai.djl.fsdp.zoo.finetune.data.Document;
+import ai.djl.fsdp.zoo.finetune.data.SentimentLabels;
 import ai.djl.fsdp.zoo.finetune.data.Seq2SeqExamples;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.data.TrainingData;
@@ -34,6 +35,18 @@ final class ExampleTokenizer {
      * @return the split's training data
      */
     TrainingData tokenize(List<Document> documents, Consumer<String> note, String split) {
+        if (recipe.seq2seq != (documents.get(0).target() != null)) {
+            throw new IllegalArgumentException(
+                    "--dataset_name "
+                            + recipe.args.datasetName
+                            + (recipe.seq2seq
+                                    ? " holds texts or conversations, but a seq2seq model trains on"
+                                            + " source-target pairs: give JSON lines with"
+                                            + " --source_field and --target_field, or the built-in "
+                                            + SentimentLabels.NAME
+                                    : " holds source-target pairs, which train a seq2seq model"
+                                            + " (T5): give texts or conversations"));
+        }
         if (!recipe.seq2seq) {
             return sequences(documents, note, split).padded(recipe.padId);
         }

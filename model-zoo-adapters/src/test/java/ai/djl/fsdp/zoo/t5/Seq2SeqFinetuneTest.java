@@ -227,7 +227,30 @@ class Seq2SeqFinetuneTest {
         List<String> task = new ArrayList<>(given.subList(1, given.size()));
         task.set(task.indexOf("seq2seq"), "causal_lm");
         assertRefused("--task causal_lm does not fit model_type t5", task);
+        List<String> chat = new ArrayList<>(given.subList(1, given.size()));
+        chat.set(chat.indexOf(data.toString()), "arithmetic-chat");
+        assertRefused("holds texts or conversations, but a seq2seq model trains on", chat);
         assertFalse(Files.exists(output), "nothing is written");
+    }
+
+    @Test
+    void theBuiltInDemoRunsAndCutTargetsAreCountedOnce(@TempDir Path directory) {
+        StringWriter out = new StringWriter();
+        CommandLine line = new CommandLine(new FinetuneCommand());
+        line.setOut(new PrintWriter(out));
+        int code =
+                line.execute(
+                        "--model_name_or_path", "t5-tiny",
+                        "--dataset_name", "sentiment-labels",
+                        "--max_target_length", "4",
+                        "--max_steps", "2",
+                        "--logging_steps", "1",
+                        "--exact_match_samples", "0",
+                        "--output_dir", directory.resolve("demo").toString());
+        assertEquals(0, code, out.toString());
+        String cut = "note: 2730 train targets are longer than --max_target_length 4 tokens";
+        assertEquals(1, out.toString().split(cut, -1).length - 1, out.toString());
+        assertTrue(out.toString().contains("step=2 "), out.toString());
     }
 
     private static void assertRefused(String expected, List<String> args) {

@@ -24,14 +24,14 @@ import java.util.Random;
 import java.util.stream.Stream;
 
 /**
- * Reads {@code --dataset_name}: the built-in {@link ArithmeticChat}, a file, or a directory with
- * one file per split ({@code train.jsonl}, {@code test.jsonl}, ...). A {@code .jsonl} or {@code
- * .json} file holds one JSON object per line: a conversation under {@code messages} ({@code role},
- * {@code content}, as TRL's conversational data also {@code tool_calls} and the like, with the
- * tools offered under {@code tools}) or a text under {@code --dataset_text_field} (for an
- * encoder-decoder model, a source and a target under {@code --source_field} and {@code
- * --target_field}); any other file is plain UTF-8 text, one document. A single file's eval split is
- * a held-out fraction of it.
+ * Reads {@code --dataset_name}: the built-in {@link ArithmeticChat} (or for a seq2seq model {@link
+ * SentimentLabels}), a file, or a directory with one file per split ({@code train.jsonl}, {@code
+ * test.jsonl}, ...). A {@code .jsonl} or {@code .json} file holds one JSON object per line: a
+ * conversation under {@code messages} ({@code role}, {@code content}, as TRL's conversational data
+ * also {@code tool_calls} and the like, with the tools offered under {@code tools}) or a text under
+ * {@code --dataset_text_field} (for an encoder-decoder model, a source and a target under {@code
+ * --source_field} and {@code --target_field}); any other file is plain UTF-8 text, one document. A
+ * single file's eval split is a held-out fraction of it.
  */
 public final class TextDatasets {
 
@@ -87,7 +87,13 @@ public final class TextDatasets {
             throws IOException {
         Map<String, List<Document>> splits = new LinkedHashMap<>();
         Path path = Path.of(name);
-        if (ArithmeticChat.NAME.equals(name)) {
+        if (SentimentLabels.NAME.equals(name)) {
+            Map<String, List<Document>> generated = SentimentLabels.generate(150, seed);
+            splits.put(trainSplit, generated.get("train"));
+            if (evalSplit != null) {
+                splits.put(evalSplit, generated.get("test"));
+            }
+        } else if (ArithmeticChat.NAME.equals(name)) {
             Map<String, List<Document>> generated = ArithmeticChat.generate(4000, 200, seed);
             splits.put(trainSplit, generated.get("train"));
             if (evalSplit != null) {
@@ -109,8 +115,11 @@ public final class TextDatasets {
             throw new IllegalArgumentException(
                     "--dataset_name "
                             + name
-                            + " is neither a file, a directory of split files, nor the built-in "
-                            + ArithmeticChat.NAME);
+                            + " is neither a file, a directory of split files, nor a built-in ("
+                            + ArithmeticChat.NAME
+                            + ", or for a seq2seq model "
+                            + SentimentLabels.NAME
+                            + ")");
         }
         return splits;
     }
