@@ -44,8 +44,10 @@ import java.util.function.Consumer;
 
 /**
  * What a fine-tuning run is made of, decided before the first step: the tokenizer (with the chat
- * template's tokens), the train and eval sequences, the model's architecture, AdamW and its
- * learning-rate schedule, and the FSDP trainer ({@link #newTrainer}, the one place it is built).
+ * template's tokens), the task (next-token prediction, or for an encoder-decoder model targets from
+ * sources), the train and eval data ({@link ExampleTokenizer}), the model's architecture, AdamW and
+ * its learning-rate schedule, and the FSDP trainer ({@link #newTrainer}, the one place it is
+ * built).
  */
 final class FinetuneRecipe implements AutoCloseable {
 

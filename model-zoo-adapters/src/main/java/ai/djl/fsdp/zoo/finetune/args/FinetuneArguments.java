@@ -272,8 +272,9 @@ public final class FinetuneArguments {
             names = "--exact_match_samples",
             defaultValue = "200",
             description =
-                    "Eval conversations whose last reply is generated and compared exactly,"
-                            + " before and after training; 0 turns it off (default 200).")
+                    "Eval conversations whose last reply (seq2seq: eval sources whose target) is"
+                            + " generated and compared exactly, before and after training; 0 turns"
+                            + " it off (default 200).")
     public int exactMatchSamples;
 
     @Option(
