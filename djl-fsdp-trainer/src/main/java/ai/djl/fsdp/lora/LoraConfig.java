@@ -26,12 +26,15 @@ public final class LoraConfig {
     /** The target that selects every linear projection except the output head, as in PEFT. */
     public static final String ALL_LINEAR = "all-linear";
 
+    private static final String CAUSAL_LM = "CAUSAL_LM";
+
     private final int rank;
     private final float alpha;
     private final float dropout;
     private final List<String> targetModules;
     private final List<String> modulesToSave;
     private final String baseModelNameOrPath;
+    private final String taskType;
 
     private LoraConfig(Builder builder) {
         this.rank = builder.rank;
@@ -40,6 +43,7 @@ public final class LoraConfig {
         this.targetModules = builder.targetModules;
         this.modulesToSave = builder.modulesToSave;
         this.baseModelNameOrPath = builder.baseModelNameOrPath;
+        this.taskType = builder.taskType;
     }
 
     /**
@@ -94,6 +98,11 @@ public final class LoraConfig {
      */
     public List<String> getTargetModules() {
         return targetModules;
+    }
+
+    /** Returns PEFT's {@code task_type}: {@code CAUSAL_LM} or {@code SEQ_2_SEQ_LM}. */
+    public String getTaskType() {
+        return taskType;
     }
 
     /**
@@ -176,7 +185,7 @@ public final class LoraConfig {
             Collection<String> savedModules) {
         JsonObject json = new JsonObject();
         json.addProperty("peft_type", "LORA");
-        json.addProperty("task_type", "CAUSAL_LM");
+        json.addProperty("task_type", taskType);
         json.addProperty("base_model_name_or_path", baseModelNameOrPath);
         json.addProperty("r", rank);
         json.addProperty("lora_alpha", alpha);
@@ -243,6 +252,8 @@ public final class LoraConfig {
                             .map(JsonElement::getAsString)
                             .toList());
         }
+        JsonElement task = json.get("task_type");
+        builder.optTaskType(task == null || task.isJsonNull() ? CAUSAL_LM : task.getAsString());
         JsonElement base = json.get("base_model_name_or_path");
         if (base != null && !base.isJsonNull()) {
             builder.optBaseModelNameOrPath(base.getAsString());
@@ -274,8 +285,21 @@ public final class LoraConfig {
         private List<String> targetModules;
         private List<String> modulesToSave = List.of();
         private String baseModelNameOrPath;
+        private String taskType = CAUSAL_LM;
 
         Builder() {}
+
+        /**
+         * Sets PEFT's {@code task_type} (default {@code CAUSAL_LM}; {@code SEQ_2_SEQ_LM} for an
+         * encoder-decoder model).
+         *
+         * @param taskType the task type
+         * @return this builder
+         */
+        public Builder optTaskType(String taskType) {
+            this.taskType = taskType;
+            return this;
+        }
 
         /**
          * Sets PEFT's {@code modules_to_save}: modules (by name, matched as targets are) whose

@@ -96,6 +96,7 @@ public abstract class CausalLM extends PretrainedModel {
      * @param tokens the tokens of one micro-batch on one rank (batch size times sequence length)
      * @return the wrap policy
      */
+    @Override
     public WrapPolicy defaultWrapPolicy(long tokens) {
         WrapPolicy layers = WrapPolicy.byLayerClass(decoderLayerClass().getSimpleName());
         boolean headAlone = 3 * tokens < getConfig().hiddenSize();

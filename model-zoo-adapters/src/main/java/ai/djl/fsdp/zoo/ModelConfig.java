@@ -77,8 +77,8 @@ public interface ModelConfig {
     }
 
     /**
-     * Checks that the family is a decoder-only language model, what the commands that run {@link
-     * CausalLM}s ({@code finetune}, {@code generate}, {@code bench}) take.
+     * Checks that the family is a decoder-only language model, what the commands that run only
+     * {@link CausalLM}s ({@code generate}, {@code bench}) take.
      *
      * @throws IllegalArgumentException naming the family when it is an encoder-decoder one
      */

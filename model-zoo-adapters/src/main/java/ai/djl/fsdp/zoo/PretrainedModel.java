@@ -66,6 +66,17 @@ public abstract class PretrainedModel extends HfBlock {
     public abstract WrapPolicy defaultWrapPolicy();
 
     /**
+     * Returns the default units for training on {@code tokens} tokens per micro-batch: those of
+     * {@link #defaultWrapPolicy()} unless the family weighs its head against its logits.
+     *
+     * @param tokens the tokens of one micro-batch on one rank
+     * @return the wrap policy
+     */
+    public WrapPolicy defaultWrapPolicy(long tokens) {
+        return defaultWrapPolicy();
+    }
+
+    /**
      * Returns the modules LoRA adapts unless told otherwise: {@code all-linear} (every projection
      * but the output head), unless the family says otherwise.
      *

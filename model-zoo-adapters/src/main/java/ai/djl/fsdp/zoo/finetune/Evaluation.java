@@ -7,13 +7,18 @@ import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.chat.ChatFormat;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Document;
-import ai.djl.fsdp.zoo.finetune.data.Sequences;
+import ai.djl.fsdp.zoo.finetune.data.LabeledBatch;
+import ai.djl.fsdp.zoo.finetune.data.Seq2SeqExamples;
+import ai.djl.fsdp.zoo.finetune.data.TrainingData;
 import ai.djl.fsdp.zoo.finetune.report.ExactMatch;
 import ai.djl.fsdp.zoo.finetune.report.Progress;
 import ai.djl.fsdp.zoo.generate.GenerationConfig;
 import ai.djl.fsdp.zoo.generate.Generator;
 import ai.djl.fsdp.zoo.generate.ShardedDecoder;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
+import ai.djl.fsdp.zoo.t5.GreedyDecoding;
+import ai.djl.fsdp.zoo.t5.T5Config;
+import ai.djl.fsdp.zoo.t5.T5ForConditionalGeneration;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -27,9 +32,10 @@ import java.util.Map;
 
 /**
  * Evaluation on the eval split, run by every rank together (each forward gathers the units): the
- * mean next-token loss over the labels, raising DJL's {@code onValidationBatch} for each of this
- * rank's batches (its input ids and labels; no predictions), and for conversations the exact-match
- * accuracy of the model's greedy reply to each held-out question.
+ * mean token loss over the labels, raising DJL's {@code onValidationBatch} for each of this rank's
+ * batches (its input ids and labels; no predictions), and the exact-match accuracy of the model's
+ * greedy reply to each held-out question (conversations) or of its generated target to each
+ * held-out source (an encoder-decoder model).
  */
 final class Evaluation {
 
@@ -44,37 +50,31 @@ final class Evaluation {
     /**
      * Returns the eval split's mean loss per label (all ranks' batches together).
      *
-     * @param eval the eval sequences
-     * @param batchSize sequences per rank and batch
-     * @param padId the padding input id
+     * @param eval the eval examples
+     * @param batchSize examples per rank and batch
      * @return the loss
      */
-    double loss(Sequences eval, int batchSize, long padId) {
+    double loss(TrainingData eval, int batchSize) {
         DistributedSampler sampler =
                 new DistributedSampler(
-                        eval.getSequences().size(),
-                        group.getRank(),
-                        group.getSize(),
-                        batchSize,
-                        false,
-                        0);
+                        eval.size(), group.getRank(), group.getSize(), batchSize, false, 0);
         CausalLmLoss loss = new CausalLmLoss();
         double sum = 0;
         double count = 0;
         while (sampler.hasNext()) {
             int[] indices = sampler.next();
             try (NDManager manager = trainer.getManager().newSubManager()) {
-                NDList batch = eval.batch(manager, indices, padId);
-                NDList logits = trainer.evaluate(Sequences.modelInputs(batch));
+                LabeledBatch batch = eval.batch(manager, indices);
+                NDList logits = trainer.evaluate(batch.modelInputs());
                 long labels = eval.countLabels(indices);
-                sum += loss.evaluate(new NDList(batch.get(1)), logits).getFloat() * labels;
+                sum += loss.evaluate(new NDList(batch.labels()), logits).getFloat() * labels;
                 count += labels;
                 BatchData event =
                         new BatchData(
                                 new Batch(
                                         manager,
-                                        new NDList(batch.get(0)),
-                                        new NDList(batch.get(1)),
+                                        new NDList(batch.modelInputs().get(0)),
+                                        new NDList(batch.labels()),
                                         indices.length,
                                         null,
                                         null,
@@ -137,15 +137,7 @@ final class Evaluation {
         if (prompts.isEmpty()) {
             return new ExactMatch(0, 0, null, null, 0);
         }
-        // Question i is rank (i % ranks)'s; a rank with fewer than the others asks one of them
-        // again, not counted, so that no rank's batch is empty.
-        List<Integer> mine = new ArrayList<>();
-        for (int i = group.getRank(); i < prompts.size(); i += group.getSize()) {
-            mine.add(i);
-        }
-        if (mine.isEmpty()) {
-            mine.add(group.getRank() % prompts.size());
-        }
+        List<Integer> mine = share(prompts.size());
         List<long[]> batch = new ArrayList<>();
         mine.forEach(i -> batch.add(prompts.get(i)));
         GenerationConfig greedy =
@@ -186,6 +178,97 @@ final class Evaluation {
         double seconds = (System.nanoTime() - begin) / 1e9;
         return new ExactMatch(
                 (long) totals[0], prompts.size(), questions.get(0), firstReply, seconds);
+    }
+
+    /**
+     * Generates each held-out example's target greedily, as the PEFT guide's script does (T5's
+     * encoder once, its decoder with a cache: {@link GreedyDecoding}), and compares the decoded
+     * text, up to the end of sequence, with the reference. Each rank generates its share of the
+     * examples in batches of at most {@code maxRows}, every unit gathered once a step for the
+     * batch; the ranks agree on the number of batches. Rank 0 shows the batches on a progress bar.
+     *
+     * @param eval the eval examples
+     * @param documents their source and target texts, in the same order
+     * @param samples the most examples to generate
+     * @param maxRows the most examples a rank generates together
+     * @param tokenizer the tokenizer
+     * @return the result
+     */
+    ExactMatch generatedTargets(
+            Seq2SeqExamples eval,
+            List<Document> documents,
+            int samples,
+            int maxRows,
+            HuggingFaceTokenizer tokenizer) {
+        long begin = System.nanoTime();
+        int total = Math.min(samples, eval.size());
+        T5Config config = ((T5ForConditionalGeneration) trainer.getModel().getBlock()).getConfig();
+        int maxTarget = 0;
+        for (int i = 0; i < total; i++) {
+            maxTarget = Math.max(maxTarget, eval.getPairs().get(i).target().length);
+        }
+        List<Integer> mine = share(total);
+        int shares = (total + group.getSize() - 1) / group.getSize();
+        int batches = (shares + maxRows - 1) / maxRows;
+        long correct = 0;
+        String firstReply = null;
+        try (NDManager manager = trainer.getManager().newSubManager();
+                Progress progress = Progress.open("exact match", batches, group.getRank() == 0)) {
+            for (int b = 0; b < batches; b++) {
+                // A rank out of examples generates its first again, not counted.
+                List<Integer> rows =
+                        b * maxRows < mine.size()
+                                ? mine.subList(
+                                        b * maxRows, Math.min(mine.size(), (b + 1) * maxRows))
+                                : mine.subList(0, 1);
+                boolean counted = b * maxRows < mine.size();
+                int[] indices = rows.stream().mapToInt(Integer::intValue).toArray();
+                NDList sources = eval.sources(manager, indices);
+                List<long[]> targets =
+                        GreedyDecoding.generate(
+                                trainer, config, sources.get(0), sources.get(1), maxTarget);
+                for (int row = 0; row < indices.length; row++) {
+                    String text = decode(tokenizer, targets.get(row), config.eosTokenIds());
+                    int example = indices[row];
+                    if (counted
+                            && example % group.getSize() == group.getRank()
+                            && text.equals(documents.get(example).target().trim())) {
+                        correct++;
+                    }
+                    firstReply = firstReply == null ? text : firstReply;
+                }
+                sources.close();
+                progress.update(b + 1, "");
+            }
+        }
+        double[] totals = allReduceSum(correct, 0);
+        double seconds = (System.nanoTime() - begin) / 1e9;
+        return new ExactMatch(
+                (long) totals[0], total, documents.get(0).text(), firstReply, seconds);
+    }
+
+    /** Returns a generated target's text, without its end-of-sequence token. */
+    private static String decode(HuggingFaceTokenizer tokenizer, long[] ids, List<Long> eos) {
+        int length = ids.length;
+        if (length > 0 && eos.contains(ids[length - 1])) {
+            length--;
+        }
+        return tokenizer.decode(Arrays.copyOf(ids, length), true).trim();
+    }
+
+    /**
+     * Returns this rank's examples of {@code total}: example i is rank (i % ranks)'s; a rank with
+     * none takes one of the others', not counted, so that no rank's batch is empty.
+     */
+    private List<Integer> share(int total) {
+        List<Integer> mine = new ArrayList<>();
+        for (int i = group.getRank(); i < total; i += group.getSize()) {
+            mine.add(i);
+        }
+        if (mine.isEmpty()) {
+            mine.add(group.getRank() % total);
+        }
+        return mine;
     }
 
     private double[] allReduceSum(double a, double b) {

@@ -12,8 +12,8 @@ import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.FsdpTrainer;
-import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
 import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
@@ -21,6 +21,7 @@ import ai.djl.fsdp.zoo.finetune.args.HubCompatibility;
 import ai.djl.fsdp.zoo.finetune.args.ListenerArguments;
 import ai.djl.fsdp.zoo.finetune.args.QuantizationArguments;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
+import ai.djl.fsdp.zoo.finetune.data.Seq2SeqExamples;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
 import ai.djl.fsdp.zoo.finetune.report.ExactMatch;
@@ -53,13 +54,14 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code bin/fsdp finetune}: trains a causal language model (GPT-2, Llama) on text, JSON lines or
- * conversations, fully or with LoRA adapters, with Hugging Face's and TRL's flag names. Alone it is
- * a job of one rank; under {@code bin/fsdp launch --nproc-per-node N -- finetune ...} the ranks
- * train together with FSDP, each on its part of every epoch. The flags are in {@link
- * FinetuneArguments}, {@link FsdpArguments}, {@link QuantizationArguments} and {@link
- * HubCompatibility}; the run is built by {@link FinetuneRecipe} and trained by {@link
- * TrainingLoop}, whose steps the trainer's listeners ({@link FinetuneListeners}, with the user's
- * {@code --listeners}) log, evaluate and checkpoint; {@link RunReport} writes what it produced.
+ * conversations, or an encoder-decoder model (T5) on source-target pairs, fully or with LoRA
+ * adapters, with Hugging Face's and TRL's flag names. Alone it is a job of one rank; under {@code
+ * bin/fsdp launch --nproc-per-node N -- finetune ...} the ranks train together with FSDP, each on
+ * its part of every epoch. The flags are in {@link FinetuneArguments}, {@link FsdpArguments},
+ * {@link QuantizationArguments} and {@link HubCompatibility}; the run is built by {@link
+ * FinetuneRecipe} and trained by {@link TrainingLoop}, whose steps the trainer's listeners ({@link
+ * FinetuneListeners}, with the user's {@code --listeners}) log, evaluate and checkpoint; {@link
+ * RunReport} writes what it produced.
  */
 @Command(
         name = "finetune",
@@ -67,8 +69,8 @@ import picocli.CommandLine.Spec;
         sortOptions = false,
         defaultValueProvider = AccelerateDefaults.class,
         description =
-                "Fine-tune (or train from scratch) a causal language model, with FSDP across the"
-                        + " ranks of the job.")
+                "Fine-tune (or train from scratch) a causal language model, or a seq2seq one"
+                        + " (T5), with FSDP across the ranks of the job.")
 public final class FinetuneCommand implements Subcommand {
 
     @Spec private CommandSpec spec;
@@ -153,11 +155,11 @@ public final class FinetuneCommand implements Subcommand {
         // Not initialized here: ShardedStart (bench train's path too) has the trainer initialize
         // the model one unit at a time on the rank's device, keeping only this rank's shards, read
         // straight from the checkpoint's files when there is one. No rank holds the whole model.
-        CausalLM lm =
+        PretrainedModel lm =
                 hasWeights
-                        ? Models.forCheckpoint(recipe.architecture)
-                        : recipe.architecture.newCausalLM();
-        LoraConfig lora = args.usePeftLora ? loraConfig(lm, recipe.resize != null) : null;
+                        ? Models.forAnyCheckpoint(recipe.architecture)
+                        : recipe.architecture.newModel();
+        LoraConfig lora = args.usePeftLora ? loraConfig(recipe, lm) : null;
         FsdpTrainer trainer =
                 ShardedStart.initialize(
                                 model,
@@ -202,12 +204,21 @@ public final class FinetuneCommand implements Subcommand {
     }
 
     private ExactMatch exactMatch(FinetuneRecipe recipe, FsdpTrainer trainer, String when) {
-        if (!recipe.chat || args.exactMatchSamples <= 0 || recipe.evalDocuments.isEmpty()) {
+        if (!(recipe.chat || recipe.seq2seq)
+                || args.exactMatchSamples <= 0
+                || recipe.eval == null) {
             return null;
         }
+        Evaluation evaluation = new Evaluation(trainer, recipe.group);
         ExactMatch match =
-                new Evaluation(trainer, recipe.group)
-                        .exactMatch(
+                recipe.eval instanceof Seq2SeqExamples pairs
+                        ? evaluation.generatedTargets(
+                                pairs,
+                                recipe.evalDocuments,
+                                args.exactMatchSamples,
+                                args.exactMatchBatchSize(),
+                                recipe.tokenizer)
+                        : evaluation.exactMatch(
                                 recipe.evalDocuments,
                                 args.exactMatchSamples,
                                 args.exactMatchBatchSize(),
@@ -284,6 +295,7 @@ public final class FinetuneCommand implements Subcommand {
                             + " --use_peft_lora True (without adapters the saved model is the"
                             + " whole model)");
         }
+        args.seq2seq.check();
         requirePositive(args.maxSeqLen, "--max_seq_len");
         requirePositive(args.padToMultipleOf, "--pad_to_multiple_of");
         requirePositive(args.perDeviceTrainBatchSize, "--per_device_train_batch_size");
@@ -355,13 +367,17 @@ public final class FinetuneCommand implements Subcommand {
             }
 
             @Override
+            public ModelConfig stored() throws IOException {
+                return fromCheckpoint
+                        ? ModelFamilies.read(checkpoint)
+                        : Models.builtin(args.modelNameOrPath);
+            }
+
+            @Override
             public ModelConfig architecture(int vocab, long endOfText) throws IOException {
-                ModelConfig config =
-                        fromCheckpoint
-                                ? ModelFamilies.read(checkpoint)
-                                : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
-                config.requireDecoderOnly();
-                return config;
+                return fromCheckpoint
+                        ? ModelFamilies.read(checkpoint)
+                        : FinetuneRecipe.builtin(args.modelNameOrPath, vocab, endOfText);
             }
         };
     }
@@ -371,9 +387,9 @@ public final class FinetuneCommand implements Subcommand {
      * head train whole beside the adapters and are saved with them (PEFT's {@code
      * modules_to_save}), so the new tokens' rows are learnt.
      */
-    private LoraConfig loraConfig(CausalLM lm, boolean grown) {
+    private LoraConfig loraConfig(FinetuneRecipe recipe, PretrainedModel lm) {
         List<String> vocabularyModules = new ArrayList<>();
-        if (grown) {
+        if (recipe.resize != null) {
             List<Parameter> rows = lm.vocabularyParameters();
             StateDict.modules(lm)
                     .forEach(
@@ -386,7 +402,11 @@ public final class FinetuneCommand implements Subcommand {
                             });
         }
         return LoraConfig.builder()
-                .setTargetModules(args.loraTargetModules)
+                .setTargetModules(
+                        args.loraTargetModules == null
+                                ? lm.defaultLoraTargets()
+                                : args.loraTargetModules)
+                .optTaskType(recipe.seq2seq ? "SEQ_2_SEQ_LM" : "CAUSAL_LM")
                 .optRank(args.loraR)
                 .optAlpha(args.loraAlpha)
                 .optDropout(args.loraDropout)
@@ -410,7 +430,7 @@ public final class FinetuneCommand implements Subcommand {
     private void save(
             FinetuneRecipe recipe,
             FsdpTrainer trainer,
-            CausalLM lm,
+            PretrainedModel lm,
             LoraConfig lora,
             RunReport report)
             throws IOException {

@@ -56,10 +56,7 @@ final class FinetuneListeners {
                             recipe.totalSteps,
                             trainer ->
                                     new Evaluation(trainer, recipe.group)
-                                            .loss(
-                                                    recipe.eval,
-                                                    recipe.args.perDeviceEvalBatchSize,
-                                                    recipe.padId),
+                                            .loss(recipe.eval, recipe.args.perDeviceEvalBatchSize),
                             log,
                             outcome);
             listeners.add(evaluation);

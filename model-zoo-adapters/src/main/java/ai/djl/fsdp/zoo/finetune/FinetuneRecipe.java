@@ -12,16 +12,16 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.chat.ChatFormat;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
-import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Document;
-import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.data.TextDatasets;
+import ai.djl.fsdp.zoo.finetune.data.TrainingData;
 import ai.djl.fsdp.zoo.finetune.report.RunReport;
 import ai.djl.fsdp.zoo.hf.PretrainedConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
@@ -44,8 +44,10 @@ import java.util.function.Consumer;
 
 /**
  * What a fine-tuning run is made of, decided before the first step: the tokenizer (with the chat
- * template's tokens), the train and eval sequences, the model's architecture, AdamW and its
- * learning-rate schedule, and the FSDP trainer ({@link #newTrainer}, the one place it is built).
+ * template's tokens), the task (next-token prediction, or for an encoder-decoder model targets from
+ * sources), the train and eval data ({@link ExampleTokenizer}), the model's architecture, AdamW and
+ * its learning-rate schedule, and the FSDP trainer ({@link #newTrainer}, the one place it is
+ * built).
  */
 final class FinetuneRecipe implements AutoCloseable {
 
@@ -64,8 +66,11 @@ final class FinetuneRecipe implements AutoCloseable {
      */
     final VocabularyResize resize;
 
-    final Sequences train;
-    final Sequences eval;
+    /** Whether the model is an encoder-decoder one, trained to generate targets from sources. */
+    final boolean seq2seq;
+
+    final TrainingData train;
+    final TrainingData eval;
     final List<Document> evalDocuments;
     final long padId;
     final long endOfTurn;
@@ -88,20 +93,24 @@ final class FinetuneRecipe implements AutoCloseable {
         this.args = args;
         this.fsdp = fsdp;
         this.group = group;
+        seq2seq = args.seq2seq.isSeq2Seq(source.stored());
         Map<String, List<Document>> splits =
                 TextDatasets.load(
                         args.datasetName,
                         args.trainSplit(),
                         args.evalSplit(),
-                        args.datasetTextField,
+                        seq2seq
+                                ? new TextDatasets.Fields(
+                                        args.seq2seq.sourceField, args.seq2seq.targetField)
+                                : TextDatasets.Fields.text(args.datasetTextField),
                         args.validationSplitPercentage / 100,
                         args.seed);
         List<Document> trainDocuments = splits.get(args.trainSplit());
         chat = trainDocuments.get(0).isChat();
-        chatFormat = chatFormat(args, source.tokenizer());
+        chatFormat = ChatFormats.of(args, source.tokenizer());
         if (chat && chatFormat.endOfTurn() == null) {
             throw new IllegalArgumentException(
-                    chatConfig(source.tokenizer())
+                    ChatFormats.config(source.tokenizer())
                             + " has a chat_template but no eos_token, the token that ends the"
                             + " assistant's replies: add \"eos_token\" (the token the template"
                             + " closes a reply with) to that file, or train with"
@@ -161,14 +170,15 @@ final class FinetuneRecipe implements AutoCloseable {
                             + architecture.maxPositions()
                             + " positions");
         }
-        train = sequences(trainDocuments, note, "train");
-        if (train.getSequences().isEmpty()) {
+        ExampleTokenizer examples = new ExampleTokenizer(this);
+        train = examples.tokenize(trainDocuments, note, "train");
+        if (train.size() == 0) {
             throw emptySplit(args.trainSplit());
         }
         evalDocuments = args.evalSplit() == null ? List.of() : splits.get(args.evalSplit());
-        Sequences evalSequences =
-                evalDocuments.isEmpty() ? null : sequences(evalDocuments, note, "eval");
-        if (evalSequences != null && evalSequences.getSequences().isEmpty()) {
+        TrainingData evalSequences =
+                evalDocuments.isEmpty() ? null : examples.tokenize(evalDocuments, note, "eval");
+        if (evalSequences != null && evalSequences.size() == 0) {
             note.accept(
                     emptySplit(args.evalSplit()).getMessage() + "; the run goes on unevaluated");
             evalSequences = null;
@@ -176,10 +186,10 @@ final class FinetuneRecipe implements AutoCloseable {
         eval = evalSequences;
         int perStep = args.gradientAccumulationSteps;
         int globalBatch = args.perDeviceTrainBatchSize * group.getSize() * perStep;
-        if (train.getSequences().size() < globalBatch) {
+        if (train.size() < globalBatch) {
             note.accept(
                     "the train split makes "
-                            + train.getSequences().size()
+                            + train.size()
                             + " sequences, fewer than one global batch of "
                             + globalBatch
                             + " (--per_device_train_batch_size "
@@ -257,7 +267,7 @@ final class FinetuneRecipe implements AutoCloseable {
      * @param metricsFile where the metrics log is written as the run goes
      * @return the line
      */
-    String describe(CausalLM lm, boolean lora, Path metricsFile) {
+    String describe(PretrainedModel lm, boolean lora, Path metricsFile) {
         return String.format(
                 Locale.ROOT,
                 "training %s (%,d parameters%s) on %s: %d train sequences, %s; %d ranks,"
@@ -266,8 +276,8 @@ final class FinetuneRecipe implements AutoCloseable {
                 RunReport.countParameters(lm),
                 lora ? ", LoRA adapters" : "",
                 args.datasetName,
-                train.getSequences().size(),
-                eval == null ? "no eval split" : eval.getSequences().size() + " eval sequences",
+                train.size(),
+                eval == null ? "no eval split" : eval.size() + " eval sequences",
                 group.getSize(),
                 totalSteps,
                 stepsPerEpoch,
@@ -295,7 +305,7 @@ final class FinetuneRecipe implements AutoCloseable {
     /** Returns a new sampler over the train sequences, at epoch 0. */
     DistributedSampler trainSampler() {
         return new DistributedSampler(
-                train.getSequences().size(),
+                train.size(),
                 group.getRank(),
                 group.getSize(),
                 args.perDeviceTrainBatchSize,
@@ -316,10 +326,16 @@ final class FinetuneRecipe implements AutoCloseable {
      * @return the trainer
      */
     FsdpTrainer newTrainer(
-            Model model, CausalLM lm, ParameterSource source, List<TrainingListener> listeners) {
-        // A head in the root (tied, or left there by the wrap list) has its product computed by the
-        // loss a chunk of rows at a time: no whole logits. A head that is a unit gives logits.
-        lm.setFusedLossHead(true);
+            Model model,
+            PretrainedModel lm,
+            ParameterSource source,
+            List<TrainingListener> listeners) {
+        // A decoder-only model's head in the root (tied, or left there by the wrap list) has its
+        // product computed by the loss a chunk of rows at a time: no whole logits. A head that is a
+        // unit, and an encoder-decoder model's, gives logits.
+        if (lm instanceof CausalLM causal) {
+            causal.setFusedLossHead(true);
+        }
         // PyTorch's AdamW, as Hugging Face's Trainer uses it.
         Optimizer adamW =
                 Adam.adamWBuilder()
@@ -364,41 +380,6 @@ final class FinetuneRecipe implements AutoCloseable {
                 model, training, group, config.build(), options.build());
     }
 
-    /**
-     * The rendering of conversations: {@code --chat_template_format chatml}, or without the flag
-     * the tokenizer's own {@code chat_template} (its {@code tokenizer_config.json}) if it has one,
-     * with the variables of {@code --chat_template_kwargs}, else ChatML.
-     */
-    private static ChatFormat chatFormat(FinetuneArguments args, Path tokenizer)
-            throws IOException {
-        String flag = args.chatTemplateFormat;
-        if (flag != null && !"chatml".equals(flag)) {
-            throw new IllegalArgumentException(
-                    "--chat_template_format "
-                            + flag
-                            + " is not supported: give chatml, or leave the flag out to render"
-                            + " conversations with the tokenizer's own chat_template");
-        }
-        Map<String, Object> variables = args.chatTemplateVariables();
-        JinjaChatTemplate own =
-                flag != null || tokenizer == null
-                        ? null
-                        : JinjaChatTemplate.read(chatConfig(tokenizer));
-        if (own == null && !variables.isEmpty()) {
-            throw new IllegalArgumentException(
-                    "--chat_template_kwargs gives variables to the tokenizer's own chat_template,"
-                            + " but conversations are rendered with ChatML, which takes none:"
-                            + " leave the flag out, or give a tokenizer whose"
-                            + " tokenizer_config.json has a chat_template");
-        }
-        return own == null ? ChatTemplate.CHATML : own.withVariables(variables);
-    }
-
-    /** The {@code tokenizer_config.json} beside a tokenizer, which holds its chat template. */
-    private static Path chatConfig(Path tokenizer) {
-        return tokenizer.toAbsolutePath().resolveSibling(ChatTemplate.CONFIG_FILE);
-    }
-
     private int prepareTokenizer(Path source, Path target) throws IOException {
         Path original = source;
         if (source == null) {
@@ -418,39 +399,6 @@ final class FinetuneRecipe implements AutoCloseable {
         return ids.length == 1 ? ids[0] : -1;
     }
 
-    private Sequences sequences(List<Document> documents, Consumer<String> note, String split) {
-        boolean packed =
-                args.packing
-                        || args.paddingFree
-                        || !documents.get(0).isChat() && documents.size() == 1;
-        Sequences.Packing packing =
-                !packed
-                        ? Sequences.Packing.NONE
-                        : args.paddingFree
-                                ? Sequences.Packing.PER_DOCUMENT
-                                : Sequences.Packing.CROSSING;
-        Sequences sequences =
-                Sequences.tokenize(
-                        documents,
-                        tokenizer,
-                        args.maxSeqLen,
-                        packing,
-                        chatFormat,
-                        chat && args.completionOnlyLoss,
-                        args.appendConcatToken ? padId : -1,
-                        architecture.vocabSize());
-        if (sequences.getTruncated() > 0) {
-            note.accept(
-                    sequences.getTruncated()
-                            + " "
-                            + split
-                            + " examples are longer than --max_seq_len "
-                            + args.maxSeqLen
-                            + " and were cut");
-        }
-        return sequences;
-    }
-
     @Override
     public void close() throws IOException {
         tokenizer.close();
@@ -463,6 +411,14 @@ final class FinetuneRecipe implements AutoCloseable {
     interface ModelSource {
         /** Returns the tokenizer to start from, or null for the byte-level one. */
         Path tokenizer();
+
+        /**
+         * Returns the model's configuration as stored, before a tokenizer sizes it.
+         *
+         * @return the configuration
+         * @throws IOException if a checkpoint's config cannot be read
+         */
+        ModelConfig stored() throws IOException;
 
         /** Returns whether the model starts from a checkpoint's weights (else fresh ones). */
         boolean hasWeights();

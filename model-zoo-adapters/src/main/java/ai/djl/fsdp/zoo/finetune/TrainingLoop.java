@@ -7,7 +7,7 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.NonFiniteGradientException;
 import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
-import ai.djl.fsdp.zoo.finetune.data.Sequences;
+import ai.djl.fsdp.zoo.finetune.data.LabeledBatch;
 import ai.djl.fsdp.zoo.finetune.listener.StepMetrics;
 import ai.djl.metric.Metrics;
 import ai.djl.ndarray.NDArray;
@@ -125,30 +125,31 @@ final class TrainingLoop {
         try {
             // The step's batches are read first: the loss is divided by their target tokens over
             // all ranks (Hugging Face's global token mean).
-            List<NDList> batches = new ArrayList<>();
+            List<LabeledBatch> batches = new ArrayList<>();
             long targets = 0;
             for (int micro = 0; micro < recipe.args.gradientAccumulationSteps; micro++) {
                 NDManager manager = trainer.getManager().newSubManager();
                 managers.add(manager);
                 int[] indices = sampler.next();
-                batches.add(recipe.train.batch(manager, indices, recipe.padId));
+                batches.add(recipe.train.batch(manager, indices));
                 targets += recipe.train.countLabels(indices);
             }
             recipe.loss.setStepTokens(trainer.countStepItems(targets));
             for (int micro = 0; micro < batches.size(); micro++) {
-                NDList batch = batches.get(micro);
+                LabeledBatch batch = batches.get(micro);
                 try (NDManager manager = managers.get(micro);
                         GradientCollector collector = trainer.newGradientCollector()) {
-                    // Hidden states and the head's weight (CausalLM.setFusedLossHead).
-                    NDList predictions = trainer.forward(Sequences.modelInputs(batch));
-                    NDArray value = recipe.loss.evaluate(new NDList(batch.get(1)), predictions);
+                    // Logits, or hidden states and the head's weight (CausalLM.setFusedLossHead).
+                    NDList predictions = trainer.forward(batch.modelInputs());
+                    NDArray value = recipe.loss.evaluate(new NDList(batch.labels()), predictions);
                     collector.backward(value);
                     // Each micro-batch's share of the step's mean, on every rank.
                     loss += sumOverRanks(value);
-                    inputs.add(batch.get(0));
-                    labels.add(batch.get(1));
-                    batch.get(0).attach(stepManager);
-                    batch.get(1).attach(stepManager);
+                    NDArray inputIds = batch.modelInputs().get(0);
+                    inputs.add(inputIds);
+                    labels.add(batch.labels());
+                    inputIds.attach(stepManager);
+                    batch.labels().attach(stepManager);
                 }
                 step(step, loss);
             }

@@ -11,6 +11,7 @@ import ai.djl.fsdp.zoo.llama.LlamaConfig;
 import ai.djl.fsdp.zoo.mistral.MistralConfig;
 import ai.djl.fsdp.zoo.qwen2.Qwen2Config;
 import ai.djl.fsdp.zoo.qwen3.Qwen3Config;
+import ai.djl.fsdp.zoo.t5.T5Config;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -64,6 +65,8 @@ public final class Models {
                             llamaTiny(
                                     Qwen2Config.FAMILY,
                                     json -> json.addProperty("tie_word_embeddings", true)),
+                    "t5-tiny",
+                    () -> T5Config.of(256, 64, 4, 256, 2, 2, "relu"),
                     "qwen3-tiny",
                     () ->
                             llamaTiny(
@@ -170,7 +173,19 @@ public final class Models {
      * @throws IllegalArgumentException for an encoder-decoder configuration
      */
     public static CausalLM forCheckpoint(ModelConfig config) {
-        CausalLM model = config.newCausalLM();
+        config.requireDecoderOnly();
+        return (CausalLM) forAnyCheckpoint(config);
+    }
+
+    /**
+     * Builds a model of any family, decoder-only or encoder-decoder, to be filled from a
+     * checkpoint, not initialized, as {@link #forCheckpoint} does.
+     *
+     * @param config the configuration
+     * @return the model, not initialized
+     */
+    public static PretrainedModel forAnyCheckpoint(ModelConfig config) {
+        PretrainedModel model = config.newModel();
         model.setInitializer((m, shape, dataType) -> m.create(shape, dataType), p -> true);
         return model;
     }

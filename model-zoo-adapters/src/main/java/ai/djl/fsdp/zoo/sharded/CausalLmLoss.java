@@ -36,7 +36,8 @@ import ai.djl.training.loss.Loss;
  * exist whole: the loss hands its targets (each position's token and weight, and the divisor) to
  * {@link ChunkedCrossEntropy}, which computes the loss and its gradient a chunk of rows at a time.
  * This class owns what makes the cross-entropy a causal-LM loss: the ignored label, the masks and
- * the divisor.
+ * the divisor. An encoder-decoder model's logits over its target tokens take the same loss, its
+ * labels the targets themselves.
  */
 public final class CausalLmLoss extends Loss {
 

@@ -6,7 +6,7 @@ import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraState;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.trainer.FsdpTrainer;
-import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.nn.Block;
@@ -15,11 +15,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * Saves a causal language model trained in the FSDP trainer as Hugging Face files: the whole model
- * with its LoRA adapters merged ({@link #merged}), the base model without them ({@link #base}), or
- * the adapters alone in PEFT's layout ({@link #adapters}). Each save is a collective that gathers
- * one FSDP unit at a time through {@link FsdpTrainer#saveFullState}, so no rank holds the whole
- * model; rank 0 writes. A model held whole in one process is saved by {@link HfCheckpoint#save}.
+ * Saves a model trained in the FSDP trainer as Hugging Face files: the whole model with its LoRA
+ * adapters merged ({@link #merged}), the base model without them ({@link #base}), or the adapters
+ * alone in PEFT's layout ({@link #adapters}). Each save is a collective that gathers one FSDP unit
+ * at a time through {@link FsdpTrainer#saveFullState}, so no rank holds the whole model; rank 0
+ * writes. A model held whole in one process is saved by {@link HfCheckpoint#save}.
  */
 public final class ShardedSave {
 
@@ -36,15 +36,15 @@ public final class ShardedSave {
      * @param directory the directory (created if needed) on rank 0
      * @throws IOException if writing fails
      */
-    public static void merged(FsdpTrainer trainer, CausalLM model, Path directory)
+    public static void merged(FsdpTrainer trainer, PretrainedModel model, Path directory)
             throws IOException {
         merged(trainer, model, directory, Dtype.F32, HfCheckpoint.DEFAULT_MAX_SHARD_BYTES);
     }
 
     /**
      * Saves a model trained with FSDP as a plain Hugging Face checkpoint directory, its LoRA
-     * adapters (if any) merged, as {@link #merged(FsdpTrainer, CausalLM, Path)} does, with its
-     * floating tensors stored as {@code floatType} (each cast as its unit is written) and split
+     * adapters (if any) merged, as {@link #merged(FsdpTrainer, PretrainedModel, Path)} does, with
+     * its floating tensors stored as {@code floatType} (each cast as its unit is written) and split
      * into {@code model-0000N-of-0000M.safetensors} files of at most {@code maxShardBytes} with
      * {@code model.safetensors.index.json} when it is larger. A collective: every rank calls it;
      * rank 0 writes.
@@ -58,7 +58,7 @@ public final class ShardedSave {
      */
     public static void merged(
             FsdpTrainer trainer,
-            CausalLM model,
+            PretrainedModel model,
             Path directory,
             Dtype floatType,
             long maxShardBytes)
@@ -70,8 +70,8 @@ public final class ShardedSave {
      * Saves the base model under a LoRA model trained with FSDP, without its adapters, as a plain
      * Hugging Face checkpoint directory the adapters can be put on again (for a base that had no
      * weights before the run, the only copy of what the adapters were trained on), written as
-     * {@link #merged(FsdpTrainer, CausalLM, Path, Dtype, long)} writes. A collective: every rank
-     * calls it; rank 0 writes.
+     * {@link #merged(FsdpTrainer, PretrainedModel, Path, Dtype, long)} writes. A collective: every
+     * rank calls it; rank 0 writes.
      *
      * @param trainer the trainer of {@code model}
      * @param model the model, adapted or not
@@ -82,7 +82,7 @@ public final class ShardedSave {
      */
     public static void base(
             FsdpTrainer trainer,
-            CausalLM model,
+            PretrainedModel model,
             Path directory,
             Dtype floatType,
             long maxShardBytes)
@@ -92,7 +92,7 @@ public final class ShardedSave {
 
     private static void full(
             FsdpTrainer trainer,
-            CausalLM model,
+            PretrainedModel model,
             StateTransform state,
             Path directory,
             Dtype floatType,

@@ -11,7 +11,7 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.wrap.WrapPlanner;
 import ai.djl.fsdp.wrap.WrapTarget;
-import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
@@ -39,9 +39,13 @@ import java.util.Set;
  */
 public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
 
-    /** Builds the trainer once the model's tree is complete. */
+    /**
+     * Builds the trainer once the model's tree is complete.
+     *
+     * @param <M> the model's type
+     */
     @FunctionalInterface
-    public interface TrainerFactory {
+    public interface TrainerFactory<M extends PretrainedModel> {
 
         /**
          * Creates the trainer (not yet initialized).
@@ -51,13 +55,14 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
          * @param source the checkpoint's shards, or null for fresh values
          * @return the trainer
          */
-        FsdpTrainer newTrainer(Model model, CausalLM lm, ParameterSource source);
+        FsdpTrainer newTrainer(Model model, M lm, ParameterSource source);
     }
 
     /**
      * Sets {@code lm} as the model's block, adds the adapters, and initializes a trainer over it
      * unit by unit. A collective: every rank calls it.
      *
+     * @param <M> the model's type
      * @param model the model
      * @param lm the language model, built without values ({@code Models.forCheckpoint} for a
      *     checkpoint, else the architecture's {@code newModel})
@@ -68,8 +73,8 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * @return the initialized trainer and the size of its largest unit
      * @throws IOException if the checkpoint cannot be read
      */
-    public static ShardedStart initialize(
-            Model model, CausalLM lm, Path checkpoint, LoraConfig lora, TrainerFactory factory)
+    public static <M extends PretrainedModel> ShardedStart initialize(
+            Model model, M lm, Path checkpoint, LoraConfig lora, TrainerFactory<M> factory)
             throws IOException {
         return initialize(model, lm, checkpoint, lora, null, factory);
     }
@@ -79,6 +84,7 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * unit by unit, the adapters' values read from a PEFT adapter directory (each rank reading only
      * its shards of them, as of the base). A collective: every rank calls it.
      *
+     * @param <M> the model's type
      * @param model the model
      * @param lm the language model, built without values ({@code Models.forCheckpoint} for a
      *     checkpoint, else the architecture's {@code newModel})
@@ -92,24 +98,25 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * @throws IOException if the checkpoint or the adapters cannot be read
      * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
      */
-    public static ShardedStart initialize(
+    public static <M extends PretrainedModel> ShardedStart initialize(
             Model model,
-            CausalLM lm,
+            M lm,
             Path checkpoint,
             LoraConfig lora,
             Path adapterValues,
-            TrainerFactory factory)
+            TrainerFactory<M> factory)
             throws IOException {
         return initialize(model, lm, checkpoint, null, lora, adapterValues, factory);
     }
 
     /**
      * Sets {@code lm} as the model's block, adds the adapters, and initializes a trainer over it
-     * unit by unit, as {@link #initialize(Model, CausalLM, Path, LoraConfig, Path, TrainerFactory)}
-     * does, for a model whose vocabulary is larger than the checkpoint's: the token embedding and
-     * an untied head grow as {@code resize} says (each rank making only the added rows its shards
-     * hold). A collective: every rank calls it.
+     * unit by unit, as {@link #initialize(Model, PretrainedModel, Path, LoraConfig, Path,
+     * TrainerFactory)} does, for a model whose vocabulary is larger than the checkpoint's: the
+     * token embedding and an untied head grow as {@code resize} says (each rank making only the
+     * added rows its shards hold). A collective: every rank calls it.
      *
+     * @param <M> the model's type
      * @param model the model
      * @param lm the language model of the grown vocabulary, built without values
      * @param checkpoint the Hugging Face checkpoint directory to read the values from, or null for
@@ -122,25 +129,26 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * @throws IOException if the checkpoint or the adapters cannot be read
      * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
      */
-    public static ShardedStart initialize(
+    public static <M extends PretrainedModel> ShardedStart initialize(
             Model model,
-            CausalLM lm,
+            M lm,
             Path checkpoint,
             VocabularyResize resize,
             LoraConfig lora,
             Path adapterValues,
-            TrainerFactory factory)
+            TrainerFactory<M> factory)
             throws IOException {
         return initialize(model, lm, checkpoint, resize, null, lora, adapterValues, factory);
     }
 
     /**
      * Sets {@code lm} as the model's block, quantizes its base to 4 bits, adds the adapters, and
-     * initializes a trainer over it unit by unit, as {@link #initialize(Model, CausalLM, Path,
-     * VocabularyResize, LoraConfig, Path, TrainerFactory)} does: each quantized projection's float
-     * weight is drawn (fresh values) or read from the checkpoint's shard ranges and quantized as
-     * its unit is initialized, so no rank holds the whole float base. A collective.
+     * initializes a trainer over it unit by unit, as {@link #initialize(Model, PretrainedModel,
+     * Path, VocabularyResize, LoraConfig, Path, TrainerFactory)} does: each quantized projection's
+     * float weight is drawn (fresh values) or read from the checkpoint's shard ranges and quantized
+     * as its unit is initialized, so no rank holds the whole float base. A collective.
      *
+     * @param <M> the model's type
      * @param model the model
      * @param lm the language model, built without values
      * @param checkpoint the Hugging Face checkpoint directory (float weights), or null for fresh
@@ -154,15 +162,15 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * @throws IOException if the checkpoint or the adapters cannot be read
      * @throws IllegalArgumentException if the checkpoint or the adapters do not fit the model
      */
-    public static ShardedStart initialize(
+    public static <M extends PretrainedModel> ShardedStart initialize(
             Model model,
-            CausalLM lm,
+            M lm,
             Path checkpoint,
             VocabularyResize resize,
             QuantizationConfig quantization,
             LoraConfig lora,
             Path adapterValues,
-            TrainerFactory factory)
+            TrainerFactory<M> factory)
             throws IOException {
         if (adapterValues != null && lora == null) {
             throw new IllegalArgumentException("adapter values need the adapters' configuration");
@@ -201,7 +209,7 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * parameters to the files; returns the source of the adapters' saved values, or null.
      */
     private static AdapterSource adapters(
-            CausalLM lm, QuantizationConfig quantization, LoraConfig lora, Path values)
+            PretrainedModel lm, QuantizationConfig quantization, LoraConfig lora, Path values)
             throws IOException {
         if (quantization != null) {
             List<String> skip = quantization.getSkipModules();
@@ -226,7 +234,7 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
         return trainer.getMemoryStats().modelStateBytes() + largestUnitElements * computeBytes;
     }
 
-    private static long largestUnitElements(CausalLM lm, WrapPolicy policy) {
+    private static long largestUnitElements(PretrainedModel lm, WrapPolicy policy) {
         long unitElements = 0;
         long largestUnit = 0;
         for (WrapTarget target : WrapPlanner.plan(lm, policy)) {

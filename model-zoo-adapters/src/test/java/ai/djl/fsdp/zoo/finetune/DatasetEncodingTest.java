@@ -28,7 +28,8 @@ class DatasetEncodingTest {
         for (Path file : new Path[] {latin1, binary}) {
             IllegalArgumentException e =
                     assertThrows(
-                            IllegalArgumentException.class, () -> TextDatasets.read(file, "text"));
+                            IllegalArgumentException.class,
+                            () -> TextDatasets.read(file, TextDatasets.Fields.text("text")));
             assertEquals(
                     "--dataset_name "
                             + file

@@ -119,7 +119,14 @@ class ToolCallingFinetuneTest {
         Path data = data(Files.createDirectory(directory.resolve("data")));
 
         List<Document> documents =
-                TextDatasets.load(data.toString(), "train", "test", "text", 0.05, 1).get("train");
+                TextDatasets.load(
+                                data.toString(),
+                                "train",
+                                "test",
+                                TextDatasets.Fields.text("text"),
+                                0.05,
+                                1)
+                        .get("train");
         JinjaChatTemplate chat = JinjaChatTemplate.read(configFile);
         Document first = documents.get(0);
         IllegalArgumentException chatml =

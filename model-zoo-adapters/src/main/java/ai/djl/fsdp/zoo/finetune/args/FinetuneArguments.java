@@ -1,6 +1,5 @@
 package ai.djl.fsdp.zoo.finetune.args;
 
-import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.zoo.finetune.data.ArithmeticChat;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import com.google.gson.Gson;
@@ -13,6 +12,7 @@ import com.google.gson.reflect.TypeToken;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -21,6 +21,9 @@ import picocli.CommandLine.Option;
  * {@code True}/{@code False}.
  */
 public final class FinetuneArguments {
+
+    /** The task and, for an encoder-decoder model, its data's flags. */
+    @Mixin public Seq2SeqArguments seq2seq = new Seq2SeqArguments();
 
     @Option(
             names = "--model_name_or_path",
@@ -269,8 +272,9 @@ public final class FinetuneArguments {
             names = "--exact_match_samples",
             defaultValue = "200",
             description =
-                    "Eval conversations whose last reply is generated and compared exactly,"
-                            + " before and after training; 0 turns it off (default 200).")
+                    "Eval conversations whose last reply (seq2seq: eval sources whose target) is"
+                            + " generated and compared exactly, before and after training; 0 turns"
+                            + " it off (default 200).")
     public int exactMatchSamples;
 
     @Option(
@@ -321,8 +325,9 @@ public final class FinetuneArguments {
     @Option(
             names = "--lora_target_modules",
             split = ",",
-            defaultValue = LoraConfig.ALL_LINEAR,
-            description = "Modules to adapt, comma-separated, or all-linear (default).")
+            description =
+                    "Modules to adapt, comma-separated, or all-linear; by default the model's"
+                            + " (all-linear, T5's q,v as in PEFT).")
     public List<String> loraTargetModules;
 
     @Option(

@@ -6,7 +6,7 @@ import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.wrap.WrapPlanner;
-import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -190,8 +190,8 @@ public final class FsdpArguments {
     /**
      * Returns the units' policy: the flag's block classes, each checked to be in the model, as
      * Accelerate wraps them; or without the flag the model's own for training ({@link
-     * CausalLM#defaultWrapPolicy(long)}: the decoder layers, an untied embedding alone, and an
-     * untied head alone where its logits cost less than its weight).
+     * PretrainedModel#defaultWrapPolicy(long)}: the decoder layers, an untied embedding alone, and
+     * an untied head alone where its logits cost less than its weight).
      *
      * @param lm the model
      * @param tokens the tokens of one micro-batch on one rank
@@ -199,7 +199,7 @@ public final class FsdpArguments {
      * @throws IllegalArgumentException if a named class is not a layer of the model; the message
      *     lists the model's
      */
-    public WrapPolicy wrapPolicy(CausalLM lm, long tokens) {
+    public WrapPolicy wrapPolicy(PretrainedModel lm, long tokens) {
         if (layerClassesToWrap == null) {
             return lm.defaultWrapPolicy(tokens);
         }

@@ -1,6 +1,7 @@
 /**
  * The flags of {@code finetune}, with Hugging Face's, TRL's and Accelerate's names: the run's
- * ({@link ai.djl.fsdp.zoo.finetune.args.FinetuneArguments}), FSDP's ({@link
+ * ({@link ai.djl.fsdp.zoo.finetune.args.FinetuneArguments}, with the task's, {@link
+ * ai.djl.fsdp.zoo.finetune.args.Seq2SeqArguments}), FSDP's ({@link
  * ai.djl.fsdp.zoo.finetune.args.FsdpArguments}), checkpoints' ({@link
  * ai.djl.fsdp.zoo.finetune.args.CheckpointArguments}) and those accepted for compatibility ({@link
  * ai.djl.fsdp.zoo.finetune.args.HubCompatibility}). Their option fields are public: picocli sets

@@ -105,18 +105,23 @@ public final class Sequences {
             stream.cut(out, maxSeqLen, false, packing == Packing.PER_DOCUMENT);
         }
         for (Sequence sequence : out) {
-            for (long id : sequence.inputs()) {
-                if (id < 0 || id >= vocabSize) {
-                    throw new IllegalArgumentException(
-                            "the tokenizer produced token id "
-                                    + id
-                                    + " but the model's vocabulary has "
-                                    + vocabSize
-                                    + " tokens: use the model's own tokenizer (--tokenizer_name)");
-                }
-            }
+            checkIds(sequence.inputs(), vocabSize);
         }
         return new Sequences(out, truncated);
+    }
+
+    /** Checks that every id is in the model's vocabulary, else names the tokenizer. */
+    static void checkIds(long[] ids, int vocabSize) {
+        for (long id : ids) {
+            if (id < 0 || id >= vocabSize) {
+                throw new IllegalArgumentException(
+                        "the tokenizer produced token id "
+                                + id
+                                + " but the model's vocabulary has "
+                                + vocabSize
+                                + " tokens: use the model's own tokenizer (--tokenizer_name)");
+            }
+        }
     }
 
     /** Returns the sequences. */
@@ -210,6 +215,32 @@ public final class Sequences {
      */
     public static NDList modelInputs(NDList batch) {
         return batch.size() > 2 ? new NDList(batch.get(0), batch.get(2)) : new NDList(batch.get(0));
+    }
+
+    /**
+     * Returns the sequences as the training loop reads them, padded with {@code padId}.
+     *
+     * @param padId the input id of padding
+     * @return the training data
+     */
+    public TrainingData padded(long padId) {
+        return new TrainingData() {
+            @Override
+            public int size() {
+                return sequences.size();
+            }
+
+            @Override
+            public long countLabels(int[] indices) {
+                return Sequences.this.countLabels(indices);
+            }
+
+            @Override
+            public LabeledBatch batch(NDManager manager, int[] indices) {
+                NDList batch = Sequences.this.batch(manager, indices, padId);
+                return new LabeledBatch(modelInputs(batch), batch.get(1));
+            }
+        };
     }
 
     /** Token ids with, for each, whether it is trained on as a label and its document. */

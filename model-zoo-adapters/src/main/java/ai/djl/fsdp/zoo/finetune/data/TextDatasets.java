@@ -24,14 +24,35 @@ import java.util.Random;
 import java.util.stream.Stream;
 
 /**
- * Reads {@code --dataset_name}: the built-in {@link ArithmeticChat}, a file, or a directory with
- * one file per split ({@code train.jsonl}, {@code test.jsonl}, ...). A {@code .jsonl} or {@code
- * .json} file holds one JSON object per line: a conversation under {@code messages} ({@code role},
- * {@code content}, as TRL's conversational data also {@code tool_calls} and the like, with the
- * tools offered under {@code tools}) or a text under {@code --dataset_text_field}; any other file
- * is plain UTF-8 text, one document. A single file's eval split is a held-out fraction of it.
+ * Reads {@code --dataset_name}: the built-in {@link ArithmeticChat} (or for a seq2seq model {@link
+ * SentimentLabels}), a file, or a directory with one file per split ({@code train.jsonl}, {@code
+ * test.jsonl}, ...). A {@code .jsonl} or {@code .json} file holds one JSON object per line: a
+ * conversation under {@code messages} ({@code role}, {@code content}, as TRL's conversational data
+ * also {@code tool_calls} and the like, with the tools offered under {@code tools}) or a text under
+ * {@code --dataset_text_field} (for an encoder-decoder model, a source and a target under {@code
+ * --source_field} and {@code --target_field}); any other file is plain UTF-8 text, one document. A
+ * single file's eval split is a held-out fraction of it.
  */
 public final class TextDatasets {
+
+    /**
+     * The JSON fields an example is read from.
+     *
+     * @param text the field of a text, or of a pair's source
+     * @param target the field of a pair's target, or null where examples are texts
+     */
+    public record Fields(String text, String target) {
+
+        /**
+         * Returns the fields of text documents.
+         *
+         * @param text the text's field
+         * @return the fields
+         */
+        public static Fields text(String text) {
+            return new Fields(text, null);
+        }
+    }
 
     /** Reads a message or a tool as Java maps, lists, strings, numbers and booleans. */
     private static final Gson JSON =
@@ -50,7 +71,7 @@ public final class TextDatasets {
      * @param name the built-in name, a file or a directory
      * @param trainSplit the train split's name ({@code train})
      * @param evalSplit the eval split's name ({@code test}), or null for none
-     * @param textField the JSON field of a text document
+     * @param fields the JSON fields of an example
      * @param heldOutFraction the fraction of a single file held out for eval, in (0, 1)
      * @param seed the seed of the held-out draw and of the built-in data
      * @return the splits, train first
@@ -60,25 +81,31 @@ public final class TextDatasets {
             String name,
             String trainSplit,
             String evalSplit,
-            String textField,
+            Fields fields,
             double heldOutFraction,
             long seed)
             throws IOException {
         Map<String, List<Document>> splits = new LinkedHashMap<>();
         Path path = Path.of(name);
-        if (ArithmeticChat.NAME.equals(name)) {
+        if (SentimentLabels.NAME.equals(name)) {
+            Map<String, List<Document>> generated = SentimentLabels.generate(150, seed);
+            splits.put(trainSplit, generated.get("train"));
+            if (evalSplit != null) {
+                splits.put(evalSplit, generated.get("test"));
+            }
+        } else if (ArithmeticChat.NAME.equals(name)) {
             Map<String, List<Document>> generated = ArithmeticChat.generate(4000, 200, seed);
             splits.put(trainSplit, generated.get("train"));
             if (evalSplit != null) {
                 splits.put(evalSplit, generated.get("test"));
             }
         } else if (Files.isDirectory(path)) {
-            splits.put(trainSplit, read(splitFile(path, trainSplit), textField));
+            splits.put(trainSplit, read(splitFile(path, trainSplit), fields));
             if (evalSplit != null) {
-                splits.put(evalSplit, read(splitFile(path, evalSplit), textField));
+                splits.put(evalSplit, read(splitFile(path, evalSplit), fields));
             }
         } else if (Files.isRegularFile(path)) {
-            List<Document> all = read(path, textField);
+            List<Document> all = read(path, fields);
             if (evalSplit == null) {
                 splits.put(trainSplit, all);
             } else {
@@ -88,8 +115,11 @@ public final class TextDatasets {
             throw new IllegalArgumentException(
                     "--dataset_name "
                             + name
-                            + " is neither a file, a directory of split files, nor the built-in "
-                            + ArithmeticChat.NAME);
+                            + " is neither a file, a directory of split files, nor a built-in ("
+                            + ArithmeticChat.NAME
+                            + ", or for a seq2seq model "
+                            + SentimentLabels.NAME
+                            + ")");
         }
         return splits;
     }
@@ -101,7 +131,7 @@ public final class TextDatasets {
             Map<String, List<Document>> splits,
             String trainSplit,
             String evalSplit) {
-        if (all.size() == 1 && !all.get(0).isChat()) {
+        if (all.size() == 1 && !all.get(0).isChat() && all.get(0).target() == null) {
             // One plain text: the eval split is its last lines.
             String text = all.get(0).text();
             int cut = text.lastIndexOf('\n', (int) (text.length() * (1 - fraction)));
@@ -159,13 +189,13 @@ public final class TextDatasets {
      * Reads one file: JSON lines ({@code .jsonl}, {@code .json}) or plain text.
      *
      * @param file the file
-     * @param textField the JSON field of a text document
+     * @param fields the JSON fields of an example
      * @return its documents
      * @throws IOException if it cannot be read
      */
-    public static List<Document> read(Path file, String textField) throws IOException {
+    public static List<Document> read(Path file, Fields fields) throws IOException {
         try {
-            return readUtf8(file, textField);
+            return readUtf8(file, fields);
         } catch (CharacterCodingException e) {
             throw new IllegalArgumentException(
                     "--dataset_name "
@@ -176,7 +206,7 @@ public final class TextDatasets {
         }
     }
 
-    private static List<Document> readUtf8(Path file, String textField) throws IOException {
+    private static List<Document> readUtf8(Path file, Fields fields) throws IOException {
         String base = file.getFileName().toString();
         if (!base.endsWith(".jsonl") && !base.endsWith(".json")) {
             String text = Files.readString(file, StandardCharsets.UTF_8);
@@ -191,7 +221,7 @@ public final class TextDatasets {
             for (String line = reader.readLine(); line != null; line = reader.readLine()) {
                 number++;
                 if (!line.isBlank()) {
-                    documents.add(parse(line, file, number, textField));
+                    documents.add(parse(line, file, number, fields));
                 }
             }
         }
@@ -211,13 +241,18 @@ public final class TextDatasets {
                         + " line with the text field or \"messages\"");
     }
 
-    private static Document parse(String line, Path file, int number, String textField) {
+    private static Document parse(String line, Path file, int number, Fields fields) {
         String where = file + " line " + number;
         JsonObject json;
         try {
             json = JsonParser.parseString(line).getAsJsonObject();
         } catch (JsonParseException | IllegalStateException e) {
             throw new IllegalArgumentException(where + " is not a JSON object: " + e.getMessage());
+        }
+        if (fields.target() != null) {
+            return Document.ofPair(
+                    field(json, fields.text(), "--source_field", where),
+                    field(json, fields.target(), "--target_field", where));
         }
         if (json.has("messages")) {
             List<Map<String, Object>> messages = new ArrayList<>();
@@ -248,15 +283,33 @@ public final class TextDatasets {
             }
             return Document.ofMessages(messages, schemas);
         }
-        JsonElement text = json.get(textField);
+        JsonElement text = json.get(fields.text());
         if (text == null || !text.isJsonPrimitive()) {
             throw new IllegalArgumentException(
                     where
                             + " has neither 'messages' nor the text field '"
-                            + textField
+                            + fields.text()
                             + "' (--dataset_text_field); its keys: "
                             + json.keySet());
         }
         return Document.ofText(text.getAsString());
+    }
+
+    /** Returns a pair's text field, or fails naming it and its flag. */
+    private static String field(JsonObject json, String name, String flag, String where) {
+        JsonElement value = json.get(name);
+        if (value == null || !value.isJsonPrimitive()) {
+            throw new IllegalArgumentException(
+                    where
+                            + " has no field '"
+                            + name
+                            + "' ("
+                            + flag
+                            + "); its keys: "
+                            + json.keySet()
+                            + ": name the field with "
+                            + flag);
+        }
+        return value.getAsString();
     }
 }

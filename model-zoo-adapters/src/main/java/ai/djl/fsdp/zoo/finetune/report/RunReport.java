@@ -3,7 +3,7 @@ package ai.djl.fsdp.zoo.finetune.report;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
-import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -115,7 +115,7 @@ public final class RunReport implements AutoCloseable {
      * @param lm the model
      * @return its parameter elements
      */
-    public static long countParameters(CausalLM lm) {
+    public static long countParameters(PretrainedModel lm) {
         Map<String, Long> sizes = new HashMap<>();
         for (Parameter parameter : lm.getParameters().values()) {
             sizes.put(parameter.getId(), parameter.getShape().size());
