@@ -93,7 +93,8 @@ cp "$root/benchmarks/target/benchmarks.jar" "$tests_jar" "$staging/lib/"
 mkdir -p "$staging/test-lib"
 cp "$trainer_tests_jar" "${junit_jars[@]}" "$staging/test-lib/"
 
-# Keep only the natives the kit runs: Linux x86-64 tokenizers, Bytedeco's cudart and NCCL glue;
+# Keep only the natives the kit runs: Linux x86-64 tokenizers (with the properties file naming
+# their version, which DJL reads before it loads them), Bytedeco's cudart and NCCL glue;
 # of pytorch-jni only what DJL reads once the JNI is built on the GPU machine (it holds no classes:
 # jnilib/pytorch.properties, not its prebuilt JNI libraries for libtorch 2.7.1).
 python3 - "$staging/lib" "$glue_version" <<'PY'
@@ -110,7 +111,8 @@ lib, glue_version = sys.argv[1], sys.argv[2]
 def only(prefix):
     return os.path.join(lib, [f for f in os.listdir(lib) if f.startswith(prefix)][0])
 tokenizers = only("tokenizers-")
-trim(tokenizers, tokenizers, lambda n: not n.startswith("native/lib/") or n.startswith("native/lib/linux-x86_64/"))
+trim(tokenizers, tokenizers, lambda n: not n.startswith("native/lib/") or n.startswith("native/lib/linux-x86_64/")
+     or n == "native/lib/tokenizers.properties")
 jni = only("pytorch-jni-")
 trim(jni, jni, lambda n: not n.startswith("jnilib/") or n == "jnilib/pytorch.properties")
 glue = os.path.join(lib, f"cuda-{glue_version}-linux-x86_64.jar")
