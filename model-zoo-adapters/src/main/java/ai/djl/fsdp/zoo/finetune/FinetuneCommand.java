@@ -193,8 +193,13 @@ public final class FinetuneCommand implements Subcommand {
                 Outcome outcome = runListeners.getOutcome();
                 ExactMatch after = exactMatch(recipe, trainer, "after training");
                 long[] peaks = RunReport.peakMemoryPerRank(trainer, recipe.group);
-                if (rankZero) {
+                if (rankZero && CurvePlot.isAvailable()) {
                     CurvePlot.write(metrics.getRows(), report.plotFile());
+                } else if (rankZero) {
+                    note(
+                            "this Java runtime has no java.desktop module, so "
+                                    + CurvePlot.FILE
+                                    + " is not drawn; metrics.jsonl holds the same curves");
                 }
                 String summary = report.summary(outcome, before, after, peaks);
                 save(recipe, trainer, lm, lora, report);

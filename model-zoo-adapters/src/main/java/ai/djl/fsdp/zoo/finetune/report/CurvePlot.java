@@ -26,6 +26,16 @@ public final class CurvePlot {
     private CurvePlot() {}
 
     /**
+     * Returns whether this Java runtime can draw: XChart needs the {@code java.desktop} module,
+     * which a trimmed runtime (jlink, the GPU kit's) may leave out.
+     *
+     * @return true when {@code java.desktop} is present
+     */
+    public static boolean isAvailable() {
+        return ModuleLayer.boot().findModule("java.desktop").isPresent();
+    }
+
+    /**
      * Draws the curves.
      *
      * @param rows the metrics rows
