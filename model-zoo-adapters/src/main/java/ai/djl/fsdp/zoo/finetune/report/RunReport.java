@@ -232,10 +232,11 @@ public final class RunReport implements AutoCloseable {
                     String.format(
                             Locale.ROOT, "%n  rank %d peak RSS %.1f MB", rank, peaks[rank] / 1e6));
         }
-        text.append(
-                String.format(
-                        "%n  model, %s, %s and %s in %s",
-                        MetricsLog.FILE, CurvePlot.FILE, SUMMARY, outputDir));
+        String files =
+                Files.exists(plotFile())
+                        ? MetricsLog.FILE + ", " + CurvePlot.FILE + " and " + SUMMARY
+                        : MetricsLog.FILE + " and " + SUMMARY;
+        text.append(String.format("%n  model, %s in %s", files, outputDir));
         return text.toString();
     }
 
