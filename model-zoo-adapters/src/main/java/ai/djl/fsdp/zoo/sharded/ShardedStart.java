@@ -13,6 +13,7 @@ import ai.djl.fsdp.wrap.WrapPlanner;
 import ai.djl.fsdp.wrap.WrapTarget;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.VocabularyResize;
@@ -21,6 +22,7 @@ import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.util.Pair;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
@@ -139,7 +141,11 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * initializes a trainer over it unit by unit, as {@link #initialize(Model, CausalLM, Path,
      * VocabularyResize, LoraConfig, Path, TrainerFactory)} does: each quantized projection's float
      * weight is drawn (fresh values) or read from the checkpoint's shard ranges and quantized as
-     * its unit is initialized, so no rank holds the whole float base. A collective.
+     * its unit is initialized, so no rank holds the whole float base. A pre-quantized checkpoint (a
+     * {@code quantization_config} in its {@code config.json}, the 4-bit tensors bitsandbytes saves)
+     * is a 4-bit base as that block describes it, whatever {@code quantization} says: each rank
+     * reads its shards' packed bytes and scales as stored, nothing is quantized again. A
+     * collective.
      *
      * @param model the model
      * @param lm the language model, built without values
@@ -168,15 +174,24 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             throw new IllegalArgumentException("adapter values need the adapters' configuration");
         }
         model.setBlock(lm);
+        QuantizationConfig stored =
+                checkpoint == null || !Files.isRegularFile(ConfigJson.file(checkpoint))
+                        ? null
+                        : QuantizationConfig.read(checkpoint);
+        if (stored != null) {
+            // Its 4-bit layers are in place before the checkpoint is matched, which reads them.
+            quantize(lm, stored);
+        }
         try (CheckpointShardSource shards =
                         checkpoint == null
                                 ? null
                                 : HfCheckpoint.shardSource(lm, checkpoint, resize);
-                AdapterSource adapters = adapters(lm, quantization, lora, adapterValues)) {
+                AdapterSource adapters =
+                        adapters(lm, stored == null ? quantization : null, lora, adapterValues)) {
             // The quantized layers read the checkpoint's float weights, matched before they were
             // put in place, and quantize them as they are read.
             ParameterSource base =
-                    shards == null || quantization == null
+                    shards == null || quantization == null || stored != null
                             ? shards
                             : new QuantizingSource(lm, shards);
             // The adapters' own first: what they saved of the base (a grown embedding and head,
@@ -204,13 +219,17 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             CausalLM lm, QuantizationConfig quantization, LoraConfig lora, Path values)
             throws IOException {
         if (quantization != null) {
-            List<String> skip = quantization.getSkipModules();
-            Qlora.quantize(lm, quantization.getQuant(), skip == null ? Qlora.DEFAULT_SKIP : skip);
+            quantize(lm, quantization);
         }
         if (lora != null) {
             Lora.apply(lm, lora);
         }
         return values == null ? null : AdapterSource.open(lm, values);
+    }
+
+    private static void quantize(CausalLM lm, QuantizationConfig quantization) {
+        List<String> skip = quantization.getSkipModules();
+        Qlora.quantize(lm, quantization.getQuant(), skip == null ? Qlora.DEFAULT_SKIP : skip);
     }
 
     /**
