@@ -1,8 +1,10 @@
 package ai.djl.fsdp.zoo.hf;
 
+import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantType;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.nn.Block;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
@@ -184,6 +186,17 @@ public final class QuantizationConfig {
      */
     public List<String> getSkipModules() {
         return skipModules;
+    }
+
+    /**
+     * Puts this 4-bit base in place of a model's linear projections ({@link Qlora#quantize}), but
+     * those in the skip list (transformers' default: the head).
+     *
+     * @param root the model, without adapters
+     * @return the dotted paths of the quantized projections
+     */
+    public List<String> apply(Block root) {
+        return Qlora.quantize(root, quant, skipModules == null ? Qlora.DEFAULT_SKIP : skipModules);
     }
 
     /**

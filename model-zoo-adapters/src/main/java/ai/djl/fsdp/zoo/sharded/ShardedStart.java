@@ -5,7 +5,6 @@ import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.lora.AdapterSource;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
-import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.qlora.QuantizingSource;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.WrapPolicy;
@@ -25,7 +24,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 
 /**
@@ -180,7 +178,7 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
                         : QuantizationConfig.read(checkpoint);
         if (stored != null) {
             // Its 4-bit layers are in place before the checkpoint is matched, which reads them.
-            quantize(lm, stored);
+            stored.apply(lm);
         }
         try (CheckpointShardSource shards =
                         checkpoint == null
@@ -219,17 +217,12 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             CausalLM lm, QuantizationConfig quantization, LoraConfig lora, Path values)
             throws IOException {
         if (quantization != null) {
-            quantize(lm, quantization);
+            quantization.apply(lm);
         }
         if (lora != null) {
             Lora.apply(lm, lora);
         }
         return values == null ? null : AdapterSource.open(lm, values);
-    }
-
-    private static void quantize(CausalLM lm, QuantizationConfig quantization) {
-        List<String> skip = quantization.getSkipModules();
-        Qlora.quantize(lm, quantization.getQuant(), skip == null ? Qlora.DEFAULT_SKIP : skip);
     }
 
     /**
