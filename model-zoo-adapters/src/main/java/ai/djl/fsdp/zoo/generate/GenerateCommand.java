@@ -31,6 +31,8 @@ import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.DefaultTrainingConfig;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -148,15 +150,16 @@ public final class GenerateCommand implements Subcommand {
             if (!checkpoint) {
                 lm = Models.create(Models.builtin(model), manager);
             } else if (stored != null) {
-                // The 4-bit layers in place first: the checkpoint's packed tensors are theirs.
+                // The 4-bit layers in place before anything is initialized (one float weight at
+                // a time, a placeholder): the checkpoint's packed tensors are theirs.
                 ModelConfig config = ModelFamilies.read(location.checkpoint());
                 lm =
-                        Models.create(
+                        Models.forCheckpoint(
                                 grown == null
                                         ? config
-                                        : ModelFamilies.withVocabSize(config, grown.getRows()),
-                                manager);
+                                        : ModelFamilies.withVocabSize(config, grown.getRows()));
                 stored.apply(lm);
+                lm.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
                 HfCheckpoint.load(lm, location.checkpoint(), grown);
             } else {
                 lm =
