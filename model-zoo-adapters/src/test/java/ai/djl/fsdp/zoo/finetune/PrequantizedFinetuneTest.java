@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.finetune;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.engine.Engine;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.quant.QuantType;
 import ai.djl.fsdp.zoo.TestModels;
@@ -25,7 +26,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code finetune} trains LoRA on a pre-quantized checkpoint directly: its steps are those of the
  * same run on the float checkpoint quantized as it loads, to the last printed digit (the two bases
- * hold the same bytes), and its adapters are written.
+ * hold the same bytes), its own {@code quantization_config} taking the place of flags that differ,
+ * and its adapters are written.
  */
 class PrequantizedFinetuneTest {
 
@@ -37,6 +39,7 @@ class PrequantizedFinetuneTest {
         json.addProperty("bos_token_id", 256);
         json.addProperty("eos_token_id", 256);
         try (NDManager manager = TestModels.newManager()) {
+            Engine.getEngine("PyTorch").setRandomSeed(13);
             HfCheckpoint.save(Models.create(ModelFamilies.parse(json), manager), checkpoint);
         }
         ByteLevelTokenizer.write(checkpoint.resolve(Tokenizers.FILE));
@@ -57,7 +60,21 @@ class PrequantizedFinetuneTest {
                         "--bnb_4bit_compute_dtype",
                         "float32");
         Path output = directory.resolve("stored");
-        String stored = finetune(packed, output);
+        // Flags that say otherwise give way to the checkpoint's own quantization_config.
+        String stored =
+                finetune(
+                        packed,
+                        output,
+                        "--use_4bit_quantization",
+                        "True",
+                        "--bnb_4bit_quant_type",
+                        "fp4");
+        assertTrue(
+                stored.contains(
+                        "note: --use_4bit_quantization's settings (fp4, compute float16, stored as"
+                                + " uint8) give way to the checkpoint's quantization_config (nf4,"
+                                + " double quantization, compute float32, stored as uint8)"),
+                stored);
         List<Double> losses = FinetuneCommandTest.losses(stored, 4);
         assertEquals(FinetuneCommandTest.losses(atLoad, 4), losses, stored);
         assertTrue(losses.get(3) < losses.get(0), "the loss fell: " + losses);
