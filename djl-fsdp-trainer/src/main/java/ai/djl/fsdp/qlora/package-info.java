@@ -3,6 +3,8 @@
  * bitsandbytes' packed form (codes two a byte, block scales, plain or quantized again) as frozen
  * parameters of their own types, and dequantizes it inside its forward, so under FSDP the packed
  * bytes are what is sharded and gathered and the dequantized weight lives only while its unit
- * computes; {@link Qlora#quantize} puts such layers in place of a model's linear projections.
+ * computes; {@link Qlora#quantize} puts such layers in place of a model's linear projections. Their
+ * values come from a float checkpoint quantized as it is read ({@link QuantizingSource}) or from a
+ * pre-quantized one read as stored ({@link PrequantizedSource}).
  */
 package ai.djl.fsdp.qlora;

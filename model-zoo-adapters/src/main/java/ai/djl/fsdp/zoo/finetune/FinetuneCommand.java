@@ -269,7 +269,7 @@ public final class FinetuneCommand implements Subcommand {
         return command.call();
     }
 
-    private void validate(Path checkpoint, boolean fromCheckpoint) {
+    private void validate(Path checkpoint, boolean fromCheckpoint) throws IOException {
         if (!fromCheckpoint && !Models.isBuiltin(args.modelNameOrPath)) {
             throw new IllegalArgumentException(
                     "--model_name_or_path "
@@ -283,10 +283,30 @@ public final class FinetuneCommand implements Subcommand {
                     "--model_name_or_path " + args.modelNameOrPath + " has no " + ConfigJson.FILE);
         }
         quantized = quantization.resolve();
+        QuantizationConfig stored =
+                fromCheckpoint
+                        ? QuantizationConfig.read(checkpoint.resolve(ConfigJson.FILE))
+                        : null;
+        if (stored != null) {
+            // As transformers does: a pre-quantized checkpoint loads as it was quantized.
+            if (quantized != null && !quantized.describe().equals(stored.describe())) {
+                note(
+                        "--use_4bit_quantization's settings ("
+                                + quantized.describe()
+                                + ") give way to the checkpoint's quantization_config ("
+                                + stored.describe()
+                                + "): its weights are stored quantized");
+            }
+            quantized = stored;
+        }
         if (quantized != null && !args.usePeftLora) {
             throw new IllegalArgumentException(
-                    "--use_4bit_quantization True freezes a 4-bit base: it trains only with"
-                            + " --use_peft_lora True");
+                    (stored == null
+                                    ? "--use_4bit_quantization True freezes a 4-bit base"
+                                    : "--model_name_or_path holds a 4-bit base ("
+                                            + stored.describe()
+                                            + ")")
+                            + ": it trains only with --use_peft_lora True");
         }
         if (quantized != null && args.saveBaseModel) {
             throw new IllegalArgumentException(

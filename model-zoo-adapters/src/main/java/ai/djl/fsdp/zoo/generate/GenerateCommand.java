@@ -19,6 +19,9 @@ import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
+import ai.djl.fsdp.zoo.finetune.args.QuantizationArguments;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.hf.VocabularyResize;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
@@ -28,6 +31,8 @@ import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.DefaultTrainingConfig;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -37,6 +42,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -107,6 +113,8 @@ public final class GenerateCommand implements Subcommand {
     @Option(names = "--tokenizer", description = "tokenizer.json (default: the one in --model).")
     private Path tokenizer;
 
+    @Mixin private QuantizationArguments quantization;
+
     @Override
     public Integer call() throws Exception {
         // DJL's start-up logging (engine, CUDA detection) is not the user's output.
@@ -125,19 +133,43 @@ public final class GenerateCommand implements Subcommand {
         }
         Path directory = checkpoint ? location.tokenizerDirectory() : null;
         Path tokenizerPath = tokenizer != null ? tokenizer : directory.resolve(Tokenizers.FILE);
+        QuantizationConfig quantized = quantization.resolve();
+        QuantizationConfig stored =
+                checkpoint ? QuantizationConfig.read(location.checkpoint()) : null;
+        if (stored != null) {
+            quantized = stored;
+        }
         DistributedEnv env = DistributedEnv.fromEnvironment();
         if (env.getWorldSize() > 1) {
-            return generateSharded(env, location, directory, tokenizerPath);
+            return generateSharded(env, location, directory, tokenizerPath, quantized);
         }
         try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager(RankDevice.of(env));
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             VocabularyResize grown = checkpoint ? location.grownVocabulary() : null;
-            CausalLM lm =
-                    !checkpoint
-                            ? Models.create(Models.builtin(model), manager)
-                            : grown == null
-                                    ? Models.load(location.checkpoint(), manager)
-                                    : Models.load(location.checkpoint(), manager, grown);
+            CausalLM lm;
+            if (!checkpoint) {
+                lm = Models.create(Models.builtin(model), manager);
+            } else if (stored != null) {
+                // The 4-bit layers in place before anything is initialized (one float weight at
+                // a time, a placeholder): the checkpoint's packed tensors are theirs.
+                ModelConfig config = ModelFamilies.read(location.checkpoint());
+                lm =
+                        Models.forCheckpoint(
+                                grown == null
+                                        ? config
+                                        : ModelFamilies.withVocabSize(config, grown.getRows()));
+                stored.apply(lm);
+                lm.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
+                HfCheckpoint.load(lm, location.checkpoint(), grown);
+            } else {
+                lm =
+                        grown == null
+                                ? Models.load(location.checkpoint(), manager)
+                                : Models.load(location.checkpoint(), manager, grown);
+            }
+            if (quantized != null && stored == null) {
+                quantized.apply(lm);
+            }
             if (checkpoint && location.adapters() != null) {
                 Lora.load(lm, location.adapters());
             }
@@ -152,7 +184,11 @@ public final class GenerateCommand implements Subcommand {
      * gathers one unit at a time; rank 0 prints.
      */
     private int generateSharded(
-            DistributedEnv env, ModelLocation location, Path directory, Path tokenizerPath)
+            DistributedEnv env,
+            ModelLocation location,
+            Path directory,
+            Path tokenizerPath,
+            QuantizationConfig quantized)
             throws IOException {
         if (location == null) {
             // A built-in model's random weights are drawn apart on each rank: there is no one
@@ -189,6 +225,7 @@ public final class GenerateCommand implements Subcommand {
                                     lm,
                                     weights,
                                     grown,
+                                    quantized,
                                     adapters == null ? null : Lora.readConfig(adapters),
                                     adapters,
                                     (m, network, source) ->

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.hf;
 
 import ai.djl.fsdp.checkpoint.ParameterSource;
+import ai.djl.fsdp.qlora.PrequantizedSource;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -13,19 +14,23 @@ import java.util.Map;
  * a parameter are read from the safetensors file alone, touching only their bytes. Made by {@link
  * HfCheckpoint#shardSource}, which has matched the parameters to the tensors. A vocabulary matrix
  * that grows as it loads ({@link VocabularyResize}) reads its stored rows from the file and its
- * added rows from {@link AddedRows}, made only by a rank whose shard holds some of them.
+ * added rows from {@link AddedRows}, made only by a rank whose shard holds some of them. A
+ * pre-quantized checkpoint's 4-bit layers are read by {@link PrequantizedSource}.
  */
 public final class CheckpointShardSource implements ParameterSource, AutoCloseable {
 
     private final SafetensorsCheckpoint checkpoint;
     private final Map<String, String> tensorByParameterId;
     private final Map<String, AddedRows> addedByParameterId;
+    private final PrequantizedSource packed;
 
     CheckpointShardSource(
             SafetensorsCheckpoint checkpoint,
             Map<String, String> tensorByParameterId,
-            Map<String, AddedRows> addedByParameterId) {
+            Map<String, AddedRows> addedByParameterId,
+            PrequantizedSource packed) {
         this.checkpoint = checkpoint;
+        this.packed = packed;
         this.tensorByParameterId = Map.copyOf(tensorByParameterId);
         this.addedByParameterId = Map.copyOf(addedByParameterId);
     }
@@ -34,6 +39,9 @@ public final class CheckpointShardSource implements ParameterSource, AutoCloseab
     @Override
     public NDArray read(NDManager manager, Parameter parameter, long from, long to)
             throws IOException {
+        if (packed.holds(parameter)) {
+            return packed.read(manager, parameter, from, to);
+        }
         String tensor = tensorByParameterId.get(parameter.getId());
         if (tensor == null) {
             return null;

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.hf;
 
+import ai.djl.fsdp.qlora.PrequantizedSource;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
@@ -120,10 +121,16 @@ public final class HfCheckpoint {
             if (resize != null) {
                 vocabulary.addAll(model.vocabularyParameters());
             }
+            PrequantizedSource packed =
+                    PrequantizedSource.match(model, checkpoint, model.basePrefix());
             Map<String, String> storedById = new HashMap<>();
             Map<String, AddedRows> addedById = new HashMap<>();
-            for (Map.Entry<String, String> entry : sources(model, checkpoint, path).entrySet()) {
+            for (Map.Entry<String, String> entry :
+                    sources(model, checkpoint, path, packed).entrySet()) {
                 Parameter parameter = parameters.get(entry.getKey());
+                if (packed.holds(parameter)) {
+                    continue;
+                }
                 Shape stored = checkpoint.info(entry.getValue()).shape();
                 Shape shape = parameter.getShape();
                 if (vocabulary.contains(parameter)
@@ -142,7 +149,7 @@ public final class HfCheckpoint {
                 }
                 storedById.put(parameter.getId(), entry.getValue());
             }
-            return new CheckpointShardSource(checkpoint, storedById, addedById);
+            return new CheckpointShardSource(checkpoint, storedById, addedById, packed);
         } catch (RuntimeException e) {
             checkpoint.close();
             throw e;
@@ -150,17 +157,24 @@ public final class HfCheckpoint {
     }
 
     /**
-     * Maps each of the model's parameters to the checkpoint tensor that holds it.
+     * Maps each of the model's parameters to the checkpoint tensor that holds it; the 4-bit layers'
+     * parameters and tensors are {@code packed}'s to match.
      *
      * @throws IllegalArgumentException naming the missing and unexpected tensors
      */
     private static Map<String, String> sources(
-            PretrainedModel model, SafetensorsCheckpoint checkpoint, Path path) {
+            PretrainedModel model,
+            SafetensorsCheckpoint checkpoint,
+            Path path,
+            PrequantizedSource packed) {
         Map<String, Parameter> parameters = StateDict.parameters(model);
         Map<String, String> aliases = StateDict.aliases(model);
         Map<String, String> sources = new LinkedHashMap<>();
         Set<String> unexpected = new TreeSet<>();
         for (String stored : checkpoint.names()) {
+            if (packed.tensors().contains(stored)) {
+                continue;
+            }
             String name = canonical(model, stored, parameters, aliases);
             if (name != null) {
                 // A tied head stored under both names: either copy will do, keep the first.
@@ -171,6 +185,7 @@ public final class HfCheckpoint {
         }
         Set<String> missing = new TreeSet<>(parameters.keySet());
         missing.removeAll(sources.keySet());
+        missing.removeIf(name -> packed.holds(parameters.get(name)));
         if (!missing.isEmpty() || !unexpected.isEmpty()) {
             throw new IllegalArgumentException(
                     "checkpoint "

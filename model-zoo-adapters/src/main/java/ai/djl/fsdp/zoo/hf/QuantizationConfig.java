@@ -1,11 +1,15 @@
 package ai.djl.fsdp.zoo.hf;
 
+import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantType;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.nn.Block;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -50,6 +54,37 @@ public final class QuantizationConfig {
      */
     public static Builder builder() {
         return new Builder();
+    }
+
+    /**
+     * Returns the 4-bit base a model's {@code config.json} describes: a pre-quantized checkpoint's.
+     *
+     * @param config the whole {@code config.json} object
+     * @return its {@code quantization_config}, or null when it has none
+     * @throws IllegalArgumentException if the block is not an object or cannot be honoured
+     */
+    public static QuantizationConfig of(JsonObject config) {
+        JsonElement block = config.get(KEY);
+        if (block == null || block.isJsonNull()) {
+            return null;
+        }
+        if (!block.isJsonObject()) {
+            throw new IllegalArgumentException(
+                    "\"" + KEY + "\" is not an object: remove it or fix it");
+        }
+        return fromJson(block.getAsJsonObject());
+    }
+
+    /**
+     * Returns the 4-bit base a checkpoint's {@code config.json} describes, as {@link
+     * #of(JsonObject)} does.
+     *
+     * @param checkpoint the checkpoint directory, or its {@code config.json}
+     * @return its {@code quantization_config}, or null when it has none
+     * @throws IOException if the file cannot be read
+     */
+    public static QuantizationConfig read(Path checkpoint) throws IOException {
+        return of(ConfigJson.readObject(checkpoint));
     }
 
     /**
@@ -151,6 +186,17 @@ public final class QuantizationConfig {
      */
     public List<String> getSkipModules() {
         return skipModules;
+    }
+
+    /**
+     * Puts this 4-bit base in place of a model's linear projections ({@link Qlora#quantize}), but
+     * those in the skip list (transformers' default: the head).
+     *
+     * @param root the model, without adapters
+     * @return the dotted paths of the quantized projections
+     */
+    public List<String> apply(Block root) {
+        return Qlora.quantize(root, quant, skipModules == null ? Qlora.DEFAULT_SKIP : skipModules);
     }
 
     /**

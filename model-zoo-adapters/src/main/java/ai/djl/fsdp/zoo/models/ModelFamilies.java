@@ -106,7 +106,7 @@ public final class ModelFamilies {
             throw new IllegalArgumentException(
                     "\"model_type\" is missing or not a string: set it to one of " + modelTypes());
         }
-        refuseQuantized(json);
+        QuantizationConfig.of(json); // a pre-quantized checkpoint's block is checked now
         ModelConfig config = of(type.getAsString()).parse(json);
         config.eosTokenIds(); // checks eos_token_id now rather than when generating
         return config;
@@ -124,28 +124,5 @@ public final class ModelFamilies {
         JsonObject json = config.toJson();
         json.addProperty("vocab_size", vocabSize);
         return parse(json);
-    }
-
-    /**
-     * Stops on a pre-quantized checkpoint: its {@code quantization_config} is read (what this build
-     * can never honour is refused naming the key), but its packed weights do not load yet.
-     */
-    private static void refuseQuantized(JsonObject json) {
-        JsonElement block = json.get(QuantizationConfig.KEY);
-        if (block == null || block.isJsonNull()) {
-            return;
-        }
-        if (!block.isJsonObject()) {
-            throw new IllegalArgumentException(
-                    "\"" + QuantizationConfig.KEY + "\" is not an object: remove it or fix it");
-        }
-        QuantizationConfig config = QuantizationConfig.fromJson(block.getAsJsonObject());
-        throw new IllegalArgumentException(
-                "\""
-                        + QuantizationConfig.KEY
-                        + "\" describes bitsandbytes 4-bit weights ("
-                        + config.describe()
-                        + "): loading a pre-quantized checkpoint is not built yet; use the"
-                        + " model's float checkpoint");
     }
 }

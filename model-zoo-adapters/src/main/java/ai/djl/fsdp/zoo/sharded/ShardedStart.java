@@ -5,7 +5,6 @@ import ai.djl.fsdp.checkpoint.ParameterSource;
 import ai.djl.fsdp.lora.AdapterSource;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
-import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.qlora.QuantizingSource;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.WrapPolicy;
@@ -13,6 +12,7 @@ import ai.djl.fsdp.wrap.WrapPlanner;
 import ai.djl.fsdp.wrap.WrapTarget;
 import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.hf.CheckpointShardSource;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.VocabularyResize;
@@ -21,9 +21,9 @@ import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.util.Pair;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 
 /**
@@ -146,7 +146,11 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
      * initializes a trainer over it unit by unit, as {@link #initialize(Model, PretrainedModel,
      * Path, VocabularyResize, LoraConfig, Path, TrainerFactory)} does: each quantized projection's
      * float weight is drawn (fresh values) or read from the checkpoint's shard ranges and quantized
-     * as its unit is initialized, so no rank holds the whole float base. A collective.
+     * as its unit is initialized, so no rank holds the whole float base. A pre-quantized checkpoint
+     * (a {@code quantization_config} in its {@code config.json}, the 4-bit tensors bitsandbytes
+     * saves) is a 4-bit base as that block describes it, whatever {@code quantization} says: each
+     * rank reads its shards' packed bytes and scales as stored, nothing is quantized again. A
+     * collective.
      *
      * @param <M> the model's type
      * @param model the model
@@ -176,15 +180,24 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             throw new IllegalArgumentException("adapter values need the adapters' configuration");
         }
         model.setBlock(lm);
+        QuantizationConfig stored =
+                checkpoint == null || !Files.isRegularFile(ConfigJson.file(checkpoint))
+                        ? null
+                        : QuantizationConfig.read(checkpoint);
+        if (stored != null) {
+            // Its 4-bit layers are in place before the checkpoint is matched, which reads them.
+            stored.apply(lm);
+        }
         try (CheckpointShardSource shards =
                         checkpoint == null
                                 ? null
                                 : HfCheckpoint.shardSource(lm, checkpoint, resize);
-                AdapterSource adapters = adapters(lm, quantization, lora, adapterValues)) {
+                AdapterSource adapters =
+                        adapters(lm, stored == null ? quantization : null, lora, adapterValues)) {
             // The quantized layers read the checkpoint's float weights, matched before they were
             // put in place, and quantize them as they are read.
             ParameterSource base =
-                    shards == null || quantization == null
+                    shards == null || quantization == null || stored != null
                             ? shards
                             : new QuantizingSource(lm, shards);
             // The adapters' own first: what they saved of the base (a grown embedding and head,
@@ -212,8 +225,7 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             PretrainedModel lm, QuantizationConfig quantization, LoraConfig lora, Path values)
             throws IOException {
         if (quantization != null) {
-            List<String> skip = quantization.getSkipModules();
-            Qlora.quantize(lm, quantization.getQuant(), skip == null ? Qlora.DEFAULT_SKIP : skip);
+            quantization.apply(lm);
         }
         if (lora != null) {
             Lora.apply(lm, lora);

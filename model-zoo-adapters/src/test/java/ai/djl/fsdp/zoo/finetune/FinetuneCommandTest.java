@@ -478,6 +478,11 @@ class FinetuneCommandTest {
                                 "--exact_match_samples", "0",
                                 "--output_dir", output.toString()));
         args.addAll(List.of(extra));
+        return succeeds(args);
+    }
+
+    /** Runs {@code finetune} in this process, expecting success; returns its output. */
+    static String succeeds(List<String> args) {
         StringWriter out = new StringWriter();
         CommandLine line = new CommandLine(new FinetuneCommand());
         line.setOut(new PrintWriter(out));

@@ -50,17 +50,7 @@ class ModelLocationTest {
             CausalLM model = Models.create(ModelFamilies.parse(json), manager);
             HfCheckpoint.save(model, base);
             ByteLevelTokenizer.write(base.resolve(Tokenizers.FILE));
-            LoraConfig lora =
-                    LoraConfig.builder()
-                            .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
-                            .optRank(4)
-                            .optBaseModelNameOrPath(base.toString())
-                            .build();
-            Lora.apply(model, lora);
-            for (LoraLinear adapter : Lora.adapters(model).values()) {
-                NDArray b = adapter.getLoraB().getArray();
-                b.set(manager.randomNormal(0, 0.5f, b.getShape(), b.getDataType()).toFloatArray());
-            }
+            LoraConfig lora = adapt(model, base, manager);
             Lora.save(model, lora, adapters);
             JsonObject written =
                     JsonParser.parseString(Files.readString(adapters.resolve(Lora.CONFIG_FILE)))
@@ -92,6 +82,25 @@ class ModelLocationTest {
         String[] finetuneLayout = generate(adapters);
         assertEquals(merged[0], finetuneLayout[0]);
         assertTrue(finetuneLayout[1].contains("merged model"), finetuneLayout[1]);
+    }
+
+    /**
+     * Puts rank-4 adapters on every linear projection of a model, their B drawn non-zero so that
+     * they change what it generates, naming {@code base} as their base.
+     */
+    static LoraConfig adapt(CausalLM model, Path base, NDManager manager) {
+        LoraConfig lora =
+                LoraConfig.builder()
+                        .setTargetModules(List.of(LoraConfig.ALL_LINEAR))
+                        .optRank(4)
+                        .optBaseModelNameOrPath(base.toString())
+                        .build();
+        Lora.apply(model, lora);
+        for (LoraLinear adapter : Lora.adapters(model).values()) {
+            NDArray b = adapter.getLoraB().getArray();
+            b.set(manager.randomNormal(0, 0.5f, b.getShape(), b.getDataType()).toFloatArray());
+        }
+        return lora;
     }
 
     @Test

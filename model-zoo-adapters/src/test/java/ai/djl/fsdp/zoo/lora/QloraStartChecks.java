@@ -14,6 +14,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
@@ -33,7 +34,9 @@ import java.util.TreeMap;
 /**
  * A 4-bit base started sharded from a float checkpoint ({@link ShardedStart}: each rank reads and
  * quantizes only the blocks its shards cover, nested scales from the whole weight) holds exactly
- * what quantizing the whole model at once gives: every packed byte, scale and float parameter.
+ * what quantizing the whole model at once gives: every packed byte, scale and float parameter. So
+ * does one started from a pre-quantized checkpoint of it ({@link PrequantizedCheckpoints}: each
+ * rank reading its shards' stored bytes, nothing quantized again).
  */
 public final class QloraStartChecks {
 
@@ -45,7 +48,7 @@ public final class QloraStartChecks {
     /**
      * Runs the checks on one rank of a job described by the environment.
      *
-     * @param args the float checkpoint's directory
+     * @param args the directory {@link #write} wrote
      * @throws IOException if the checkpoint cannot be read
      */
     public static void main(String[] args) throws IOException {
@@ -56,42 +59,89 @@ public final class QloraStartChecks {
     }
 
     /**
-     * Starts the model from {@code checkpoint} in every 4-bit form and compares it.
+     * Writes {@link #NAME} drawn from {@link #SEED} in float32 ({@code float}) and pre-quantized in
+     * every 4-bit form, the nested NF4 one's bytes labelled bfloat16.
      *
-     * @param group the job's ranks
-     * @param checkpoint {@link #NAME} drawn from {@link #SEED}, saved in float32
-     * @throws IOException if the checkpoint cannot be read
+     * @param directory the directory to write them in
+     * @throws IOException if writing fails
      */
-    static void run(ProcessGroup group, Path checkpoint) throws IOException {
+    static void write(Path directory) throws IOException {
+        Path checkpoint = directory.resolve("float");
+        try (NDManager manager = TestModels.newManager()) {
+            HfCheckpoint.save(TestModels.seeded(NAME, manager, SEED), checkpoint);
+        }
         for (QuantType type : QuantType.values()) {
             for (boolean nested : new boolean[] {false, true}) {
-                QuantizationConfig quantization =
-                        QuantizationConfig.builder().setQuantType(type).optNested(nested).build();
+                PrequantizedCheckpoints.write(
+                        checkpoint, config(type, nested), directory.resolve(packed(type, nested)));
+            }
+        }
+    }
+
+    /**
+     * Starts the model from the float checkpoint and from the pre-quantized ones in every 4-bit
+     * form and compares it.
+     *
+     * @param group the job's ranks
+     * @param directory the directory {@link #write} wrote
+     * @throws IOException if the checkpoint cannot be read
+     */
+    static void run(ProcessGroup group, Path directory) throws IOException {
+        Path checkpoint = directory.resolve("float");
+        for (QuantType type : QuantType.values()) {
+            for (boolean nested : new boolean[] {false, true}) {
+                QuantizationConfig quantization = config(type, nested);
                 Map<String, float[]> expected;
                 try (NDManager manager = TestModels.newManager()) {
                     CausalLM whole = TestModels.seeded(NAME, manager, SEED);
                     Qlora.quantize(whole, quantization.getQuant(), Qlora.DEFAULT_SKIP);
                     expected = base(whole);
                 }
-                Map<String, float[]> started = started(group, checkpoint, quantization);
-                if (!expected.keySet().equals(started.keySet())) {
-                    throw new AssertionError(
-                            type
-                                    + " nested "
-                                    + nested
-                                    + ": "
-                                    + started.keySet()
-                                    + " vs "
-                                    + expected.keySet());
-                }
-                for (String name : expected.keySet()) {
-                    if (!Arrays.equals(expected.get(name), started.get(name))) {
-                        throw new AssertionError(type + " nested " + nested + ": " + name);
-                    }
-                }
+                compare(type, nested, expected, started(group, checkpoint, quantization));
+                // A pre-quantized checkpoint's own quantization_config says what it holds.
+                compare(
+                        type,
+                        nested,
+                        expected,
+                        started(group, directory.resolve(packed(type, nested)), null));
                 System.out.printf(
-                        "%s nested %s: %d base tensors started sharded equal the whole model's%n",
+                        "%s nested %s: %d base tensors started sharded, quantized as read and as"
+                                + " stored, equal the whole model's%n",
                         type, nested, expected.size());
+            }
+        }
+    }
+
+    private static QuantizationConfig config(QuantType type, boolean nested) {
+        return QuantizationConfig.builder()
+                .setQuantType(type)
+                .optNested(nested)
+                .optStorageType(type == QuantType.NF4 && nested ? "bfloat16" : "uint8")
+                .build();
+    }
+
+    private static String packed(QuantType type, boolean nested) {
+        return type.getName() + (nested ? "-nested" : "");
+    }
+
+    private static void compare(
+            QuantType type,
+            boolean nested,
+            Map<String, float[]> expected,
+            Map<String, float[]> started) {
+        if (!expected.keySet().equals(started.keySet())) {
+            throw new AssertionError(
+                    type
+                            + " nested "
+                            + nested
+                            + ": "
+                            + started.keySet()
+                            + " vs "
+                            + expected.keySet());
+        }
+        for (String name : expected.keySet()) {
+            if (!Arrays.equals(expected.get(name), started.get(name))) {
+                throw new AssertionError(type + " nested " + nested + ": " + name);
             }
         }
     }

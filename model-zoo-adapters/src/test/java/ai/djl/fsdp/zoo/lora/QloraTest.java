@@ -6,9 +6,6 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.testing.RankProcesses;
-import ai.djl.fsdp.zoo.TestModels;
-import ai.djl.fsdp.zoo.hf.HfCheckpoint;
-import ai.djl.ndarray.NDManager;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,17 +27,13 @@ class QloraTest {
     }
 
     @Test
-    void startsShardedFromAFloatCheckpoint(@TempDir Path directory) throws IOException {
-        Path checkpoint = directory.resolve("float");
-        try (NDManager manager = TestModels.newManager()) {
-            HfCheckpoint.save(
-                    TestModels.seeded(QloraStartChecks.NAME, manager, QloraStartChecks.SEED),
-                    checkpoint);
-        }
+    void startsShardedFromAFloatAndAPrequantizedCheckpoint(@TempDir Path directory)
+            throws IOException {
+        QloraStartChecks.write(directory);
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
-            QloraStartChecks.run(group, checkpoint);
+            QloraStartChecks.run(group, directory);
         }
-        onTwoRanks(QloraStartChecks.class, checkpoint.toString());
+        onTwoRanks(QloraStartChecks.class, directory.toString());
     }
 
     @Test

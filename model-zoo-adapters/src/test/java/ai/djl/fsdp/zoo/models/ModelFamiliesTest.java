@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.llama.LlamaConfig;
 import ai.djl.fsdp.zoo.llama.RopeScaling;
 import com.google.gson.JsonObject;
@@ -208,22 +209,20 @@ class ModelFamiliesTest {
     }
 
     @Test
-    void aPreQuantizedConfigIsReadThenRefused() {
+    void aPreQuantizedConfigIsReadAndChecked() {
         JsonObject config = json(LLAMA_3_2_1B);
         JsonObject block =
                 json(
                         "{\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true,"
                                 + " \"bnb_4bit_quant_type\": \"nf4\"}");
         config.add("quantization_config", block);
-        String message =
-                assertThrows(IllegalArgumentException.class, () -> ModelFamilies.parse(config))
-                        .getMessage();
-        assertTrue(
-                message.contains("bitsandbytes 4-bit weights (nf4, compute float32")
-                        && message.contains("use the model's float checkpoint"),
-                message);
+        JsonObject parsed = ModelFamilies.parse(config).toJson();
+        parsed.remove(QuantizationConfig.KEY);
+        assertEquals(ModelFamilies.parse(json(LLAMA_3_2_1B)).toJson(), parsed);
+        assertEquals(
+                "nf4, compute float32, stored as uint8", QuantizationConfig.of(config).describe());
         block.addProperty("load_in_8bit", true);
-        message =
+        String message =
                 assertThrows(IllegalArgumentException.class, () -> ModelFamilies.parse(config))
                         .getMessage();
         assertTrue(message.startsWith("quantization_config.load_in_8bit true"), message);
