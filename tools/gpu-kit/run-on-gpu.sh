@@ -254,7 +254,7 @@ run_named() {
             train --nproc 2 --communication-quantization weights=int8,gradients=int4 "${small[@]}" ;;
         qlora) DJL_FSDP_RANKS_PER_GPU=$pair_share step qlora fsdp launch --nproc-per-node 2 --jvm-opt=-Xmx4g -- \
             finetune --model_name_or_path gpt2-mini --output_dir "$results/qlora-run" --use_peft_lora True \
-            --use_4bit_quantization True --bnb_4bit_compute_dtype bfloat16 --max_steps 4 \
+            --use_4bit_quantization True --bnb_4bit_compute_dtype bfloat16 --bf16 True --max_steps 4 \
             --per_device_train_batch_size 4 ;;
         mem-1|mem-2)
             local sizes

@@ -8,6 +8,7 @@ import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
@@ -99,8 +100,7 @@ public final class QuantizingSource implements ParameterSource {
         if (read == null) {
             return null;
         }
-        float[] values = read.toFloatArray();
-        read.close();
+        float[] values = floatValues(read);
         int blocks = Math.toIntExact(endBlock - firstBlock);
         byte[] packed = new byte[(values.length + 1) / 2];
         float[] absmax = new float[blocks];
@@ -115,6 +115,21 @@ public final class QuantizingSource implements ParameterSource {
         return QuantizedLinear.bytes(manager, wanted, new Shape(wanted.length));
     }
 
+    /**
+     * Returns a read's values as float32 and closes it: checkpoints hold float16 (Llama 2's files)
+     * and bfloat16 weights as well as float32 ones.
+     */
+    private static float[] floatValues(NDArray read) {
+        try (NDArray values = read) {
+            if (values.getDataType() == DataType.FLOAT32) {
+                return values.toFloatArray();
+            }
+            try (NDArray wide = values.toType(DataType.FLOAT32, true)) {
+                return wide.toFloatArray();
+            }
+        }
+    }
+
     /** The layer's weight quantized whole (kept until another layer's is asked for). */
     private QuantizedWeight whole(NDManager manager, QuantizedLinear layer) throws IOException {
         if (wholeOf != layer) {
@@ -126,10 +141,9 @@ public final class QuantizingSource implements ParameterSource {
             }
             whole =
                     QuantizedWeight.quantize(
-                            read.toFloatArray(),
+                            floatValues(read),
                             layer.getWeightShape().getShape(),
                             layer.getConfig());
-            read.close();
             wholeOf = layer;
         }
         return whole;

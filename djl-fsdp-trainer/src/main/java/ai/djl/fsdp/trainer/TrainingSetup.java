@@ -34,8 +34,9 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
      *     sharding without a configured shard group size
      * @return the resolved configuration
      * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision,
-     *     gradients are quantized with it or with hybrid sharding, a shard group size is set
-     *     without hybrid sharding, or parameter groups with an optimizer that cannot apply them
+     *     communication is quantized without sharding, gradients are quantized with float16 or with
+     *     hybrid sharding, a shard group size is set without hybrid sharding, or parameter groups
+     *     with an optimizer that cannot apply them
      */
     static TrainingSetup resolve(
             FsdpConfig fsdp,
@@ -57,6 +58,12 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
                     "optShardGroupSize is for the hybrid strategies: set"
                             + " optShardingStrategy(ShardingStrategy.HYBRID_SHARD) or"
                             + " HYBRID_SHARD_ZERO2, or drop the shard group size");
+        }
+        if (fsdp.getCommunicationQuantization().isEnabled() && !fsdp.isSharded()) {
+            throw new IllegalArgumentException(
+                    "Communication quantization acts on the gathers and reduce-scatters of sharded"
+                            + " parameters; NO_SHARD has neither (its gradients are all-reduced"
+                            + " exactly): use FULL_SHARD or SHARD_GRAD_OP, or drop the setting");
         }
         boolean quantizedGradients = fsdp.getCommunicationQuantization().getGradients().isPresent();
         if (quantizedGradients && fsdp.isHybrid()) {

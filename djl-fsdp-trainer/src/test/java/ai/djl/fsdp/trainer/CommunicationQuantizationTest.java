@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.tensor.quant.QuantizedBits;
+import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
@@ -59,6 +60,27 @@ class CommunicationQuantizationTest {
         assertMessage("block=32", "from 64 to 2048");
         assertMessage("block=big", "block must be a number of values, got 'big'");
         assertMessage("weight=int8", "unknown part 'weight=int8'");
+    }
+
+    @Test
+    void withoutShardingThereIsNothingToQuantize() {
+        FsdpConfig fsdp =
+                FsdpConfig.builder()
+                        .optShardingStrategy(ShardingStrategy.NO_SHARD)
+                        .optCommunicationQuantization(
+                                CommunicationQuantization.parse("weights=int8"))
+                        .build();
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                TrainingSetup.resolve(
+                                        fsdp,
+                                        TrainerOptions.builder().build(),
+                                        null,
+                                        null,
+                                        Map.of()));
+        assertTrue(e.getMessage().contains("NO_SHARD has neither"), e::getMessage);
     }
 
     private static void assertMessage(String text, String expected) {

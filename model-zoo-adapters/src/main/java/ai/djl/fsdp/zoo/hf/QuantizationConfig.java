@@ -4,6 +4,7 @@ import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantType;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.nn.Block;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
@@ -194,8 +195,18 @@ public final class QuantizationConfig {
      *
      * @param root the model, without adapters
      * @return the dotted paths of the quantized projections
+     * @throws IllegalArgumentException for an encoder-decoder model: transformers keeps T5's {@code
+     *     wo} projections in float32 under 4 bits, which this build does not do yet
      */
     public List<String> apply(Block root) {
+        if (!(root instanceof CausalLM)) {
+            throw new IllegalArgumentException(
+                    "A 4-bit base is built for the decoder-only families; "
+                            + root.getClass().getSimpleName()
+                            + " is not one yet (transformers keeps T5's wo projections in float32"
+                            + " under 4 bits): drop --use_4bit_quantization and train LoRA on the"
+                            + " float base");
+        }
         return Qlora.quantize(root, quant, skipModules == null ? Qlora.DEFAULT_SKIP : skipModules);
     }
 

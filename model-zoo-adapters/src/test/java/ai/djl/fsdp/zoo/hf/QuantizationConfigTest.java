@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.quant.QuantType;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.zoo.models.Models;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.util.List;
@@ -58,6 +59,18 @@ class QuantizationConfigTest {
         assertEquals(Precision.FLOAT16, config.getComputeType());
         assertEquals("uint8", config.getStorageType());
         assertEquals(List.of("lm_head", "mlp.down_proj"), config.getSkipModules());
+    }
+
+    @Test
+    void anEncoderDecoderModelIsRefusedBeforeAnythingIsQuantized() {
+        QuantizationConfig config = QuantizationConfig.fromJson(json(QLORA));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> config.apply(Models.builtin("t5-tiny").newModel()));
+        assertTrue(
+                e.getMessage().contains("T5ForConditionalGeneration is not one yet"),
+                e::getMessage);
     }
 
     @Test
