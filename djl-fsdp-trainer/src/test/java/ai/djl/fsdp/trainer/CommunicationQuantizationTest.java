@@ -67,6 +67,7 @@ class CommunicationQuantizationTest {
         FsdpConfig fsdp =
                 FsdpConfig.builder()
                         .optShardingStrategy(ShardingStrategy.NO_SHARD)
+                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
                         .optCommunicationQuantization(
                                 CommunicationQuantization.parse("weights=int8"))
                         .build();
