@@ -90,6 +90,29 @@ final class Evaluation {
     }
 
     /**
+     * Asks the recipe's held-out examples as the run reports them: each seq2seq source's target
+     * generated, or each conversation's last reply (see {@link #generatedTargets}, {@link
+     * #exactMatch}).
+     *
+     * @param recipe the run's data, tokenizer and chat format
+     * @param samples how many examples to ask at most
+     * @param batchSize how many to generate at once
+     * @return how many answers matched
+     */
+    ExactMatch heldOut(FinetuneRecipe recipe, int samples, int batchSize) {
+        return recipe.eval instanceof Seq2SeqExamples pairs
+                ? generatedTargets(
+                        pairs, recipe.evalDocuments, samples, batchSize, recipe.tokenizer)
+                : exactMatch(
+                        recipe.evalDocuments,
+                        samples,
+                        batchSize,
+                        recipe.tokenizer,
+                        recipe.chatFormat,
+                        recipe.endOfTurn);
+    }
+
+    /**
      * Asks the model each held-out question (the conversation up to its last reply) and compares
      * its greedy reply, up to the end-of-turn token, with the reference. Each rank decodes its
      * questions together in batches of at most {@code maxRows} with a key-value cache ({@link

@@ -21,7 +21,6 @@ import ai.djl.fsdp.zoo.finetune.args.HubCompatibility;
 import ai.djl.fsdp.zoo.finetune.args.ListenerArguments;
 import ai.djl.fsdp.zoo.finetune.args.QuantizationArguments;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaults;
-import ai.djl.fsdp.zoo.finetune.data.Seq2SeqExamples;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.fsdp.zoo.finetune.report.CurvePlot;
 import ai.djl.fsdp.zoo.finetune.report.ExactMatch;
@@ -196,10 +195,7 @@ public final class FinetuneCommand implements Subcommand {
                 if (rankZero && CurvePlot.isAvailable()) {
                     CurvePlot.write(metrics.getRows(), report.plotFile());
                 } else if (rankZero) {
-                    note(
-                            "this Java runtime has no java.desktop module, so "
-                                    + CurvePlot.FILE
-                                    + " is not drawn; metrics.jsonl holds the same curves");
+                    note("no java.desktop in this Java runtime: " + CurvePlot.FILE + " not drawn");
                 }
                 String summary = report.summary(outcome, before, after, peaks);
                 save(recipe, trainer, lm, lora, report);
@@ -214,22 +210,9 @@ public final class FinetuneCommand implements Subcommand {
                 || recipe.eval == null) {
             return null;
         }
-        Evaluation evaluation = new Evaluation(trainer, recipe.group);
         ExactMatch match =
-                recipe.eval instanceof Seq2SeqExamples pairs
-                        ? evaluation.generatedTargets(
-                                pairs,
-                                recipe.evalDocuments,
-                                args.exactMatchSamples,
-                                args.exactMatchBatchSize(),
-                                recipe.tokenizer)
-                        : evaluation.exactMatch(
-                                recipe.evalDocuments,
-                                args.exactMatchSamples,
-                                args.exactMatchBatchSize(),
-                                recipe.tokenizer,
-                                recipe.chatFormat,
-                                recipe.endOfTurn);
+                new Evaluation(trainer, recipe.group)
+                        .heldOut(recipe, args.exactMatchSamples, args.exactMatchBatchSize());
         if (match.total() == 0) {
             print(
                     "exact_match "
