@@ -1,9 +1,11 @@
 /**
  * What every model of the zoo is, whatever its family: a decoder-only language model ({@link
  * ai.djl.fsdp.zoo.CausalLM}) around a decoder stack ({@link ai.djl.fsdp.zoo.DecoderModel}), with
- * Hugging Face's module and parameter names, its decoder layers the FSDP units; the key-value cache
- * that generation passes through it ({@link ai.djl.fsdp.zoo.KvCache}); and what a family is ({@link
- * ai.djl.fsdp.zoo.ModelFamily}) and reads ({@link ai.djl.fsdp.zoo.ModelConfig}, its {@code
+ * Hugging Face's module and parameter names, its decoder layers the FSDP units; what an
+ * encoder-decoder model's configuration adds ({@link ai.djl.fsdp.zoo.EncoderDecoderConfig}: its
+ * special ids, its labels shifted right); the caches that generation passes through a model ({@link
+ * ai.djl.fsdp.zoo.KvCache}, {@link ai.djl.fsdp.zoo.EncoderDecoderCache}); and what a family is
+ * ({@link ai.djl.fsdp.zoo.ModelFamily}) and reads ({@link ai.djl.fsdp.zoo.ModelConfig}, its {@code
  * config.json}).
  *
  * <p>Built on the layers of {@code ai.djl.fsdp.zoo.nn}; the families ({@code gpt2}, {@code llama}

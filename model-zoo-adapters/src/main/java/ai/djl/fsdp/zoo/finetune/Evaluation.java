@@ -4,6 +4,8 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.EncoderDecoderConfig;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.chat.ChatFormat;
 import ai.djl.fsdp.zoo.finetune.data.DistributedSampler;
 import ai.djl.fsdp.zoo.finetune.data.Document;
@@ -14,11 +16,9 @@ import ai.djl.fsdp.zoo.finetune.report.ExactMatch;
 import ai.djl.fsdp.zoo.finetune.report.Progress;
 import ai.djl.fsdp.zoo.generate.GenerationConfig;
 import ai.djl.fsdp.zoo.generate.Generator;
+import ai.djl.fsdp.zoo.generate.GreedyDecoding;
 import ai.djl.fsdp.zoo.generate.ShardedDecoder;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
-import ai.djl.fsdp.zoo.t5.GreedyDecoding;
-import ai.djl.fsdp.zoo.t5.T5Config;
-import ai.djl.fsdp.zoo.t5.T5ForConditionalGeneration;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -204,11 +204,12 @@ final class Evaluation {
     }
 
     /**
-     * Generates each held-out example's target greedily, as the PEFT guide's script does (T5's
-     * encoder once, its decoder with a cache: {@link GreedyDecoding}), and compares the decoded
-     * text, up to the end of sequence, with the reference. Each rank generates its share of the
-     * examples in batches of at most {@code maxRows}, every unit gathered once a step for the
-     * batch; the ranks agree on the number of batches. Rank 0 shows the batches on a progress bar.
+     * Generates each held-out example's target greedily, as the PEFT guide's script does (the
+     * encoder-decoder model's encoder once, its decoder with a cache: {@link GreedyDecoding}), and
+     * compares the decoded text, up to the end of sequence, with the reference. Each rank generates
+     * its share of the examples in batches of at most {@code maxRows}, every unit gathered once a
+     * step for the batch; the ranks agree on the number of batches. Rank 0 shows the batches on a
+     * progress bar.
      *
      * @param eval the eval examples
      * @param documents their source and target texts, in the same order
@@ -225,7 +226,9 @@ final class Evaluation {
             HuggingFaceTokenizer tokenizer) {
         long begin = System.nanoTime();
         int total = Math.min(samples, eval.size());
-        T5Config config = ((T5ForConditionalGeneration) trainer.getModel().getBlock()).getConfig();
+        EncoderDecoderConfig config =
+                (EncoderDecoderConfig)
+                        ((PretrainedModel) trainer.getModel().getBlock()).getConfig();
         int maxTarget = 0;
         for (int i = 0; i < total; i++) {
             maxTarget = Math.max(maxTarget, eval.getPairs().get(i).target().length);
@@ -251,7 +254,7 @@ final class Evaluation {
                         GreedyDecoding.generate(
                                 trainer, config, sources.get(0), sources.get(1), maxTarget);
                 for (int row = 0; row < indices.length; row++) {
-                    String text = decode(tokenizer, targets.get(row), config.eosTokenIds());
+                    String text = GreedyDecoding.text(tokenizer, targets.get(row), config);
                     int example = indices[row];
                     if (counted
                             && example % group.getSize() == group.getRank()
@@ -268,15 +271,6 @@ final class Evaluation {
         double seconds = (System.nanoTime() - begin) / 1e9;
         return new ExactMatch(
                 (long) totals[0], total, documents.get(0).text(), firstReply, seconds);
-    }
-
-    /** Returns a generated target's text, without its end-of-sequence token. */
-    private static String decode(HuggingFaceTokenizer tokenizer, long[] ids, List<Long> eos) {
-        int length = ids.length;
-        if (length > 0 && eos.contains(ids[length - 1])) {
-            length--;
-        }
-        return tokenizer.decode(Arrays.copyOf(ids, length), true).trim();
     }
 
     /**

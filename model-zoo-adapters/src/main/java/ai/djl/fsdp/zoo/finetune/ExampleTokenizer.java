@@ -1,11 +1,11 @@
 package ai.djl.fsdp.zoo.finetune;
 
+import ai.djl.fsdp.zoo.EncoderDecoderConfig;
 import ai.djl.fsdp.zoo.finetune.data.Document;
 import ai.djl.fsdp.zoo.finetune.data.SentimentLabels;
 import ai.djl.fsdp.zoo.finetune.data.Seq2SeqExamples;
 import ai.djl.fsdp.zoo.finetune.data.Sequences;
 import ai.djl.fsdp.zoo.finetune.data.TrainingData;
-import ai.djl.fsdp.zoo.t5.T5Config;
 import java.util.List;
 import java.util.function.Consumer;
 
@@ -50,16 +50,13 @@ final class ExampleTokenizer {
         if (!recipe.seq2seq) {
             return sequences(documents, note, split).padded(recipe.padId);
         }
-        T5Config t5 = (T5Config) recipe.architecture;
         Seq2SeqExamples pairs =
                 Seq2SeqExamples.tokenize(
                         documents,
                         recipe.tokenizer,
                         recipe.args.seq2seq.maxSourceLength,
                         recipe.args.seq2seq.maxTargetLength,
-                        new Seq2SeqExamples.SpecialIds(
-                                t5.eosTokenIds().get(0), t5.padTokenId(), t5.decoderStartTokenId()),
-                        recipe.architecture.vocabSize());
+                        (EncoderDecoderConfig) recipe.architecture);
         if (pairs.getTruncatedTargets() > 0) {
             note.accept(
                     pairs.getTruncatedTargets()

@@ -16,10 +16,13 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.zoo.CausalLM;
+import ai.djl.fsdp.zoo.EncoderDecoderConfig;
 import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.chat.JinjaChatTemplate;
 import ai.djl.fsdp.zoo.finetune.args.QuantizationArguments;
+import ai.djl.fsdp.zoo.finetune.data.Seq2SeqExamples;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
@@ -30,10 +33,12 @@ import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.ParameterStore;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -41,6 +46,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -52,7 +58,8 @@ import picocli.CommandLine.Spec;
         name = "generate",
         mixinStandardHelpOptions = true,
         description =
-                "Continue a prompt with a causal language model (GPT-2, Llama) and print the text.")
+                "Continue a prompt with a causal language model (GPT-2, Llama), or generate an"
+                        + " encoder-decoder model's (T5's) target for it, and print the text.")
 public final class GenerateCommand implements Subcommand {
 
     @Spec private CommandSpec spec;
@@ -65,10 +72,13 @@ public final class GenerateCommand implements Subcommand {
                         + " --output_dir of finetune (LoRA: its merged model, or the adapters on"
                         + " their base_model_name_or_path), or a built-in architecture with random"
                         + " weights: gpt2-tiny, gpt2-mini, llama-tiny, mistral-tiny, qwen2-tiny,"
-                        + " qwen3-tiny.")
+                        + " qwen3-tiny, t5-tiny.")
     private String model;
 
-    @Option(names = "--prompt", required = true, description = "The text to continue.")
+    @Option(
+            names = "--prompt",
+            required = true,
+            description = "The text to continue, or an encoder-decoder model's source.")
     private String prompt;
 
     @Option(
@@ -80,7 +90,9 @@ public final class GenerateCommand implements Subcommand {
     @Option(
             names = "--temperature",
             defaultValue = "0",
-            description = "Sampling temperature; 0 is greedy (default ${DEFAULT-VALUE}).")
+            description =
+                    "Sampling temperature; 0 is greedy, what an encoder-decoder model takes"
+                            + " (default ${DEFAULT-VALUE}).")
     private float temperature;
 
     @Option(
@@ -139,6 +151,16 @@ public final class GenerateCommand implements Subcommand {
         if (stored != null) {
             quantized = stored;
         }
+        ModelConfig family =
+                checkpoint ? ModelFamilies.read(location.checkpoint()) : Models.builtin(model);
+        if (family.isEncoderDecoder() && temperature != 0) {
+            throw new IllegalArgumentException(
+                    "--temperature "
+                            + temperature
+                            + ": an encoder-decoder model (model_type "
+                            + family.modelType()
+                            + ") generates greedily; leave --temperature at 0");
+        }
         DistributedEnv env = DistributedEnv.fromEnvironment();
         if (env.getWorldSize() > 1) {
             return generateSharded(env, location, directory, tokenizerPath, quantized);
@@ -146,25 +168,24 @@ public final class GenerateCommand implements Subcommand {
         try (NDManager manager = Engine.getEngine("PyTorch").newBaseManager(RankDevice.of(env));
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             VocabularyResize grown = checkpoint ? location.grownVocabulary() : null;
-            CausalLM lm;
+            PretrainedModel lm;
             if (!checkpoint) {
-                lm = Models.create(Models.builtin(model), manager);
+                lm = Models.createPretrained(family, manager);
             } else if (stored != null) {
                 // The 4-bit layers in place before anything is initialized (one float weight at
                 // a time, a placeholder): the checkpoint's packed tensors are theirs.
-                ModelConfig config = ModelFamilies.read(location.checkpoint());
                 lm =
-                        Models.forCheckpoint(
+                        Models.forAnyCheckpoint(
                                 grown == null
-                                        ? config
-                                        : ModelFamilies.withVocabSize(config, grown.getRows()));
+                                        ? family
+                                        : ModelFamilies.withVocabSize(family, grown.getRows()));
                 stored.apply(lm);
                 lm.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
                 HfCheckpoint.load(lm, location.checkpoint(), grown);
             } else {
                 lm =
                         grown == null
-                                ? Models.load(location.checkpoint(), manager)
+                                ? Models.loadPretrained(location.checkpoint(), manager)
                                 : Models.load(location.checkpoint(), manager, grown);
             }
             if (quantized != null && stored == null) {
@@ -173,7 +194,16 @@ public final class GenerateCommand implements Subcommand {
             if (checkpoint && location.adapters() != null) {
                 Lora.load(lm, location.adapters());
             }
-            generate(manager, tok, directory, lm.getConfig(), new Generator(lm), true);
+            ParameterStore ps = new ParameterStore(manager, false);
+            generate(
+                    manager,
+                    tok,
+                    directory,
+                    lm.getConfig(),
+                    (ids, newTokens) ->
+                            GreedyDecoding.generate(lm, ps, ids, null, newTokens).get(0),
+                    () -> Decoder.of((CausalLM) lm),
+                    true);
         }
         return 0;
     }
@@ -208,8 +238,8 @@ public final class GenerateCommand implements Subcommand {
                 HuggingFaceTokenizer tok = Tokenizers.load(tokenizerPath, "--tokenizer")) {
             VocabularyResize grown = location.grownVocabulary();
             ModelConfig stored = ModelFamilies.read(weights);
-            CausalLM lm =
-                    Models.forCheckpoint(
+            PretrainedModel lm =
+                    Models.forAnyCheckpoint(
                             grown == null
                                     ? stored
                                     : ModelFamilies.withVocabSize(stored, grown.getRows()));
@@ -231,12 +261,21 @@ public final class GenerateCommand implements Subcommand {
                                     (m, network, source) ->
                                             newTrainer(group, precision, m, network, source))
                             .trainer()) {
+                ModelConfig config = lm.getConfig();
                 generate(
                         manager,
                         tok,
                         directory,
-                        lm.getConfig(),
-                        new Generator(new ShardedDecoder(trainer, lm.getConfig(), group)),
+                        config,
+                        (ids, newTokens) ->
+                                GreedyDecoding.generate(
+                                                trainer,
+                                                (EncoderDecoderConfig) config,
+                                                ids,
+                                                null,
+                                                newTokens)
+                                        .get(0),
+                        () -> new ShardedDecoder(trainer, config, group),
                         group.getRank() == 0);
             }
         }
@@ -248,7 +287,7 @@ public final class GenerateCommand implements Subcommand {
             ProcessGroup group,
             MixedPrecision precision,
             Model model,
-            CausalLM lm,
+            PretrainedModel lm,
             ParameterSource source) {
         // Nothing trains: every shard is frozen, held in the checkpoint's own type.
         lm.freezeParameters(true);
@@ -262,6 +301,56 @@ public final class GenerateCommand implements Subcommand {
                         .optMixedPrecision(precision)
                         .build(),
                 TrainerOptions.builder().optInitialValues(source).optGatherOnClose(false).build());
+    }
+
+    /**
+     * Generates with the model as its kind generates: an encoder-decoder model its target for the
+     * prompt, a causal language model the prompt's continuation.
+     */
+    private void generate(
+            NDManager manager,
+            HuggingFaceTokenizer tok,
+            Path directory,
+            ModelConfig modelConfig,
+            TargetDecoding targets,
+            Supplier<Decoder> decoder,
+            boolean prints)
+            throws IOException {
+        if (modelConfig instanceof EncoderDecoderConfig config) {
+            generateTarget(manager, tok, config, targets, prints);
+        } else {
+            generate(manager, tok, directory, modelConfig, new Generator(decoder.get()), prints);
+        }
+    }
+
+    /** Greedy decoding of one source's target, whole or sharded. */
+    private interface TargetDecoding {
+        long[] generate(NDArray sourceIds, int maxNewTokens);
+    }
+
+    /**
+     * Generates an encoder-decoder model's target for the prompt, its source as finetune tokenizes
+     * sources (ending with the end-of-sequence token), and prints the target's text.
+     */
+    private void generateTarget(
+            NDManager manager,
+            HuggingFaceTokenizer tok,
+            EncoderDecoderConfig config,
+            TargetDecoding decoding,
+            boolean prints) {
+        long[] source = Seq2SeqExamples.encode(tok, prompt, config);
+        long[] target;
+        try (NDManager scope = manager.newSubManager()) {
+            target =
+                    decoding.generate(
+                            scope.create(source, new Shape(1, source.length)), maxNewTokens);
+        }
+        if (prints) {
+            PrintWriter out = spec.commandLine().getOut();
+            printTokenIds(target);
+            out.println(GreedyDecoding.text(tok, target, config));
+            out.flush();
+        }
     }
 
     private void generate(
@@ -327,11 +416,7 @@ public final class GenerateCommand implements Subcommand {
             long[] generated,
             HuggingFaceTokenizer tok) {
         PrintWriter out = spec.commandLine().getOut();
-        if (printTokenIds) {
-            PrintWriter err = spec.commandLine().getErr();
-            err.println("token ids: " + java.util.Arrays.toString(generated));
-            err.flush();
-        }
+        printTokenIds(generated);
         if (chat) {
             long[] reply = generated;
             if (reply.length > 0 && stops.contains(reply[reply.length - 1])) {
@@ -348,5 +433,13 @@ public final class GenerateCommand implements Subcommand {
             out.println(tok.decode(all));
         }
         out.flush();
+    }
+
+    private void printTokenIds(long[] generated) {
+        if (printTokenIds) {
+            PrintWriter err = spec.commandLine().getErr();
+            err.println("token ids: " + java.util.Arrays.toString(generated));
+            err.flush();
+        }
     }
 }

@@ -4,8 +4,8 @@ import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.hf.VocabularyResize;
@@ -46,7 +46,7 @@ record ModelLocation(Path checkpoint, Path adapters, Path tokenizerDirectory, St
             return null;
         }
         ModelConfig config = ModelFamilies.read(checkpoint);
-        CausalLM lm = Models.forCheckpoint(config);
+        PretrainedModel lm = Models.forAnyCheckpoint(config);
         Parameter embedding = lm.vocabularyParameters().get(0);
         String key =
                 StateDict.parameters(lm).entrySet().stream()

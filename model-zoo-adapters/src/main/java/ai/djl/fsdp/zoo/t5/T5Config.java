@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.t5;
 
+import ai.djl.fsdp.zoo.EncoderDecoderConfig;
 import ai.djl.fsdp.zoo.ModelFamily;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.PretrainedConfig;
@@ -15,7 +16,7 @@ import java.util.List;
  * Flan-T5), {@code is_encoder_decoder} false, {@code tie_encoder_decoder} true, relative-position
  * buckets too few for the distance.
  */
-public final class T5Config extends PretrainedConfig {
+public final class T5Config extends PretrainedConfig implements EncoderDecoderConfig {
 
     /** The {@code model_type} of T5. */
     public static final String MODEL_TYPE = "t5";
@@ -184,6 +185,7 @@ public final class T5Config extends PretrainedConfig {
      *
      * @return the decoder's blocks
      */
+    @Override
     public int numDecoderLayers() {
         return numDecoderLayers;
     }
@@ -275,6 +277,7 @@ public final class T5Config extends PretrainedConfig {
      *
      * @return the padding token
      */
+    @Override
     public long padTokenId() {
         return padTokenId;
     }
@@ -284,13 +287,9 @@ public final class T5Config extends PretrainedConfig {
      *
      * @return the decoder's start token
      */
+    @Override
     public long decoderStartTokenId() {
         return decoderStartTokenId;
-    }
-
-    @Override
-    public boolean isEncoderDecoder() {
-        return true;
     }
 
     @Override

@@ -1,13 +1,14 @@
 package ai.djl.fsdp.zoo.t5;
 
 import ai.djl.fsdp.trainer.WrapPolicy;
+import ai.djl.fsdp.zoo.EncoderDecoderCache;
+import ai.djl.fsdp.zoo.EncoderDecoderConfig;
 import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.nn.Attention;
 import ai.djl.fsdp.zoo.nn.Embedding;
 import ai.djl.fsdp.zoo.nn.Linear;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
-import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
@@ -28,11 +29,11 @@ import java.util.List;
  * <p>Block forward contract: {@code NDList(inputIds [B, S] int64 [, attentionMask [B, S]],
  * decoderInputIds [B, T] int64)} to {@code NDList(logits [B, T, vocab])}. The attention mask holds
  * 1 for the encoder's tokens and 0 for its padding; the decoder's inputs are the labels shifted
- * right ({@link #shiftRight}). The {@link T5Block}s of both stacks are the FSDP units ({@link
- * #defaultWrapPolicy}); the shared table, the final norms and the head stay in the root. With an
- * {@link EncoderDecoderCache} in the call's parameters ({@link EncoderDecoderCache#asParams()}) a
- * call is one generation step: the encoder runs at the first (its output kept in the cache), and
- * {@code decoderInputIds} are the step's new tokens.
+ * right ({@link EncoderDecoderConfig#shiftRight}). The {@link T5Block}s of both stacks are the FSDP
+ * units ({@link #defaultWrapPolicy}); the shared table, the final norms and the head stay in the
+ * root. With an {@link EncoderDecoderCache} in the call's parameters ({@link
+ * EncoderDecoderCache#asParams()}) a call is one generation step: the encoder runs at the first
+ * (its output kept in the cache), and {@code decoderInputIds} are the step's new tokens.
  */
 public final class T5ForConditionalGeneration extends PretrainedModel {
 
@@ -128,26 +129,6 @@ public final class T5ForConditionalGeneration extends PretrainedModel {
             boolean training) {
         NDArray encoded = encode(ps, inputIds, attentionMask, training);
         return decode(ps, decoderIds, encoded, attentionMask, null, training);
-    }
-
-    /**
-     * Returns the decoder's inputs for labels, as Hugging Face's {@code _shift_right}: {@code
-     * decoder_start_token_id}, then each label but the last, an ignored label (-100) read as {@code
-     * pad_token_id}.
-     *
-     * @param labels the labels {@code [B, T]}, int64, -100 where ignored
-     * @return the decoder's inputs {@code [B, T]}, int64
-     */
-    public NDArray shiftRight(NDArray labels) {
-        long batch = labels.getShape().get(0);
-        long length = labels.getShape().get(1);
-        NDManager manager = labels.getManager();
-        NDArray start =
-                manager.full(new Shape(batch, 1), config.decoderStartTokenId(), DataType.INT64);
-        NDArray shifted =
-                start.concat(labels.toType(DataType.INT64, false).get(":, 0:" + (length - 1)), 1);
-        NDArray ignored = shifted.eq(-100).toType(DataType.INT64, false);
-        return shifted.mul(ignored.neg().add(1)).add(ignored.mul(config.padTokenId()));
     }
 
     /** Returns {@code [B, 1, 1, S]}: 0 for the encoder's tokens, the most negative float else. */

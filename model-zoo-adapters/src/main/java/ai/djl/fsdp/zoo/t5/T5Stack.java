@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.t5;
 
+import ai.djl.fsdp.zoo.EncoderDecoderCache;
 import ai.djl.fsdp.zoo.llama.LlamaRMSNorm;
 import ai.djl.fsdp.zoo.nn.Attention;
 import ai.djl.fsdp.zoo.nn.Embedding;

@@ -5,8 +5,9 @@
  * (bidirectional in the encoder, causal in the decoder), the bias computed in each stack's first
  * block and shared with the rest, attention without the {@code 1 / sqrt(d)} scale, T5's RMS norm,
  * {@code relu} and {@code gated-gelu} feed-forward blocks, tied (scaled) and untied heads. {@link
- * ai.djl.fsdp.zoo.t5.T5Block} is the FSDP unit of both stacks; {@link
- * ai.djl.fsdp.zoo.t5.GreedyDecoding} generates with an {@link
- * ai.djl.fsdp.zoo.t5.EncoderDecoderCache}.
+ * ai.djl.fsdp.zoo.t5.T5Block} is the FSDP unit of both stacks. Its configuration is an {@link
+ * ai.djl.fsdp.zoo.EncoderDecoderConfig}, what the seq2seq data and generation ({@code
+ * ai.djl.fsdp.zoo.generate.GreedyDecoding}, with an {@link ai.djl.fsdp.zoo.EncoderDecoderCache})
+ * read.
  */
 package ai.djl.fsdp.zoo.t5;

@@ -56,7 +56,7 @@ class T5ExactnessTest {
             NDArray ids = ReferenceChecks.ids(manager, expected.getAsJsonArray("input_ids"));
             NDArray mask = ReferenceChecks.ids(manager, expected.getAsJsonArray("attention_mask"));
             NDArray labels = ReferenceChecks.ids(manager, expected.getAsJsonArray("labels"));
-            NDArray decoderIds = model.shiftRight(labels);
+            NDArray decoderIds = model.getConfig().shiftRight(labels);
             assertEquals(
                     ReferenceChecks.ids(manager, expected.getAsJsonArray("decoder_input_ids")),
                     decoderIds,

@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.zoo.EncoderDecoderCache;
 import ai.djl.fsdp.zoo.ReferenceChecks;
 import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.generate.GreedyDecoding;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;

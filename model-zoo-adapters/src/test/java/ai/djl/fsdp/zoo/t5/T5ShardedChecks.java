@@ -18,6 +18,7 @@ import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.zoo.ReferenceChecks;
 import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.generate.GreedyDecoding;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.ndarray.NDArray;
@@ -377,7 +378,7 @@ final class T5ShardedChecks {
         return new NDList(
                 manager.create(ids).reshape(GLOBAL_BATCH, SOURCE).get(rows),
                 manager.create(mask).reshape(GLOBAL_BATCH, SOURCE).get(rows),
-                t5.shiftRight(labelRows),
+                t5.getConfig().shiftRight(labelRows),
                 labelRows);
     }
 }

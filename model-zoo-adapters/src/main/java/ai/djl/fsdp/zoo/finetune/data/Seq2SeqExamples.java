@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.finetune.data;
 
+import ai.djl.fsdp.zoo.EncoderDecoderConfig;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
@@ -17,18 +18,9 @@ import java.util.List;
  * token last. A batch is {@code NDList(inputIds [B, S], attentionMask [B, S], decoderInputIds [B,
  * T])} with the labels {@code [B, T]}: the sources padded with {@code pad_token_id} (mask 0), the
  * targets padded with {@link CausalLmLoss#IGNORE}, and the decoder's inputs the labels shifted
- * right from {@code decoder_start_token_id} (padding read as {@code pad_token_id}).
+ * right by the model ({@link EncoderDecoderConfig#shiftRight}).
  */
 public final class Seq2SeqExamples implements TrainingData {
-
-    /**
-     * The model's special token ids.
-     *
-     * @param eos the end-of-sequence id
-     * @param pad the padding id
-     * @param decoderStart the decoder's first input
-     */
-    public record SpecialIds(long eos, long pad, long decoderStart) {}
 
     /**
      * One example.
@@ -39,12 +31,12 @@ public final class Seq2SeqExamples implements TrainingData {
     public record Pair(long[] source, long[] target) {}
 
     private final List<Pair> pairs;
-    private final SpecialIds ids;
+    private final EncoderDecoderConfig model;
     private final int truncatedTargets;
 
-    private Seq2SeqExamples(List<Pair> pairs, SpecialIds ids, int truncatedTargets) {
+    private Seq2SeqExamples(List<Pair> pairs, EncoderDecoderConfig model, int truncatedTargets) {
         this.pairs = pairs;
-        this.ids = ids;
+        this.model = model;
         this.truncatedTargets = truncatedTargets;
     }
 
@@ -55,8 +47,8 @@ public final class Seq2SeqExamples implements TrainingData {
      * @param tokenizer the model's tokenizer
      * @param maxSource the most source tokens
      * @param maxTarget the most target tokens
-     * @param ids the model's special ids
-     * @param vocabSize the model's vocabulary: every id must be below it
+     * @param model the model's configuration: its special ids and vocabulary (every id must be
+     *     below its size)
      * @return the examples
      */
     public static Seq2SeqExamples tokenize(
@@ -64,27 +56,36 @@ public final class Seq2SeqExamples implements TrainingData {
             HuggingFaceTokenizer tokenizer,
             int maxSource,
             int maxTarget,
-            SpecialIds ids,
-            int vocabSize) {
+            EncoderDecoderConfig model) {
         List<Pair> pairs = new ArrayList<>();
         int truncated = 0;
         for (Document document : documents) {
-            long[] source = encode(tokenizer, document.text(), ids.eos(), vocabSize);
-            long[] target = encode(tokenizer, document.target(), ids.eos(), vocabSize);
+            long[] source = encode(tokenizer, document.text(), model);
+            long[] target = encode(tokenizer, document.target(), model);
             truncated += target.length > maxTarget ? 1 : 0;
             pairs.add(new Pair(cut(source, maxSource), cut(target, maxTarget)));
         }
-        return new Seq2SeqExamples(pairs, ids, truncated);
+        return new Seq2SeqExamples(pairs, model, truncated);
     }
 
-    /** Returns the text's ids, ending with the end-of-sequence id. */
-    private static long[] encode(
-            HuggingFaceTokenizer tokenizer, String text, long eos, int vocabSize) {
+    /**
+     * Returns a text's ids as a source or target of the model: the tokenizer's, ending with the
+     * end-of-sequence id (appended where the tokenizer adds none), not cut.
+     *
+     * @param tokenizer the model's tokenizer
+     * @param text the text
+     * @param model the model's configuration
+     * @return the ids
+     * @throws IllegalArgumentException if an id is outside the model's vocabulary
+     */
+    public static long[] encode(
+            HuggingFaceTokenizer tokenizer, String text, EncoderDecoderConfig model) {
+        long eos = model.eosTokenId();
         long[] encoded = tokenizer.encode(text).getIds();
         boolean ended = encoded.length > 0 && encoded[encoded.length - 1] == eos;
         long[] ids = ended ? encoded : Arrays.copyOf(encoded, encoded.length + 1);
         ids[ids.length - 1] = eos;
-        Sequences.checkIds(ids, vocabSize);
+        Sequences.checkIds(ids, model.vocabSize());
         return ids;
     }
 
@@ -131,7 +132,7 @@ public final class Seq2SeqExamples implements TrainingData {
      * @return the input ids and their mask
      */
     public NDList sources(NDManager manager, int[] indices) {
-        long[][] inputs = pad(indices, true, ids.pad());
+        long[][] inputs = pad(indices, true, model.padTokenId());
         long[][] mask = new long[inputs.length][inputs.length == 0 ? 0 : inputs[0].length];
         for (int row = 0; row < indices.length; row++) {
             Arrays.fill(mask[row], 0, pairs.get(indices[row]).source().length, 1);
@@ -142,18 +143,9 @@ public final class Seq2SeqExamples implements TrainingData {
     @Override
     public LabeledBatch batch(NDManager manager, int[] indices) {
         NDList inputs = sources(manager, indices);
-        long[][] labels = pad(indices, false, CausalLmLoss.IGNORE);
-        long[][] decoder = new long[labels.length][];
-        for (int row = 0; row < labels.length; row++) {
-            long[] label = labels[row];
-            decoder[row] = new long[label.length];
-            decoder[row][0] = ids.decoderStart();
-            for (int i = 1; i < label.length; i++) {
-                decoder[row][i] = label[i - 1] == CausalLmLoss.IGNORE ? ids.pad() : label[i - 1];
-            }
-        }
-        inputs.add(create(manager, decoder));
-        return new LabeledBatch(inputs, create(manager, labels));
+        NDArray labels = create(manager, pad(indices, false, CausalLmLoss.IGNORE));
+        inputs.add(model.shiftRight(labels));
+        return new LabeledBatch(inputs, labels);
     }
 
     /** The sources or the targets of examples, padded on the right to the longest. */

@@ -1,7 +1,11 @@
-package ai.djl.fsdp.zoo.t5;
+package ai.djl.fsdp.zoo.generate;
 
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.zoo.EncoderDecoderCache;
+import ai.djl.fsdp.zoo.EncoderDecoderConfig;
+import ai.djl.fsdp.zoo.PretrainedModel;
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -13,13 +17,13 @@ import java.util.List;
 import java.util.function.Predicate;
 
 /**
- * Greedy generation with a T5, whole in this process or sharded by an {@link FsdpTrainer}: the
- * encoder runs once, at the first step; the decoder starts from {@code decoder_start_token_id} and
- * is given one new token per step, its self-attention keys and values of the earlier tokens and its
- * keys and values of the encoder's output coming from an {@link EncoderDecoderCache} (the latter
- * projected at the first step only). Each row stops at its first end-of-sequence token; the batch
- * stops when every row has (on every rank, where the model is sharded: each step is a collective),
- * or after the step limit.
+ * Greedy generation with an encoder-decoder model (T5, see {@link EncoderDecoderConfig}), whole in
+ * this process or sharded by an {@link FsdpTrainer}: the encoder runs once, at the first step; the
+ * decoder starts from {@code decoder_start_token_id} and is given one new token per step, its
+ * self-attention keys and values of the earlier tokens and its keys and values of the encoder's
+ * output coming from an {@link EncoderDecoderCache} (the latter projected at the first step only).
+ * Each row stops at its first end-of-sequence token; the batch stops when every row has (on every
+ * rank, where the model is sharded: each step is a collective), or after the step limit.
  */
 public final class GreedyDecoding {
 
@@ -28,7 +32,7 @@ public final class GreedyDecoding {
     /**
      * Generates each row's target with a model held whole.
      *
-     * @param model the model
+     * @param model the model, an encoder-decoder one
      * @param ps the parameter store
      * @param inputIds the sources {@code [B, S]}, int64, padded on the right
      * @param attentionMask {@code [B, S]}, 1 for tokens and 0 for padding; or null for none
@@ -36,13 +40,13 @@ public final class GreedyDecoding {
      * @return each row's generated tokens, the end-of-sequence token included where it came
      */
     public static List<long[]> generate(
-            T5ForConditionalGeneration model,
+            PretrainedModel model,
             ParameterStore ps,
             NDArray inputIds,
             NDArray attentionMask,
             int maxNewTokens) {
         return generate(
-                model.getConfig(),
+                (EncoderDecoderConfig) model.getConfig(),
                 (inputs, cache) -> model.forward(ps, inputs, false, cache.asParams()).head(),
                 active -> active,
                 inputIds,
@@ -65,7 +69,7 @@ public final class GreedyDecoding {
      */
     public static List<long[]> generate(
             FsdpTrainer trainer,
-            T5Config config,
+            EncoderDecoderConfig config,
             NDArray inputIds,
             NDArray attentionMask,
             int maxNewTokens) {
@@ -84,7 +88,7 @@ public final class GreedyDecoding {
     }
 
     private static List<long[]> generate(
-            T5Config config,
+            EncoderDecoderConfig config,
             Step step,
             Predicate<Boolean> anyActive,
             NDArray inputIds,
@@ -130,6 +134,24 @@ public final class GreedyDecoding {
             generated.add(row.stream().mapToLong(Long::longValue).toArray());
         }
         return generated;
+    }
+
+    /**
+     * Returns a generated target's text: its tokens up to, not including, the end-of-sequence
+     * token, special tokens skipped, trimmed.
+     *
+     * @param tokenizer the model's tokenizer
+     * @param ids the generated tokens, as {@link #generate} returns them
+     * @param config the model's configuration
+     * @return the text
+     */
+    public static String text(
+            HuggingFaceTokenizer tokenizer, long[] ids, EncoderDecoderConfig config) {
+        int length = ids.length;
+        if (length > 0 && config.eosTokenIds().contains(ids[length - 1])) {
+            length--;
+        }
+        return tokenizer.decode(Arrays.copyOf(ids, length), true).trim();
     }
 
     private static boolean allTrue(boolean[] flags) {

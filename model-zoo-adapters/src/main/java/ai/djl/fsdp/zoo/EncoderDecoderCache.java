@@ -1,19 +1,18 @@
-package ai.djl.fsdp.zoo.t5;
+package ai.djl.fsdp.zoo;
 
-import ai.djl.fsdp.zoo.KvCache;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.util.PairList;
 
 /**
- * What a T5 keeps between generation steps, as Hugging Face's {@code EncoderDecoderCache} and
- * {@code encoder_outputs}: the encoder's output, computed at the first step; each decoder block's
- * self-attention keys and values of the tokens so far; and its keys and values of the encoder's
- * output, projected at the first step and reused at every later one. Explicit state the caller
- * owns, moved in and out of the blocks by the stacks, so that the blocks stay pure functions.
- * Through {@link ai.djl.nn.Block#forward(ai.djl.training.ParameterStore, ai.djl.ndarray.NDList,
- * boolean, PairList)} (an FSDP trainer's {@code evaluate}, for one) it travels in the call's
- * parameters, as {@link KvCache} does. Close it when generation ends.
+ * What an encoder-decoder model (T5) keeps between generation steps, as Hugging Face's {@code
+ * EncoderDecoderCache} and {@code encoder_outputs}: the encoder's output, computed at the first
+ * step; each decoder block's self-attention keys and values of the tokens so far; and its keys and
+ * values of the encoder's output, projected at the first step and reused at every later one.
+ * Explicit state the caller owns, moved in and out of the blocks by the stacks, so that the blocks
+ * stay pure functions. Through {@link ai.djl.nn.Block#forward(ai.djl.training.ParameterStore,
+ * ai.djl.ndarray.NDList, boolean, PairList)} (an FSDP trainer's {@code evaluate}, for one) it
+ * travels in the call's parameters, as {@link KvCache} does. Close it when generation ends.
  */
 public final class EncoderDecoderCache implements AutoCloseable {
 
@@ -104,7 +103,7 @@ public final class EncoderDecoderCache implements AutoCloseable {
             return (EncoderDecoderCache) value;
         }
         throw new IllegalArgumentException(
-                "a T5's forward parameter "
+                "an encoder-decoder model's forward parameter "
                         + KvCache.PARAMETER
                         + " must be an EncoderDecoderCache, got "
                         + value.getClass().getName());
