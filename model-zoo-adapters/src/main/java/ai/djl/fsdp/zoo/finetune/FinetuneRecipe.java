@@ -93,7 +93,7 @@ final class FinetuneRecipe implements AutoCloseable {
         this.args = args;
         this.fsdp = fsdp;
         this.group = group;
-        seq2seq = args.seq2seq.isSeq2Seq(source.stored());
+        seq2seq = args.seq2seq.isSeq2Seq(source.stored(), args::given);
         Map<String, List<Document>> splits =
                 TextDatasets.load(
                         args.datasetName,

@@ -13,7 +13,10 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.Spec;
 
 /**
  * What {@code bin/fsdp finetune} trains, on what and how: Hugging Face's and TRL's flag names and
@@ -24,6 +27,10 @@ public final class FinetuneArguments {
 
     /** The task and, for an encoder-decoder model, its data's flags. */
     @Mixin public Seq2SeqArguments seq2seq = new Seq2SeqArguments();
+
+    /** The command these arguments are parsed for, or null when they were built otherwise. */
+    @Spec(Spec.Target.MIXEE)
+    private CommandSpec command;
 
     @Option(
             names = "--model_name_or_path",
@@ -374,6 +381,18 @@ public final class FinetuneArguments {
                     "Write into --output_dir even if it is a file, the current directory or holds"
                             + " files this tool did not write (same-named files are replaced).")
     public boolean overwriteOutputDir;
+
+    /**
+     * Returns whether a flag was given on the command line: by any of its names, whatever its value
+     * (not by default, nor by an Accelerate file's defaults).
+     *
+     * @param flag one of the flag's names
+     * @return true if the command line holds it
+     */
+    public boolean given(String flag) {
+        ParseResult parsed = command == null ? null : command.commandLine().getParseResult();
+        return parsed != null && parsed.hasMatchedOption(flag);
+    }
 
     /** Returns the train split's name. */
     public String trainSplit() {
