@@ -47,6 +47,9 @@
 #   qcomm-2      bench train on 2 NCCL ranks with weights gathered in int8 and gradients reduced
 #                in int4 (ZeRO++'s qwZ and qgZ through the all-to-all): the loss and bytes sent
 #   qlora        finetune on 2 ranks, LoRA on a 4-bit NF4 base quantized as it loads (bf16 compute)
+#   t5-lora      finetune on 2 ranks of the encoder-decoder t5-tiny on sentiment-labels, LoRA on
+#                all-linear, T5Block units: its losses and the generated labels' exact match; then
+#                bin/fsdp generate on its output, one sentence's label
 #   train-llama1b, fsdp2-llama1b: Llama 16 x 2048, 32 heads, 8 kv heads, MLP 8192, vocab 32000,
 #                seq 2048, bf16, sdpa, one rank (KIT_LLAMA_BATCH, default 8); then the GPT shapes
 #   (train-124m-bf16/-f32 and fsdp2-124m-bfloat16/-float32: GPT-2 124M, 12 x 768, seq 512, batch 8);
@@ -206,7 +209,27 @@ ops_side_by_side() {
         && fsdp bench ops --top 60 "$prefix-ours.json" "$prefix-fsdp2.json"
 }
 export java classpath nproc gpus python kit
-export -f fsdp tests launch with_gpu_memory ops_side_by_side
+# A short LoRA finetune of t5-tiny (fresh weights) on sentiment-labels on 2 ranks, output in $1:
+# the eval loss and exact match before and after, and the final train loss, as MEASURED lines.
+t5_lora() {
+    local out="$1"
+    fsdp launch --nproc-per-node 2 --jvm-opt=-Xmx4g -- finetune --model_name_or_path t5-tiny \
+        --dataset_name sentiment-labels --output_dir "$out" \
+        --use_peft_lora True --lora_target_modules all-linear --lora_r 16 --lora_alpha 32 \
+        --lora_dropout 0 --learning_rate 1e-2 --max_steps 160 --per_device_train_batch_size 16 \
+        --warmup_ratio 0.05 --lr_scheduler_type cosine --logging_steps 40 \
+        --exact_match_samples 150 2>&1 | tee "$out.log"
+    local rc=${PIPESTATUS[0]}
+    # Rank 0's lines, under launch's [rank0] prefix.
+    grep -h 'exact_match \(before\|after\) training\|  eval loss\|final train loss' "$out.log" \
+        | sed 's/^\(\[rank0\]\)\? */MEASURED t5-lora: /'
+    (( rc == 0 )) || return "$rc"
+    # The trained model (merged/) generates the held-out sample's label with bin/fsdp generate.
+    local target
+    target="$(fsdp generate --model "$out" --prompt "The concert felt very superb.")" || return
+    echo "MEASURED t5-lora: generate: The concert felt very superb. -> $target"
+}
+export -f fsdp tests launch with_gpu_memory ops_side_by_side t5_lora
 small=(--layers 2 --width 128 --heads 2 --vocab 1000 --seq 32 --batch 2 --steps 2 --warmup 1)
 shape=(--layers 6 --width 384 --heads 6 --vocab 50257 --seq 128 --batch 8)
 shape124m=(--layers 12 --width 768 --heads 12 --vocab 50257 --seq 512 --batch 8)
@@ -256,6 +279,8 @@ run_named() {
             finetune --model_name_or_path gpt2-mini --output_dir "$results/qlora-run" --use_peft_lora True \
             --use_4bit_quantization True --bnb_4bit_compute_dtype bfloat16 --bf16 True --max_steps 4 \
             --per_device_train_batch_size 4 ;;
+        t5-lora) DJL_FSDP_RANKS_PER_GPU=$pair_share step t5-lora with_gpu_memory "$results/t5-lora.mem" \
+            t5_lora "$results/t5-lora-run" ;;
         mem-1|mem-2)
             local sizes
             sizes_for train-124m
@@ -335,7 +360,7 @@ case "$call" in
     second) steps="$second_steps" ;;
     all) steps="$first_steps $second_steps" ;;
     # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
-    one) steps="probe-djl probe layout nccl-check nccl-ranks equiv mem-1 mem-2 hybrid checkpoint qcomm-2 qlora train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll stop-socket" ;;
+    one) steps="probe-djl probe layout nccl-check nccl-ranks equiv mem-1 mem-2 hybrid checkpoint qcomm-2 qlora t5-lora train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll stop-socket" ;;
 esac
 for name in ${KIT_STEPS:-$steps}; do
     if [[ -n "${KIT_DEADLINE:-}" ]] && (( SECONDS + 20 > KIT_DEADLINE )); then
