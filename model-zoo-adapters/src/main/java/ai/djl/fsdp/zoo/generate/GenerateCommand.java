@@ -186,7 +186,7 @@ public final class GenerateCommand implements Subcommand {
                 lm =
                         grown == null
                                 ? Models.loadPretrained(location.checkpoint(), manager)
-                                : Models.load(location.checkpoint(), manager, grown);
+                                : Models.loadPretrained(location.checkpoint(), manager, grown);
             }
             if (quantized != null && stored == null) {
                 quantized.apply(lm);
@@ -194,14 +194,19 @@ public final class GenerateCommand implements Subcommand {
             if (checkpoint && location.adapters() != null) {
                 Lora.load(lm, location.adapters());
             }
-            ParameterStore ps = new ParameterStore(manager, false);
             generate(
                     manager,
                     tok,
                     directory,
                     lm.getConfig(),
                     (ids, newTokens) ->
-                            GreedyDecoding.generate(lm, ps, ids, null, newTokens).get(0),
+                            GreedyDecoding.generate(
+                                            lm,
+                                            new ParameterStore(manager, false),
+                                            ids,
+                                            null,
+                                            newTokens)
+                                    .get(0),
                     () -> Decoder.of((CausalLM) lm),
                     true);
         }

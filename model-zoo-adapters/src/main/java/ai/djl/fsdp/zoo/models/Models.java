@@ -222,8 +222,9 @@ public final class Models {
     }
 
     /**
-     * Loads a Hugging Face checkpoint directory with its vocabulary grown as {@code resize} says:
-     * the stored rows of the token embedding and an untied head as stored, the added rows drawn.
+     * Loads a Hugging Face checkpoint directory of any family, decoder-only or encoder-decoder,
+     * with its vocabulary grown as {@code resize} says: the stored rows of the token embedding and
+     * an untied head as stored, the added rows drawn.
      *
      * @param directory the checkpoint directory
      * @param manager the manager that owns the parameters
@@ -231,10 +232,10 @@ public final class Models {
      * @return the model of the grown vocabulary
      * @throws IOException if reading fails
      */
-    public static CausalLM load(Path directory, NDManager manager, VocabularyResize resize)
-            throws IOException {
-        CausalLM model =
-                create(
+    public static PretrainedModel loadPretrained(
+            Path directory, NDManager manager, VocabularyResize resize) throws IOException {
+        PretrainedModel model =
+                createPretrained(
                         ModelFamilies.withVocabSize(
                                 ModelFamilies.read(directory), resize.getRows()),
                         manager);
