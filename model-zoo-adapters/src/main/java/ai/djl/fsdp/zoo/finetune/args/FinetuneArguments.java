@@ -39,7 +39,7 @@ public final class FinetuneArguments {
                     "Hugging Face checkpoint directory (config.json, *.safetensors; config.json"
                         + " alone trains fresh weights), or a built-in architecture trained from"
                         + " scratch: gpt2-tiny, gpt2-mini, llama-tiny, mistral-tiny, qwen2-tiny,"
-                        + " qwen3-tiny (default ${DEFAULT-VALUE}).")
+                        + " qwen3-tiny, t5-tiny (default ${DEFAULT-VALUE}).")
     public String modelNameOrPath;
 
     @Option(
