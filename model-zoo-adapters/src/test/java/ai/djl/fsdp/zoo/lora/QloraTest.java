@@ -14,8 +14,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A LoRA step on a 4-bit base under FSDP equals the step on a float base holding the dequantized
- * weights ({@link QloraChecks}), on one rank and on two; a 4-bit base started sharded from a float
- * checkpoint holds what quantizing the whole model gives ({@link QloraStartChecks}).
+ * weights ({@link QloraChecks}), on one rank and on two; a 4-bit base started sharded from a
+ * float checkpoint holds what quantizing the whole model gives ({@link QloraStartChecks}); its
+ * merged output is a float checkpoint that computes what the 4-bit model with its adapters computes
+ * ({@link QloraMergeChecks}).
  */
 class QloraTest {
 
@@ -34,6 +36,14 @@ class QloraTest {
             QloraStartChecks.run(group, directory);
         }
         onTwoRanks(QloraStartChecks.class, directory.toString());
+    }
+
+    @Test
+    void mergedOutputOnOneAndTwoRanks(@TempDir Path directory) throws IOException {
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
+            QloraMergeChecks.run(group, directory);
+        }
+        onTwoRanks(QloraMergeChecks.class, directory.toString());
     }
 
     @Test
