@@ -1,8 +1,7 @@
 package ai.djl.fsdp.qlora;
 
+import ai.djl.fsdp.tensor.quant.Nibbles;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 
@@ -28,10 +27,7 @@ final class Dequantization {
      */
     static NDArray fourBit(
             NDArray packed, NDArray code, NDArray absmax, int blockSize, long count) {
-        NDArray bytes = packed.reshape(-1).toType(DataType.FLOAT32, false);
-        NDArray high = bytes.div(16).floor();
-        NDArray low = bytes.sub(high.mul(16));
-        NDArray nibbles = NDArrays.stack(new NDList(high, low), 1).reshape(-1);
+        NDArray nibbles = Nibbles.unpack(packed.toType(DataType.FLOAT32, false));
         return scaled(code, nibbles.get(new NDIndex("0:{}", count)), absmax, blockSize);
     }
 
