@@ -3,7 +3,6 @@ package ai.djl.fsdp.checkpoint;
 import ai.djl.fsdp.safetensors.CheckpointShards;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsWriter;
-import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.util.Failures;
 import ai.djl.ndarray.NDArray;
 import java.io.IOException;
@@ -149,11 +148,7 @@ public final class ModelStateWriter {
             file.write(entry.name(), value);
             return;
         }
-        Precision precision =
-                entry.dtype() == Dtype.BF16
-                        ? Precision.BFLOAT16
-                        : Precision.of(entry.dtype().readableAs());
-        try (NDArray cast = precision.cast(value)) {
+        try (NDArray cast = entry.dtype().precision().cast(value)) {
             file.write(entry.name(), cast);
         }
     }

@@ -46,6 +46,43 @@ public interface StateTransform {
         void put(String name, NDArray value) throws IOException;
     }
 
+    /** What each gathered unit contributes to a state: the body of {@link #transform}. */
+    @FunctionalInterface
+    interface UnitTensors {
+
+        /**
+         * Hands {@code sink} the tensors {@code unit} contributes.
+         *
+         * @param unit a gathered unit
+         * @param sink where the tensors go
+         * @throws IOException if writing fails
+         */
+        void transform(GatheredUnit unit, Sink sink) throws IOException;
+    }
+
+    /**
+     * Returns the state that declares {@code entries} and takes each unit's tensors from {@code
+     * units}.
+     *
+     * @param entries every tensor of the state, in file order
+     * @param units what each unit contributes
+     * @return the transform
+     */
+    static StateTransform of(List<Entry> entries, UnitTensors units) {
+        List<Entry> declared = List.copyOf(entries);
+        return new StateTransform() {
+            @Override
+            public List<Entry> declare() {
+                return declared;
+            }
+
+            @Override
+            public void transform(GatheredUnit unit, Sink sink) throws IOException {
+                units.transform(unit, sink);
+            }
+        };
+    }
+
     /** Returns every tensor of the state, in file order. */
     List<Entry> declare();
 
@@ -73,23 +110,12 @@ public interface StateTransform {
             throw new IllegalArgumentException(
                     "a state is stored as F32, BF16 or F16, not " + type);
         }
-        StateTransform inner = this;
         List<Entry> entries = new ArrayList<>();
         for (Entry entry : declare()) {
             entries.add(
                     isFloat(entry.dtype()) ? new Entry(entry.name(), type, entry.shape()) : entry);
         }
-        return new StateTransform() {
-            @Override
-            public List<Entry> declare() {
-                return entries;
-            }
-
-            @Override
-            public void transform(GatheredUnit unit, Sink sink) throws IOException {
-                inner.transform(unit, sink);
-            }
-        };
+        return of(entries, this::transform);
     }
 
     /**
@@ -119,23 +145,17 @@ public interface StateTransform {
                     Dtype type = Dtype.of(parameter.getArray().getDataType());
                     entries.add(new Entry(name, type, parameter.getShape()));
                 });
-        return new StateTransform() {
-            @Override
-            public List<Entry> declare() {
-                return entries;
-            }
-
-            @Override
-            public void transform(GatheredUnit unit, Sink sink) throws IOException {
-                for (Parameter parameter : unit.getParameters()) {
-                    String name = names.get(parameter);
-                    if (name != null) {
-                        // As gathered: a frozen base held narrower is cast by the writer.
-                        sink.put(name, parameter.getArray());
+        return of(
+                entries,
+                (unit, sink) -> {
+                    for (Parameter parameter : unit.getParameters()) {
+                        String name = names.get(parameter);
+                        if (name != null) {
+                            // As gathered: a frozen base held narrower is cast by the writer.
+                            sink.put(name, parameter.getArray());
+                        }
                     }
-                }
-            }
-        };
+                });
     }
 
     /**

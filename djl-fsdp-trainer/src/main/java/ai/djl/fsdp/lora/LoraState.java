@@ -1,16 +1,13 @@
 package ai.djl.fsdp.lora;
 
-import ai.djl.fsdp.checkpoint.GatheredUnit;
 import ai.djl.fsdp.checkpoint.StateTransform;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
-import java.io.IOException;
 import java.util.Collections;
 import java.util.IdentityHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -33,8 +30,21 @@ public final class LoraState {
      * @return the transform
      */
     public static StateTransform merged(Block root) {
+        return merged(root, base(root));
+    }
+
+    /**
+     * Returns the state a model will have once its adapters are merged, as {@link #merged(Block)}
+     * does, over a given state of its base: one that hands each adapted weight, under its name in
+     * {@link Lora#mergedParameters}, as a float array in the weight's layout (a frozen base held in
+     * another form, such as 4 bits, decoded).
+     *
+     * @param root the model, adapted or not
+     * @param base the base's state under the plain model's names
+     * @return the transform
+     */
+    public static StateTransform merged(Block root, StateTransform base) {
         Map<String, Parameter> named = Lora.mergedParameters(root);
-        StateTransform plain = StateTransform.parameters(named);
         Map<Parameter, LoraLinear> adapterByA = new IdentityHashMap<>();
         Map<Parameter, LoraLinear> adapterByWeight = new IdentityHashMap<>();
         Lora.adapters(root)
@@ -44,50 +54,44 @@ public final class LoraState {
                             adapterByA.put(lora.getLoraA(), lora);
                             adapterByWeight.put(lora.getBase().getParameters().get("weight"), lora);
                         });
-        return new StateTransform() {
-            @Override
-            public List<Entry> declare() {
-                return plain.declare();
-            }
-
-            @Override
-            public void transform(GatheredUnit unit, Sink sink) throws IOException {
-                Set<Parameter> inUnit = Collections.newSetFromMap(new IdentityHashMap<>());
-                inUnit.addAll(unit.getParameters());
-                for (Parameter parameter : unit.getParameters()) {
-                    LoraLinear lora = adapterByA.get(parameter);
-                    if (lora != null
-                            && !inUnit.contains(lora.getBase().getParameters().get("weight"))) {
-                        throw new IllegalStateException(
-                                "an adapter of FSDP unit "
-                                        + unit.getName()
-                                        + " adapts a weight outside it; wrap the adapted"
-                                        + " projection's parent, not the projection");
+        return StateTransform.of(
+                base.declare(),
+                (unit, sink) -> {
+                    Set<Parameter> inUnit = Collections.newSetFromMap(new IdentityHashMap<>());
+                    inUnit.addAll(unit.getParameters());
+                    for (Parameter parameter : unit.getParameters()) {
+                        LoraLinear lora = adapterByA.get(parameter);
+                        if (lora != null
+                                && !inUnit.contains(lora.getBase().getParameters().get("weight"))) {
+                            throw new IllegalStateException(
+                                    "an adapter of FSDP unit "
+                                            + unit.getName()
+                                            + " adapts a weight outside it; wrap the adapted"
+                                            + " projection's parent, not the projection");
+                        }
                     }
-                }
-                // Each weight is merged as it is written, into the unit's gathered copy, or a
-                // float32 copy of it where it is held narrower (the sum is rounded once, to the
-                // stored type): only one merged tensor exists beyond the unit.
-                plain.transform(
-                        unit,
-                        (name, value) -> {
-                            LoraLinear lora = adapterByWeight.get(named.get(name));
-                            if (lora == null) {
-                                sink.put(name, value);
-                                return;
-                            }
-                            if (Dtype.ofArray(value).bytes() >= Dtype.F32.bytes()) {
-                                lora.mergeInto(value);
-                                sink.put(name, value);
-                                return;
-                            }
-                            try (NDArray wide = Precision.FLOAT32.cast(value)) {
-                                lora.mergeInto(wide);
-                                sink.put(name, wide);
-                            }
-                        });
-            }
-        };
+                    // Each weight is merged as it is written, into the unit's gathered copy, or a
+                    // float32 copy of it where it is held narrower (the sum is rounded once, to
+                    // the stored type): only one merged tensor exists beyond the unit.
+                    base.transform(
+                            unit,
+                            (name, value) -> {
+                                LoraLinear lora = adapterByWeight.get(named.get(name));
+                                if (lora == null) {
+                                    sink.put(name, value);
+                                    return;
+                                }
+                                if (Dtype.ofArray(value).bytes() >= Dtype.F32.bytes()) {
+                                    lora.mergeInto(value);
+                                    sink.put(name, value);
+                                    return;
+                                }
+                                try (NDArray wide = Precision.FLOAT32.cast(value)) {
+                                    lora.mergeInto(wide);
+                                    sink.put(name, wide);
+                                }
+                            });
+                });
     }
 
     /**

@@ -1,8 +1,7 @@
 package ai.djl.fsdp.qlora;
 
+import ai.djl.fsdp.tensor.quant.Nibbles;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 
@@ -12,6 +11,9 @@ import ai.djl.ndarray.types.DataType;
  * compute it.
  */
 final class Dequantization {
+
+    /** The values a byte takes. */
+    private static final int BYTES = 256;
 
     private Dequantization() {}
 
@@ -28,11 +30,13 @@ final class Dequantization {
      */
     static NDArray fourBit(
             NDArray packed, NDArray code, NDArray absmax, int blockSize, long count) {
-        NDArray bytes = packed.reshape(-1).toType(DataType.FLOAT32, false);
-        NDArray high = bytes.div(16).floor();
-        NDArray low = bytes.sub(high.mul(16));
-        NDArray nibbles = NDArrays.stack(new NDList(high, low), 1).reshape(-1);
-        return scaled(code, nibbles.get(new NDIndex("0:{}", count)), absmax, blockSize);
+        // Both values of a byte in one lookup, in a table of every byte's pair of values: one
+        // gather a byte instead of splitting the nibbles over the whole weight first.
+        NDArray bytes = packed.getManager().arange(0, BYTES, 1, DataType.FLOAT32);
+        NDArray pairs = code.get(Nibbles.unpack(bytes).toType(DataType.INT64, false));
+        NDArray index = packed.reshape(-1).toType(DataType.INT64, false);
+        NDArray decoded = pairs.reshape(BYTES, 2).get(index).reshape(-1);
+        return decoded.get(new NDIndex("0:{}", count)).mul(scales(absmax, blockSize, count));
     }
 
     /**
@@ -45,14 +49,12 @@ final class Dequantization {
      * @return the values, float32, flat
      */
     static NDArray eightBit(NDArray codes, NDArray map, NDArray absmax, int blockSize) {
-        return scaled(map, codes.reshape(-1).toType(DataType.FLOAT32, false), absmax, blockSize);
+        NDArray decoded = map.get(codes.reshape(-1).toType(DataType.INT64, false));
+        return decoded.mul(scales(absmax, blockSize, decoded.size()));
     }
 
-    /** Each code's value times the scale of its block. */
-    private static NDArray scaled(NDArray values, NDArray codes, NDArray absmax, int blockSize) {
-        long count = codes.size();
-        NDArray decoded = values.get(codes.toType(DataType.INT64, false));
-        NDArray scales = absmax.repeat(0, blockSize).get(new NDIndex("0:{}", count));
-        return decoded.mul(scales);
+    /** Each of {@code count} values' block scale. */
+    private static NDArray scales(NDArray absmax, int blockSize, long count) {
+        return absmax.repeat(0, blockSize).get(new NDIndex("0:{}", count));
     }
 }

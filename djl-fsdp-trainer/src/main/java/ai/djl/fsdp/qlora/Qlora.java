@@ -11,12 +11,18 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Puts a 4-bit base in place: each linear projection of a model, but those skipped (transformers
- * keeps the output head, {@code lm_head}, unquantized by default), becomes a {@link
+ * keeps the output head, {@code lm_head}, unquantized by default) and those whose weight another
+ * module holds too (a head tied to the token embedding, whatever the skip list says: quantizing it
+ * would untie the two and take the embedding's float weight away), becomes a {@link
  * QuantizedLinear}; embeddings, norms and everything else keep their float weights. Apply LoRA
  * afterwards: its adapters wrap the quantized projections as they wrap float ones.
  */
@@ -34,13 +40,15 @@ public final class Qlora {
      *     quantized as the model initializes it, one unit at a time under FSDP), without adapters
      * @param config the code, block size and double quantization
      * @param skip module names left in float (matched as LoRA's targets: a dotted path equal to a
-     *     name or ending with {@code .} and the name), such as {@link #DEFAULT_SKIP}
+     *     name or ending with {@code .} and the name), such as {@link #DEFAULT_SKIP}; a projection
+     *     whose weight is tied to another module's is left in float too
      * @return the dotted paths of the quantized projections
      * @throws IllegalStateException if the model already has adapters
      * @throws IllegalArgumentException if an initialized projection's weight is not float32
      */
     public static List<String> quantize(Block root, QuantConfig config, List<String> skip) {
         Map<String, Block> modules = StateDict.modules(root);
+        Set<Parameter> tied = tiedParameters(modules.values());
         List<String> quantized = new ArrayList<>();
         for (Map.Entry<String, Block> entry : modules.entrySet()) {
             String path = entry.getKey();
@@ -55,10 +63,13 @@ public final class Qlora {
                             .anyMatch(name -> path.equals(name) || path.endsWith("." + name))) {
                 continue;
             }
+            Parameter weight = projection.getParameters().get(QuantizedLinear.WEIGHT);
+            if (tied.contains(weight)) {
+                continue;
+            }
             int dot = path.lastIndexOf('.');
             Block parent = modules.get(dot < 0 ? "" : path.substring(0, dot));
             QuantizedLinear replacement = new QuantizedLinear(projection, config);
-            Parameter weight = projection.getParameters().get(QuantizedLinear.WEIGHT);
             if (weight != null && weight.isInitialized()) {
                 NDArray values = weight.getArray();
                 replacement.initialize(
@@ -70,5 +81,19 @@ public final class Qlora {
             quantized.add(path);
         }
         return quantized;
+    }
+
+    /** The parameters more than one module holds as its own. */
+    private static Set<Parameter> tiedParameters(Collection<Block> modules) {
+        Set<Parameter> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        Set<Parameter> tied = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (Block block : modules) {
+            for (Parameter parameter : block.getDirectParameters().values()) {
+                if (!seen.add(parameter)) {
+                    tied.add(parameter);
+                }
+            }
+        }
+        return tied;
     }
 }

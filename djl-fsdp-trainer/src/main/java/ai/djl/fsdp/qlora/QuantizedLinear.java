@@ -19,6 +19,7 @@ import ai.djl.util.PairList;
 import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * A frozen linear projection whose weight is held as bitsandbytes holds a {@code Linear4bit}'s:
@@ -226,20 +227,31 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
      * @return the decoded weight
      */
     public NDArray weight(ParameterStore store, NDArray like, boolean training) {
-        NDArray scales = store.getValue(absmax, like.getDevice(), training);
+        return decode(parameter -> store.getValue(parameter, like.getDevice(), training));
+    }
+
+    /**
+     * Returns the weight the given values of these parameters decode to, float32 where the scales
+     * are, in the projection's layout.
+     *
+     * @param values each parameter's value (its current array, or a gathered copy)
+     * @return the decoded weight
+     */
+    NDArray decode(Function<Parameter, NDArray> values) {
+        NDArray scales = values.apply(absmax);
         if (nestedAbsmax != null) {
             scales =
                     Dequantization.eightBit(
                                     scales,
-                                    store.getValue(nestedQuantMap, like.getDevice(), training),
-                                    store.getValue(nestedAbsmax, like.getDevice(), training),
+                                    values.apply(nestedQuantMap),
+                                    values.apply(nestedAbsmax),
                                     NestedScales.BLOCK_SIZE)
-                            .add(store.getValue(nestedOffset, like.getDevice(), training));
+                            .add(values.apply(nestedOffset));
         }
         Shape shape = getWeightShape();
         return Dequantization.fourBit(
-                        store.getValue(packed, like.getDevice(), training),
-                        store.getValue(quantMap, like.getDevice(), training),
+                        values.apply(packed),
+                        values.apply(quantMap),
                         scales,
                         config.getBlockSize(),
                         shape.size())

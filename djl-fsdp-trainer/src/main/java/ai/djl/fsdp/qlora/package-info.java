@@ -5,6 +5,7 @@
  * bytes are what is sharded and gathered and the dequantized weight lives only while its unit
  * computes; {@link Qlora#quantize} puts such layers in place of a model's linear projections. Their
  * values come from a float checkpoint quantized as it is read ({@link QuantizingSource}) or from a
- * pre-quantized one read as stored ({@link PrequantizedSource}).
+ * pre-quantized one read as stored ({@link PrequantizedSource}); a trained model's merged output
+ * decodes them into a plain float checkpoint ({@link MergedOutput}).
  */
 package ai.djl.fsdp.qlora;

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.safetensors;
 
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
@@ -48,6 +49,16 @@ public enum Dtype {
      */
     public DataType readableAs() {
         return dataType == null ? DataType.FLOAT32 : dataType;
+    }
+
+    /**
+     * Returns the precision an array is cast to for a tensor of this type.
+     *
+     * @return {@link Precision#FLOAT32}, {@link Precision#BFLOAT16} or {@link Precision#FLOAT16}
+     * @throws IllegalArgumentException for a type that is none of those
+     */
+    public Precision precision() {
+        return this == BF16 ? Precision.BFLOAT16 : Precision.of(readableAs());
     }
 
     /**

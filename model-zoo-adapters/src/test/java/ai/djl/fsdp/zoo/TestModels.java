@@ -1,13 +1,22 @@
 package ai.djl.fsdp.zoo;
 
 import ai.djl.Device;
+import ai.djl.Model;
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.lora.Lora;
+import ai.djl.fsdp.lora.LoraConfig;
+import ai.djl.fsdp.trainer.FsdpConfig;
+import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
+import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
+import ai.djl.fsdp.zoo.hf.VocabularyResize;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
+import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -55,6 +64,55 @@ public final class TestModels {
                 .optOptimizer(
                         Optimizer.adamW().optLearningRateTracker(Tracker.fixed(1e-3f)).build())
                 .optDevices(new Device[] {Device.cpu()});
+    }
+
+    /**
+     * Starts {@code lm} sharded from a checkpoint on {@code group}'s ranks ({@link
+     * ShardedStart#initialize}, its full form): each family's default units, the causal LM loss,
+     * the rank's device.
+     *
+     * @param model the model
+     * @param lm the language model, built without values
+     * @param checkpoint the checkpoint directory
+     * @param resize the vocabulary's growth, or null
+     * @param quantization the 4-bit base, or null
+     * @param lora the adapters, or null
+     * @param group the job's ranks
+     * @param gatherOnClose whether closing the trainer gathers the parameters into the model
+     * @return the start, its trainer open
+     * @throws IOException if the checkpoint cannot be read
+     */
+    public static ShardedStart startSharded(
+            Model model,
+            CausalLM lm,
+            Path checkpoint,
+            VocabularyResize resize,
+            QuantizationConfig quantization,
+            LoraConfig lora,
+            ProcessGroup group,
+            boolean gatherOnClose)
+            throws IOException {
+        return ShardedStart.initialize(
+                model,
+                lm,
+                checkpoint,
+                resize,
+                quantization,
+                lora,
+                null,
+                (m, network, source) ->
+                        FullyShardedDataParallel.newTrainer(
+                                m,
+                                new DefaultTrainingConfig(new CausalLmLoss())
+                                        .optDevices(new Device[] {group.getDevice()}),
+                                group,
+                                FsdpConfig.builder()
+                                        .optWrapPolicy(network.defaultWrapPolicy())
+                                        .build(),
+                                TrainerOptions.builder()
+                                        .optInitialValues(source)
+                                        .optGatherOnClose(gatherOnClose)
+                                        .build()));
     }
 
     /** Runs the model without a cache, as training does. */

@@ -2,8 +2,6 @@ package ai.djl.fsdp.tensor.quant;
 
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -31,7 +29,6 @@ public final class SymmetricQuantizer {
     public static final int MAX_BLOCK_SIZE = 2048;
 
     private static final int INT4_OFFSET = 8;
-    private static final int NIBBLE = 16;
 
     private final QuantizedBits bits;
     private final int blockSize;
@@ -200,15 +197,12 @@ public final class SymmetricQuantizer {
 
     /** Two codes a byte: {@code 16 * (even + 8) + (odd + 8)}, exact in float32. */
     private static NDArray packPairs(NDArray levels) {
-        NDArray pairs = levels.add(INT4_OFFSET).reshape(-1, 2);
-        return pairs.get(":, 0").mul(NIBBLE).add(pairs.get(":, 1"));
+        return Nibbles.pack(levels.add(INT4_OFFSET));
     }
 
     /** The inverse of {@link #packPairs}, on the bytes' values as float32. */
     private static NDArray unpackPairs(NDArray bytes) {
-        NDArray high = bytes.div(NIBBLE).floor();
-        NDArray low = bytes.sub(high.mul(NIBBLE));
-        return NDArrays.stack(new NDList(high, low), 1).reshape(-1).sub(INT4_OFFSET);
+        return Nibbles.unpack(bytes).sub(INT4_OFFSET);
     }
 
     /** Refuses blocks whose largest magnitude is NaN or infinite (libtorch's max keeps NaN). */

@@ -442,22 +442,14 @@ public final class FinetuneCommand implements Subcommand {
             LoraConfig lora,
             RunReport report)
             throws IOException {
-        if (quantized != null) {
-            note(
-                    SaveFormat.MERGED
-                            + "/ is not written for a 4-bit base (its merged output is not built"
-                            + " yet): the adapters apply to the float base adapter_config.json"
-                            + " names, quantized as they were trained");
-        }
         OutputDirectory.Contents contents =
                 directory -> {
                     Path model = lora == null ? directory : directory.resolve(SaveFormat.MERGED);
                     if (lora != null) {
                         ShardedSave.adapters(trainer, lora, directory);
                     }
-                    if (quantized == null) {
-                        ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes);
-                    }
+                    ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes)
+                            .ifPresent(line -> print(SaveFormat.MERGED + "/: " + line));
                     if (args.saveBaseModel) {
                         ShardedSave.base(
                                 trainer,
@@ -467,7 +459,7 @@ public final class FinetuneCommand implements Subcommand {
                                 maxShardBytes);
                     }
                     if (rankZero) {
-                        recipe.writeTokenizer(directory, quantized == null ? model : directory);
+                        recipe.writeTokenizer(directory, model);
                         if (args.saveBaseModel) {
                             Path base = directory.resolve(SaveFormat.BASE);
                             recipe.writeTokenizer(base, base);

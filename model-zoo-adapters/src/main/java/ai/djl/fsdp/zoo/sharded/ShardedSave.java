@@ -4,6 +4,7 @@ import ai.djl.fsdp.checkpoint.StateTransform;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraState;
+import ai.djl.fsdp.qlora.MergedOutput;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.PretrainedModel;
@@ -13,6 +14,7 @@ import ai.djl.nn.Block;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Optional;
 
 /**
  * Saves a model trained in the FSDP trainer as Hugging Face files: the whole model with its LoRA
@@ -52,18 +54,29 @@ public final class ShardedSave {
      * @param trainer the trainer of {@code model}
      * @param model the model, adapted or not
      * @param directory the directory (created if needed) on rank 0
+     *     <p>A 4-bit base ({@link ai.djl.fsdp.qlora.Qlora}) is decoded, weight by weight, its
+     *     adapters merged into the decoded weights, and stored in {@code floatType} as a plain
+     *     float checkpoint ({@link MergedOutput}); rank 0 gets back a line saying how far it lies
+     *     from the trained model.
+     * @param trainer the trainer of {@code model}
+     * @param model the model, adapted or not
+     * @param directory the directory (created if needed) on rank 0
      * @param floatType {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
      * @param maxShardBytes the most tensor bytes one file holds
+     * @return for a 4-bit base, on rank 0, what the output holds and how far it lies from the
+     *     trained 4-bit weights plus the adapters' updates; else empty
      * @throws IOException if writing fails
      */
-    public static void merged(
+    public static Optional<String> merged(
             FsdpTrainer trainer,
             PretrainedModel model,
             Path directory,
             Dtype floatType,
             long maxShardBytes)
             throws IOException {
-        full(trainer, model, LoraState.merged(model), directory, floatType, maxShardBytes);
+        MergedOutput output = MergedOutput.of(model, floatType);
+        full(trainer, model, output.getState(), directory, floatType, maxShardBytes);
+        return Optional.ofNullable(output.describe());
     }
 
     /**
@@ -87,7 +100,13 @@ public final class ShardedSave {
             Dtype floatType,
             long maxShardBytes)
             throws IOException {
-        full(trainer, model, LoraState.base(model), directory, floatType, maxShardBytes);
+        full(
+                trainer,
+                model,
+                LoraState.base(model).withFloatsAs(floatType),
+                directory,
+                floatType,
+                maxShardBytes);
     }
 
     private static void full(
@@ -104,7 +123,7 @@ public final class ShardedSave {
         if (trainer.getRank() == 0) {
             Files.createDirectories(directory);
         }
-        trainer.saveFullState(directory, state.withFloatsAs(floatType), maxShardBytes);
+        trainer.saveFullState(directory, state, maxShardBytes);
         if (trainer.getRank() == 0) {
             ConfigJson.write(model.getConfig(), directory, SaveFormat.torchName(floatType));
         }

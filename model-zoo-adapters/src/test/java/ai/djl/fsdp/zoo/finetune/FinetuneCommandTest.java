@@ -432,8 +432,15 @@ class FinetuneCommandTest {
         List<Double> losses = losses(run, 6);
         assertTrue(losses.get(5) < losses.get(0), "the loss fell: " + losses);
         assertTrue(Files.exists(output.resolve(Lora.CONFIG_FILE)), run);
-        assertFalse(Files.exists(output.resolve(SaveFormat.MERGED)), run);
-        assertTrue(run.contains("note: merged/ is not written for a 4-bit base"), run);
+        // The merged model: the 4-bit base decoded, the adapters merged, a plain float checkpoint.
+        assertTrue(
+                run.contains(
+                        "merged/: 14 4-bit weights decoded, their adapters merged, stored as"
+                                + " float32: each equals the trained 4-bit weight plus its"
+                                + " adapter's update"),
+                run);
+        String merged = Files.readString(output.resolve(SaveFormat.MERGED).resolve("config.json"));
+        assertFalse(merged.contains("quantization_config"), merged);
         assertTrue(
                 run.contains(
                         "note: --bnb_4bit_compute_dtype bfloat16: the 4-bit layers compute in the"

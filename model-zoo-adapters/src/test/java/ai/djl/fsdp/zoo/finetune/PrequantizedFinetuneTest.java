@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo.finetune;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
@@ -80,7 +81,10 @@ class PrequantizedFinetuneTest {
         assertTrue(losses.get(3) < losses.get(0), "the loss fell: " + losses);
         System.out.println("pre-quantized and quantized at load, losses " + losses);
         assertTrue(Files.exists(output.resolve(Lora.CONFIG_FILE)), stored);
-        assertTrue(stored.contains("note: merged/ is not written for a 4-bit base"), stored);
+        // A pre-quantized base merges into a plain float checkpoint, its 4 bits decoded.
+        assertTrue(stored.contains("merged/: 14 4-bit weights decoded"), stored);
+        String merged = Files.readString(output.resolve("merged").resolve("config.json"));
+        assertFalse(merged.contains("quantization_config"), merged);
     }
 
     /** Four LoRA steps on {@code model}; returns the run's output. */

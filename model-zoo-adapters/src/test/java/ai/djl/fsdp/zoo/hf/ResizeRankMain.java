@@ -1,22 +1,17 @@
 package ai.djl.fsdp.zoo.hf;
 
-import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
-import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
-import ai.djl.fsdp.trainer.FullyShardedDataParallel;
-import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.ModelConfig;
+import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
-import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.fsdp.zoo.sharded.ShardedSave;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
-import ai.djl.training.DefaultTrainingConfig;
 import com.google.gson.JsonObject;
 import java.nio.file.Path;
 
@@ -52,26 +47,8 @@ public final class ResizeRankMain {
                 Model model = Model.newInstance("resize", group.getDevice())) {
             CausalLM lm = Models.forCheckpoint(ModelFamilies.parse(json));
             ShardedStart start =
-                    ShardedStart.initialize(
-                            model,
-                            lm,
-                            checkpoint,
-                            resize,
-                            null,
-                            null,
-                            (m, network, source) ->
-                                    FullyShardedDataParallel.newTrainer(
-                                            m,
-                                            new DefaultTrainingConfig(new CausalLmLoss())
-                                                    .optDevices(new Device[] {group.getDevice()}),
-                                            group,
-                                            FsdpConfig.builder()
-                                                    .optWrapPolicy(network.defaultWrapPolicy())
-                                                    .build(),
-                                            TrainerOptions.builder()
-                                                    .optInitialValues(source)
-                                                    .optGatherOnClose(false)
-                                                    .build()));
+                    TestModels.startSharded(
+                            model, lm, checkpoint, resize, null, null, group, false);
             try (FsdpTrainer trainer = start.trainer()) {
                 ShardedSave.merged(trainer, lm, Path.of(args[1]));
             }

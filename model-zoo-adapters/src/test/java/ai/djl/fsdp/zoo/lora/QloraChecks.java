@@ -44,12 +44,19 @@ import java.util.Map;
  * adapters after one SGD step (their gradients, times the learning rate) and the base, which comes
  * back unchanged. For NF4 and FP4, with and without double quantization, under FULL_SHARD with and
  * without recompute (with it in float32 and in bfloat16 mixed precision) and SHARD_GRAD_OP, on the
- * ranks of the job that runs it.
+ * ranks of the job that runs it; and on a model whose head is tied to its embedding ({@code
+ * qwen2-tiny}, nested NF4), whose head stays float, one weight with the embedding, even with an
+ * empty skip list.
  */
 public final class QloraChecks {
 
     private static final String NAME = "llama-tiny";
     private static final int SEED = 31;
+
+    /** A model whose head is tied to its token embedding (and whose q, k, v have biases). */
+    private static final String TIED = "qwen2-tiny";
+
+    private static final String TIED_EMBEDDING = "model.embed_tokens.weight";
 
     /** The most padding bytes a rank's shards hold beyond its share (a few per flat buffer). */
     private static final long PAD = 1024;
@@ -90,29 +97,67 @@ public final class QloraChecks {
                         QuantConfig.builder().setQuantType(type).optNested(nested).build();
                 for (MixedPrecision precision : List.of(MixedPrecision.FP32, MixedPrecision.BF16)) {
                     stepEqualsDequantizedFloatBase(
-                            config, ShardingStrategy.FULL_SHARD, true, precision, group);
+                            NAME, config, ShardingStrategy.FULL_SHARD, true, precision, group);
                 }
                 stepEqualsDequantizedFloatBase(
-                        config, ShardingStrategy.FULL_SHARD, false, MixedPrecision.FP32, group);
+                        NAME,
+                        config,
+                        ShardingStrategy.FULL_SHARD,
+                        false,
+                        MixedPrecision.FP32,
+                        group);
                 stepEqualsDequantizedFloatBase(
-                        config, ShardingStrategy.SHARD_GRAD_OP, false, MixedPrecision.FP32, group);
+                        NAME,
+                        config,
+                        ShardingStrategy.SHARD_GRAD_OP,
+                        false,
+                        MixedPrecision.FP32,
+                        group);
             }
         }
+        QuantConfig nested =
+                QuantConfig.builder().setQuantType(QuantType.NF4).optNested(true).build();
+        tiedHeadStaysFloat(nested);
+        stepEqualsDequantizedFloatBase(
+                TIED, nested, ShardingStrategy.FULL_SHARD, true, MixedPrecision.FP32, group);
+    }
+
+    /**
+     * A head tied to the token embedding is not quantized, even where the skip list does not name
+     * it: it stays one float parameter with the embedding, its values untouched.
+     */
+    private static void tiedHeadStaysFloat(QuantConfig config) {
+        try (NDManager manager = TestModels.newManager()) {
+            CausalLM lm = TestModels.seeded(TIED, manager, SEED);
+            Parameter embedding = StateDict.parameters(lm).get(TIED_EMBEDDING);
+            float[] before = embedding.getArray().toFloatArray();
+            List<String> quantized = Qlora.quantize(lm, config, List.of());
+            Parameter head = StateDict.modules(lm).get("lm_head").getParameters().get("weight");
+            if (quantized.contains("lm_head")
+                    || quantized.size() != 14
+                    || head != embedding
+                    || !Arrays.equals(before, head.getArray().toFloatArray())) {
+                throw new AssertionError("the tied head was quantized: " + quantized);
+            }
+        }
+        System.out.println(TIED + ": the tied head stays float with an empty skip list");
     }
 
     private static void stepEqualsDequantizedFloatBase(
+            String model,
             QuantConfig config,
             ShardingStrategy strategy,
             boolean recompute,
             MixedPrecision precision,
             ProcessGroup group) {
-        String what = config.getQuantType() + (config.isNested() ? " nested " : " ") + strategy;
+        String what = model + " " + config.getQuantType() + (config.isNested() ? " nested " : " ");
+        what += strategy;
         what += (recompute ? " recompute " : " no recompute ") + precision;
         try (Model quantized = Model.newInstance("q", Device.cpu());
                 Model reference = Model.newInstance("f", Device.cpu());
                 NDManager manager = TestModels.newManager()) {
-            CausalLM q = TestModels.seeded(NAME, quantized.getNDManager(), SEED);
-            CausalLM f = TestModels.seeded(NAME, reference.getNDManager(), SEED);
+            CausalLM q = TestModels.seeded(model, quantized.getNDManager(), SEED);
+            CausalLM f = TestModels.seeded(model, reference.getNDManager(), SEED);
             Map<String, Parameter> floats = StateDict.parameters(f);
             long saved = 0;
             for (String path : Qlora.quantize(q, config, Qlora.DEFAULT_SKIP)) {
@@ -185,7 +230,7 @@ public final class QloraChecks {
     }
 
     /** Gives both models the same adapters, B drawn non-zero so that A has a gradient too. */
-    private static void sameAdapters(CausalLM q, CausalLM f, NDManager manager) {
+    static void sameAdapters(CausalLM q, CausalLM f, NDManager manager) {
         Map<String, LoraLinear> to = Lora.adapters(f);
         for (Map.Entry<String, LoraLinear> entry : Lora.adapters(q).entrySet()) {
             LoraLinear from = entry.getValue();
@@ -198,7 +243,7 @@ public final class QloraChecks {
     }
 
     /** The relative L2 distance of two updates from {@code start}: 0 when they are equal. */
-    private static double updateError(float[] start, float[] expected, float[] actual) {
+    static double updateError(float[] start, float[] expected, float[] actual) {
         double difference = 0;
         double update = 0;
         for (int i = 0; i < start.length; i++) {
@@ -220,7 +265,7 @@ public final class QloraChecks {
     }
 
     /** A step's loss and what the ranks held. */
-    private record Step(double loss, ShardingStats stats) {}
+    record Step(double loss, ShardingStats stats) {}
 
     /** One SGD step under FSDP; closing the trainer gathers the parameters back into the model. */
     private static Step step(
@@ -230,18 +275,29 @@ public final class QloraChecks {
             MixedPrecision precision,
             ProcessGroup group,
             NDManager manager) {
+        return step(model, fsdp(model, strategy, recompute, precision).build(), group, manager);
+    }
+
+    /** The FSDP settings of a step: each decoder layer a unit. */
+    static FsdpConfig.Builder fsdp(
+            Model model, ShardingStrategy strategy, boolean recompute, MixedPrecision precision) {
+        return FsdpConfig.builder()
+                .optShardingStrategy(strategy)
+                .optMixedPrecision(precision)
+                .optActivationCheckpointing(ActivationCheckpointing.of(recompute))
+                .optWrapPolicy(TestModels.decoderLayers((CausalLM) model.getBlock()));
+    }
+
+    /**
+     * One SGD step (learning rate 0.5) on each rank's batch under {@code fsdp}; closing the trainer
+     * gathers the parameters back into the model.
+     */
+    static Step step(Model model, FsdpConfig fsdp, ProcessGroup group, NDManager manager) {
         DefaultTrainingConfig training =
                 new DefaultTrainingConfig(new CausalLmLoss())
                         .optOptimizer(
                                 Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.5f)).build())
                         .optDevices(new Device[] {Device.cpu()});
-        FsdpConfig fsdp =
-                FsdpConfig.builder()
-                        .optShardingStrategy(strategy)
-                        .optMixedPrecision(precision)
-                        .optActivationCheckpointing(ActivationCheckpointing.of(recompute))
-                        .optWrapPolicy(TestModels.decoderLayers((CausalLM) model.getBlock()))
-                        .build();
         try (FsdpTrainer trainer =
                 FullyShardedDataParallel.newTrainer(
                         model, training, group, fsdp, TrainerOptions.builder().build())) {
@@ -251,7 +307,7 @@ public final class QloraChecks {
     }
 
     /** The adapters' values, or the other parameters' (as floats: codes widen exactly). */
-    private static Map<String, float[]> values(CausalLM lm, boolean adapters) {
+    static Map<String, float[]> values(CausalLM lm, boolean adapters) {
         Map<String, float[]> values = new LinkedHashMap<>();
         for (Pair<String, Parameter> pair : lm.getParameters()) {
             if (pair.getKey().contains("lora_") == adapters) {

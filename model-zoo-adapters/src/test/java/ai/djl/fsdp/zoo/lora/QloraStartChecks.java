@@ -7,25 +7,23 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.quant.QuantType;
+import ai.djl.fsdp.safetensors.SafetensorsWriter;
 import ai.djl.fsdp.statedict.StateDict;
-import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
-import ai.djl.fsdp.trainer.FullyShardedDataParallel;
-import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
+import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
-import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.nn.Parameter;
-import ai.djl.training.DefaultTrainingConfig;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Map;
@@ -36,12 +34,16 @@ import java.util.TreeMap;
  * quantizes only the blocks its shards cover, nested scales from the whole weight) holds exactly
  * what quantizing the whole model at once gives: every packed byte, scale and float parameter. So
  * does one started from a pre-quantized checkpoint of it ({@link PrequantizedCheckpoints}: each
- * rank reading its shards' stored bytes, nothing quantized again).
+ * rank reading its shards' stored bytes, nothing quantized again), and one started from the same
+ * weights stored as float16 (widened exactly, then quantized).
  */
 public final class QloraStartChecks {
 
     static final String NAME = "llama-tiny";
     static final int SEED = 37;
+
+    /** The float16 checkpoint's directory. */
+    private static final String FLOAT16 = "float16";
 
     private QloraStartChecks() {}
 
@@ -68,7 +70,19 @@ public final class QloraStartChecks {
     static void write(Path directory) throws IOException {
         Path checkpoint = directory.resolve("float");
         try (NDManager manager = TestModels.newManager()) {
-            HfCheckpoint.save(TestModels.seeded(NAME, manager, SEED), checkpoint);
+            CausalLM lm = TestModels.seeded(NAME, manager, SEED);
+            HfCheckpoint.save(lm, checkpoint);
+            // The same weights stored as float16, as Llama 2's files are.
+            Path half = Files.createDirectories(directory.resolve(FLOAT16));
+            SafetensorsWriter writer = new SafetensorsWriter().putMetadata("format", "pt");
+            StateDict.parameters(lm)
+                    .forEach(
+                            (name, parameter) ->
+                                    writer.add(
+                                            name,
+                                            parameter.getArray().toType(DataType.FLOAT16, false)));
+            writer.writeCheckpoint(half, HfCheckpoint.DEFAULT_MAX_SHARD_BYTES);
+            ConfigJson.write(lm.getConfig(), half, "float16");
         }
         for (QuantType type : QuantType.values()) {
             for (boolean nested : new boolean[] {false, true}) {
@@ -104,9 +118,28 @@ public final class QloraStartChecks {
                         nested,
                         expected,
                         started(group, directory.resolve(packed(type, nested)), null));
+                // A float16 checkpoint: its values widened exactly, then quantized.
+                Map<String, float[]> fromHalf;
+                try (NDManager manager = TestModels.newManager()) {
+                    CausalLM whole = TestModels.seeded(NAME, manager, SEED);
+                    for (Parameter parameter : StateDict.parameters(whole).values()) {
+                        NDArray array = parameter.getArray();
+                        array.set(
+                                array.toType(DataType.FLOAT16, false)
+                                        .toType(DataType.FLOAT32, false)
+                                        .toFloatArray());
+                    }
+                    Qlora.quantize(whole, quantization.getQuant(), Qlora.DEFAULT_SKIP);
+                    fromHalf = base(whole);
+                }
+                compare(
+                        type,
+                        nested,
+                        fromHalf,
+                        started(group, directory.resolve(FLOAT16), quantization));
                 System.out.printf(
-                        "%s nested %s: %d base tensors started sharded, quantized as read and as"
-                                + " stored, equal the whole model's%n",
+                        "%s nested %s: %d base tensors started sharded, quantized as read (from"
+                                + " float32 and float16) and as stored, equal the whole model's%n",
                         type, nested, expected.size());
             }
         }
@@ -152,26 +185,15 @@ public final class QloraStartChecks {
         try (Model model = Model.newInstance("qlora", Device.cpu())) {
             CausalLM lm = Models.forCheckpoint(ModelFamilies.read(checkpoint));
             ShardedStart start =
-                    ShardedStart.initialize(
+                    TestModels.startSharded(
                             model,
                             lm,
                             checkpoint,
                             null,
                             quantization,
                             LoraBf16Checks.lora(4),
-                            null,
-                            (m, network, source) ->
-                                    FullyShardedDataParallel.newTrainer(
-                                            m,
-                                            new DefaultTrainingConfig(new CausalLmLoss())
-                                                    .optDevices(new Device[] {Device.cpu()}),
-                                            group,
-                                            FsdpConfig.builder()
-                                                    .optWrapPolicy(network.defaultWrapPolicy())
-                                                    .build(),
-                                            TrainerOptions.builder()
-                                                    .optInitialValues(source)
-                                                    .build()));
+                            group,
+                            true);
             try (FsdpTrainer trainer = start.trainer()) {
                 trainer.getModel(); // closing gathers the parameters into the model
             }
