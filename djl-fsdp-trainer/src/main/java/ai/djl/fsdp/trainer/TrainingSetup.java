@@ -73,8 +73,9 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
         }
         if (quantizedGradients && fsdp.getMixedPrecision().needsLossScaling()) {
             throw new IllegalArgumentException(
-                    "Quantized gradients cannot carry the overflowing gradients that float16's loss"
-                            + " scaling finds and skips: use bf16, or gradients=none");
+                    "Quantized gradients have not been run with float16's loss scaling (its"
+                            + " overflow check against NaN-scaled blocks is untested): use bf16, or"
+                            + " gradients=none");
         }
         return new TrainingSetup(fsdp, options, mesh(world, fsdp, environment));
     }

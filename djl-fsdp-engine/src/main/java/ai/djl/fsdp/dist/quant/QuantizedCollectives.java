@@ -49,16 +49,15 @@ public final class QuantizedCollectives {
      * @param group the ranks
      * @param input this rank's values, floats
      * @param output where every rank's values land, in its own float type
-     * @param what what the values are, for the error a value that is not finite raises
-     * @return the gather; {@code output} holds the values once it is awaited
-     * @throws IllegalArgumentException if a value is NaN or infinite
+     * @return the gather; {@code output} holds the values once it is awaited (NaN throughout a
+     *     block that held a value that is not finite)
      */
-    public Work allGatherAsync(ProcessGroup group, NDArray input, NDArray output, String what) {
+    public Work allGatherAsync(ProcessGroup group, NDArray input, NDArray output) {
         CollectiveArguments.requireSizes(
                 "allGather", group.getSize(), "output", output, "input", input);
         long columns = input.size();
         NDManager scope = output.getManager().newSubManager(output.getDevice());
-        QuantizedRows own = quantizer.quantize(input, 1, scope, what);
+        QuantizedRows own = quantizer.quantize(input, 1, scope);
         QuantizedRows all = quantizer.allocate(scope, group.getSize(), columns);
         List<Work> works =
                 List.of(
@@ -79,12 +78,11 @@ public final class QuantizedCollectives {
      * @param input this rank's values, floats, {@code size} pieces of {@code output.size()}
      * @param output where this rank's piece of the sum (or mean) lands, in its own float type
      * @param op {@link ReduceOp#SUM} or {@link ReduceOp#AVG}
-     * @param what what the values are, for the error a value that is not finite raises
-     * @return the reduction; {@code output} holds the result once it is awaited
-     * @throws IllegalArgumentException if a value is NaN or infinite, or for another reduction
+     * @return the reduction; {@code output} holds the result once it is awaited (NaN throughout a
+     *     block that held a value that is not finite on any rank)
+     * @throws IllegalArgumentException for another reduction
      */
-    public Work reduceScatterAsync(
-            ProcessGroup group, NDArray input, NDArray output, ReduceOp op, String what) {
+    public Work reduceScatterAsync(ProcessGroup group, NDArray input, NDArray output, ReduceOp op) {
         CollectiveArguments.requireSizes(
                 "reduceScatter", group.getSize(), "input", input, "output", output);
         if (op != ReduceOp.SUM && op != ReduceOp.AVG) {
@@ -93,7 +91,7 @@ public final class QuantizedCollectives {
         int size = group.getSize();
         long columns = output.size();
         NDManager scope = output.getManager().newSubManager(output.getDevice());
-        QuantizedRows mine = quantizer.quantize(input, size, scope, what);
+        QuantizedRows mine = quantizer.quantize(input, size, scope);
         QuantizedRows theirs = quantizer.allocate(scope, size, columns);
         List<Work> works =
                 List.of(

@@ -24,8 +24,11 @@ import java.util.Random;
  * the exact collective's within the bound the blocks' magnitudes give: an all-gather's value within
  * {@code absmax / 127} of its block's largest magnitude (plus bfloat16's rounding of the result
  * when gathered into bfloat16), a mean within the ranks' bounds summed and divided by the ranks
- * ({@code absmax / 127} in int8, {@code absmax / 7} in int4, each rank's own block). Prints {@code
- * OK} and exits 0 when all hold, else prints the failures and exits 1.
+ * ({@code absmax / 127} in int8, {@code absmax / 7} in int4, each rank's own block). Then again
+ * with one NaN in rank 0's values, in the last rank's piece of the reduce-scatter: every rank
+ * completes the collectives, the block that held the NaN comes back NaN wherever it lands, and
+ * every other value keeps its bound. Prints {@code OK} and exits 0 when all hold, else prints the
+ * failures and exits 1.
  */
 public final class QuantizedCollectivesMain {
 
@@ -39,6 +42,7 @@ public final class QuantizedCollectivesMain {
     private final int rank;
     private final int size;
     private final List<String> failures = new ArrayList<>();
+    private boolean poisoned;
 
     private QuantizedCollectivesMain(ProcessGroup group, NDManager manager) {
         this.group = group;
@@ -58,6 +62,10 @@ public final class QuantizedCollectivesMain {
             check.checkAllGather(Precision.BFLOAT16);
             check.checkReduceScatter(QuantizedBits.INT8);
             check.checkReduceScatter(QuantizedBits.INT4);
+            check.poisoned = true;
+            check.checkAllGather(Precision.FLOAT32);
+            check.checkReduceScatter(QuantizedBits.INT8);
+            check.checkReduceScatter(QuantizedBits.INT4);
             group.barrier();
         }
         if (!check.failures.isEmpty()) {
@@ -68,17 +76,26 @@ public final class QuantizedCollectivesMain {
         System.exit(0);
     }
 
-    /** Rank {@code r}'s values: Gaussians scaled per block of 256 by 10^(block mod 4 - 2). */
-    private static float[] values(int r, int count) {
+    /**
+     * Rank {@code r}'s values: Gaussians scaled per block of 256 by 10^(block mod 4 - 2); once
+     * poisoned, rank 0's value 300 of the last piece is NaN (its second block's).
+     */
+    private float[] values(int r, int count) {
         Random random = new Random(31L * r + count);
         float[] values = new float[count];
         for (int i = 0; i < count; i++) {
             values[i] = (float) (random.nextGaussian() * Math.pow(10, (i / BLOCK + r) % 4 - 2));
         }
+        if (poisoned && r == 0) {
+            values[count - PIECE + 300] = Float.NaN;
+        }
         return values;
     }
 
-    /** The largest magnitude of the block holding element {@code i} of a row of {@code row}. */
+    /**
+     * The largest magnitude of the block holding element {@code i} of a row of {@code row}: NaN if
+     * the block holds NaN, whose values then come back NaN.
+     */
     private static float absmax(float[] row, int start, int length, int i) {
         int from = start + (i - start) / BLOCK * BLOCK;
         int to = Math.min(start + length, from + BLOCK);
@@ -94,7 +111,7 @@ public final class QuantizedCollectivesMain {
                 new QuantizedCollectives(SymmetricQuantizer.of(QuantizedBits.INT8, BLOCK));
         NDArray input = type.cast(manager.create(values(rank, PIECE)));
         NDArray output = type.empty(manager, new Shape((long) PIECE * size));
-        collectives.allGatherAsync(group, input, output, "test weights").await();
+        collectives.allGatherAsync(group, input, output).await();
         float[] got = floats(output);
         for (int r = 0; r < size; r++) {
             // What rank r sent, as this rank computes it: in the gather's type first.
@@ -119,9 +136,7 @@ public final class QuantizedCollectivesMain {
                 new QuantizedCollectives(SymmetricQuantizer.of(bits, BLOCK));
         NDArray input = manager.create(values(rank, PIECE * size));
         NDArray output = manager.zeros(new Shape(PIECE));
-        collectives
-                .reduceScatterAsync(group, input, output, ReduceOp.AVG, "test gradients")
-                .await();
+        collectives.reduceScatterAsync(group, input, output, ReduceOp.AVG).await();
         float[] got = output.toFloatArray();
         for (int i = 0; i < PIECE; i++) {
             double exact = 0;
@@ -141,7 +156,8 @@ public final class QuantizedCollectivesMain {
     }
 
     private void check(String what, int at, double got, double exact, double bound) {
-        if (!(Math.abs(got - exact) <= bound)) {
+        boolean held = Double.isNaN(bound) ? Double.isNaN(got) : Math.abs(got - exact) <= bound;
+        if (!held) {
             failures.add(
                     what
                             + ": element "

@@ -108,8 +108,7 @@ public final class Collectives {
                     NDArray shard = flat.shardIn(type);
                     works.add(
                             quantized != null && flat.isTrainable()
-                                    ? quantized.allGatherAsync(
-                                            shardGroup, shard, full, "weights " + flat.getId())
+                                    ? quantized.allGatherAsync(shardGroup, shard, full)
                                     : shardGroup.allGatherAsync(shard, full));
                 }
             }
@@ -153,11 +152,7 @@ public final class Collectives {
                 Work work =
                         gradientReduction != null
                                 ? gradientReduction.reduceScatterAsync(
-                                        shardGroup,
-                                        gradient,
-                                        shardGradient,
-                                        ReduceOp.AVG,
-                                        "the gradient of " + flat.getId())
+                                        shardGroup, gradient, shardGradient, ReduceOp.AVG)
                                 : shardGroup.reduceScatterAsync(
                                         gradient, shardGradient, ReduceOp.AVG);
                 parts.add(

@@ -10,6 +10,7 @@ import ai.djl.fsdp.trainer.CommunicationQuantization;
 import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
+import ai.djl.fsdp.trainer.NonFiniteGradientException;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.trainer.WrapPolicy;
@@ -38,6 +39,11 @@ import java.util.List;
 final class QuantizedCommunicationChecks {
 
     static final int STEPS = 12;
+
+    /** The argument that runs {@link #checkNonFinite} instead of the bounds. */
+    static final String NON_FINITE = "non-finite";
+
+    private static final int NAN_STEP = 2;
 
     private static final int SEED = 5;
 
@@ -100,11 +106,41 @@ final class QuantizedCommunicationChecks {
      */
     public static void main(String[] args) {
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment())) {
-            for (Bound bound : BOUNDS) {
-                check(bound, group);
+            if (args.length > 0 && args[0].equals(NON_FINITE)) {
+                checkNonFinite(group);
+            } else {
+                for (Bound bound : BOUNDS) {
+                    check(bound, group);
+                }
             }
         }
         System.out.println("checks passed");
+    }
+
+    /**
+     * The last rank's loss turns NaN at step {@value #NAN_STEP} (counted from 1), so only its
+     * gradients are NaN: with weights int8 and gradients int4 every rank still completes that
+     * step's collectives (the blocks holding NaN travel under a NaN scale) and stops at that step
+     * with a NaN gradient norm, as the trainer's non-finite check (one such step allowed) says.
+     */
+    private static void checkNonFinite(ProcessGroup group) {
+        Bound bound =
+                new Bound("weights=int8,gradients=int4", ShardingStrategy.FULL_SHARD, true, 0, 0);
+        try {
+            train(CommunicationQuantization.parse(bound.setting()), bound, group, NAN_STEP - 1);
+            throw new AssertionError("a NaN gradient on the last rank did not stop training");
+        } catch (NonFiniteGradientException e) {
+            System.out.println(
+                    "rank "
+                            + group.getRank()
+                            + " stopped at step "
+                            + e.getStep()
+                            + ", norm "
+                            + e.getNorm());
+            if (e.getStep() != NAN_STEP || !Double.isNaN(e.getNorm())) {
+                throw new AssertionError("expected a stop at step " + NAN_STEP, e);
+            }
+        }
     }
 
     private static void check(Bound bound, ProcessGroup group) {
@@ -112,8 +148,8 @@ final class QuantizedCommunicationChecks {
                 bound.strategy()
                         + (bound.recompute() ? " recomputed " : " kept ")
                         + bound.setting();
-        Run exact = train(CommunicationQuantization.NONE, bound, group);
-        Run quantized = train(CommunicationQuantization.parse(bound.setting()), bound, group);
+        Run exact = train(CommunicationQuantization.NONE, bound, group, -1);
+        Run quantized = train(CommunicationQuantization.parse(bound.setting()), bound, group, -1);
         double worst = 0;
         for (int step = 0; step < STEPS; step++) {
             double error =
@@ -147,8 +183,9 @@ final class QuantizedCommunicationChecks {
     /** Each step's loss on this rank and the bytes it sent in the last step. */
     private record Run(double[] losses, long sent) {}
 
+    /** Trains; the last rank's loss is multiplied by NaN at step {@code nanStep} (from 0). */
     private static Run train(
-            CommunicationQuantization quantization, Bound bound, ProcessGroup group) {
+            CommunicationQuantization quantization, Bound bound, ProcessGroup group, int nanStep) {
         try (Model model = Model.newInstance("gpt2-tiny", Device.cpu());
                 NDManager manager = TestModels.newManager()) {
             CausalLM lm = TestModels.seeded("gpt2-tiny", model.getNDManager(), SEED);
@@ -181,6 +218,9 @@ final class QuantizedCommunicationChecks {
                     try (GradientCollector collector = trainer.newGradientCollector()) {
                         NDList outputs = trainer.forward(inputs, labels);
                         NDArray value = trainer.getLoss().evaluate(labels, outputs);
+                        if (step == nanStep && group.getRank() == group.getSize() - 1) {
+                            value = value.mul(Float.NaN);
+                        }
                         losses[step] = value.getFloat();
                         collector.backward(value);
                     }
