@@ -87,6 +87,25 @@ public final class SymmetricQuantizer {
     }
 
     /**
+     * Returns how far a value can come back from itself in a block whose largest magnitude is
+     * {@code absmax}: half a step, {@code absmax / (2 maxCode)}, plus float32's rounding. Four
+     * float32 operations carry a value there and back ({@code x / a}, times {@code maxCode}, the
+     * code over {@code maxCode}, times {@code a}); each is within a relative {@code 2^-24} of its
+     * exact result, and a division one more where a kernel multiplies by a rounded reciprocal.
+     * Before the rounding to a code that moves the code by at most {@code 3 * 2^-24 * maxCode}
+     * levels, {@code 3 * 2^-24 * absmax} in value; after it the restored value moves by at most
+     * {@code 3 * 2^-24 * absmax}: {@code 6 * 2^-24 * absmax} in all, taken as {@code 2^-21 *
+     * absmax} for the terms of second order. In a block of denormals the last product rounds to the
+     * nearest denormal, within {@link Float#MIN_VALUE} more.
+     *
+     * @param absmax the block's largest magnitude, finite
+     * @return the largest distance of a value from its restored value
+     */
+    public double errorBound(double absmax) {
+        return absmax / (2.0 * bits.getMaxCode()) + 0x1p-21 * absmax + Float.MIN_VALUE;
+    }
+
+    /**
      * Returns the number of blocks a row of {@code columns} values is cut into.
      *
      * @param columns the row's length

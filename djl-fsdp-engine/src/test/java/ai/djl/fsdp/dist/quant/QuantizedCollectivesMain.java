@@ -22,13 +22,14 @@ import java.util.Random;
  * A rank of {@link QuantizedCollectivesTest}'s jobs: gathers and reduce-scatters values of
  * different magnitudes per rank and per block, quantized, and checks each result element against
  * the exact collective's within the bound the blocks' magnitudes give: an all-gather's value within
- * {@code absmax / 127} of its block's largest magnitude (plus bfloat16's rounding of the result
- * when gathered into bfloat16), a mean within the ranks' bounds summed and divided by the ranks
- * ({@code absmax / 127} in int8, {@code absmax / 7} in int4, each rank's own block). Then again
- * with one NaN in rank 0's values, in the last rank's piece of the reduce-scatter: every rank
- * completes the collectives, the block that held the NaN comes back NaN wherever it lands, and
- * every other value keeps its bound. Prints {@code OK} and exits 0 when all hold, else prints the
- * failures and exits 1.
+ * {@link SymmetricQuantizer#errorBound} of its block's largest magnitude (half a step, {@code
+ * absmax / 254}, and float32's rounding), plus bfloat16's rounding of the result ({@code 2^-8} of
+ * it) when gathered into bfloat16; a mean within the ranks' bounds summed and divided by the ranks,
+ * plus float32's rounding of the sum and the division ({@code 2^-23} of the restored values'
+ * magnitudes summed). Then again with one NaN in rank 0's values, in the last rank's piece of the
+ * reduce-scatter: every rank completes the collectives, the block that held the NaN comes back NaN
+ * wherever it lands, and every other value keeps its bound. Prints {@code OK} and exits 0 when all
+ * hold, else prints the failures and exits 1.
  */
 public final class QuantizedCollectivesMain {
 
@@ -107,8 +108,8 @@ public final class QuantizedCollectivesMain {
     }
 
     private void checkAllGather(Precision type) {
-        QuantizedCollectives collectives =
-                new QuantizedCollectives(SymmetricQuantizer.of(QuantizedBits.INT8, BLOCK));
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(QuantizedBits.INT8, BLOCK);
+        QuantizedCollectives collectives = new QuantizedCollectives(quantizer);
         NDArray input = type.cast(manager.create(values(rank, PIECE)));
         NDArray output = type.empty(manager, new Shape((long) PIECE * size));
         collectives.allGatherAsync(group, input, output).await();
@@ -117,9 +118,9 @@ public final class QuantizedCollectivesMain {
             // What rank r sent, as this rank computes it: in the gather's type first.
             float[] sent = floats(type.cast(manager.create(values(r, PIECE))));
             for (int i = 0; i < PIECE; i++) {
-                double bound = absmax(sent, 0, PIECE, i) / 127.0;
+                double bound = quantizer.errorBound(absmax(sent, 0, PIECE, i));
                 if (type != Precision.FLOAT32) {
-                    bound += Math.abs(sent[i]) / 128.0;
+                    bound += (Math.abs(sent[i]) + bound) * 0x1p-8;
                 }
                 check(
                         "allGather into " + type.getName(),
@@ -132,8 +133,8 @@ public final class QuantizedCollectivesMain {
     }
 
     private void checkReduceScatter(QuantizedBits bits) {
-        QuantizedCollectives collectives =
-                new QuantizedCollectives(SymmetricQuantizer.of(bits, BLOCK));
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, BLOCK);
+        QuantizedCollectives collectives = new QuantizedCollectives(quantizer);
         NDArray input = manager.create(values(rank, PIECE * size));
         NDArray output = manager.zeros(new Shape(PIECE));
         collectives.reduceScatterAsync(group, input, output, ReduceOp.AVG).await();
@@ -141,17 +142,22 @@ public final class QuantizedCollectivesMain {
         for (int i = 0; i < PIECE; i++) {
             double exact = 0;
             double bound = 0;
+            double magnitudes = 0;
             for (int r = 0; r < size; r++) {
                 float[] row = values(r, PIECE * size);
-                exact += row[rank * PIECE + i];
-                bound += absmax(row, rank * PIECE, PIECE, rank * PIECE + i) / bits.getMaxCode();
+                float value = row[rank * PIECE + i];
+                double error =
+                        quantizer.errorBound(absmax(row, rank * PIECE, PIECE, rank * PIECE + i));
+                exact += value;
+                bound += error;
+                magnitudes += Math.abs(value) + error;
             }
             check(
                     "reduceScatter " + bits.getName(),
                     i,
                     got[i],
                     exact / size,
-                    bound / size + 1e-6 * Math.abs(exact));
+                    bound / size + 0x1p-23 * magnitudes);
         }
     }
 
