@@ -45,7 +45,7 @@ final class ShardedTraining implements AutoCloseable {
     private final boolean cpuOffload;
     private final long initPeakBytes;
     private int microBatches;
-    private long sentBytesLastStep;
+    private ShardingStats.SentBytes sentLastStep = ShardingStats.SentBytes.NONE;
     private long sentAcrossBytesLastStep;
     private long waitNanosLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
@@ -156,7 +156,7 @@ final class ShardedTraining implements AutoCloseable {
         summedStep = false;
         model.getPasses().endStep();
         state.setStep(state.getStep() + 1);
-        sentBytesLastStep = group.takeSentBytes();
+        sentLastStep = group.takeSentBytes();
         sentAcrossBytesLastStep = takeAcrossBytes();
         waitNanosLastStep = group.takeWaitNanos();
         double norm = lastGradNorm.orElse(0);
@@ -196,7 +196,7 @@ final class ShardedTraining implements AutoCloseable {
         return ShardingStats.of(
                 model.getFlatParameters(),
                 shardedOptimizer.getStateBytes(),
-                sentBytesLastStep,
+                sentLastStep,
                 sentAcrossBytesLastStep,
                 waitNanosLastStep);
     }

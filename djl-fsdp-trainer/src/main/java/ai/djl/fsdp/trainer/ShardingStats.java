@@ -19,6 +19,7 @@ import java.util.List;
  *     during the last optimizer step: on the socket backend, the communication that compute did not
  *     hide; on NCCL a wait only orders the compute stream after the collective, so the host does
  *     not block and this stays near zero
+ * @param sentByKindLastStep {@code sentBytesLastStep} by the kind of collective that sent them
  */
 public record ShardingStats(
         long parameterBytes,
@@ -27,14 +28,39 @@ public record ShardingStats(
         long unshardedParameterBytes,
         long sentBytesLastStep,
         long sentAcrossBytesLastStep,
-        long waitNanosLastStep) {
+        long waitNanosLastStep,
+        SentBytes sentByKindLastStep) {
+
+    /**
+     * The bytes a rank sent, by the kind of collective. In a training step the all-gathers are the
+     * units' weight gathers (in codes and scales when weights are quantized), the reduce-scatters
+     * and all-to-alls their gradient reductions (all-to-alls when gradients are quantized), the
+     * all-reduces the replicate groups' gradient averages of hybrid sharding, unsplit buffers'
+     * gradients and the gradient norm's scalar; a quantized average across replicate groups is an
+     * all-to-all and an all-gather of codes and counts as those. Broadcasts are the rest.
+     *
+     * @param allGather the bytes sent by all-gathers
+     * @param reduceScatter the bytes sent by reduce-scatters and all-to-alls
+     * @param allReduce the bytes sent by all-reduces
+     * @param other the bytes sent by broadcasts
+     */
+    public record SentBytes(long allGather, long reduceScatter, long allReduce, long other) {
+
+        /** No bytes. */
+        public static final SentBytes NONE = new SentBytes(0, 0, 0, 0);
+
+        /** Returns the bytes of every kind together. */
+        public long total() {
+            return allGather + reduceScatter + allReduce + other;
+        }
+    }
 
     /**
      * Accounts for a rank's flat parameters.
      *
      * @param flats the rank's flat parameters
      * @param optimizerStateBytes the optimizer's state for them
-     * @param sentBytesLastStep the bytes sent during the last optimizer step
+     * @param sentLastStep the bytes sent during the last optimizer step, by kind
      * @param sentAcrossBytesLastStep the part of them sent between shard groups
      * @param waitNanosLastStep the time spent waiting for collectives during the last step
      * @return the figures
@@ -42,7 +68,7 @@ public record ShardingStats(
     static ShardingStats of(
             List<FlatParameter> flats,
             long optimizerStateBytes,
-            long sentBytesLastStep,
+            SentBytes sentLastStep,
             long sentAcrossBytesLastStep,
             long waitNanosLastStep) {
         long parameters = 0;
@@ -58,9 +84,10 @@ public record ShardingStats(
                 gradients,
                 optimizerStateBytes,
                 unsharded,
-                sentBytesLastStep,
+                sentLastStep.total(),
                 sentAcrossBytesLastStep,
-                waitNanosLastStep);
+                waitNanosLastStep,
+                sentLastStep);
     }
 
     /** Returns the bytes of model state this rank holds: parameters, gradients, optimizer state. */

@@ -59,7 +59,8 @@ public final class ScenarioRankMain {
                             new Scenario.Result(
                                     new double[] {fit.trainingBatches(), fit.epochs()},
                                     group.getRank() == 0 ? fit.checkpoint() : fit.parameters(),
-                                    new ShardingStats(0, 0, 0, 0, 0, 0, 0),
+                                    new ShardingStats(
+                                            0, 0, 0, 0, 0, 0, 0, ShardingStats.SentBytes.NONE),
                                     new int[0],
                                     null));
                 } else {

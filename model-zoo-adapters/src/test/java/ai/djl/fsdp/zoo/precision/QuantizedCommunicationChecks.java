@@ -11,6 +11,7 @@ import ai.djl.fsdp.trainer.FsdpConfig;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.NonFiniteGradientException;
+import ai.djl.fsdp.trainer.ShardingStats.SentBytes;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.trainer.WrapPolicy;
@@ -156,7 +157,7 @@ final class QuantizedCommunicationChecks {
                     Math.abs(quantized.losses[step] - exact.losses[step]) / exact.losses[step];
             worst = Math.max(worst, error);
         }
-        double ratio = (double) quantized.sent / exact.sent;
+        double ratio = (double) quantized.sent.total() / exact.sent.total();
         System.out.printf(
                 "%s: loss %.4f -> %.4f (none %.4f -> %.4f), worst step difference %.2e,"
                         + " bytes per step %d against %d (%.3fx)%n",
@@ -166,8 +167,8 @@ final class QuantizedCommunicationChecks {
                 exact.losses[0],
                 exact.losses[STEPS - 1],
                 worst,
-                quantized.sent,
-                exact.sent,
+                quantized.sent.total(),
+                exact.sent.total(),
                 ratio);
         if (!(quantized.losses[STEPS - 1] < 0.8 * quantized.losses[0])) {
             throw new AssertionError(what + ": does not train");
@@ -178,10 +179,40 @@ final class QuantizedCommunicationChecks {
         if (!(ratio <= bound.bytes())) {
             throw new AssertionError(what + ": sends " + ratio + " of the unquantized bytes");
         }
+        checkKinds(
+                what, CommunicationQuantization.parse(bound.setting()), exact.sent, quantized.sent);
     }
 
-    /** Each step's loss on this rank and the bytes it sent in the last step. */
-    private record Run(double[] losses, long sent) {}
+    /**
+     * The meter's bytes by kind: int8 weights gather {@code (1 + 4 / block) / 4} of float32's bytes
+     * (a byte and a block's share of a float32 scale a value, over 4 bytes: 0.254x in blocks of
+     * 256) plus the padding of each shard to whole blocks, under 1% at this model's shards; a kind
+     * left unquantized sends what it sent.
+     */
+    private static void checkKinds(
+            String what, CommunicationQuantization setting, SentBytes exact, SentBytes quantized) {
+        double weightRatio = (1 + 4.0 / setting.getBlockSize()) / 4;
+        double gathers = (double) quantized.allGather() / exact.allGather();
+        double reductions = (double) quantized.reduceScatter() / exact.reduceScatter();
+        System.out.printf(
+                "%s: all-gather %.4fx, reduce-scatter and all-to-all %.4fx, all-reduce %d against"
+                        + " %d bytes%n",
+                what, gathers, reductions, quantized.allReduce(), exact.allReduce());
+        if (setting.getWeights().isPresent()
+                ? !(gathers >= weightRatio && gathers <= weightRatio * 1.01)
+                : gathers != 1) {
+            throw new AssertionError(what + ": the gathers send " + gathers + " of their bytes");
+        }
+        if (setting.getGradients().isEmpty() && reductions != 1) {
+            throw new AssertionError(what + ": the reductions send " + reductions);
+        }
+        if (quantized.allReduce() != exact.allReduce() || quantized.other() != exact.other()) {
+            throw new AssertionError(what + ": the all-reduces or broadcasts changed");
+        }
+    }
+
+    /** Each step's loss on this rank and the bytes it sent in the last step, by kind. */
+    private record Run(double[] losses, SentBytes sent) {}
 
     /** Trains; the last rank's loss is multiplied by NaN at step {@code nanStep} (from 0). */
     private static Run train(
@@ -206,7 +237,7 @@ final class QuantizedCommunicationChecks {
                             .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
                             .build();
             double[] losses = new double[STEPS];
-            long sent = 0;
+            SentBytes sent = SentBytes.NONE;
             try (FsdpTrainer trainer =
                             FullyShardedDataParallel.newTrainer(
                                     model, config, group, fsdp, TrainerOptions.builder().build());
@@ -225,7 +256,7 @@ final class QuantizedCommunicationChecks {
                         collector.backward(value);
                     }
                     trainer.step();
-                    sent = trainer.getShardingStats().sentBytesLastStep();
+                    sent = trainer.getShardingStats().sentByKindLastStep();
                 }
             }
             return new Run(losses, sent);
