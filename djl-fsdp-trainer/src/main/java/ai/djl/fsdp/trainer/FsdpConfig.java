@@ -48,7 +48,8 @@ public final class FsdpConfig {
                         builder.mixedPrecision.param(),
                         builder.mixedPrecision.reduce(),
                         builder.quantization.weightQuantizer().orElse(null),
-                        builder.quantization.gradientQuantizer().orElse(null));
+                        builder.quantization.gradientQuantizer().orElse(null),
+                        builder.quantization.replicaQuantizer().orElse(null));
         activationCheckpointing =
                 builder.activationCheckpointing != null
                         ? builder.activationCheckpointing

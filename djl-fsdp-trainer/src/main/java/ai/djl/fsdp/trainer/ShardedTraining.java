@@ -12,6 +12,7 @@ import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.reflect.OptimizerStates;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.metrics.MeteredProcessGroup;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
@@ -45,7 +46,7 @@ final class ShardedTraining implements AutoCloseable {
     private final boolean cpuOffload;
     private final long initPeakBytes;
     private int microBatches;
-    private ShardingStats.SentBytes sentLastStep = ShardingStats.SentBytes.NONE;
+    private SentBytes sentLastStep = SentBytes.NONE;
     private long sentAcrossBytesLastStep;
     private long waitNanosLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();

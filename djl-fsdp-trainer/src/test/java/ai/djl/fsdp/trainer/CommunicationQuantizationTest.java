@@ -60,6 +60,63 @@ class CommunicationQuantizationTest {
         assertMessage("block=32", "from 64 to 2048");
         assertMessage("block=big", "block must be a number of values, got 'big'");
         assertMessage("weight=int8", "unknown part 'weight=int8'");
+        assertMessage("weight=int8", "scope=all|inter-node");
+    }
+
+    @Test
+    void theInterNodeScopeReadsBackAndAloneQuantizesTheReplicaAverage() {
+        CommunicationQuantization parsed =
+                CommunicationQuantization.parse("gradients=int4,scope=inter-node");
+        assertEquals(
+                CommunicationQuantization.builder()
+                        .optGradients(QuantizedBits.INT4)
+                        .optScope(CommunicationQuantization.Scope.INTER_NODE)
+                        .build(),
+                parsed);
+        assertEquals("weights=none,gradients=int4,block=256,scope=inter-node", parsed.toString());
+        assertEquals(parsed, CommunicationQuantization.parse(parsed.toString()));
+        assertEquals(Optional.empty(), parsed.gradientQuantizer(), "nothing inside a node");
+        assertEquals(QuantizedBits.INT4, parsed.replicaQuantizer().orElseThrow().getBits());
+        CommunicationQuantization all = CommunicationQuantization.parse("gradients=int8");
+        assertEquals(CommunicationQuantization.Scope.ALL, all.getScope(), "the default");
+        assertEquals(Optional.empty(), all.replicaQuantizer());
+        assertMessage("scope=node", "Unknown communication quantization scope 'node'");
+    }
+
+    @Test
+    void scopesThatDoNotFitTheStrategyAreRefused() {
+        assertRefused(
+                ShardingStrategy.FULL_SHARD,
+                "gradients=int8,scope=inter-node",
+                "use HYBRID_SHARD or HYBRID_SHARD_ZERO2, or scope=all");
+        assertRefused(
+                ShardingStrategy.HYBRID_SHARD,
+                "weights=int8,gradients=int8,scope=inter-node",
+                "give gradients=int8 or int4 and weights=none");
+        assertRefused(
+                ShardingStrategy.HYBRID_SHARD,
+                "gradients=int8",
+                "add scope=inter-node (the replicate groups' average)");
+    }
+
+    private static void assertRefused(ShardingStrategy strategy, String setting, String expected) {
+        FsdpConfig fsdp =
+                FsdpConfig.builder()
+                        .optShardingStrategy(strategy)
+                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
+                        .optCommunicationQuantization(CommunicationQuantization.parse(setting))
+                        .build();
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                TrainingSetup.resolve(
+                                        fsdp,
+                                        TrainerOptions.builder().build(),
+                                        null,
+                                        null,
+                                        Map.of()));
+        assertTrue(e.getMessage().contains(expected), e::getMessage);
     }
 
     @Test

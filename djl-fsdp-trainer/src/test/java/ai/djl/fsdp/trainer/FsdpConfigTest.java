@@ -48,7 +48,8 @@ class FsdpConfigTest {
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byMinParameters(0));
         // Resharding after forward with units that keep their graphs.
         ExecutionOptions options =
-                new ExecutionOptions(true, true, Precision.FLOAT32, Precision.FLOAT32, null, null);
+                new ExecutionOptions(
+                        true, true, Precision.FLOAT32, Precision.FLOAT32, null, null, null);
         options.checkDevice(Device.cpu(), true);
         // CUDA GPUs release through the driver's virtual memory, checked for up front (a CPU-only
         // machine names what is missing); any other device is refused.

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.testing.RankProcesses;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -202,8 +203,8 @@ class MultiRankTrainingTest {
         if (sharded) {
             reduced += 2 * 4 * (n - 1) / n; // the squared norm's all-reduce, measured every step
         }
-        ShardingStats.SentBytes kinds =
-                new ShardingStats.SentBytes(
+        SentBytes kinds =
+                new SentBytes(
                         gatheredPerMicroBatch * scenario.accumulation(),
                         scatteredPerMicroBatch * scenario.accumulation(),
                         reduced,

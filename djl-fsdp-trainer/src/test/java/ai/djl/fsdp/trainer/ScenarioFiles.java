@@ -1,5 +1,6 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -120,7 +121,7 @@ final class ScenarioFiles {
                                     Long.parseLong(f[5]),
                                     Long.parseLong(f[6]),
                                     Long.parseLong(f[7]),
-                                    new ShardingStats.SentBytes(
+                                    new SentBytes(
                                             Long.parseLong(f[8]),
                                             Long.parseLong(f[9]),
                                             Long.parseLong(f[10]),

@@ -17,6 +17,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
@@ -120,7 +121,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                 // Without the reset the steps' peak is the process's (initialization included).
                 long stepPeak = peakRssBytes();
                 long modelState;
-                ShardingStats.SentBytes sent;
+                SentBytes sent;
                 long across;
                 long waitNanos;
                 long ideal;
@@ -133,7 +134,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                     ideal = start.idealBytes();
                 } else {
                     modelState = replicaModelState(model, config.getOptimizer());
-                    sent = ShardingStats.SentBytes.NONE;
+                    sent = SentBytes.NONE;
                     across = 0;
                     waitNanos = 0;
                     ideal = modelState;

@@ -11,13 +11,15 @@ import ai.djl.fsdp.tensor.quant.QuantizedRows;
 import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import java.util.List;
 
 /**
- * An all-gather and a reduce-scatter whose values cross the wire quantized by one {@link
- * SymmetricQuantizer}: codes and scales travel as two collectives of the group, and the values are
- * restored (and, for the reduce-scatter, summed in float32) when the returned {@link Work} is
- * awaited, on the caller's thread and device.
+ * An all-gather, a reduce-scatter and an all-reduce whose values cross the wire quantized by one
+ * {@link SymmetricQuantizer}: codes and scales travel as two collectives of the group, and the
+ * values are restored (and, for the reductions, summed in float32) when the returned {@link Work}
+ * is awaited, on the caller's thread and device.
  *
  * <p>The restored values are written into the output through a second tensor over its memory, so a
  * graph that saved views of the output (a unit's parameters, refilled before its backward) reads
@@ -106,6 +108,52 @@ public final class QuantizedCollectives {
                 });
     }
 
+    /**
+     * Reduces {@code array} across ranks in place, quantized both ways, once {@code after} is done:
+     * a {@link #reduceScatterAsync quantized reduce-scatter} of its pieces (the last padded with
+     * zeros) and an {@link #allGatherAsync all-gather} of the reduced pieces, quantized again. A
+     * value comes back within its ranks' bounds summed (divided by the ranks for {@link
+     * ReduceOp#AVG}) plus the bound of its reduced block; every rank restores the same values.
+     *
+     * <p>The collectives start on the thread that awaits the returned work, after {@code after}
+     * (its input is read only then), so every rank must await such reductions of a group in the
+     * same order, as it would start them.
+     *
+     * @param group the ranks
+     * @param array this rank's values, floats; the result replaces them
+     * @param op {@link ReduceOp#SUM} or {@link ReduceOp#AVG}
+     * @param after the work that writes {@code array} first, or null
+     * @return the reduction; {@code array} holds the result once it is awaited
+     * @throws IllegalArgumentException for another reduction
+     */
+    public Work allReduceAsync(ProcessGroup group, NDArray array, ReduceOp op, Work after) {
+        if (op != ReduceOp.SUM && op != ReduceOp.AVG) {
+            throw new IllegalArgumentException("Unsupported reduction " + op);
+        }
+        return new DeferredWork(after, () -> allReduce(group, array, op));
+    }
+
+    private void allReduce(ProcessGroup group, NDArray array, ReduceOp op) {
+        int size = group.getSize();
+        if (size == 1) {
+            return;
+        }
+        long count = array.size();
+        long piece = (count + size - 1) / size;
+        try (NDManager scope = array.getManager().newSubManager(array.getDevice())) {
+            array.tempAttach(scope);
+            NDArray values = Precision.cast(array, DataType.FLOAT32).reshape(-1);
+            if (piece * size != count) {
+                values = values.concat(scope.zeros(new Shape(piece * size - count)));
+            }
+            NDArray reduced = scope.zeros(new Shape(piece));
+            reduceScatterAsync(group, values, reduced, op).await();
+            NDArray gathered = scope.zeros(new Shape(piece * size));
+            allGatherAsync(group, reduced, gathered).await();
+            write(gathered.get("0:" + count), array, scope);
+        }
+    }
+
     /** Copies {@code values} (float32) into {@code target}'s memory in its type. */
     private static void write(NDArray values, NDArray target, NDManager scope) {
         Precision type = Precision.ofArray(target);
@@ -162,6 +210,36 @@ public final class QuantizedCollectives {
             } finally {
                 scope.close();
             }
+        }
+
+        @Override
+        public boolean isDone() {
+            return done;
+        }
+    }
+
+    /** A reduction that starts once awaited, after the work that writes its input. */
+    private static final class DeferredWork implements Work {
+
+        private final Work after;
+        private final Runnable reduction;
+        private volatile boolean done;
+
+        DeferredWork(Work after, Runnable reduction) {
+            this.after = after;
+            this.reduction = reduction;
+        }
+
+        @Override
+        public synchronized void await() {
+            if (done) {
+                return;
+            }
+            if (after != null) {
+                after.await();
+            }
+            reduction.run();
+            done = true;
         }
 
         @Override

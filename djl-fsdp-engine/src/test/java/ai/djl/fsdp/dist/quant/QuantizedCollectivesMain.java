@@ -26,7 +26,9 @@ import java.util.Random;
  * absmax / 254}, and float32's rounding), plus bfloat16's rounding of the result ({@code 2^-8} of
  * it) when gathered into bfloat16; a mean within the ranks' bounds summed and divided by the ranks,
  * plus float32's rounding of the sum and the division ({@code 2^-23} of the restored values'
- * magnitudes summed). Then again with one NaN in rank 0's values, in the last rank's piece of the
+ * magnitudes summed); an all-reduce's mean within that bound of its piece's reduce-scatter plus the
+ * bound of its reduced block, whose largest magnitude is at most the exact means' plus the first
+ * bound. Then again with one NaN in rank 0's values, in the last rank's piece of the
  * reduce-scatter: every rank completes the collectives, the block that held the NaN comes back NaN
  * wherever it lands, and every other value keeps its bound. Prints {@code OK} and exits 0 when all
  * hold, else prints the failures and exits 1.
@@ -63,6 +65,8 @@ public final class QuantizedCollectivesMain {
             check.checkAllGather(Precision.BFLOAT16);
             check.checkReduceScatter(QuantizedBits.INT8);
             check.checkReduceScatter(QuantizedBits.INT4);
+            check.checkAllReduce(QuantizedBits.INT8);
+            check.checkAllReduce(QuantizedBits.INT4);
             check.poisoned = true;
             check.checkAllGather(Precision.FLOAT32);
             check.checkReduceScatter(QuantizedBits.INT8);
@@ -158,6 +162,44 @@ public final class QuantizedCollectivesMain {
                     got[i],
                     exact / size,
                     bound / size + 0x1p-23 * magnitudes);
+        }
+    }
+
+    private void checkAllReduce(QuantizedBits bits) {
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, BLOCK);
+        NDArray array = manager.create(values(rank, PIECE));
+        new QuantizedCollectives(quantizer)
+                .allReduceAsync(group, array, ReduceOp.AVG, null)
+                .await();
+        float[] got = array.toFloatArray();
+        // Each rank's values are cut into pieces of the padded length, each piece into blocks.
+        int piece = (PIECE + size - 1) / size;
+        double[] exact = new double[PIECE];
+        double[] first = new double[PIECE];
+        for (int r = 0; r < size; r++) {
+            float[] row = values(r, PIECE);
+            for (int i = 0; i < PIECE; i++) {
+                int start = i / piece * piece;
+                int length = Math.min(piece, PIECE - start);
+                double error = quantizer.errorBound(absmax(row, start, length, i));
+                exact[i] += row[i] / (double) size;
+                first[i] += error / size + 0x1p-23 * (Math.abs(row[i]) + error);
+            }
+        }
+        for (int i = 0; i < PIECE; i++) {
+            int start = i / piece * piece;
+            int from = start + (i - start) / BLOCK * BLOCK;
+            int to = Math.min(Math.min(PIECE, start + piece), from + BLOCK);
+            double reduced = 0;
+            for (int j = from; j < to; j++) {
+                reduced = Math.max(reduced, Math.abs(exact[j]) + first[j]);
+            }
+            check(
+                    "allReduce " + bits.getName(),
+                    i,
+                    got[i],
+                    exact[i],
+                    first[i] + quantizer.errorBound(reduced));
         }
     }
 

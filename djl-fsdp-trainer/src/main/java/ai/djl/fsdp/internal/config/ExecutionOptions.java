@@ -26,6 +26,9 @@ import java.util.Optional;
  *     restoring them in the compute type; null to gather them exactly
  * @param gradientQuantizer how gradients are quantized once for an all-to-all and summed in float32
  *     by the rank that owns each piece, instead of a reduce-scatter; null to reduce them exactly
+ * @param replicaQuantizer how hybrid sharding's gradient shards are quantized for their average
+ *     across the replicate groups (the traffic between nodes), full precision inside the shard
+ *     groups; null to average them exactly
  */
 public record ExecutionOptions(
         boolean reshardAfterForward,
@@ -33,7 +36,8 @@ public record ExecutionOptions(
         Precision computeType,
         Precision reduceType,
         SymmetricQuantizer weightQuantizer,
-        SymmetricQuantizer gradientQuantizer) {
+        SymmetricQuantizer gradientQuantizer,
+        SymmetricQuantizer replicaQuantizer) {
 
     /**
      * Checks the types.

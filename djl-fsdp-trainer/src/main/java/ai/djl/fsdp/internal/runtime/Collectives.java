@@ -7,6 +7,7 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.dist.quant.QuantizedCollectives;
+import ai.djl.fsdp.internal.config.ExecutionOptions;
 import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
@@ -27,7 +28,8 @@ import java.util.function.Function;
  * gradient reduction, putting whole parameters back into the model, and a synchronized BatchNorm's
  * statistics and gradient sums. Gathers and reduce-scatters run in the mesh's shard group; under
  * hybrid sharding each reduced gradient shard is then averaged across the replicate group, queued
- * behind its reduce-scatter. A synchronized BatchNorm's collectives span all ranks.
+ * behind its reduce-scatter (quantized when the options say so: the traffic between nodes). A
+ * synchronized BatchNorm's collectives span all ranks.
  */
 public final class Collectives {
 
@@ -36,6 +38,7 @@ public final class Collectives {
     private final ProcessGroup replicateGroup;
     private final QuantizedCollectives weightGather;
     private final QuantizedCollectives gradientReduction;
+    private final QuantizedCollectives replicaReduction;
 
     /**
      * Creates the collectives of a model sharded over {@code group}.
@@ -43,29 +46,39 @@ public final class Collectives {
      * @param group the ranks
      */
     public Collectives(ProcessGroup group) {
-        this(ShardingMesh.flat(group), null, null);
+        this(ShardingMesh.flat(group), null, null, null);
     }
 
     /**
      * Creates the collectives of a model sharded over the shard groups of {@code mesh}, replicated
-     * across its replicate groups.
+     * across its replicate groups, quantized as {@code options} say.
      *
      * @param mesh the ranks
-     * @param weightQuantizer how trainable weights are quantized for the gathers units compute
-     *     with, null to gather them exactly
-     * @param gradientQuantizer how gradients are quantized for their reduce-scatters, null to
-     *     reduce them exactly; null under hybrid sharding (the trainer refuses both together)
+     * @param options the weight, gradient and replica quantizers (null ones reduce exactly)
      */
-    public Collectives(
+    public Collectives(ShardingMesh mesh, ExecutionOptions options) {
+        this(
+                mesh,
+                options.weightQuantizer(),
+                options.gradientQuantizer(),
+                options.replicaQuantizer());
+    }
+
+    private Collectives(
             ShardingMesh mesh,
             SymmetricQuantizer weightQuantizer,
-            SymmetricQuantizer gradientQuantizer) {
+            SymmetricQuantizer gradientQuantizer,
+            SymmetricQuantizer replicaQuantizer) {
         this.world = mesh.getWorld();
         this.shardGroup = mesh.getShardGroup();
         this.replicateGroup = mesh.getReplicateGroup().orElse(null);
-        weightGather = weightQuantizer == null ? null : new QuantizedCollectives(weightQuantizer);
-        gradientReduction =
-                gradientQuantizer == null ? null : new QuantizedCollectives(gradientQuantizer);
+        weightGather = quantized(weightQuantizer);
+        gradientReduction = quantized(gradientQuantizer);
+        replicaReduction = quantized(replicaQuantizer);
+    }
+
+    private static QuantizedCollectives quantized(SymmetricQuantizer quantizer) {
+        return quantizer == null ? null : new QuantizedCollectives(quantizer);
     }
 
     /** Returns every rank of the job. */
@@ -172,11 +185,16 @@ public final class Collectives {
 
     /**
      * Averages {@code reduced} across the replicate group once {@code before} (its reduction in the
-     * shard group, or null) is done; returns the work that completes last, null if none.
+     * shard group, or null) is done, quantized if asked (it then starts when awaited: every rank
+     * completes its reductions in the same order); returns the work that completes last, null if
+     * none.
      */
     private Work acrossReplicas(NDArray reduced, Work before) {
         if (replicateGroup == null) {
             return before;
+        }
+        if (replicaReduction != null) {
+            return replicaReduction.allReduceAsync(replicateGroup, reduced, ReduceOp.AVG, before);
         }
         return before == null
                 ? replicateGroup.allReduceAsync(reduced, ReduceOp.AVG)

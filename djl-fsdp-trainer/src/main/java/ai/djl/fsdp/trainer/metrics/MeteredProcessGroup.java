@@ -5,7 +5,6 @@ import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.tensor.TensorMemory;
-import ai.djl.fsdp.trainer.ShardingStats.SentBytes;
 import ai.djl.ndarray.NDArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
