@@ -121,24 +121,7 @@ class CommunicationQuantizationTest {
 
     @Test
     void withoutShardingThereIsNothingToQuantize() {
-        FsdpConfig fsdp =
-                FsdpConfig.builder()
-                        .optShardingStrategy(ShardingStrategy.NO_SHARD)
-                        .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
-                        .optCommunicationQuantization(
-                                CommunicationQuantization.parse("weights=int8"))
-                        .build();
-        IllegalArgumentException e =
-                assertThrows(
-                        IllegalArgumentException.class,
-                        () ->
-                                TrainingSetup.resolve(
-                                        fsdp,
-                                        TrainerOptions.builder().build(),
-                                        null,
-                                        null,
-                                        Map.of()));
-        assertTrue(e.getMessage().contains("NO_SHARD has neither"), e::getMessage);
+        assertRefused(ShardingStrategy.NO_SHARD, "weights=int8", "NO_SHARD has neither");
     }
 
     private static void assertMessage(String text, String expected) {

@@ -136,12 +136,7 @@ final class QuantizedCommunicationChecks {
     private static void checkInterNode(Bound bound, ProcessGroup group) {
         Run exact = train(CommunicationQuantization.NONE, bound, group, -1);
         Run quantized = train(CommunicationQuantization.parse(bound.setting()), bound, group, -1);
-        double worst = 0;
-        for (int step = 0; step < STEPS; step++) {
-            double error =
-                    Math.abs(quantized.losses[step] - exact.losses[step]) / exact.losses[step];
-            worst = Math.max(worst, error);
-        }
+        double worst = worstDifference(exact, quantized);
         long inside = quantized.sent.total() - quantized.across;
         long exactInside = exact.sent.total() - exact.across;
         double across = (double) quantized.across / exact.across;
@@ -217,12 +212,7 @@ final class QuantizedCommunicationChecks {
                         + bound.setting();
         Run exact = train(CommunicationQuantization.NONE, bound, group, -1);
         Run quantized = train(CommunicationQuantization.parse(bound.setting()), bound, group, -1);
-        double worst = 0;
-        for (int step = 0; step < STEPS; step++) {
-            double error =
-                    Math.abs(quantized.losses[step] - exact.losses[step]) / exact.losses[step];
-            worst = Math.max(worst, error);
-        }
+        double worst = worstDifference(exact, quantized);
         double ratio = (double) quantized.sent.total() / exact.sent.total();
         System.out.printf(
                 "%s: loss %.4f -> %.4f (none %.4f -> %.4f), worst step difference %.2e,"
@@ -275,6 +265,17 @@ final class QuantizedCommunicationChecks {
         if (quantized.allReduce() != exact.allReduce() || quantized.other() != exact.other()) {
             throw new AssertionError(what + ": the all-reduces or broadcasts changed");
         }
+    }
+
+    /** Returns the largest relative difference of a step's loss from the exact run's. */
+    private static double worstDifference(Run exact, Run quantized) {
+        double worst = 0;
+        for (int step = 0; step < STEPS; step++) {
+            double error =
+                    Math.abs(quantized.losses[step] - exact.losses[step]) / exact.losses[step];
+            worst = Math.max(worst, error);
+        }
+        return worst;
     }
 
     /**
