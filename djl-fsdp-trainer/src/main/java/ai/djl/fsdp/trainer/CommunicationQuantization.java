@@ -1,5 +1,6 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.internal.config.CollectiveQuantizers;
 import ai.djl.fsdp.tensor.quant.QuantizedBits;
 import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import java.util.Locale;
@@ -36,6 +37,7 @@ public final class CommunicationQuantization {
     private final QuantizedBits gradients;
     private final int blockSize;
     private final Scope scope;
+    private final boolean errorFeedback;
 
     /** Which collectives the setting quantizes. */
     public enum Scope {
@@ -77,6 +79,7 @@ public final class CommunicationQuantization {
         gradients = builder.gradients;
         blockSize = builder.blockSize;
         scope = builder.scope;
+        errorFeedback = builder.errorFeedback;
     }
 
     /** Returns a builder: nothing quantized, blocks of {@value #DEFAULT_BLOCK_SIZE}. */
@@ -125,6 +128,9 @@ public final class CommunicationQuantization {
                 case "scope":
                     builder.optScope(Scope.of(value));
                     break;
+                case "error-feedback":
+                    builder.optErrorFeedback(onOff(value));
+                    break;
                 default:
                     throw new IllegalArgumentException(
                             "Communication quantization '"
@@ -132,11 +138,21 @@ public final class CommunicationQuantization {
                                     + "' has an unknown part '"
                                     + part.trim()
                                     + "': give none, or comma-separated weights=none|int8,"
-                                    + " gradients=none|int8|int4, block=64..2048 and"
-                                    + " scope=all|inter-node");
+                                    + " gradients=none|int8|int4, block=64..2048,"
+                                    + " scope=all|inter-node and error-feedback=on|off");
             }
         }
         return builder.build();
+    }
+
+    private static boolean onOff(String value) {
+        if (!"on".equals(value) && !"off".equals(value)) {
+            throw new IllegalArgumentException(
+                    "Communication quantization's error-feedback is on or off, got '"
+                            + value
+                            + "'");
+        }
+        return "on".equals(value);
     }
 
     /** Returns null for {@code none}, else the width. */
@@ -164,6 +180,14 @@ public final class CommunicationQuantization {
         return scope;
     }
 
+    /**
+     * Returns whether each rank carries what quantizing took off its gradient into its next
+     * reduction (error feedback).
+     */
+    public boolean isErrorFeedback() {
+        return errorFeedback;
+    }
+
     /** Returns whether anything is quantized. */
     public boolean isEnabled() {
         return weights != null || gradients != null;
@@ -184,6 +208,15 @@ public final class CommunicationQuantization {
         return scope == Scope.INTER_NODE ? quantizer(gradients) : Optional.empty();
     }
 
+    /** Returns the quantizers of a step's collectives. */
+    CollectiveQuantizers quantizers() {
+        return new CollectiveQuantizers(
+                weightQuantizer().orElse(null),
+                gradientQuantizer().orElse(null),
+                errorFeedback,
+                replicaQuantizer().orElse(null));
+    }
+
     private Optional<SymmetricQuantizer> quantizer(QuantizedBits bits) {
         return Optional.ofNullable(bits).map(b -> SymmetricQuantizer.of(b, blockSize));
     }
@@ -200,7 +233,8 @@ public final class CommunicationQuantization {
                 + getGradients().map(QuantizedBits::getName).orElse("none")
                 + ",block="
                 + blockSize
-                + (scope == Scope.ALL ? "" : ",scope=" + scope.getName());
+                + (scope == Scope.ALL ? "" : ",scope=" + scope.getName())
+                + (errorFeedback ? ",error-feedback=on" : "");
     }
 
     @Override
@@ -209,12 +243,13 @@ public final class CommunicationQuantization {
                 && weights == that.weights
                 && gradients == that.gradients
                 && blockSize == that.blockSize
-                && scope == that.scope;
+                && scope == that.scope
+                && errorFeedback == that.errorFeedback;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(weights, gradients, blockSize, scope);
+        return Objects.hash(weights, gradients, blockSize, scope, errorFeedback);
     }
 
     /** Builds a {@link CommunicationQuantization}. */
@@ -224,6 +259,7 @@ public final class CommunicationQuantization {
         private QuantizedBits gradients;
         private int blockSize = DEFAULT_BLOCK_SIZE;
         private Scope scope = Scope.ALL;
+        private boolean errorFeedback;
 
         private Builder() {}
 
@@ -282,11 +318,32 @@ public final class CommunicationQuantization {
         }
 
         /**
+         * Sets whether each rank adds what quantizing took off its last gradient to the next one
+         * before quantizing it (default off), so the rounding does not accumulate over steps. It
+         * costs a float32 residual the size of each full flat gradient on every rank.
+         *
+         * @param errorFeedback true to carry the residual
+         * @return this builder
+         */
+        public Builder optErrorFeedback(boolean errorFeedback) {
+            this.errorFeedback = errorFeedback;
+            return this;
+        }
+
+        /**
          * Builds the setting.
          *
          * @return the setting
+         * @throws IllegalArgumentException for error feedback without quantized gradients in the
+         *     shard groups
          */
         public CommunicationQuantization build() {
+            if (errorFeedback && (gradients == null || scope != Scope.ALL)) {
+                throw new IllegalArgumentException(
+                        "error-feedback=on carries the rounding of quantized gradients into the"
+                                + " next step: give gradients=int8 or int4 with scope=all, or"
+                                + " error-feedback=off");
+            }
             return new CommunicationQuantization(this);
         }
     }

@@ -84,6 +84,20 @@ class CommunicationQuantizationTest {
     }
 
     @Test
+    void errorFeedbackReadsBackAndNeedsQuantizedGradientsInTheShardGroups() {
+        CommunicationQuantization parsed =
+                CommunicationQuantization.parse("gradients=int4,error-feedback=on");
+        assertTrue(parsed.isErrorFeedback());
+        assertTrue(parsed.quantizers().errorFeedback());
+        assertEquals("weights=none,gradients=int4,block=256,error-feedback=on", parsed.toString());
+        assertEquals(parsed, CommunicationQuantization.parse(parsed.toString()));
+        assertFalse(CommunicationQuantization.parse("gradients=int4").isErrorFeedback());
+        assertMessage("weights=int8,error-feedback=on", "give gradients=int8 or int4");
+        assertMessage("gradients=int8,scope=inter-node,error-feedback=on", "with scope=all");
+        assertMessage("gradients=int8,error-feedback=yes", "error-feedback is on or off");
+    }
+
+    @Test
     void scopesThatDoNotFitTheStrategyAreRefused() {
         assertRefused(
                 ShardingStrategy.FULL_SHARD,

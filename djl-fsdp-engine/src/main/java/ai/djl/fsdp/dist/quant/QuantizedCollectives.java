@@ -85,6 +85,27 @@ public final class QuantizedCollectives {
      * @throws IllegalArgumentException for another reduction
      */
     public Work reduceScatterAsync(ProcessGroup group, NDArray input, NDArray output, ReduceOp op) {
+        return reduceScatterAsync(group, input, output, op, null);
+    }
+
+    /**
+     * As {@link #reduceScatterAsync(ProcessGroup, NDArray, NDArray, ReduceOp)}, with error
+     * feedback: {@code residual} (what quantizing took off this rank's last input) is added to
+     * {@code input} before quantizing, and replaced by what quantizing takes off this sum. Over
+     * reductions of a series of inputs the rounding then does not accumulate: the sums of what
+     * arrive stay within one reduction's bound of the inputs' sums.
+     *
+     * @param group the ranks
+     * @param input this rank's values, floats, {@code size} pieces of {@code output.size()}
+     * @param output where this rank's piece of the sum (or mean) lands, in its own float type
+     * @param op {@link ReduceOp#SUM} or {@link ReduceOp#AVG}
+     * @param residual float32, {@code input}'s size, zeros at first and this rank's own; null for
+     *     none
+     * @return the reduction; {@code output} holds the result once it is awaited
+     * @throws IllegalArgumentException for another reduction
+     */
+    public Work reduceScatterAsync(
+            ProcessGroup group, NDArray input, NDArray output, ReduceOp op, NDArray residual) {
         CollectiveArguments.requireSizes(
                 "reduceScatter", group.getSize(), "input", input, "output", output);
         if (op != ReduceOp.SUM && op != ReduceOp.AVG) {
@@ -93,7 +114,12 @@ public final class QuantizedCollectives {
         int size = group.getSize();
         long columns = output.size();
         NDManager scope = output.getManager().newSubManager(output.getDevice());
-        QuantizedRows mine = quantizer.quantize(input, size, scope);
+        NDArray corrected = withFeedback(input, residual, scope);
+        QuantizedRows mine = quantizer.quantize(corrected, size, scope);
+        if (residual != null) {
+            NDArray sent = quantizer.dequantize(mine, columns, scope).reshape(-1);
+            write(corrected.sub(sent), residual, scope);
+        }
         QuantizedRows theirs = quantizer.allocate(scope, size, columns);
         List<Work> works =
                 List.of(
@@ -152,6 +178,16 @@ public final class QuantizedCollectives {
             allGatherAsync(group, reduced, gathered).await();
             write(gathered.get("0:" + count), array, scope);
         }
+    }
+
+    /** Returns {@code input} plus {@code residual} in float32, or {@code input} without one. */
+    private static NDArray withFeedback(NDArray input, NDArray residual, NDManager scope) {
+        if (residual == null) {
+            return input;
+        }
+        NDArray sum = Precision.cast(input, DataType.FLOAT32).reshape(-1).add(residual);
+        sum.attach(scope);
+        return sum;
     }
 
     /** Copies {@code values} (float32) into {@code target}'s memory in its type. */

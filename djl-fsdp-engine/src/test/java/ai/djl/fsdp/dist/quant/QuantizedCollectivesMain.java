@@ -67,6 +67,7 @@ public final class QuantizedCollectivesMain {
             check.checkReduceScatter(QuantizedBits.INT4);
             check.checkAllReduce(QuantizedBits.INT8);
             check.checkAllReduce(QuantizedBits.INT4);
+            check.checkErrorFeedback(QuantizedBits.INT4);
             check.poisoned = true;
             check.checkAllGather(Precision.FLOAT32);
             check.checkReduceScatter(QuantizedBits.INT8);
@@ -144,24 +145,13 @@ public final class QuantizedCollectivesMain {
         collectives.reduceScatterAsync(group, input, output, ReduceOp.AVG).await();
         float[] got = output.toFloatArray();
         for (int i = 0; i < PIECE; i++) {
-            double exact = 0;
-            double bound = 0;
-            double magnitudes = 0;
-            for (int r = 0; r < size; r++) {
-                float[] row = values(r, PIECE * size);
-                float value = row[rank * PIECE + i];
-                double error =
-                        quantizer.errorBound(absmax(row, rank * PIECE, PIECE, rank * PIECE + i));
-                exact += value;
-                bound += error;
-                magnitudes += Math.abs(value) + error;
-            }
+            Mean mean = mean(quantizer, i, 1);
             check(
                     "reduceScatter " + bits.getName(),
                     i,
                     got[i],
-                    exact / size,
-                    bound / size + 0x1p-23 * magnitudes);
+                    mean.exact(),
+                    mean.bound() + 0x1p-23 * mean.magnitudes());
         }
     }
 
@@ -201,6 +191,59 @@ public final class QuantizedCollectivesMain {
                     exact[i],
                     first[i] + quantizer.errorBound(reduced));
         }
+    }
+
+    private void checkErrorFeedback(QuantizedBits bits) {
+        int steps = 4;
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, BLOCK);
+        QuantizedCollectives collectives = new QuantizedCollectives(quantizer);
+        NDArray input = manager.create(values(rank, PIECE * size));
+        NDArray residual = manager.zeros(new Shape((long) PIECE * size));
+        double[] sums = new double[PIECE];
+        for (int step = 0; step < steps; step++) {
+            NDArray output = manager.zeros(new Shape(PIECE));
+            collectives.reduceScatterAsync(group, input, output, ReduceOp.AVG, residual).await();
+            float[] got = output.toFloatArray();
+            for (int i = 0; i < PIECE; i++) {
+                sums[i] += got[i];
+            }
+        }
+        double grown = 1 + 1.0 / bits.getMaxCode();
+        for (int i = 0; i < PIECE; i++) {
+            Mean mean = mean(quantizer, i, grown);
+            check(
+                    "reduceScatter with error feedback " + bits.getName(),
+                    i,
+                    sums[i],
+                    steps * mean.exact(),
+                    mean.bound() + steps * 0x1p-23 * mean.magnitudes());
+        }
+    }
+
+    /**
+     * The exact mean of element {@code i} of this rank's piece over the ranks, the ranks' bounds
+     * summed and divided by the ranks, and the values' and bounds' magnitudes summed.
+     */
+    private record Mean(double exact, double bound, double magnitudes) {}
+
+    /**
+     * The mean of element {@code i} of this rank's piece, each block's absmax times {@code grown}.
+     */
+    private Mean mean(SymmetricQuantizer quantizer, int i, double grown) {
+        double exact = 0;
+        double bound = 0;
+        double magnitudes = 0;
+        for (int r = 0; r < size; r++) {
+            float[] row = values(r, PIECE * size);
+            float value = row[rank * PIECE + i];
+            double error =
+                    quantizer.errorBound(
+                            grown * absmax(row, rank * PIECE, PIECE, rank * PIECE + i));
+            exact += value;
+            bound += error;
+            magnitudes += Math.abs(value) + error;
+        }
+        return new Mean(exact / size, bound / size, magnitudes);
     }
 
     private void check(String what, int at, double got, double exact, double bound) {

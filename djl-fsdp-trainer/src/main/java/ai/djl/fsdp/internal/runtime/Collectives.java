@@ -7,6 +7,7 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.dist.quant.QuantizedCollectives;
+import ai.djl.fsdp.internal.config.CollectiveQuantizers;
 import ai.djl.fsdp.internal.config.ExecutionOptions;
 import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.ParameterArrays;
@@ -14,6 +15,7 @@ import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
@@ -39,6 +41,7 @@ public final class Collectives {
     private final QuantizedCollectives weightGather;
     private final QuantizedCollectives gradientReduction;
     private final QuantizedCollectives replicaReduction;
+    private final Map<FlatParameter, NDArray> residuals;
 
     /**
      * Creates the collectives of a model sharded over {@code group}.
@@ -46,7 +49,7 @@ public final class Collectives {
      * @param group the ranks
      */
     public Collectives(ProcessGroup group) {
-        this(ShardingMesh.flat(group), null, null, null);
+        this(ShardingMesh.flat(group), CollectiveQuantizers.NONE);
     }
 
     /**
@@ -54,27 +57,20 @@ public final class Collectives {
      * across its replicate groups, quantized as {@code options} say.
      *
      * @param mesh the ranks
-     * @param options the weight, gradient and replica quantizers (null ones reduce exactly)
+     * @param options the quantizers of weights, gradients and replicas (null ones are exact)
      */
     public Collectives(ShardingMesh mesh, ExecutionOptions options) {
-        this(
-                mesh,
-                options.weightQuantizer(),
-                options.gradientQuantizer(),
-                options.replicaQuantizer());
+        this(mesh, options.quantizers());
     }
 
-    private Collectives(
-            ShardingMesh mesh,
-            SymmetricQuantizer weightQuantizer,
-            SymmetricQuantizer gradientQuantizer,
-            SymmetricQuantizer replicaQuantizer) {
+    private Collectives(ShardingMesh mesh, CollectiveQuantizers quantizers) {
         this.world = mesh.getWorld();
         this.shardGroup = mesh.getShardGroup();
         this.replicateGroup = mesh.getReplicateGroup().orElse(null);
-        weightGather = quantized(weightQuantizer);
-        gradientReduction = quantized(gradientQuantizer);
-        replicaReduction = quantized(replicaQuantizer);
+        weightGather = quantized(quantizers.weights());
+        gradientReduction = quantized(quantizers.gradients());
+        replicaReduction = quantized(quantizers.replicas());
+        residuals = quantizers.errorFeedback() ? new IdentityHashMap<>() : null;
     }
 
     private static QuantizedCollectives quantized(SymmetricQuantizer quantizer) {
@@ -165,7 +161,11 @@ public final class Collectives {
                 Work work =
                         gradientReduction != null
                                 ? gradientReduction.reduceScatterAsync(
-                                        shardGroup, gradient, shardGradient, ReduceOp.AVG)
+                                        shardGroup,
+                                        gradient,
+                                        shardGradient,
+                                        ReduceOp.AVG,
+                                        residual(flat, gradient))
                                 : shardGroup.reduceScatterAsync(
                                         gradient, shardGradient, ReduceOp.AVG);
                 parts.add(
@@ -181,6 +181,25 @@ public final class Collectives {
             }
         }
         return new PendingReduction(parts, scale);
+    }
+
+    /**
+     * Returns the error feedback residual of {@code flat}'s gradient (zeros at first, on the
+     * gradient's device, kept with the shard), or null without error feedback.
+     */
+    private NDArray residual(FlatParameter flat, NDArray gradient) {
+        if (residuals == null) {
+            return null;
+        }
+        return residuals.computeIfAbsent(
+                flat,
+                f ->
+                        f.getShard()
+                                .getManager()
+                                .zeros(
+                                        new Shape(gradient.size()),
+                                        DataType.FLOAT32,
+                                        gradient.getDevice()));
     }
 
     /**

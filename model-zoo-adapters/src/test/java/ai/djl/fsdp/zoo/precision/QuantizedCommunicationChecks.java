@@ -98,6 +98,12 @@ final class QuantizedCommunicationChecks {
                             0.02,
                             0.202),
                     new Bound(
+                            "weights=int8,gradients=int4,error-feedback=on",
+                            ShardingStrategy.FULL_SHARD,
+                            true,
+                            0.02,
+                            0.202),
+                    new Bound(
                             "gradients=int4,block=64",
                             ShardingStrategy.SHARD_GRAD_OP,
                             false,
