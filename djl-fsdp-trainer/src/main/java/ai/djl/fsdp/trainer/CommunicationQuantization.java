@@ -1,5 +1,6 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.internal.config.CollectiveQuantizers;
 import ai.djl.fsdp.tensor.quant.QuantizedBits;
 import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import java.util.Locale;
@@ -12,7 +13,9 @@ import java.util.Optional;
  * weights and the optimizer state stay exact); its gradients quantized once to int8 or int4,
  * exchanged all-to-all and summed in float32 on the rank that owns each piece. Blockwise symmetric
  * absmax ({@link SymmetricQuantizer}); frozen parameters are gathered as they are stored. Off by
- * default ({@link #NONE}).
+ * default ({@link #NONE}). Under hybrid sharding, {@link Scope#INTER_NODE} quantizes only what
+ * crosses between nodes instead: the gradient shards' average across the replicate groups, the
+ * shard groups' gathers and reduce-scatters inside a node staying in full precision.
  *
  * <pre>{@code
  * CommunicationQuantization q = CommunicationQuantization.builder()
@@ -33,11 +36,50 @@ public final class CommunicationQuantization {
     private final QuantizedBits weights;
     private final QuantizedBits gradients;
     private final int blockSize;
+    private final Scope scope;
+    private final boolean errorFeedback;
+
+    /** Which collectives the setting quantizes. */
+    public enum Scope {
+        /** The shard groups' weight gathers and gradient reductions, as the setting names them. */
+        ALL("all"),
+        /**
+         * Under hybrid sharding only the traffic between nodes: the gradient shards' average across
+         * the replicate groups, in the gradients' width (a quantized reduce-scatter and
+         * all-gather); the shard groups' collectives inside a node stay in full precision.
+         */
+        INTER_NODE("inter-node");
+
+        private final String name;
+
+        Scope(String name) {
+            this.name = name;
+        }
+
+        /** Returns the scope's name in the setting's text, {@code all} or {@code inter-node}. */
+        public String getName() {
+            return name;
+        }
+
+        static Scope of(String name) {
+            for (Scope scope : values()) {
+                if (scope.name.equals(name)) {
+                    return scope;
+                }
+            }
+            throw new IllegalArgumentException(
+                    "Unknown communication quantization scope '"
+                            + name
+                            + "': use all or inter-node");
+        }
+    }
 
     private CommunicationQuantization(Builder builder) {
         weights = builder.weights;
         gradients = builder.gradients;
         blockSize = builder.blockSize;
+        scope = builder.scope;
+        errorFeedback = builder.errorFeedback;
     }
 
     /** Returns a builder: nothing quantized, blocks of {@value #DEFAULT_BLOCK_SIZE}. */
@@ -47,8 +89,9 @@ public final class CommunicationQuantization {
 
     /**
      * Reads a setting as the command line and Accelerate's config key give it: {@code none}, or
-     * comma-separated {@code weights=none|int8}, {@code gradients=none|int8|int4} and {@code
-     * block=64..2048}, any of them left out for its default (none, none, 256).
+     * comma-separated {@code weights=none|int8}, {@code gradients=none|int8|int4}, {@code
+     * block=64..2048} and {@code scope=all|inter-node}, any of them left out for its default (none,
+     * none, 256, all).
      *
      * @param text the setting
      * @return the quantization
@@ -82,6 +125,12 @@ public final class CommunicationQuantization {
                                 e);
                     }
                     break;
+                case "scope":
+                    builder.optScope(Scope.of(value));
+                    break;
+                case "error-feedback":
+                    builder.optErrorFeedback(onOff(value));
+                    break;
                 default:
                     throw new IllegalArgumentException(
                             "Communication quantization '"
@@ -89,10 +138,21 @@ public final class CommunicationQuantization {
                                     + "' has an unknown part '"
                                     + part.trim()
                                     + "': give none, or comma-separated weights=none|int8,"
-                                    + " gradients=none|int8|int4 and block=64..2048");
+                                    + " gradients=none|int8|int4, block=64..2048,"
+                                    + " scope=all|inter-node and error-feedback=on|off");
             }
         }
         return builder.build();
+    }
+
+    private static boolean onOff(String value) {
+        if (!"on".equals(value) && !"off".equals(value)) {
+            throw new IllegalArgumentException(
+                    "Communication quantization's error-feedback is on or off, got '"
+                            + value
+                            + "'");
+        }
+        return "on".equals(value);
     }
 
     /** Returns null for {@code none}, else the width. */
@@ -115,6 +175,19 @@ public final class CommunicationQuantization {
         return blockSize;
     }
 
+    /** Returns which collectives are quantized. */
+    public Scope getScope() {
+        return scope;
+    }
+
+    /**
+     * Returns whether each rank carries what quantizing took off its gradient into its next
+     * reduction (error feedback).
+     */
+    public boolean isErrorFeedback() {
+        return errorFeedback;
+    }
+
     /** Returns whether anything is quantized. */
     public boolean isEnabled() {
         return weights != null || gradients != null;
@@ -122,12 +195,30 @@ public final class CommunicationQuantization {
 
     /** Returns the quantizer of weights' gathers, empty when they are exact. */
     Optional<SymmetricQuantizer> weightQuantizer() {
-        return getWeights().map(bits -> SymmetricQuantizer.of(bits, blockSize));
+        return quantizer(weights);
     }
 
-    /** Returns the quantizer of gradients' reductions, empty when they are exact. */
+    /** Returns the quantizer of gradients' reductions in the shard groups, empty when exact. */
     Optional<SymmetricQuantizer> gradientQuantizer() {
-        return getGradients().map(bits -> SymmetricQuantizer.of(bits, blockSize));
+        return scope == Scope.ALL ? quantizer(gradients) : Optional.empty();
+    }
+
+    /** Returns the quantizer of gradients' averages across replicate groups, empty when exact. */
+    Optional<SymmetricQuantizer> replicaQuantizer() {
+        return scope == Scope.INTER_NODE ? quantizer(gradients) : Optional.empty();
+    }
+
+    /** Returns the quantizers of a step's collectives. */
+    CollectiveQuantizers quantizers() {
+        return new CollectiveQuantizers(
+                weightQuantizer().orElse(null),
+                gradientQuantizer().orElse(null),
+                errorFeedback,
+                replicaQuantizer().orElse(null));
+    }
+
+    private Optional<SymmetricQuantizer> quantizer(QuantizedBits bits) {
+        return Optional.ofNullable(bits).map(b -> SymmetricQuantizer.of(b, blockSize));
     }
 
     /** Returns the setting as {@link #parse} reads it. */
@@ -141,7 +232,9 @@ public final class CommunicationQuantization {
                 + ",gradients="
                 + getGradients().map(QuantizedBits::getName).orElse("none")
                 + ",block="
-                + blockSize;
+                + blockSize
+                + (scope == Scope.ALL ? "" : ",scope=" + scope.getName())
+                + (errorFeedback ? ",error-feedback=on" : "");
     }
 
     @Override
@@ -149,12 +242,14 @@ public final class CommunicationQuantization {
         return other instanceof CommunicationQuantization that
                 && weights == that.weights
                 && gradients == that.gradients
-                && blockSize == that.blockSize;
+                && blockSize == that.blockSize
+                && scope == that.scope
+                && errorFeedback == that.errorFeedback;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(weights, gradients, blockSize);
+        return Objects.hash(weights, gradients, blockSize, scope, errorFeedback);
     }
 
     /** Builds a {@link CommunicationQuantization}. */
@@ -163,6 +258,8 @@ public final class CommunicationQuantization {
         private QuantizedBits weights;
         private QuantizedBits gradients;
         private int blockSize = DEFAULT_BLOCK_SIZE;
+        private Scope scope = Scope.ALL;
+        private boolean errorFeedback;
 
         private Builder() {}
 
@@ -209,11 +306,44 @@ public final class CommunicationQuantization {
         }
 
         /**
+         * Sets which collectives are quantized (default {@link Scope#ALL}).
+         *
+         * @param scope {@link Scope#ALL}, or {@link Scope#INTER_NODE} for hybrid sharding's traffic
+         *     between nodes alone
+         * @return this builder
+         */
+        public Builder optScope(Scope scope) {
+            this.scope = Objects.requireNonNull(scope, "scope");
+            return this;
+        }
+
+        /**
+         * Sets whether each rank adds what quantizing took off its last gradient to the next one
+         * before quantizing it (default off), so the rounding does not accumulate over steps. It
+         * costs a float32 residual the size of each full flat gradient on every rank.
+         *
+         * @param errorFeedback true to carry the residual
+         * @return this builder
+         */
+        public Builder optErrorFeedback(boolean errorFeedback) {
+            this.errorFeedback = errorFeedback;
+            return this;
+        }
+
+        /**
          * Builds the setting.
          *
          * @return the setting
+         * @throws IllegalArgumentException for error feedback without quantized gradients in the
+         *     shard groups
          */
         public CommunicationQuantization build() {
+            if (errorFeedback && (gradients == null || scope != Scope.ALL)) {
+                throw new IllegalArgumentException(
+                        "error-feedback=on carries the rounding of quantized gradients into the"
+                                + " next step: give gradients=int8 or int4 with scope=all, or"
+                                + " error-feedback=off");
+            }
             return new CommunicationQuantization(this);
         }
     }

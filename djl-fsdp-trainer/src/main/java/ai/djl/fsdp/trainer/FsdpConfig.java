@@ -47,8 +47,7 @@ public final class FsdpConfig {
                         builder.prefetch,
                         builder.mixedPrecision.param(),
                         builder.mixedPrecision.reduce(),
-                        builder.quantization.weightQuantizer().orElse(null),
-                        builder.quantization.gradientQuantizer().orElse(null));
+                        builder.quantization.quantizers());
         activationCheckpointing =
                 builder.activationCheckpointing != null
                         ? builder.activationCheckpointing

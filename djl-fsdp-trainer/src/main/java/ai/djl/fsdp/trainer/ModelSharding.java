@@ -190,10 +190,7 @@ final class ModelSharding {
                                 unit.index() > 0 && recomputed[unit.index() - 1]));
             }
             return new ShardedModel(
-                    new Collectives(
-                            mesh,
-                            config.getExecutionOptions().weightQuantizer(),
-                            config.getExecutionOptions().gradientQuantizer()),
+                    new Collectives(mesh, config.getExecutionOptions()),
                     units,
                     config.getExecutionOptions(),
                     config.isSyncBatchNorm());

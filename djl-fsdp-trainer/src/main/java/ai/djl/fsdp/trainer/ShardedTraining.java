@@ -12,6 +12,7 @@ import ai.djl.fsdp.optim.ShardedOptimizer;
 import ai.djl.fsdp.reflect.OptimizerStates;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.metrics.MeteredProcessGroup;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
@@ -45,7 +46,7 @@ final class ShardedTraining implements AutoCloseable {
     private final boolean cpuOffload;
     private final long initPeakBytes;
     private int microBatches;
-    private long sentBytesLastStep;
+    private SentBytes sentLastStep = SentBytes.NONE;
     private long sentAcrossBytesLastStep;
     private long waitNanosLastStep;
     private OptionalDouble lastGradNorm = OptionalDouble.empty();
@@ -156,7 +157,7 @@ final class ShardedTraining implements AutoCloseable {
         summedStep = false;
         model.getPasses().endStep();
         state.setStep(state.getStep() + 1);
-        sentBytesLastStep = group.takeSentBytes();
+        sentLastStep = group.takeSentBytes();
         sentAcrossBytesLastStep = takeAcrossBytes();
         waitNanosLastStep = group.takeWaitNanos();
         double norm = lastGradNorm.orElse(0);
@@ -196,7 +197,7 @@ final class ShardedTraining implements AutoCloseable {
         return ShardingStats.of(
                 model.getFlatParameters(),
                 shardedOptimizer.getStateBytes(),
-                sentBytesLastStep,
+                sentLastStep,
                 sentAcrossBytesLastStep,
                 waitNanosLastStep);
     }

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.fsdp.internal.param.FlatParameter;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import java.util.List;
 
 /**
@@ -19,6 +20,7 @@ import java.util.List;
  *     during the last optimizer step: on the socket backend, the communication that compute did not
  *     hide; on NCCL a wait only orders the compute stream after the collective, so the host does
  *     not block and this stays near zero
+ * @param sentByKindLastStep {@code sentBytesLastStep} by the kind of collective that sent them
  */
 public record ShardingStats(
         long parameterBytes,
@@ -27,14 +29,15 @@ public record ShardingStats(
         long unshardedParameterBytes,
         long sentBytesLastStep,
         long sentAcrossBytesLastStep,
-        long waitNanosLastStep) {
+        long waitNanosLastStep,
+        SentBytes sentByKindLastStep) {
 
     /**
      * Accounts for a rank's flat parameters.
      *
      * @param flats the rank's flat parameters
      * @param optimizerStateBytes the optimizer's state for them
-     * @param sentBytesLastStep the bytes sent during the last optimizer step
+     * @param sentLastStep the bytes sent during the last optimizer step, by kind
      * @param sentAcrossBytesLastStep the part of them sent between shard groups
      * @param waitNanosLastStep the time spent waiting for collectives during the last step
      * @return the figures
@@ -42,7 +45,7 @@ public record ShardingStats(
     static ShardingStats of(
             List<FlatParameter> flats,
             long optimizerStateBytes,
-            long sentBytesLastStep,
+            SentBytes sentLastStep,
             long sentAcrossBytesLastStep,
             long waitNanosLastStep) {
         long parameters = 0;
@@ -58,9 +61,10 @@ public record ShardingStats(
                 gradients,
                 optimizerStateBytes,
                 unsharded,
-                sentBytesLastStep,
+                sentLastStep.total(),
                 sentAcrossBytesLastStep,
-                waitNanosLastStep);
+                waitNanosLastStep,
+                sentLastStep);
     }
 
     /** Returns the bytes of model state this rank holds: parameters, gradients, optimizer state. */

@@ -34,9 +34,10 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
      *     sharding without a configured shard group size
      * @return the resolved configuration
      * @throws IllegalArgumentException if loss scaling is set without float16 mixed precision,
-     *     communication is quantized without sharding, gradients are quantized with float16 or with
-     *     hybrid sharding, a shard group size is set without hybrid sharding, or parameter groups
-     *     with an optimizer that cannot apply them
+     *     communication is quantized without sharding, gradients are quantized with float16, or
+     *     under hybrid sharding outside {@code scope=inter-node}, that scope is set without hybrid
+     *     sharding or with weights, a shard group size is set without hybrid sharding, or parameter
+     *     groups with an optimizer that cannot apply them
      */
     static TrainingSetup resolve(
             FsdpConfig fsdp,
@@ -65,18 +66,41 @@ record TrainingSetup(FsdpConfig fsdp, TrainerOptions options, ShardingMesh mesh)
                             + " parameters; NO_SHARD has neither (its gradients are all-reduced"
                             + " exactly): use FULL_SHARD or SHARD_GRAD_OP, or drop the setting");
         }
+        checkScope(fsdp);
         boolean quantizedGradients = fsdp.getCommunicationQuantization().getGradients().isPresent();
-        if (quantizedGradients && fsdp.isHybrid()) {
-            throw new IllegalArgumentException(
-                    "Quantized gradients run with FULL_SHARD and SHARD_GRAD_OP: under hybrid"
-                            + " sharding use gradients=none (weights=int8 works)");
-        }
         if (quantizedGradients && fsdp.getMixedPrecision().needsLossScaling()) {
             throw new IllegalArgumentException(
-                    "Quantized gradients cannot carry the overflowing gradients that float16's loss"
-                            + " scaling finds and skips: use bf16, or gradients=none");
+                    "Quantized gradients have not been run with float16's loss scaling (its"
+                            + " overflow check against NaN-scaled blocks is untested): use bf16, or"
+                            + " gradients=none");
         }
         return new TrainingSetup(fsdp, options, mesh(world, fsdp, environment));
+    }
+
+    /** Refuses a quantization scope that does not fit the strategy. */
+    private static void checkScope(FsdpConfig fsdp) {
+        CommunicationQuantization quantization = fsdp.getCommunicationQuantization();
+        boolean gradients = quantization.getGradients().isPresent();
+        if (quantization.getScope() == CommunicationQuantization.Scope.ALL) {
+            if (gradients && fsdp.isHybrid()) {
+                throw new IllegalArgumentException(
+                        "Quantized gradients under hybrid sharding are quantized where they cross"
+                                + " nodes: add scope=inter-node (the replicate groups' average),"
+                                + " or use gradients=none");
+            }
+            return;
+        }
+        if (!fsdp.isHybrid()) {
+            throw new IllegalArgumentException(
+                    "scope=inter-node quantizes the average across hybrid sharding's replicate"
+                            + " groups: use HYBRID_SHARD or HYBRID_SHARD_ZERO2, or scope=all");
+        }
+        if (quantization.getWeights().isPresent() || !gradients) {
+            throw new IllegalArgumentException(
+                    "Under hybrid sharding only gradients cross nodes (weights are gathered inside"
+                            + " a node): with scope=inter-node give gradients=int8 or int4 and"
+                            + " weights=none");
+        }
     }
 
     /**

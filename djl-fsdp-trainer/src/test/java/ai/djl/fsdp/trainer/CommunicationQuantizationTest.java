@@ -60,16 +60,65 @@ class CommunicationQuantizationTest {
         assertMessage("block=32", "from 64 to 2048");
         assertMessage("block=big", "block must be a number of values, got 'big'");
         assertMessage("weight=int8", "unknown part 'weight=int8'");
+        assertMessage("weight=int8", "scope=all|inter-node");
     }
 
     @Test
-    void withoutShardingThereIsNothingToQuantize() {
+    void theInterNodeScopeReadsBackAndAloneQuantizesTheReplicaAverage() {
+        CommunicationQuantization parsed =
+                CommunicationQuantization.parse("gradients=int4,scope=inter-node");
+        assertEquals(
+                CommunicationQuantization.builder()
+                        .optGradients(QuantizedBits.INT4)
+                        .optScope(CommunicationQuantization.Scope.INTER_NODE)
+                        .build(),
+                parsed);
+        assertEquals("weights=none,gradients=int4,block=256,scope=inter-node", parsed.toString());
+        assertEquals(parsed, CommunicationQuantization.parse(parsed.toString()));
+        assertEquals(Optional.empty(), parsed.gradientQuantizer(), "nothing inside a node");
+        assertEquals(QuantizedBits.INT4, parsed.replicaQuantizer().orElseThrow().getBits());
+        CommunicationQuantization all = CommunicationQuantization.parse("gradients=int8");
+        assertEquals(CommunicationQuantization.Scope.ALL, all.getScope(), "the default");
+        assertEquals(Optional.empty(), all.replicaQuantizer());
+        assertMessage("scope=node", "Unknown communication quantization scope 'node'");
+    }
+
+    @Test
+    void errorFeedbackReadsBackAndNeedsQuantizedGradientsInTheShardGroups() {
+        CommunicationQuantization parsed =
+                CommunicationQuantization.parse("gradients=int4,error-feedback=on");
+        assertTrue(parsed.isErrorFeedback());
+        assertTrue(parsed.quantizers().errorFeedback());
+        assertEquals("weights=none,gradients=int4,block=256,error-feedback=on", parsed.toString());
+        assertEquals(parsed, CommunicationQuantization.parse(parsed.toString()));
+        assertFalse(CommunicationQuantization.parse("gradients=int4").isErrorFeedback());
+        assertMessage("weights=int8,error-feedback=on", "give gradients=int8 or int4");
+        assertMessage("gradients=int8,scope=inter-node,error-feedback=on", "with scope=all");
+        assertMessage("gradients=int8,error-feedback=yes", "error-feedback is on or off");
+    }
+
+    @Test
+    void scopesThatDoNotFitTheStrategyAreRefused() {
+        assertRefused(
+                ShardingStrategy.FULL_SHARD,
+                "gradients=int8,scope=inter-node",
+                "use HYBRID_SHARD or HYBRID_SHARD_ZERO2, or scope=all");
+        assertRefused(
+                ShardingStrategy.HYBRID_SHARD,
+                "weights=int8,gradients=int8,scope=inter-node",
+                "give gradients=int8 or int4 and weights=none");
+        assertRefused(
+                ShardingStrategy.HYBRID_SHARD,
+                "gradients=int8",
+                "add scope=inter-node (the replicate groups' average)");
+    }
+
+    private static void assertRefused(ShardingStrategy strategy, String setting, String expected) {
         FsdpConfig fsdp =
                 FsdpConfig.builder()
-                        .optShardingStrategy(ShardingStrategy.NO_SHARD)
+                        .optShardingStrategy(strategy)
                         .optWrapPolicy(WrapPolicy.byLayerClass("GPT2Block"))
-                        .optCommunicationQuantization(
-                                CommunicationQuantization.parse("weights=int8"))
+                        .optCommunicationQuantization(CommunicationQuantization.parse(setting))
                         .build();
         IllegalArgumentException e =
                 assertThrows(
@@ -81,7 +130,12 @@ class CommunicationQuantizationTest {
                                         null,
                                         null,
                                         Map.of()));
-        assertTrue(e.getMessage().contains("NO_SHARD has neither"), e::getMessage);
+        assertTrue(e.getMessage().contains(expected), e::getMessage);
+    }
+
+    @Test
+    void withoutShardingThereIsNothingToQuantize() {
+        assertRefused(ShardingStrategy.NO_SHARD, "weights=int8", "NO_SHARD has neither");
     }
 
     private static void assertMessage(String text, String expected) {

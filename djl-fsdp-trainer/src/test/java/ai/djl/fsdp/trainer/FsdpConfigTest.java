@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
+import ai.djl.fsdp.internal.config.CollectiveQuantizers;
 import ai.djl.fsdp.internal.config.ExecutionOptions;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;
@@ -48,7 +49,12 @@ class FsdpConfigTest {
         assertThrows(IllegalArgumentException.class, () -> WrapPolicy.byMinParameters(0));
         // Resharding after forward with units that keep their graphs.
         ExecutionOptions options =
-                new ExecutionOptions(true, true, Precision.FLOAT32, Precision.FLOAT32, null, null);
+                new ExecutionOptions(
+                        true,
+                        true,
+                        Precision.FLOAT32,
+                        Precision.FLOAT32,
+                        CollectiveQuantizers.NONE);
         options.checkDevice(Device.cpu(), true);
         // CUDA GPUs release through the driver's virtual memory, checked for up front (a CPU-only
         // machine names what is missing); any other device is refused.

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.testing.RankProcesses;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -164,7 +165,9 @@ class MultiRankTrainingTest {
         long gradients = 0;
         long unsharded = 0;
         long flats = 0;
-        long sentPerMicroBatch = 0;
+        long gatheredPerMicroBatch = 0;
+        long scatteredPerMicroBatch = 0;
+        long reducedPerMicroBatch = 0;
         long acrossPerMicroBatch = 0;
         for (int unit = 0; unit < 4; unit++) {
             long[] sizes = unitSizes(scenario.freeze()).get(unit);
@@ -185,21 +188,28 @@ class MultiRankTrainingTest {
                     gradients += held;
                 }
                 if (sharded) {
-                    sentPerMicroBatch += gathers * (n - 1) * held;
+                    gatheredPerMicroBatch += gathers * (n - 1) * held;
                     if (trainable) {
-                        sentPerMicroBatch += (n - 1) * held; // reduce-scatter
+                        scatteredPerMicroBatch += (n - 1) * held;
                         acrossPerMicroBatch += 2 * held * (replicas - 1) / replicas;
                     }
                 } else if (trainable) {
-                    sentPerMicroBatch += 2 * held * (n - 1) / n; // all-reduce
+                    reducedPerMicroBatch += 2 * held * (n - 1) / n;
                 }
             }
         }
         long across = acrossPerMicroBatch * scenario.accumulation();
-        long sent = sentPerMicroBatch * scenario.accumulation() + across;
+        long reduced = (reducedPerMicroBatch + acrossPerMicroBatch) * scenario.accumulation();
         if (sharded) {
-            sent += 2 * 4 * (n - 1) / n; // the squared norm's all-reduce, measured every step
+            reduced += 2 * 4 * (n - 1) / n; // the squared norm's all-reduce, measured every step
         }
+        SentBytes kinds =
+                new SentBytes(
+                        gatheredPerMicroBatch * scenario.accumulation(),
+                        scatteredPerMicroBatch * scenario.accumulation(),
+                        reduced,
+                        0);
+        long sent = kinds.total();
         String what = scenario.describe();
         assertEquals(unsharded, stats.unshardedParameterBytes(), what + ": unsharded bytes");
         assertEquals(parameters, stats.parameterBytes(), what + ": parameter bytes");
@@ -210,6 +220,7 @@ class MultiRankTrainingTest {
                 stats.optimizerStateBytes(),
                 what + ": optimizer state bytes");
         assertEquals(sent, stats.sentBytesLastStep(), what + ": bytes sent per step");
+        assertEquals(kinds, stats.sentByKindLastStep(), what + ": bytes sent per step by kind");
         assertEquals(across, stats.sentAcrossBytesLastStep(), what + ": bytes sent across");
         // Every step ends in at least one collective that the rank waits for.
         assertTrue(

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -68,7 +69,15 @@ final class ScenarioFiles {
                         + ' '
                         + s.sentAcrossBytesLastStep()
                         + ' '
-                        + s.waitNanosLastStep());
+                        + s.waitNanosLastStep()
+                        + ' '
+                        + s.sentByKindLastStep().allGather()
+                        + ' '
+                        + s.sentByKindLastStep().reduceScatter()
+                        + ' '
+                        + s.sentByKindLastStep().allReduce()
+                        + ' '
+                        + s.sentByKindLastStep().other());
         StringBuilder arrays = new StringBuilder("arrays");
         for (int count : result.liveArrays()) {
             arrays.append(' ').append(count);
@@ -111,7 +120,12 @@ final class ScenarioFiles {
                                     Long.parseLong(f[4]),
                                     Long.parseLong(f[5]),
                                     Long.parseLong(f[6]),
-                                    Long.parseLong(f[7]));
+                                    Long.parseLong(f[7]),
+                                    new SentBytes(
+                                            Long.parseLong(f[8]),
+                                            Long.parseLong(f[9]),
+                                            Long.parseLong(f[10]),
+                                            Long.parseLong(f[11])));
                     break;
                 case "arrays":
                     liveArrays = new int[f.length - 1];

@@ -3,6 +3,7 @@ package ai.djl.fsdp.trainer;
 import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import java.nio.file.Path;
 import java.util.Arrays;
 
@@ -59,7 +60,7 @@ public final class ScenarioRankMain {
                             new Scenario.Result(
                                     new double[] {fit.trainingBatches(), fit.epochs()},
                                     group.getRank() == 0 ? fit.checkpoint() : fit.parameters(),
-                                    new ShardingStats(0, 0, 0, 0, 0, 0, 0),
+                                    new ShardingStats(0, 0, 0, 0, 0, 0, 0, SentBytes.NONE),
                                     new int[0],
                                     null));
                 } else {

@@ -33,14 +33,14 @@ public class QuantizerBenchmark extends HostBenchmark {
     public void setUp() {
         quantizer = SymmetricQuantizer.of(QuantizedBits.of(bits), 256);
         shard = manager.randomNormal(new Shape(SHARD));
-        quantized = quantizer.quantize(shard, 1, manager, "the shard");
+        quantized = quantizer.quantize(shard, 1, manager);
     }
 
     /** Quantizes the shard: codes and one scale per block. */
     @Benchmark
     public void quantize() {
         try (NDManager scope = manager.newSubManager()) {
-            quantizer.quantize(shard, 1, scope, "the shard");
+            quantizer.quantize(shard, 1, scope);
         }
     }
 

@@ -21,14 +21,16 @@ import picocli.CommandLine.Mixin;
  * activation_checkpointing=POLICY tokens_per_s=.. step_ms=.. loss=.. peak_rss_mb_per_rank=..
  * model_state_mb_per_rank=.. sent_mb_per_step=.. comm_wait_ms_per_step=.. model_gflops_per_s=..
  * peak_gflops=.. peak_fraction=.. fp32_gflops_per_thread=.. bf16_gflops_per_thread=..
- * ideal_mb_per_rank=.. peak_rss_over_ideal=.. ... model=M}, and with {@code --op-profile} {@code
- * ops_per_step=..}. The slowest rank's step time counts, the ranks' mean loss, and the largest
- * rank's memory, traffic and wait. The ranks start as {@code finetune} does ({@code ShardedStart}:
- * unit by unit, adapters added before, the frozen base in the compute type); the ideal is a rank's
- * model state plus the largest unit's full parameters in the compute type. After the ranks end it
- * measures the matrix-product rate of the ranks' device ({@link MatMulPeak}): per thread on the
- * CPU, per device on GPUs; the peak is that rate in the run's compute precision times the threads
- * all ranks use, or times the ranks on GPUs.
+ * ideal_mb_per_rank=.. peak_rss_over_ideal=.. ... model=M communication_quantization=Q
+ * sent_all_gather_mb_per_step=.. sent_reduce_scatter_mb_per_step=.. sent_all_reduce_mb_per_step=..
+ * sent_other_mb_per_step=..} (the bytes sent by kind of collective), and with {@code --op-profile}
+ * {@code ops_per_step=..}. The slowest rank's step time counts, the ranks' mean loss, and the
+ * largest rank's memory, traffic and wait. The ranks start as {@code finetune} does ({@code
+ * ShardedStart}: unit by unit, adapters added before, the frozen base in the compute type); the
+ * ideal is a rank's model state plus the largest unit's full parameters in the compute type. After
+ * the ranks end it measures the matrix-product rate of the ranks' device ({@link MatMulPeak}): per
+ * thread on the CPU, per device on GPUs; the peak is that rate in the run's compute precision times
+ * the threads all ranks use, or times the ranks on GPUs.
  */
 @Command(
         name = "train",

@@ -17,6 +17,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStats;
 import ai.djl.fsdp.trainer.ShardingStrategy;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.finetune.report.PeakMemory;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
@@ -120,20 +121,20 @@ public final class TrainBenchRank implements Callable<Integer> {
                 // Without the reset the steps' peak is the process's (initialization included).
                 long stepPeak = peakRssBytes();
                 long modelState;
-                long sent;
+                SentBytes sent;
                 long across;
                 long waitNanos;
                 long ideal;
                 if (start != null) {
                     ShardingStats stats = start.trainer().getShardingStats();
                     modelState = stats.modelStateBytes();
-                    sent = stats.sentBytesLastStep();
+                    sent = stats.sentByKindLastStep();
                     across = stats.sentAcrossBytesLastStep();
                     waitNanos = stats.waitNanosLastStep();
                     ideal = start.idealBytes();
                 } else {
                     modelState = replicaModelState(model, config.getOptimizer());
-                    sent = 0;
+                    sent = SentBytes.NONE;
                     across = 0;
                     waitNanos = 0;
                     ideal = modelState;
@@ -161,12 +162,14 @@ public final class TrainBenchRank implements Callable<Integer> {
                                                 + " idle_rss_mb=%.1f init_peak_rss_mb=%.1f"
                                                 + " step_peak_rss_mb=%.1f"
                                                 + " above_idle_over_ideal=%.3f cpu_ms=%.1f"
-                                                + " ops=%d",
+                                                + " ops=%d sent_all_gather_mb=%.3f"
+                                                + " sent_reduce_scatter_mb=%.3f"
+                                                + " sent_all_reduce_mb=%.3f sent_other_mb=%.3f",
                                         times.meanMillis(),
                                         times.lastLoss(),
                                         peakRss / 1e6,
                                         modelState / 1e6,
-                                        sent / 1e6,
+                                        sent.total() / 1e6,
                                         across / 1e6,
                                         waitNanos / 1e6,
                                         ideal / 1e6,
@@ -176,7 +179,11 @@ public final class TrainBenchRank implements Callable<Integer> {
                                         reset ? stepPeak / 1e6 : Double.NaN,
                                         (peakRss - idleRss) / (double) ideal,
                                         times.cpuMillis(),
-                                        operators)));
+                                        operators,
+                                        sent.allGather() / 1e6,
+                                        sent.reduceScatter() / 1e6,
+                                        sent.allReduce() / 1e6,
+                                        sent.other() / 1e6)));
             }
         }
         return 0;

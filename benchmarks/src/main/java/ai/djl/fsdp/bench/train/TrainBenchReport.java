@@ -67,7 +67,9 @@ final class TrainBenchReport {
                     + " peak_rss_over_ideal=%.3f idle_rss_mb_per_rank=%.1f"
                     + " init_peak_rss_mb_per_rank=%.1f step_peak_rss_mb_per_rank=%.1f"
                     + " peak_above_idle_over_ideal=%.3f cpu_ms_per_step=%.1f model=%s"
-                    + " communication_quantization=%s%s",
+                    + " communication_quantization=%s sent_all_gather_mb_per_step=%.3f"
+                    + " sent_reduce_scatter_mb_per_step=%.3f sent_all_reduce_mb_per_step=%.3f"
+                    + " sent_other_mb_per_step=%.3f%s",
                 settings.sharding(),
                 settings.nproc(),
                 settings.attention(),
@@ -100,6 +102,10 @@ final class TrainBenchReport {
                 worst.get("cpu_ms"),
                 settings.model(),
                 settings.quantization(),
+                worst.get("sent_all_gather_mb"),
+                worst.get("sent_reduce_scatter_mb"),
+                worst.get("sent_all_reduce_mb"),
+                worst.get("sent_other_mb"),
                 // Rank 0's count, when it profiled a step (the others write -1).
                 worst.get("ops") >= 0
                         ? String.format(Locale.ROOT, " ops_per_step=%.0f", worst.get("ops"))

@@ -109,8 +109,8 @@ final class TrainOptions {
             defaultValue = "none",
             description =
                     "Quantized collectives (ZeRO++'s qwZ and qgZ): none, or comma-separated"
-                            + " weights=none|int8, gradients=none|int8|int4, block=64..2048"
-                            + " (default: ${DEFAULT-VALUE}).")
+                            + " weights=none|int8, gradients=none|int8|int4, block=64..2048,"
+                            + " scope=all|inter-node (default: ${DEFAULT-VALUE}).")
     private String communicationQuantization;
 
     @Option(

@@ -32,7 +32,10 @@ class TrainBenchCommandTest {
                         + " idle_rss_mb_per_rank=([\\d.]+) init_peak_rss_mb_per_rank=([\\d.]+)"
                         + " step_peak_rss_mb_per_rank=(?:[\\d.]+|NaN)"
                         + " peak_above_idle_over_ideal=[\\d.]+ cpu_ms_per_step=[\\d.]+ model=(\\w+)"
-                        + " communication_quantization=none");
+                        + " communication_quantization=none sent_all_gather_mb_per_step=([\\d.]+)"
+                        + " sent_reduce_scatter_mb_per_step=([\\d.]+)"
+                        + " sent_all_reduce_mb_per_step=([\\d.]+)"
+                        + " sent_other_mb_per_step=([\\d.]+)");
 
     private static Matcher run(String nproc, String sharding, String attention, String... options) {
         StringWriter out = new StringWriter();
@@ -85,6 +88,18 @@ class TrainBenchCommandTest {
         double shardedState = Double.parseDouble(sharded.group(4));
         assertEquals(0.0, Double.parseDouble(baseline.group(5)));
         assertTrue(Double.parseDouble(sharded.group(5)) > 0, "FULL_SHARD sends");
+        // The bytes by kind: the weights' gathers and the gradients' reduce-scatters send.
+        double gathered = Double.parseDouble(sharded.group(12));
+        double scattered = Double.parseDouble(sharded.group(13));
+        assertTrue(gathered > 0 && scattered > 0, sharded.group());
+        assertEquals(
+                Double.parseDouble(sharded.group(5)),
+                gathered
+                        + scattered
+                        + Double.parseDouble(sharded.group(14))
+                        + Double.parseDouble(sharded.group(15)),
+                0.2,
+                "the kinds add up to what was sent: " + sharded.group());
         assertTrue(Double.parseDouble(sharded.group(6)) > 0, "the peak is measured");
         double idle = Double.parseDouble(sharded.group(9));
         assertTrue(

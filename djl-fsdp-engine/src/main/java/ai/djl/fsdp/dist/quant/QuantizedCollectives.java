@@ -11,13 +11,15 @@ import ai.djl.fsdp.tensor.quant.QuantizedRows;
 import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import java.util.List;
 
 /**
- * An all-gather and a reduce-scatter whose values cross the wire quantized by one {@link
- * SymmetricQuantizer}: codes and scales travel as two collectives of the group, and the values are
- * restored (and, for the reduce-scatter, summed in float32) when the returned {@link Work} is
- * awaited, on the caller's thread and device.
+ * An all-gather, a reduce-scatter and an all-reduce whose values cross the wire quantized by one
+ * {@link SymmetricQuantizer}: codes and scales travel as two collectives of the group, and the
+ * values are restored (and, for the reductions, summed in float32) when the returned {@link Work}
+ * is awaited, on the caller's thread and device.
  *
  * <p>The restored values are written into the output through a second tensor over its memory, so a
  * graph that saved views of the output (a unit's parameters, refilled before its backward) reads
@@ -49,16 +51,15 @@ public final class QuantizedCollectives {
      * @param group the ranks
      * @param input this rank's values, floats
      * @param output where every rank's values land, in its own float type
-     * @param what what the values are, for the error a value that is not finite raises
-     * @return the gather; {@code output} holds the values once it is awaited
-     * @throws IllegalArgumentException if a value is NaN or infinite
+     * @return the gather; {@code output} holds the values once it is awaited (NaN throughout a
+     *     block that held a value that is not finite)
      */
-    public Work allGatherAsync(ProcessGroup group, NDArray input, NDArray output, String what) {
+    public Work allGatherAsync(ProcessGroup group, NDArray input, NDArray output) {
         CollectiveArguments.requireSizes(
                 "allGather", group.getSize(), "output", output, "input", input);
         long columns = input.size();
         NDManager scope = output.getManager().newSubManager(output.getDevice());
-        QuantizedRows own = quantizer.quantize(input, 1, scope, what);
+        QuantizedRows own = quantizer.quantize(input, 1, scope);
         QuantizedRows all = quantizer.allocate(scope, group.getSize(), columns);
         List<Work> works =
                 List.of(
@@ -79,12 +80,32 @@ public final class QuantizedCollectives {
      * @param input this rank's values, floats, {@code size} pieces of {@code output.size()}
      * @param output where this rank's piece of the sum (or mean) lands, in its own float type
      * @param op {@link ReduceOp#SUM} or {@link ReduceOp#AVG}
-     * @param what what the values are, for the error a value that is not finite raises
+     * @return the reduction; {@code output} holds the result once it is awaited (NaN throughout a
+     *     block that held a value that is not finite on any rank)
+     * @throws IllegalArgumentException for another reduction
+     */
+    public Work reduceScatterAsync(ProcessGroup group, NDArray input, NDArray output, ReduceOp op) {
+        return reduceScatterAsync(group, input, output, op, null);
+    }
+
+    /**
+     * As {@link #reduceScatterAsync(ProcessGroup, NDArray, NDArray, ReduceOp)}, with error
+     * feedback: {@code residual} (what quantizing took off this rank's last input) is added to
+     * {@code input} before quantizing, and replaced by what quantizing takes off this sum. Over
+     * reductions of a series of inputs the rounding then does not accumulate: the sums of what
+     * arrive stay within one reduction's bound of the inputs' sums.
+     *
+     * @param group the ranks
+     * @param input this rank's values, floats, {@code size} pieces of {@code output.size()}
+     * @param output where this rank's piece of the sum (or mean) lands, in its own float type
+     * @param op {@link ReduceOp#SUM} or {@link ReduceOp#AVG}
+     * @param residual float32, {@code input}'s size, zeros at first and this rank's own; null for
+     *     none
      * @return the reduction; {@code output} holds the result once it is awaited
-     * @throws IllegalArgumentException if a value is NaN or infinite, or for another reduction
+     * @throws IllegalArgumentException for another reduction
      */
     public Work reduceScatterAsync(
-            ProcessGroup group, NDArray input, NDArray output, ReduceOp op, String what) {
+            ProcessGroup group, NDArray input, NDArray output, ReduceOp op, NDArray residual) {
         CollectiveArguments.requireSizes(
                 "reduceScatter", group.getSize(), "input", input, "output", output);
         if (op != ReduceOp.SUM && op != ReduceOp.AVG) {
@@ -93,7 +114,12 @@ public final class QuantizedCollectives {
         int size = group.getSize();
         long columns = output.size();
         NDManager scope = output.getManager().newSubManager(output.getDevice());
-        QuantizedRows mine = quantizer.quantize(input, size, scope, what);
+        NDArray corrected = withFeedback(input, residual, scope);
+        QuantizedRows mine = quantizer.quantize(corrected, size, scope);
+        if (residual != null) {
+            NDArray sent = quantizer.dequantize(mine, columns, scope).reshape(-1);
+            write(corrected.sub(sent), residual, scope);
+        }
         QuantizedRows theirs = quantizer.allocate(scope, size, columns);
         List<Work> works =
                 List.of(
@@ -106,6 +132,62 @@ public final class QuantizedCollectives {
                     NDArray sum = quantizer.dequantize(theirs, columns, scope).sum(new int[] {0});
                     write(op == ReduceOp.AVG ? sum.div(size) : sum, output, scope);
                 });
+    }
+
+    /**
+     * Reduces {@code array} across ranks in place, quantized both ways, once {@code after} is done:
+     * a {@link #reduceScatterAsync quantized reduce-scatter} of its pieces (the last padded with
+     * zeros) and an {@link #allGatherAsync all-gather} of the reduced pieces, quantized again. A
+     * value comes back within its ranks' bounds summed (divided by the ranks for {@link
+     * ReduceOp#AVG}) plus the bound of its reduced block; every rank restores the same values.
+     *
+     * <p>The collectives start on the thread that awaits the returned work, after {@code after}
+     * (its input is read only then), so every rank must await such reductions of a group in the
+     * same order, as it would start them.
+     *
+     * @param group the ranks
+     * @param array this rank's values, floats; the result replaces them
+     * @param op {@link ReduceOp#SUM} or {@link ReduceOp#AVG}
+     * @param after the work that writes {@code array} first, or null
+     * @return the reduction; {@code array} holds the result once it is awaited
+     * @throws IllegalArgumentException for another reduction
+     */
+    public Work allReduceAsync(ProcessGroup group, NDArray array, ReduceOp op, Work after) {
+        if (op != ReduceOp.SUM && op != ReduceOp.AVG) {
+            throw new IllegalArgumentException("Unsupported reduction " + op);
+        }
+        return new DeferredWork(after, () -> allReduce(group, array, op));
+    }
+
+    private void allReduce(ProcessGroup group, NDArray array, ReduceOp op) {
+        int size = group.getSize();
+        if (size == 1) {
+            return;
+        }
+        long count = array.size();
+        long piece = (count + size - 1) / size;
+        try (NDManager scope = array.getManager().newSubManager(array.getDevice())) {
+            array.tempAttach(scope);
+            NDArray values = Precision.cast(array, DataType.FLOAT32).reshape(-1);
+            if (piece * size != count) {
+                values = values.concat(scope.zeros(new Shape(piece * size - count)));
+            }
+            NDArray reduced = scope.zeros(new Shape(piece));
+            reduceScatterAsync(group, values, reduced, op).await();
+            NDArray gathered = scope.zeros(new Shape(piece * size));
+            allGatherAsync(group, reduced, gathered).await();
+            write(gathered.get("0:" + count), array, scope);
+        }
+    }
+
+    /** Returns {@code input} plus {@code residual} in float32, or {@code input} without one. */
+    private static NDArray withFeedback(NDArray input, NDArray residual, NDManager scope) {
+        if (residual == null) {
+            return input;
+        }
+        NDArray sum = Precision.cast(input, DataType.FLOAT32).reshape(-1).add(residual);
+        sum.attach(scope);
+        return sum;
     }
 
     /** Copies {@code values} (float32) into {@code target}'s memory in its type. */
@@ -164,6 +246,36 @@ public final class QuantizedCollectives {
             } finally {
                 scope.close();
             }
+        }
+
+        @Override
+        public boolean isDone() {
+            return done;
+        }
+    }
+
+    /** A reduction that starts once awaited, after the work that writes its input. */
+    private static final class DeferredWork implements Work {
+
+        private final Work after;
+        private final Runnable reduction;
+        private volatile boolean done;
+
+        DeferredWork(Work after, Runnable reduction) {
+            this.after = after;
+            this.reduction = reduction;
+        }
+
+        @Override
+        public synchronized void await() {
+            if (done) {
+                return;
+            }
+            if (after != null) {
+                after.await();
+            }
+            reduction.run();
+            done = true;
         }
 
         @Override

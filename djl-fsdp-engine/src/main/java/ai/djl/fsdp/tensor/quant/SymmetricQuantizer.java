@@ -14,8 +14,11 @@ import ai.djl.ndarray.types.Shape;
  * 4 (half a step). Dividing by the block's own magnitude keeps the ratio a normal float even for
  * blocks of denormals, where {@code a / maxCode} would lose its digits, and multiplying the ratio
  * back never overflows for blocks near float32's largest value. A row's last block is padded with
- * zeros; a block of zeros has scale 0 and comes back zeros. Values that are not finite cannot be
- * carried and are refused.
+ * zeros; a block of zeros has scale 0 and comes back zeros. A block holding NaN or an infinity is
+ * sent as zero codes under a NaN scale, so every value of it comes back NaN: the collective
+ * completes on every rank, and what is not finite reaches them all, as an unquantized collective
+ * would carry it, for the trainer's check of the gradient norm to find on every rank alike. Nothing
+ * here reads values back to the host, so quantizing never waits for the device.
  *
  * <p>Only libtorch operators run (DJL's, on the values' device), so the same code quantizes CPU and
  * GPU arrays; intermediate arrays are freed before a call returns.
@@ -81,6 +84,25 @@ public final class SymmetricQuantizer {
     }
 
     /**
+     * Returns how far a value can come back from itself in a block whose largest magnitude is
+     * {@code absmax}: half a step, {@code absmax / (2 maxCode)}, plus float32's rounding. Four
+     * float32 operations carry a value there and back ({@code x / a}, times {@code maxCode}, the
+     * code over {@code maxCode}, times {@code a}); each is within a relative {@code 2^-24} of its
+     * exact result, and a division one more where a kernel multiplies by a rounded reciprocal.
+     * Before the rounding to a code that moves the code by at most {@code 3 * 2^-24 * maxCode}
+     * levels, {@code 3 * 2^-24 * absmax} in value; after it the restored value moves by at most
+     * {@code 3 * 2^-24 * absmax}: {@code 6 * 2^-24 * absmax} in all, taken as {@code 2^-21 *
+     * absmax} for the terms of second order. In a block of denormals the last product rounds to the
+     * nearest denormal, within {@link Float#MIN_VALUE} more.
+     *
+     * @param absmax the block's largest magnitude, finite
+     * @return the largest distance of a value from its restored value
+     */
+    public double errorBound(double absmax) {
+        return absmax / (2.0 * bits.getMaxCode()) + 0x1p-21 * absmax + Float.MIN_VALUE;
+    }
+
+    /**
      * Returns the number of blocks a row of {@code columns} values is cut into.
      *
      * @param columns the row's length
@@ -125,11 +147,10 @@ public final class SymmetricQuantizer {
      *     length in all
      * @param rows the number of rows
      * @param manager the manager of the result
-     * @param what what the values are, for the error
-     * @return the rows quantized, each padded to a whole number of blocks
-     * @throws IllegalArgumentException if a value is NaN or infinite
+     * @return the rows quantized, each padded to a whole number of blocks; a block holding a value
+     *     that is not finite has a NaN scale
      */
-    public QuantizedRows quantize(NDArray values, long rows, NDManager manager, String what) {
+    public QuantizedRows quantize(NDArray values, long rows, NDManager manager) {
         if (rows < 1 || values.size() % rows != 0) {
             throw new IllegalArgumentException(
                     values.size() + " values cannot be cut into " + rows + " equal rows");
@@ -144,19 +165,24 @@ public final class SymmetricQuantizer {
             }
             NDArray blocks = floats.reshape(-1, blockSize);
             NDArray absmax = blocks.abs().max(new int[] {1}, true);
-            requireFinite(absmax, what);
+            // libtorch's max keeps NaN, so a block's absmax is finite only if all of it is; x * 0
+            // is 0 for a finite x and NaN for NaN or an infinity: such a block's scale is NaN.
+            NDArray scales = absmax.add(absmax.mul(0));
             // A block of zeros keeps scale 0 and is divided by 1, so its codes are zeros.
             NDArray divisor = absmax.add(absmax.eq(0).toType(DataType.FLOAT32, false));
+            NDArray ratios = blocks.div(divisor);
+            // In a block that is not finite each ratio is 0 (a finite value over an infinity) or
+            // NaN: its codes are zeros, and its NaN scale makes every value of it NaN.
+            ratios = NDArrays.where(ratios.isNaN(), ratios.zerosLike(), ratios);
             NDArray levels =
-                    blocks.div(divisor)
-                            .mul(bits.getMaxCode())
+                    ratios.mul(bits.getMaxCode())
                             .round()
                             .clip(-bits.getMaxCode(), bits.getMaxCode());
             NDArray codes = bits == QuantizedBits.INT8 ? levels : packPairs(levels);
             QuantizedRows quantized =
                     new QuantizedRows(
                             codes.reshape(-1).toType(bits.getCodeType(), false),
-                            absmax.reshape(-1));
+                            scales.reshape(-1));
             quantized.codes().attach(manager);
             quantized.scales().attach(manager);
             return quantized;
@@ -203,20 +229,5 @@ public final class SymmetricQuantizer {
     /** The inverse of {@link #packPairs}, on the bytes' values as float32. */
     private static NDArray unpackPairs(NDArray bytes) {
         return Nibbles.unpack(bytes).sub(INT4_OFFSET);
-    }
-
-    /** Refuses blocks whose largest magnitude is NaN or infinite (libtorch's max keeps NaN). */
-    private static void requireFinite(NDArray absmax, String what) {
-        NDArray bad = absmax.isNaN().logicalOr(absmax.isInfinite());
-        if (bad.any().getBoolean()) {
-            long block = bad.toType(DataType.INT32, false).reshape(-1).argMax().getLong();
-            throw new IllegalArgumentException(
-                    what
-                            + " holds NaN or an infinite value (block "
-                            + block
-                            + "), which quantized communication cannot carry: find where the"
-                            + " values overflow (a lower learning rate, gradient clipping) or"
-                            + " turn communication quantization off");
-        }
     }
 }

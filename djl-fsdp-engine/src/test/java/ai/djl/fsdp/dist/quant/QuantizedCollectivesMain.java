@@ -22,10 +22,16 @@ import java.util.Random;
  * A rank of {@link QuantizedCollectivesTest}'s jobs: gathers and reduce-scatters values of
  * different magnitudes per rank and per block, quantized, and checks each result element against
  * the exact collective's within the bound the blocks' magnitudes give: an all-gather's value within
- * {@code absmax / 127} of its block's largest magnitude (plus bfloat16's rounding of the result
- * when gathered into bfloat16), a mean within the ranks' bounds summed and divided by the ranks
- * ({@code absmax / 127} in int8, {@code absmax / 7} in int4, each rank's own block). Prints {@code
- * OK} and exits 0 when all hold, else prints the failures and exits 1.
+ * {@link SymmetricQuantizer#errorBound} of its block's largest magnitude (half a step, {@code
+ * absmax / 254}, and float32's rounding), plus bfloat16's rounding of the result ({@code 2^-8} of
+ * it) when gathered into bfloat16; a mean within the ranks' bounds summed and divided by the ranks,
+ * plus float32's rounding of the sum and the division ({@code 2^-23} of the restored values'
+ * magnitudes summed); an all-reduce's mean within that bound of its piece's reduce-scatter plus the
+ * bound of its reduced block, whose largest magnitude is at most the exact means' plus the first
+ * bound. Then again with one NaN in rank 0's values, in the last rank's piece of the
+ * reduce-scatter: every rank completes the collectives, the block that held the NaN comes back NaN
+ * wherever it lands, and every other value keeps its bound. Prints {@code OK} and exits 0 when all
+ * hold, else prints the failures and exits 1.
  */
 public final class QuantizedCollectivesMain {
 
@@ -39,6 +45,7 @@ public final class QuantizedCollectivesMain {
     private final int rank;
     private final int size;
     private final List<String> failures = new ArrayList<>();
+    private boolean poisoned;
 
     private QuantizedCollectivesMain(ProcessGroup group, NDManager manager) {
         this.group = group;
@@ -58,6 +65,13 @@ public final class QuantizedCollectivesMain {
             check.checkAllGather(Precision.BFLOAT16);
             check.checkReduceScatter(QuantizedBits.INT8);
             check.checkReduceScatter(QuantizedBits.INT4);
+            check.checkAllReduce(QuantizedBits.INT8);
+            check.checkAllReduce(QuantizedBits.INT4);
+            check.checkErrorFeedback(QuantizedBits.INT4);
+            check.poisoned = true;
+            check.checkAllGather(Precision.FLOAT32);
+            check.checkReduceScatter(QuantizedBits.INT8);
+            check.checkReduceScatter(QuantizedBits.INT4);
             group.barrier();
         }
         if (!check.failures.isEmpty()) {
@@ -68,17 +82,26 @@ public final class QuantizedCollectivesMain {
         System.exit(0);
     }
 
-    /** Rank {@code r}'s values: Gaussians scaled per block of 256 by 10^(block mod 4 - 2). */
-    private static float[] values(int r, int count) {
+    /**
+     * Rank {@code r}'s values: Gaussians scaled per block of 256 by 10^(block mod 4 - 2); once
+     * poisoned, rank 0's value 300 of the last piece is NaN (its second block's).
+     */
+    private float[] values(int r, int count) {
         Random random = new Random(31L * r + count);
         float[] values = new float[count];
         for (int i = 0; i < count; i++) {
             values[i] = (float) (random.nextGaussian() * Math.pow(10, (i / BLOCK + r) % 4 - 2));
         }
+        if (poisoned && r == 0) {
+            values[count - PIECE + 300] = Float.NaN;
+        }
         return values;
     }
 
-    /** The largest magnitude of the block holding element {@code i} of a row of {@code row}. */
+    /**
+     * The largest magnitude of the block holding element {@code i} of a row of {@code row}: NaN if
+     * the block holds NaN, whose values then come back NaN.
+     */
     private static float absmax(float[] row, int start, int length, int i) {
         int from = start + (i - start) / BLOCK * BLOCK;
         int to = Math.min(start + length, from + BLOCK);
@@ -90,19 +113,19 @@ public final class QuantizedCollectivesMain {
     }
 
     private void checkAllGather(Precision type) {
-        QuantizedCollectives collectives =
-                new QuantizedCollectives(SymmetricQuantizer.of(QuantizedBits.INT8, BLOCK));
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(QuantizedBits.INT8, BLOCK);
+        QuantizedCollectives collectives = new QuantizedCollectives(quantizer);
         NDArray input = type.cast(manager.create(values(rank, PIECE)));
         NDArray output = type.empty(manager, new Shape((long) PIECE * size));
-        collectives.allGatherAsync(group, input, output, "test weights").await();
+        collectives.allGatherAsync(group, input, output).await();
         float[] got = floats(output);
         for (int r = 0; r < size; r++) {
             // What rank r sent, as this rank computes it: in the gather's type first.
             float[] sent = floats(type.cast(manager.create(values(r, PIECE))));
             for (int i = 0; i < PIECE; i++) {
-                double bound = absmax(sent, 0, PIECE, i) / 127.0;
+                double bound = quantizer.errorBound(absmax(sent, 0, PIECE, i));
                 if (type != Precision.FLOAT32) {
-                    bound += Math.abs(sent[i]) / 128.0;
+                    bound += (Math.abs(sent[i]) + bound) * 0x1p-8;
                 }
                 check(
                         "allGather into " + type.getName(),
@@ -115,33 +138,117 @@ public final class QuantizedCollectivesMain {
     }
 
     private void checkReduceScatter(QuantizedBits bits) {
-        QuantizedCollectives collectives =
-                new QuantizedCollectives(SymmetricQuantizer.of(bits, BLOCK));
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, BLOCK);
+        QuantizedCollectives collectives = new QuantizedCollectives(quantizer);
         NDArray input = manager.create(values(rank, PIECE * size));
         NDArray output = manager.zeros(new Shape(PIECE));
-        collectives
-                .reduceScatterAsync(group, input, output, ReduceOp.AVG, "test gradients")
-                .await();
+        collectives.reduceScatterAsync(group, input, output, ReduceOp.AVG).await();
         float[] got = output.toFloatArray();
         for (int i = 0; i < PIECE; i++) {
-            double exact = 0;
-            double bound = 0;
-            for (int r = 0; r < size; r++) {
-                float[] row = values(r, PIECE * size);
-                exact += row[rank * PIECE + i];
-                bound += absmax(row, rank * PIECE, PIECE, rank * PIECE + i) / bits.getMaxCode();
-            }
+            Mean mean = mean(quantizer, i, 1);
             check(
                     "reduceScatter " + bits.getName(),
                     i,
                     got[i],
-                    exact / size,
-                    bound / size + 1e-6 * Math.abs(exact));
+                    mean.exact(),
+                    mean.bound() + 0x1p-23 * mean.magnitudes());
         }
     }
 
+    private void checkAllReduce(QuantizedBits bits) {
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, BLOCK);
+        NDArray array = manager.create(values(rank, PIECE));
+        new QuantizedCollectives(quantizer)
+                .allReduceAsync(group, array, ReduceOp.AVG, null)
+                .await();
+        float[] got = array.toFloatArray();
+        // Each rank's values are cut into pieces of the padded length, each piece into blocks.
+        int piece = (PIECE + size - 1) / size;
+        double[] exact = new double[PIECE];
+        double[] first = new double[PIECE];
+        for (int r = 0; r < size; r++) {
+            float[] row = values(r, PIECE);
+            for (int i = 0; i < PIECE; i++) {
+                int start = i / piece * piece;
+                int length = Math.min(piece, PIECE - start);
+                double error = quantizer.errorBound(absmax(row, start, length, i));
+                exact[i] += row[i] / (double) size;
+                first[i] += error / size + 0x1p-23 * (Math.abs(row[i]) + error);
+            }
+        }
+        for (int i = 0; i < PIECE; i++) {
+            int start = i / piece * piece;
+            int from = start + (i - start) / BLOCK * BLOCK;
+            int to = Math.min(Math.min(PIECE, start + piece), from + BLOCK);
+            double reduced = 0;
+            for (int j = from; j < to; j++) {
+                reduced = Math.max(reduced, Math.abs(exact[j]) + first[j]);
+            }
+            check(
+                    "allReduce " + bits.getName(),
+                    i,
+                    got[i],
+                    exact[i],
+                    first[i] + quantizer.errorBound(reduced));
+        }
+    }
+
+    private void checkErrorFeedback(QuantizedBits bits) {
+        int steps = 4;
+        SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, BLOCK);
+        QuantizedCollectives collectives = new QuantizedCollectives(quantizer);
+        NDArray input = manager.create(values(rank, PIECE * size));
+        NDArray residual = manager.zeros(new Shape((long) PIECE * size));
+        double[] sums = new double[PIECE];
+        for (int step = 0; step < steps; step++) {
+            NDArray output = manager.zeros(new Shape(PIECE));
+            collectives.reduceScatterAsync(group, input, output, ReduceOp.AVG, residual).await();
+            float[] got = output.toFloatArray();
+            for (int i = 0; i < PIECE; i++) {
+                sums[i] += got[i];
+            }
+        }
+        double grown = 1 + 1.0 / bits.getMaxCode();
+        for (int i = 0; i < PIECE; i++) {
+            Mean mean = mean(quantizer, i, grown);
+            check(
+                    "reduceScatter with error feedback " + bits.getName(),
+                    i,
+                    sums[i],
+                    steps * mean.exact(),
+                    mean.bound() + steps * 0x1p-23 * mean.magnitudes());
+        }
+    }
+
+    /**
+     * The exact mean of element {@code i} of this rank's piece over the ranks, the ranks' bounds
+     * summed and divided by the ranks, and the values' and bounds' magnitudes summed.
+     */
+    private record Mean(double exact, double bound, double magnitudes) {}
+
+    /**
+     * The mean of element {@code i} of this rank's piece, each block's absmax times {@code grown}.
+     */
+    private Mean mean(SymmetricQuantizer quantizer, int i, double grown) {
+        double exact = 0;
+        double bound = 0;
+        double magnitudes = 0;
+        for (int r = 0; r < size; r++) {
+            float[] row = values(r, PIECE * size);
+            float value = row[rank * PIECE + i];
+            double error =
+                    quantizer.errorBound(
+                            grown * absmax(row, rank * PIECE, PIECE, rank * PIECE + i));
+            exact += value;
+            bound += error;
+            magnitudes += Math.abs(value) + error;
+        }
+        return new Mean(exact / size, bound / size, magnitudes);
+    }
+
     private void check(String what, int at, double got, double exact, double bound) {
-        if (!(Math.abs(got - exact) <= bound)) {
+        boolean held = Double.isNaN(bound) ? Double.isNaN(got) : Math.abs(got - exact) <= bound;
+        if (!held) {
             failures.add(
                     what
                             + ": element "

@@ -18,12 +18,13 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The quantizers against a float reference computed here in Java, value by value: every value comes
- * back within the issue's bound of {@code absmax / 127} (int8) or {@code absmax / 7} (int4) of its
- * block's largest magnitude, and within half a step ({@code absmax / (2 maxCode)}: rounded to the
- * nearest level) up to float32's rounding of the ratio, a millionth of absmax (or 4 of the smallest
- * denormals in a block of denormals); and a normal value comes back on the block's grid of levels
- * {@code k / maxCode * absmax}. Which of two levels a value exactly between them takes is left to
- * libtorch's kernel, so the checks hold on every CPU.
+ * back within half a step of itself ({@code absmax / (2 maxCode)} of its block's largest magnitude:
+ * rounded to the nearest level) plus float32's rounding ({@link SymmetricQuantizer#errorBound}: a
+ * {@code 2^-21} of absmax, and the smallest denormal in a block of denormals), and a normal value
+ * comes back on the block's grid of levels {@code k / maxCode * absmax}. Which of two levels a
+ * value exactly between them takes is left to libtorch's kernel, so the checks hold on every CPU
+ * (the module's build runs them under the machine's kernels, {@code ATEN_CPU_CAPABILITY=default}
+ * and {@code avx2}).
  */
 class SymmetricQuantizerTest {
 
@@ -82,7 +83,7 @@ class SymmetricQuantizerTest {
         values[1] = -7;
         values[2] = 1;
         NDArray rows = manager.create(values, new Shape(1, 64));
-        try (QuantizedRows quantized = quantizer.quantize(rows, 1, manager, "test values")) {
+        try (QuantizedRows quantized = quantizer.quantize(rows, 1, manager)) {
             assertEquals(32, quantized.codes().size());
             byte[] codes = quantized.codes().toByteArray();
             assertEquals((byte) (15 * 16 + 1), codes[0]);
@@ -93,21 +94,32 @@ class SymmetricQuantizerTest {
 
     @ParameterizedTest
     @EnumSource(QuantizedBits.class)
-    void nonFiniteValuesAreRefusedNamingThemAndTheWayOut(QuantizedBits bits) {
+    void aBlockHoldingNanOrAnInfinityComesBackNanAndTheOthersWithinTheirBound(QuantizedBits bits) {
         SymmetricQuantizer quantizer = SymmetricQuantizer.of(bits, 64);
         for (float bad :
                 new float[] {Float.NaN, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY}) {
             float[] values = new float[200];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = (i % 7) - 3f;
+            }
             values[150] = bad;
             NDArray rows = manager.create(values, new Shape(2, 100));
-            IllegalArgumentException e =
-                    assertThrows(
-                            IllegalArgumentException.class,
-                            () -> quantizer.quantize(rows, 2, manager, "the gradient of unit h.0"));
-            assertTrue(
-                    e.getMessage().startsWith("the gradient of unit h.0 holds NaN"), e::getMessage);
-            assertTrue(e.getMessage().contains("(block 2)"), e::getMessage);
-            assertTrue(e.getMessage().contains("turn communication quantization off"));
+            float[] back;
+            try (QuantizedRows quantized = quantizer.quantize(rows, 2, manager)) {
+                float[] scales = quantized.scales().toFloatArray();
+                // Row 1's values 100..163 are its block 0, the array's block 2.
+                for (int block = 0; block < scales.length; block++) {
+                    assertEquals(block == 2, Float.isNaN(scales[block]), "scale " + block);
+                }
+                back = quantizer.dequantize(quantized, 100, manager).toFloatArray();
+            }
+            for (int i = 0; i < values.length; i++) {
+                if (i >= 100 && i < 164) {
+                    assertTrue(Float.isNaN(back[i]), bad + ": value " + i + " is " + back[i]);
+                } else {
+                    assertEquals(values[i], back[i], quantizer.errorBound(3));
+                }
+            }
         }
     }
 
@@ -139,7 +151,7 @@ class SymmetricQuantizerTest {
         int columns = values.length / rows;
         NDArray array = manager.create(values, new Shape(rows, columns));
         float[] back;
-        try (QuantizedRows quantized = quantizer.quantize(array, rows, manager, "test values")) {
+        try (QuantizedRows quantized = quantizer.quantize(array, rows, manager)) {
             assertEquals(rows * quantizer.blocksPerRow(columns), quantized.scales().size());
             NDArray restored = quantizer.dequantize(quantized, columns, manager);
             assertEquals(new Shape(rows, columns), restored.getShape());
@@ -153,13 +165,12 @@ class SymmetricQuantizerTest {
                     absmax = Math.max(absmax, Math.abs(values[r * columns + i]));
                 }
                 int max = bits.getMaxCode();
-                double slack = Math.max(absmax * 1e-6, 4 * Float.MIN_VALUE);
+                double bound = quantizer.errorBound(absmax);
                 for (int i = start; i < end; i++) {
                     int at = r * columns + i;
                     String where = "value " + at + " = " + values[at] + " (absmax " + absmax + ")";
                     double error = Math.abs((double) back[at] - values[at]);
-                    assertTrue(error <= (double) absmax / max, where);
-                    assertTrue(error <= (double) absmax / (2 * max) + slack, where);
+                    assertTrue(error <= bound, where + ": " + error + " > " + bound);
                     if (absmax >= Float.MIN_NORMAL) {
                         double level = (double) back[at] / absmax * max;
                         assertEquals(Math.rint(level), level, 1e-4, where);

@@ -3,7 +3,6 @@ package ai.djl.fsdp.internal.config;
 import ai.djl.Device;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;
-import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -22,18 +21,14 @@ import java.util.Optional;
  * @param prefetch whether the next unit's all-gather starts before the current unit computes
  * @param computeType the type units gather their parameters in and compute in
  * @param reduceType the type gradients are reduced in
- * @param weightQuantizer how trainable weights are quantized for their all-gather, each rank
- *     restoring them in the compute type; null to gather them exactly
- * @param gradientQuantizer how gradients are quantized once for an all-to-all and summed in float32
- *     by the rank that owns each piece, instead of a reduce-scatter; null to reduce them exactly
+ * @param quantizers which collectives send quantized values
  */
 public record ExecutionOptions(
         boolean reshardAfterForward,
         boolean prefetch,
         Precision computeType,
         Precision reduceType,
-        SymmetricQuantizer weightQuantizer,
-        SymmetricQuantizer gradientQuantizer) {
+        CollectiveQuantizers quantizers) {
 
     /**
      * Checks the types.
@@ -43,6 +38,7 @@ public record ExecutionOptions(
     public ExecutionOptions {
         Objects.requireNonNull(computeType, "computeType");
         Objects.requireNonNull(reduceType, "reduceType");
+        Objects.requireNonNull(quantizers, "quantizers");
     }
 
     /**

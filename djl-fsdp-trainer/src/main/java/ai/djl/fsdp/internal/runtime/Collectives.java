@@ -7,12 +7,15 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.ShardingMesh;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.dist.quant.QuantizedCollectives;
+import ai.djl.fsdp.internal.config.CollectiveQuantizers;
+import ai.djl.fsdp.internal.config.ExecutionOptions;
 import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.io.IOException;
@@ -27,7 +30,8 @@ import java.util.function.Function;
  * gradient reduction, putting whole parameters back into the model, and a synchronized BatchNorm's
  * statistics and gradient sums. Gathers and reduce-scatters run in the mesh's shard group; under
  * hybrid sharding each reduced gradient shard is then averaged across the replicate group, queued
- * behind its reduce-scatter. A synchronized BatchNorm's collectives span all ranks.
+ * behind its reduce-scatter (quantized when the options say so: the traffic between nodes). A
+ * synchronized BatchNorm's collectives span all ranks.
  */
 public final class Collectives {
 
@@ -36,6 +40,8 @@ public final class Collectives {
     private final ProcessGroup replicateGroup;
     private final QuantizedCollectives weightGather;
     private final QuantizedCollectives gradientReduction;
+    private final QuantizedCollectives replicaReduction;
+    private final Map<FlatParameter, NDArray> residuals;
 
     /**
      * Creates the collectives of a model sharded over {@code group}.
@@ -43,29 +49,32 @@ public final class Collectives {
      * @param group the ranks
      */
     public Collectives(ProcessGroup group) {
-        this(ShardingMesh.flat(group), null, null);
+        this(ShardingMesh.flat(group), CollectiveQuantizers.NONE);
     }
 
     /**
      * Creates the collectives of a model sharded over the shard groups of {@code mesh}, replicated
-     * across its replicate groups.
+     * across its replicate groups, quantized as {@code options} say.
      *
      * @param mesh the ranks
-     * @param weightQuantizer how trainable weights are quantized for the gathers units compute
-     *     with, null to gather them exactly
-     * @param gradientQuantizer how gradients are quantized for their reduce-scatters, null to
-     *     reduce them exactly; null under hybrid sharding (the trainer refuses both together)
+     * @param options the quantizers of weights, gradients and replicas (null ones are exact)
      */
-    public Collectives(
-            ShardingMesh mesh,
-            SymmetricQuantizer weightQuantizer,
-            SymmetricQuantizer gradientQuantizer) {
+    public Collectives(ShardingMesh mesh, ExecutionOptions options) {
+        this(mesh, options.quantizers());
+    }
+
+    private Collectives(ShardingMesh mesh, CollectiveQuantizers quantizers) {
         this.world = mesh.getWorld();
         this.shardGroup = mesh.getShardGroup();
         this.replicateGroup = mesh.getReplicateGroup().orElse(null);
-        weightGather = weightQuantizer == null ? null : new QuantizedCollectives(weightQuantizer);
-        gradientReduction =
-                gradientQuantizer == null ? null : new QuantizedCollectives(gradientQuantizer);
+        weightGather = quantized(quantizers.weights());
+        gradientReduction = quantized(quantizers.gradients());
+        replicaReduction = quantized(quantizers.replicas());
+        residuals = quantizers.errorFeedback() ? new IdentityHashMap<>() : null;
+    }
+
+    private static QuantizedCollectives quantized(SymmetricQuantizer quantizer) {
+        return quantizer == null ? null : new QuantizedCollectives(quantizer);
     }
 
     /** Returns every rank of the job. */
@@ -108,8 +117,7 @@ public final class Collectives {
                     NDArray shard = flat.shardIn(type);
                     works.add(
                             quantized != null && flat.isTrainable()
-                                    ? quantized.allGatherAsync(
-                                            shardGroup, shard, full, "weights " + flat.getId())
+                                    ? quantized.allGatherAsync(shardGroup, shard, full)
                                     : shardGroup.allGatherAsync(shard, full));
                 }
             }
@@ -157,7 +165,7 @@ public final class Collectives {
                                         gradient,
                                         shardGradient,
                                         ReduceOp.AVG,
-                                        "the gradient of " + flat.getId())
+                                        residual(flat, gradient))
                                 : shardGroup.reduceScatterAsync(
                                         gradient, shardGradient, ReduceOp.AVG);
                 parts.add(
@@ -176,12 +184,36 @@ public final class Collectives {
     }
 
     /**
+     * Returns the error feedback residual of {@code flat}'s gradient (zeros at first, on the
+     * gradient's device, kept with the shard), or null without error feedback.
+     */
+    private NDArray residual(FlatParameter flat, NDArray gradient) {
+        if (residuals == null) {
+            return null;
+        }
+        return residuals.computeIfAbsent(
+                flat,
+                f ->
+                        f.getShard()
+                                .getManager()
+                                .zeros(
+                                        new Shape(gradient.size()),
+                                        DataType.FLOAT32,
+                                        gradient.getDevice()));
+    }
+
+    /**
      * Averages {@code reduced} across the replicate group once {@code before} (its reduction in the
-     * shard group, or null) is done; returns the work that completes last, null if none.
+     * shard group, or null) is done, quantized if asked (it then starts when awaited: every rank
+     * completes its reductions in the same order); returns the work that completes last, null if
+     * none.
      */
     private Work acrossReplicas(NDArray reduced, Work before) {
         if (replicateGroup == null) {
             return before;
+        }
+        if (replicaReduction != null) {
+            return replicaReduction.allReduceAsync(replicateGroup, reduced, ReduceOp.AVG, before);
         }
         return before == null
                 ? replicateGroup.allReduceAsync(reduced, ReduceOp.AVG)

@@ -7,20 +7,26 @@ import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * A process group that counts the bytes this rank sends, as the ring algorithms (those of the
  * socket backend and NCCL) move them: an all-gather or reduce-scatter sends {@code (N-1)/N} of the
  * full buffer, an all-reduce twice that, a broadcast the whole array from every rank but the last
  * in the ring, an all-to-all what its backend says it sends ({@link
- * ProcessGroup#allToAllSentBytes}: relayed pieces counted each time they go out); and the time the
- * caller spends blocked waiting for collectives to finish (the communication that compute did not
- * hide).
+ * ProcessGroup#allToAllSentBytes}: relayed pieces counted each time they go out), each under its
+ * kind ({@link SentBytes}); and the time the caller spends blocked waiting for collectives to
+ * finish (the communication that compute did not hide).
  */
 public final class MeteredProcessGroup implements ProcessGroup {
 
+    private static final int ALL_GATHER = 0;
+    private static final int REDUCE_SCATTER = 1;
+    private static final int ALL_REDUCE = 2;
+    private static final int OTHER = 3;
+
     private final ProcessGroup group;
-    private final AtomicLong sentBytes;
+    private final AtomicLongArray sentBytes;
     private final AtomicLong waitNanos;
     private final AtomicLong ownSentBytes = new AtomicLong();
 
@@ -30,22 +36,27 @@ public final class MeteredProcessGroup implements ProcessGroup {
      * @param group the group that runs them
      */
     public MeteredProcessGroup(ProcessGroup group) {
-        this(group, new AtomicLong(), new AtomicLong());
+        this(group, new AtomicLongArray(OTHER + 1), new AtomicLong());
     }
 
-    private MeteredProcessGroup(ProcessGroup group, AtomicLong sentBytes, AtomicLong waitNanos) {
+    private MeteredProcessGroup(
+            ProcessGroup group, AtomicLongArray sentBytes, AtomicLong waitNanos) {
         this.group = group;
         this.sentBytes = sentBytes;
         this.waitNanos = waitNanos;
     }
 
     /**
-     * Returns the bytes sent since the last call, and starts counting again from zero.
+     * Returns the bytes sent since the last call, by kind, and starts counting again from zero.
      *
      * @return the bytes sent in this group and its subgroups
      */
-    public long takeSentBytes() {
-        return sentBytes.getAndSet(0);
+    public SentBytes takeSentBytes() {
+        return new SentBytes(
+                sentBytes.getAndSet(ALL_GATHER, 0),
+                sentBytes.getAndSet(REDUCE_SCATTER, 0),
+                sentBytes.getAndSet(ALL_REDUCE, 0),
+                sentBytes.getAndSet(OTHER, 0));
     }
 
     /**
@@ -59,8 +70,8 @@ public final class MeteredProcessGroup implements ProcessGroup {
     }
 
     /** Counts bytes this rank sends in this group, into its own figure and the shared one. */
-    private void sent(long bytes) {
-        sentBytes.addAndGet(bytes);
+    private void sent(int kind, long bytes) {
+        sentBytes.addAndGet(kind, bytes);
         ownSentBytes.addAndGet(bytes);
     }
 
@@ -134,19 +145,19 @@ public final class MeteredProcessGroup implements ProcessGroup {
 
     @Override
     public Work allGatherAsync(NDArray input, NDArray output) {
-        sent(bytes(input) * (getSize() - 1));
+        sent(ALL_GATHER, bytes(input) * (getSize() - 1));
         return timed(group.allGatherAsync(input, output));
     }
 
     @Override
     public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-        sent(bytes(output) * (getSize() - 1));
+        sent(REDUCE_SCATTER, bytes(output) * (getSize() - 1));
         return timed(group.reduceScatterAsync(input, output, op));
     }
 
     @Override
     public Work allToAllAsync(NDArray input, NDArray output) {
-        sent(group.allToAllSentBytes(bytes(input)));
+        sent(REDUCE_SCATTER, group.allToAllSentBytes(bytes(input)));
         return timed(group.allToAllAsync(input, output));
     }
 
@@ -157,13 +168,13 @@ public final class MeteredProcessGroup implements ProcessGroup {
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op) {
-        sent(2 * bytes(array) * (getSize() - 1) / getSize());
+        sent(ALL_REDUCE, 2 * bytes(array) * (getSize() - 1) / getSize());
         return timed(group.allReduceAsync(array, op));
     }
 
     @Override
     public Work allReduceAsync(NDArray array, ReduceOp op, Work after) {
-        sent(2 * bytes(array) * (getSize() - 1) / getSize());
+        sent(ALL_REDUCE, 2 * bytes(array) * (getSize() - 1) / getSize());
         Work inner = after instanceof TimedWork timedWork ? timedWork.work : after;
         return timed(group.allReduceAsync(array, op, inner));
     }
@@ -177,7 +188,7 @@ public final class MeteredProcessGroup implements ProcessGroup {
     @Override
     public Work broadcastAsync(NDArray array, int root) {
         if (getSize() > 1 && getRank() != Math.floorMod(root - 1, getSize())) {
-            sent(bytes(array));
+            sent(OTHER, bytes(array));
         }
         return timed(group.broadcastAsync(array, root));
     }
