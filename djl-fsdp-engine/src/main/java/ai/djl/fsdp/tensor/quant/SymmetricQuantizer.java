@@ -2,6 +2,7 @@ package ai.djl.fsdp.tensor.quant;
 
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
