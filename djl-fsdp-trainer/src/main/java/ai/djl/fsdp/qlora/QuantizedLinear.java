@@ -253,9 +253,20 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
             boolean training,
             PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
-        NDArray weight = Precision.castLike(weight(store, x, training), x);
-        NDArray y = x.matMul(fanInFanOut ? weight : weight.swapAxes(0, 1));
-        return new NDList(bias == null ? y : y.add(store.getValue(bias, x.getDevice(), training)));
+        NDArray y;
+        // The decoded weight is closed once used: autograd keeps what backward needs of it, and
+        // left open it would stay until the unit's arrays are freed, every projection's at once.
+        try (NDArray decoded = weight(store, x, training);
+                NDArray weight = Precision.castLike(decoded, x);
+                NDArray transposed = fanInFanOut ? null : weight.swapAxes(0, 1)) {
+            y = x.matMul(fanInFanOut ? weight : transposed);
+        }
+        if (bias == null) {
+            return new NDList(y);
+        }
+        try (y) {
+            return new NDList(y.add(store.getValue(bias, x.getDevice(), training)));
+        }
     }
 
     @Override
