@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import java.util.function.UnaryOperator;
 
 /**
  * bitsandbytes' decoding as tensor operations, on whatever device the codes are: each code's value
@@ -15,7 +16,8 @@ import ai.djl.ndarray.types.Shape;
  * <p>Every intermediate is closed as soon as it is used: the arrays are made in the manager of the
  * codes (the gathered unit's), which lives as long as the unit is gathered, so a layer's weights
  * would otherwise each leave several times their float32 size behind until then (on a 5120 x 13824
- * projection, 2.5 GB). A weight holds at most its codes' lookup and its values in float32 at once.
+ * projection, 2.5 GB). A layer's forward decodes a chunk at a time, so that beside the weight in
+ * the compute type it holds one chunk's float32 values.
  */
 final class Dequantization {
 
@@ -60,6 +62,61 @@ final class Dequantization {
             return scaled(counted, absmax, blockSize);
         } finally {
             pairs.close();
+        }
+    }
+
+    /**
+     * Decodes {@code count} values as {@link #fourBit(NDArray, NDArray, NDArray, int, long)} does,
+     * {@code chunk} values at a time (rounded down to whole blocks of whole bytes), each converted
+     * before the next is decoded: the float32 values of one chunk at most exist at once.
+     *
+     * @param packed the bytes (uint8), any shape
+     * @param code the 16 values by nibble (float32)
+     * @param absmax one float32 scale a block
+     * @param blockSize the values a scale covers
+     * @param count the number of values
+     * @param chunk the values decoded at a time
+     * @param convert what each chunk's float32 values become (such as a cast); it may return them
+     * @return the converted values, flat
+     */
+    static NDArray fourBit(
+            NDArray packed,
+            NDArray code,
+            NDArray absmax,
+            int blockSize,
+            long count,
+            long chunk,
+            UnaryOperator<NDArray> convert) {
+        long step = Math.max(chunk - chunk % (2L * blockSize), 2L * blockSize);
+        NDList pieces = new NDList();
+        try (NDArray bytes = packed.reshape(-1);
+                NDArray scales = absmax.reshape(-1)) {
+            for (long from = 0; from < count; from += step) {
+                long to = Math.min(count, from + step);
+                NDArray decoded;
+                try (NDArray piece = bytes.get(new NDIndex("{}:{}", from / 2, (to + 1) / 2));
+                        NDArray pieceScales =
+                                scales.get(
+                                        new NDIndex(
+                                                "{}:{}",
+                                                from / blockSize,
+                                                (to + blockSize - 1) / blockSize))) {
+                    decoded = fourBit(piece, code, pieceScales, blockSize, to - from);
+                }
+                NDArray converted = convert.apply(decoded);
+                if (converted != decoded) {
+                    decoded.close();
+                }
+                pieces.add(converted);
+            }
+            if (pieces.size() == 1) {
+                return pieces.get(0);
+            }
+            return NDArrays.concat(pieces);
+        } finally {
+            if (pieces.size() > 1) {
+                pieces.close();
+            }
         }
     }
 

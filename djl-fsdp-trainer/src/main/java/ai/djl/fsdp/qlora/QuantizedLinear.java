@@ -19,6 +19,7 @@ import ai.djl.util.PairList;
 import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 
 /**
  * A frozen linear projection whose weight is held as bitsandbytes holds a {@code Linear4bit}'s:
@@ -43,6 +44,12 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
     static final String NESTED_ABSMAX = "weight.nested_absmax";
     static final String NESTED_QUANT_MAP = "weight.nested_quant_map";
     static final String NESTED_OFFSET = "weight.nested_offset";
+
+    /**
+     * Values a forward decodes at a time: their float32 decoding (a few arrays of 16 MB) is all it
+     * holds beside the weight in the compute type.
+     */
+    static final long DECODED_CHUNK = 1L << 22;
 
     private final LinearProjection original;
     private final long in;
@@ -226,24 +233,42 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
      * @return the decoded weight
      */
     public NDArray weight(ParameterStore store, NDArray like, boolean training) {
+        return decode(store, like, training, UnaryOperator.identity());
+    }
+
+    /**
+     * Decodes the weight a chunk of values at a time, each chunk converted (cast to the compute
+     * type) before the next is decoded, and the chunks joined in the projection's layout.
+     */
+    private NDArray decode(
+            ParameterStore store, NDArray like, boolean training, UnaryOperator<NDArray> convert) {
+        Shape shape = getWeightShape();
         NDArray scales = store.getValue(absmax, like.getDevice(), training);
         if (nestedAbsmax != null) {
-            scales =
+            try (NDArray centred =
                     Dequantization.eightBit(
-                                    scales,
-                                    store.getValue(nestedQuantMap, like.getDevice(), training),
-                                    store.getValue(nestedAbsmax, like.getDevice(), training),
-                                    NestedScales.BLOCK_SIZE)
-                            .add(store.getValue(nestedOffset, like.getDevice(), training));
+                            scales,
+                            store.getValue(nestedQuantMap, like.getDevice(), training),
+                            store.getValue(nestedAbsmax, like.getDevice(), training),
+                            NestedScales.BLOCK_SIZE)) {
+                scales = centred.add(store.getValue(nestedOffset, like.getDevice(), training));
+            }
         }
-        Shape shape = getWeightShape();
-        return Dequantization.fourBit(
+        try (NDArray flat =
+                Dequantization.fourBit(
                         store.getValue(packed, like.getDevice(), training),
                         store.getValue(quantMap, like.getDevice(), training),
                         scales,
                         config.getBlockSize(),
-                        shape.size())
-                .reshape(shape);
+                        shape.size(),
+                        DECODED_CHUNK,
+                        convert)) {
+            return flat.reshape(shape);
+        } finally {
+            if (nestedAbsmax != null) {
+                scales.close();
+            }
+        }
     }
 
     @Override
@@ -256,8 +281,8 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
         NDArray y;
         // The decoded weight is closed once used: autograd keeps what backward needs of it, and
         // left open it would stay until the unit's arrays are freed, every projection's at once.
-        try (NDArray decoded = weight(store, x, training);
-                NDArray weight = Precision.castLike(decoded, x);
+        try (NDArray weight =
+                        decode(store, x, training, decoded -> Precision.castLike(decoded, x));
                 NDArray transposed = fanInFanOut ? null : weight.swapAxes(0, 1)) {
             y = x.matMul(fanInFanOut ? weight : transposed);
         }
