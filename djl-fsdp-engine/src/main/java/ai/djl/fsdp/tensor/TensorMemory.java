@@ -11,6 +11,8 @@ import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * What collectives and mixed precision need from a PyTorch tensor that DJL does not offer: its raw
@@ -71,13 +73,63 @@ public final class TensorMemory {
      * Returns a native-order direct buffer over a CPU array's own memory: writes through it change
      * the array, with no copy. It stays valid while the array is open.
      *
-     * @param array a contiguous PyTorch-engine array on the CPU
+     * @param array a contiguous PyTorch-engine array on the CPU, of at most 2 GiB ({@link
+     *     Integer#MAX_VALUE} bytes, a buffer's limit)
      * @param role how the caller names the array in errors, such as {@code "allGather input"}
      * @return the buffer, its capacity the array's size in bytes
+     * @throws IllegalArgumentException if the array is not on the CPU, not contiguous, of an
+     *     element type without a fixed size, or larger than a buffer can be
+     */
+    public static ByteBuffer hostBuffer(NDArray array, String role) {
+        long bytes = hostBytes(array, role);
+        if (bytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(
+                    "The "
+                            + role
+                            + " (shape "
+                            + array.getShape()
+                            + ") holds "
+                            + bytes
+                            + " bytes, more than one buffer's 2 GiB: pass it in pieces"
+                            + " (hostBuffers)");
+        }
+        return hostBuffers(array, role, Integer.MAX_VALUE).get(0);
+    }
+
+    /**
+     * Returns native-order direct buffers over consecutive pieces of a CPU array's own memory, each
+     * at most {@code maxBytes} long, in order: together they are the array's bytes, with no copy,
+     * valid while the array is open. An array too large for one buffer goes through a collective
+     * this way, piece by piece.
+     *
+     * @param array a contiguous PyTorch-engine array on the CPU
+     * @param role how the caller names the array in errors, such as {@code "broadcast array"}
+     * @param maxBytes the largest piece, positive
+     * @return the pieces; one empty buffer for an empty array
      * @throws IllegalArgumentException if the array is not on the CPU, not contiguous, or of an
      *     element type without a fixed size
      */
-    public static ByteBuffer hostBuffer(NDArray array, String role) {
+    public static List<ByteBuffer> hostBuffers(NDArray array, String role, int maxBytes) {
+        if (maxBytes <= 0) {
+            throw new IllegalArgumentException("maxBytes must be positive, got " + maxBytes);
+        }
+        long bytes = hostBytes(array, role);
+        if (bytes == 0) {
+            // An empty tensor may have no memory at all (a null data pointer).
+            return List.of(ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder()));
+        }
+        Pointer memory = new Pointer(contiguousDataPointer(array, role));
+        List<ByteBuffer> pieces = new ArrayList<>((int) ((bytes - 1) / maxBytes + 1));
+        for (long from = 0; from < bytes; from += maxBytes) {
+            pieces.add(
+                    memory.getByteBuffer(from, Math.min(maxBytes, bytes - from))
+                            .order(ByteOrder.nativeOrder()));
+        }
+        return pieces;
+    }
+
+    /** The bytes of a CPU array whose elements have a fixed size; refuses any other. */
+    private static long hostBytes(NDArray array, String role) {
         if (!Device.Type.CPU.equals(array.getDevice().getDeviceType())) {
             throw new IllegalArgumentException(
                     "The "
@@ -92,14 +144,7 @@ public final class TensorMemory {
             throw new IllegalArgumentException(
                     "The " + role + " has element type " + type + ", which has no fixed size");
         }
-        long bytes = array.size() * type.getNumOfBytes();
-        if (bytes == 0) {
-            // An empty tensor may have no memory at all (a null data pointer).
-            return ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder());
-        }
-        return new Pointer(contiguousDataPointer(array, role))
-                .getByteBuffer(0, bytes)
-                .order(ByteOrder.nativeOrder());
+        return array.size() * type.getNumOfBytes();
     }
 
     /**

@@ -14,6 +14,7 @@ import ai.djl.ndarray.types.Shape;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import java.nio.ByteBuffer;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -63,6 +64,42 @@ class TensorMemoryTest {
                 TensorMemory.dataPointer(array),
                 Pointer.nativeValue(Native.getDirectBufferPointer(memory)));
         assertEquals(-1f, array.getFloat(3));
+    }
+
+    @Test
+    void hostBuffersAreConsecutivePiecesOfTheArraysMemory() {
+        NDArray array = manager.arange(0f, 10f, 1f);
+
+        List<ByteBuffer> pieces = TensorMemory.hostBuffers(array, "broadcast array", 16);
+        pieces.get(2).putFloat(Float.BYTES, -1f);
+
+        assertEquals(List.of(16, 16, 8), pieces.stream().map(ByteBuffer::capacity).toList());
+        for (int i = 0; i < pieces.size(); i++) {
+            assertEquals(
+                    TensorMemory.dataPointer(array) + 16L * i,
+                    Pointer.nativeValue(Native.getDirectBufferPointer(pieces.get(i))));
+        }
+        assertEquals(-1f, array.getFloat(9), "written through the last piece");
+        assertEquals(
+                List.of(0),
+                TensorMemory.hostBuffers(manager.create(new float[0]), "empty", 16).stream()
+                        .map(ByteBuffer::capacity)
+                        .toList());
+    }
+
+    @Test
+    void hostBufferRefusesMoreThanOneBufferHolds() {
+        // Never written, so its pages are not touched: it costs address space, not memory.
+        NDArray large = manager.create(new Shape(Integer.MAX_VALUE + 8L), DataType.INT8);
+
+        IllegalArgumentException error =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> TensorMemory.hostBuffer(large, "broadcast array"));
+        assertTrue(error.getMessage().contains("broadcast array"), error.getMessage());
+        assertTrue(error.getMessage().contains("2147483655 bytes"), error.getMessage());
+        assertEquals(
+                2, TensorMemory.hostBuffers(large, "broadcast array", Integer.MAX_VALUE).size());
     }
 
     @Test

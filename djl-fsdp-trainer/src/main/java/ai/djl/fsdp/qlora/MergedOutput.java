@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 
 /**
  * A model's merged output where its base is held in 4 bits, written unit by unit ({@link
@@ -244,7 +245,8 @@ public final class MergedOutput {
                                 return Precision.isFloating(value)
                                         ? Precision.FLOAT32.cast(value)
                                         : value;
-                            });
+                            },
+                            UnaryOperator.identity());
             NDArray wide = Precision.FLOAT32.cast(weight);
             wide.attach(manager);
             return wide;

@@ -20,6 +20,7 @@ import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 
 /**
  * A frozen linear projection whose weight is held as bitsandbytes holds a {@code Linear4bit}'s:
@@ -44,6 +45,12 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
     static final String NESTED_ABSMAX = "weight.nested_absmax";
     static final String NESTED_QUANT_MAP = "weight.nested_quant_map";
     static final String NESTED_OFFSET = "weight.nested_offset";
+
+    /**
+     * Values a forward decodes at a time: their float32 decoding (a few arrays of 16 MB) is all it
+     * holds beside the weight in the compute type.
+     */
+    static final long DECODED_CHUNK = 1L << 22;
 
     private final LinearProjection original;
     private final long in;
@@ -227,35 +234,48 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
      * @return the decoded weight
      */
     public NDArray weight(ParameterStore store, NDArray like, boolean training) {
-        return decode(parameter -> store.getValue(parameter, like.getDevice(), training));
+        return decode(
+                parameter -> store.getValue(parameter, like.getDevice(), training),
+                UnaryOperator.identity());
     }
 
     /**
-     * Returns the weight the given values of these parameters decode to, float32 where the scales
-     * are, in the projection's layout.
+     * Returns the weight the given values of these parameters decode to, in the projection's
+     * layout: decoded into float32 a chunk of values at a time, each chunk converted (such as cast
+     * to the compute type) before the next is decoded.
      *
      * @param values each parameter's value (its current array, or a gathered copy)
+     * @param convert what each chunk's float32 values become; it may return them
      * @return the decoded weight
      */
-    NDArray decode(Function<Parameter, NDArray> values) {
+    NDArray decode(Function<Parameter, NDArray> values, UnaryOperator<NDArray> convert) {
+        Shape shape = getWeightShape();
         NDArray scales = values.apply(absmax);
         if (nestedAbsmax != null) {
-            scales =
+            try (NDArray centred =
                     Dequantization.eightBit(
-                                    scales,
-                                    values.apply(nestedQuantMap),
-                                    values.apply(nestedAbsmax),
-                                    NestedScales.BLOCK_SIZE)
-                            .add(values.apply(nestedOffset));
+                            scales,
+                            values.apply(nestedQuantMap),
+                            values.apply(nestedAbsmax),
+                            NestedScales.BLOCK_SIZE)) {
+                scales = centred.add(values.apply(nestedOffset));
+            }
         }
-        Shape shape = getWeightShape();
-        return Dequantization.fourBit(
+        try (NDArray flat =
+                Dequantization.fourBit(
                         values.apply(packed),
                         values.apply(quantMap),
                         scales,
                         config.getBlockSize(),
-                        shape.size())
-                .reshape(shape);
+                        shape.size(),
+                        DECODED_CHUNK,
+                        convert)) {
+            return flat.reshape(shape);
+        } finally {
+            if (nestedAbsmax != null) {
+                scales.close();
+            }
+        }
     }
 
     @Override
@@ -265,9 +285,22 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
             boolean training,
             PairList<String, Object> params) {
         NDArray x = inputs.singletonOrThrow();
-        NDArray weight = Precision.castLike(weight(store, x, training), x);
-        NDArray y = x.matMul(fanInFanOut ? weight : weight.swapAxes(0, 1));
-        return new NDList(bias == null ? y : y.add(store.getValue(bias, x.getDevice(), training)));
+        NDArray y;
+        // The decoded weight is closed once used: autograd keeps what backward needs of it, and
+        // left open it would stay until the unit's arrays are freed, every projection's at once.
+        try (NDArray weight =
+                        decode(
+                                parameter -> store.getValue(parameter, x.getDevice(), training),
+                                decoded -> Precision.castLike(decoded, x));
+                NDArray transposed = fanInFanOut ? null : weight.swapAxes(0, 1)) {
+            y = x.matMul(fanInFanOut ? weight : transposed);
+        }
+        if (bias == null) {
+            return new NDList(y);
+        }
+        try (y) {
+            return new NDList(y.add(store.getValue(bias, x.getDevice(), training)));
+        }
     }
 
     @Override

@@ -91,7 +91,9 @@ public final class CheckpointListener extends TrainingListenerAdapter
 
     @Override
     public void endTraining(FsdpTrainer trainer) {
-        if (ended) {
+        // A trainer closed before its model was sharded (a start that failed) has nothing to save
+        // or wait for, and must not hide the start's own failure.
+        if (ended || !trainer.isSharded()) {
             return;
         }
         ended = true;

@@ -104,6 +104,11 @@ public class FsdpTrainer extends RankTrainer {
                         getModel().getBlock(), sharding, setup, group(), optimizer, getManager());
     }
 
+    /** Whether the model is sharded: false before the start, or after a start that failed. */
+    boolean isSharded() {
+        return sharded != null;
+    }
+
     ShardedTraining sharded() {
         if (sharded == null) {
             throw new IllegalStateException(

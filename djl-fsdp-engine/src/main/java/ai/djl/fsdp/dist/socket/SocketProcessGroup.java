@@ -47,6 +47,9 @@ import java.util.stream.IntStream;
  */
 public final class SocketProcessGroup extends AbstractProcessGroup {
 
+    /** The largest piece a broadcast sends at once (a buffer holds at most 2 GiB). */
+    static final int BROADCAST_PIECE_BYTES = 1 << 30;
+
     private final SocketProcessGroup root;
     private final List<SocketProcessGroup> subgroups = new CopyOnWriteArrayList<>();
     private final Ring ring;
@@ -299,10 +302,18 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
     @Override
     public Work broadcastAsync(NDArray array, int root) {
         CollectiveArguments.requireRoot(root, size);
-        ByteBuffer memory = TensorMemory.hostBuffer(array, "broadcast array");
+        // A buffer holds at most 2 GiB: a larger array (a 150k-word embedding in float32) goes
+        // piece by piece, in order, as one collective.
+        List<ByteBuffer> pieces =
+                TensorMemory.hostBuffers(array, "broadcast array", BROADCAST_PIECE_BYTES);
+        long bytes = pieces.stream().mapToLong(ByteBuffer::capacity).sum();
         return submit(
-                "broadcast of " + memory.capacity() + " bytes from rank " + root,
-                () -> collectives.broadcast(memory, root));
+                "broadcast of " + bytes + " bytes from rank " + root,
+                () -> {
+                    for (ByteBuffer piece : pieces) {
+                        collectives.broadcast(piece, root);
+                    }
+                });
     }
 
     @Override

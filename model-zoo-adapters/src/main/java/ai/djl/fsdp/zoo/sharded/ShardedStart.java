@@ -210,7 +210,11 @@ public record ShardedStart(FsdpTrainer trainer, long largestUnitElements) {
             try {
                 trainer.initialize(new Shape(1, 1));
             } catch (RuntimeException e) {
-                trainer.close();
+                try {
+                    trainer.close();
+                } catch (RuntimeException closing) {
+                    e.addSuppressed(closing);
+                }
                 throw e;
             }
             return new ShardedStart(trainer, largestUnit);
