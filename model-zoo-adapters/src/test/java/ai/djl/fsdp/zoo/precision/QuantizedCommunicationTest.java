@@ -16,48 +16,40 @@ class QuantizedCommunicationTest {
 
     @Test
     void quantizedRunsTrainWithinTheirBoundsOnFewerBytes() {
-        try (RankProcesses job =
-                RankProcesses.builder(QuantizedCommunicationChecks.class)
-                        .worldSize(2)
-                        .timeout(Duration.ofMinutes(6))
-                        .start()) {
-            RankProcesses.Results results = job.await().assertAllSucceeded();
-            for (RankProcesses.RankResult rank : results.all()) {
-                assertTrue(rank.output().contains("checks passed"), results.describe());
-            }
-            System.out.println(results.rank(0).output());
-        }
+        assertEveryRankPrints(2, Duration.ofMinutes(6), "checks passed");
     }
 
     @Test
     void underHybridShardingOnlyTheAverageBetweenNodesIsQuantized() {
-        try (RankProcesses job =
-                RankProcesses.builder(QuantizedCommunicationChecks.class)
-                        .worldSize(4)
-                        .args(QuantizedCommunicationChecks.HYBRID)
-                        .timeout(Duration.ofMinutes(6))
-                        .start()) {
-            RankProcesses.Results results = job.await().assertAllSucceeded();
-            for (RankProcesses.RankResult rank : results.all()) {
-                assertTrue(rank.output().contains("checks passed"), results.describe());
-            }
-            System.out.println(results.rank(0).output());
-        }
+        assertEveryRankPrints(
+                4, Duration.ofMinutes(6), "checks passed", QuantizedCommunicationChecks.HYBRID);
     }
 
     @Test
     void aNanGradientOnOneRankStopsEveryRankAtTheSameStep() {
+        assertEveryRankPrints(
+                2,
+                Duration.ofMinutes(3),
+                "stopped at step 2, norm NaN",
+                QuantizedCommunicationChecks.NON_FINITE);
+    }
+
+    /**
+     * Runs the checks on {@code worldSize} real ranks and asserts each printed {@code expected}.
+     */
+    private static void assertEveryRankPrints(
+            int worldSize, Duration timeout, String expected, String... args) {
         try (RankProcesses job =
                 RankProcesses.builder(QuantizedCommunicationChecks.class)
-                        .worldSize(2)
-                        .args(QuantizedCommunicationChecks.NON_FINITE)
-                        .timeout(Duration.ofMinutes(3))
+                        .worldSize(worldSize)
+                        .args(args)
+                        .timeout(timeout)
                         .start()) {
             RankProcesses.Results results = job.await().assertAllSucceeded();
             for (RankProcesses.RankResult rank : results.all()) {
-                assertTrue(
-                        rank.output().contains("stopped at step 2, norm NaN"), results.describe());
+                assertTrue(rank.output().contains(expected), results.describe());
             }
+            System.out.println(results.rank(0).output());
         }
     }
 }
