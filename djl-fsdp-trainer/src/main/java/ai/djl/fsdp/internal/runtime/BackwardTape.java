@@ -76,17 +76,21 @@ final class BackwardTape {
     }
 
     /**
-     * Runs the unit's backward from its outputs' gradients, hands its inputs' gradients on, and
+     * Runs the unit's backward from its outputs' gradients, hands its inputs' gradients on, frees
+     * the unit's graph and gathered parameters (as FSDP2 reshards after a unit's backward), and
      * leaves its gradient reduction in flight (completing the one before it).
      */
     private void backwardThrough(UnitCall call, UnitGraph graph, float scale) {
-        NDManager scope = graph.scope();
-        try {
+        PendingReduction reduction;
+        // Closed as soon as the inputs' gradients are handed on: the unit's activations and the
+        // views that keep a recomputed unit's gathered buffers alive go before the next unit runs,
+        // not once its backward completes this reduction (which owns the gradients it reads).
+        try (NDManager scope = graph.scope()) {
             List<NDArray> outputGradients = new ArrayList<>(call.outputLeaves().size());
             for (NDArray leaf : call.outputLeaves()) {
                 outputGradients.add(outputGradient(leaf));
             }
-            PendingReduction reduction = call.unit().backward(graph, outputGradients, scale);
+            reduction = call.unit().backward(graph, outputGradients, scale);
             for (int j = 0; j < call.inputs().size(); j++) {
                 NDArray leaf = graph.inputLeaves().get(j);
                 NDArray gradient = Autograd.gradientOf(leaf);
@@ -94,15 +98,11 @@ final class BackwardTape {
                     handOn(call.inputs().get(j), gradient, scope);
                 }
             }
-            completeInFlight();
-            reduction.releaseWhenDone(scope);
-            inFlight = reduction;
-        } catch (RuntimeException e) {
-            scope.close();
-            throw e;
         } finally {
             call.unit().reshard();
         }
+        completeInFlight();
+        inFlight = reduction;
     }
 
     /**

@@ -33,7 +33,7 @@ final class PendingReduction {
     }
 
     /**
-     * Closes {@code scope} (the unit's graph and gradients) once the reduction has completed.
+     * Closes {@code scope} (the flat gradients the reduction reads) once it has completed.
      *
      * @param scope what the reduction reads from
      */

@@ -167,7 +167,10 @@ final class UnitLifecycle {
      * output received none), then the synchronized BatchNorm calls inside it, the last first, and
      * starts reducing its flat gradients; the gradients of the graph's input leaves are then ready.
      *
-     * @return the reduction in flight; the graph's scope must stay open until it completes
+     * @return the reduction in flight, owning the flat gradients it reads (a manager of their own,
+     *     beside the graph's scope): the graph can be closed as soon as its input gradients are
+     *     handed on, which frees the unit's activations and, for a recomputed unit, the gathered
+     *     parameters its graph refers to
      */
     PendingReduction backward(UnitGraph graph, List<NDArray> outputGradients, float scale) {
         backwardFromOutputs(graph, outputGradients);
@@ -176,7 +179,17 @@ final class UnitLifecycle {
         for (int k = graph.norms().size() - 1; k >= 0; k--) {
             graph.norms().get(k).backward(collectives);
         }
-        return startReduction(graph.flatLeaves(), scale, graph.scope());
+        NDManager gradients = graph.scope().getParentManager().newSubManager();
+        gradients.setName("fsdp-reduce-" + unit.getName());
+        PendingReduction reduction;
+        try {
+            reduction = startReduction(graph.flatLeaves(), scale, gradients);
+        } catch (RuntimeException e) {
+            gradients.close();
+            throw e;
+        }
+        reduction.releaseWhenDone(gradients);
+        return reduction;
     }
 
     /**
