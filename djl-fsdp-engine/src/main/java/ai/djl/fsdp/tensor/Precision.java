@@ -31,6 +31,11 @@ public enum Precision {
     /** IEEE half precision: 11 significant bits, range to 65504 (needs loss scaling). */
     FLOAT16(DataType.FLOAT16, "fp16", AotiTorch::aoti_torch_dtype_float16);
 
+    /** The quiet NaN a NaN rounds to in bfloat16 and float16. */
+    private static final int BFLOAT16_NAN = 0x7FC0;
+
+    private static final int FLOAT16_NAN = 0x7E00;
+
     /** A shim code not yet asked for. */
     private static final int UNKNOWN_CODE = Integer.MIN_VALUE;
 
@@ -238,6 +243,52 @@ public enum Precision {
      */
     public String getName() {
         return shortName;
+    }
+
+    /**
+     * Returns a float32 value's bits in this precision, rounded to nearest even as libtorch's casts
+     * round: float32's own bits, or bfloat16's or float16's in the low 16 bits (a value too large
+     * for float16 becomes its infinity). What a cast computes, one value at a time, for code that
+     * writes values straight into an array's memory.
+     *
+     * @param value the value
+     * @return its bits in this precision; a NaN becomes a quiet NaN
+     */
+    public int bits(float value) {
+        int w = Float.floatToRawIntBits(value);
+        switch (this) {
+            case BFLOAT16:
+                if (Float.isNaN(value)) {
+                    return BFLOAT16_NAN;
+                }
+                // Adding 0x7FFF, plus one when the kept bits are odd, carries exactly when the
+                // dropped half is above one half, or one half with an odd result.
+                return (w + 0x7FFF + ((w >>> 16) & 1)) >>> 16;
+            case FLOAT16:
+                return float16Bits(value, w);
+            default:
+                return w;
+        }
+    }
+
+    /**
+     * float16's bits by float arithmetic (the method of c10's and the FP16 library's conversion):
+     * scaling by 2^112 then 2^-110 sends what float16 cannot hold to infinity, and adding a power
+     * of two aligned with float16's last kept bit makes the float32 addition do the rounding, to
+     * nearest even, subnormals included.
+     */
+    private static int float16Bits(float value, int w) {
+        float base = (Math.abs(value) * 0x1p112f) * 0x1p-110f;
+        int twice = w + w;
+        int bias = twice & 0xFF000000;
+        if (Integer.compareUnsigned(bias, 0x71000000) < 0) {
+            bias = 0x71000000;
+        }
+        base = Float.intBitsToFloat((bias >>> 1) + 0x07800000) + base;
+        int rounded = Float.floatToRawIntBits(base);
+        int magnitude = ((rounded >>> 13) & 0x7C00) + (rounded & 0x0FFF);
+        int sign = (w & 0x80000000) >>> 16;
+        return sign | (Integer.compareUnsigned(twice, 0xFF000000) > 0 ? FLOAT16_NAN : magnitude);
     }
 
     /**

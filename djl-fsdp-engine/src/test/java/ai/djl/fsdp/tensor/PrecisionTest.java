@@ -15,6 +15,8 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.GradientCollector;
+import java.nio.ByteBuffer;
+import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -61,6 +63,60 @@ class PrecisionTest {
         float tolerance = precision == Precision.BFLOAT16 ? 1f / 128 : 1f / 1024;
         assertTrue(error <= tolerance * scale, "error " + error + " of scale " + scale);
         assertTrue(error > 0, "the product was not computed in " + precision);
+    }
+
+    /**
+     * One value's bits equal libtorch's cast of it, bit for bit, over every exponent float32 has
+     * (random bit patterns) and the edges: ties, float16's subnormals and overflow, infinities and
+     * signed zeros.
+     */
+    @ParameterizedTest
+    @EnumSource(Precision.class)
+    void bitsOfAValueAreTheCastsBits(Precision precision) {
+        Random random = new Random(5);
+        float[] values = new float[1 << 16];
+        float[] edges = {
+            0f,
+            -0f,
+            1f,
+            -1f,
+            65504f,
+            65519.996f,
+            65520f,
+            -65520f,
+            0x1p-24f,
+            0x1p-25f,
+            0x1.8p-25f,
+            0x1p-14f,
+            0x1.ffcp-15f,
+            1 + 0x1p-8f,
+            1 + 0x1p-11f,
+            1 + 0x3p-11f,
+            Float.MAX_VALUE,
+            Float.MIN_VALUE,
+            Float.POSITIVE_INFINITY,
+            Float.NEGATIVE_INFINITY
+        };
+        System.arraycopy(edges, 0, values, 0, edges.length);
+        for (int i = edges.length; i < values.length; i++) {
+            float value;
+            do {
+                value = Float.intBitsToFloat(random.nextInt());
+            } while (Float.isNaN(value));
+            values[i] = value;
+        }
+        NDArray cast = precision.cast(manager.create(values));
+        ByteBuffer memory = TensorMemory.hostBuffer(cast, "cast");
+        for (int i = 0; i < values.length; i++) {
+            int expected =
+                    precision == Precision.FLOAT32
+                            ? memory.getInt(4 * i)
+                            : Short.toUnsignedInt(memory.getShort(2 * i));
+            assertEquals(
+                    expected,
+                    precision.bits(values[i]),
+                    "bits of " + values[i] + " in " + precision);
+        }
     }
 
     @Test

@@ -19,7 +19,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.UnaryOperator;
 
 /**
  * A model's merged output where its base is held in 4 bits, written unit by unit ({@link
@@ -246,7 +245,7 @@ public final class MergedOutput {
                                         ? Precision.FLOAT32.cast(value)
                                         : value;
                             },
-                            UnaryOperator.identity());
+                            Precision.FLOAT32);
             NDArray wide = Precision.FLOAT32.cast(weight);
             wide.attach(manager);
             return wide;

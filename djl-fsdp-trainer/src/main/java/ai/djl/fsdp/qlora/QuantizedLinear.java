@@ -20,7 +20,6 @@ import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Function;
-import java.util.function.UnaryOperator;
 
 /**
  * A frozen linear projection whose weight is held as bitsandbytes holds a {@code Linear4bit}'s:
@@ -31,9 +30,10 @@ import java.util.function.UnaryOperator;
  * bias}. Every parameter is frozen.
  *
  * <p>The forward decodes the weight from its parameters' current values (under FSDP, the unit's
- * gathered buffers) into float32 as bitsandbytes decodes it, casts it to the input's type, and
- * computes the projection as the original did; the decoded weight is an intermediate of the
- * forward, freed with it (or held by its graph until backward, like any activation).
+ * gathered buffers) as bitsandbytes decodes it (float32 products of code and scale), in the input's
+ * type (each product rounded to it as libtorch's cast rounds), and computes the projection as the
+ * original did; the decoded weight is an intermediate of the forward, freed with it (or held by its
+ * graph until backward, like any activation).
  */
 public final class QuantizedLinear extends AbstractBlock implements LinearProjection {
 
@@ -47,8 +47,8 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
     static final String NESTED_OFFSET = "weight.nested_offset";
 
     /**
-     * Values a forward decodes at a time: their float32 decoding (a few arrays of 16 MB) is all it
-     * holds beside the weight in the compute type.
+     * Values libtorch's operators decode at a time off the CPU: their float32 decoding (a few
+     * arrays of 16 MB) is all a forward holds beside the weight in the compute type.
      */
     static final long DECODED_CHUNK = 1L << 22;
 
@@ -226,30 +226,35 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
     }
 
     /**
-     * Returns the weight these parameters decode to, float32, in the projection's layout.
+     * Returns the weight these parameters decode to, in the projection's layout and the precision
+     * of {@code like} (float32 when {@code like} is not float32, bfloat16 or float16), as the
+     * forward decodes it.
      *
      * @param store where the parameters' current values are read
-     * @param like an array on the device to read them to
+     * @param like an array of the wanted precision, on the device to read the parameters to
      * @param training whether the values are read for training
      * @return the decoded weight
      */
     public NDArray weight(ParameterStore store, NDArray like, boolean training) {
         return decode(
                 parameter -> store.getValue(parameter, like.getDevice(), training),
-                UnaryOperator.identity());
+                precisionOf(like));
     }
 
     /**
-     * Returns the weight the given values of these parameters decode to, in the projection's
-     * layout: decoded into float32 a chunk of values at a time, each chunk converted (such as cast
-     * to the compute type) before the next is decoded.
+     * Returns the weight the given values of these parameters decode to, in the projection's layout
+     * and the given precision: each value bitsandbytes' float32 product of code and scale, rounded
+     * to the precision. On the CPU it is decoded in one pass into the weight's memory; elsewhere
+     * with libtorch's operators, a chunk of float32 values at a time, each chunk cast before the
+     * next is decoded.
      *
      * @param values each parameter's value (its current array, or a gathered copy)
-     * @param convert what each chunk's float32 values become; it may return them
+     * @param target the decoded weight's precision
      * @return the decoded weight
      */
-    NDArray decode(Function<Parameter, NDArray> values, UnaryOperator<NDArray> convert) {
+    NDArray decode(Function<Parameter, NDArray> values, Precision target) {
         Shape shape = getWeightShape();
+        NDArray codes = values.apply(packed);
         NDArray scales = values.apply(absmax);
         if (nestedAbsmax != null) {
             try (NDArray centred =
@@ -261,21 +266,52 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
                 scales = centred.add(values.apply(nestedOffset));
             }
         }
-        try (NDArray flat =
-                Dequantization.fourBit(
-                        values.apply(packed),
-                        values.apply(quantMap),
-                        scales,
+        try {
+            NDArray code = values.apply(quantMap);
+            if (HostDecoding.applies(codes)) {
+                return HostDecoding.fourBit(
+                        codes,
+                        floats(code),
+                        floats(scales),
                         config.getBlockSize(),
-                        shape.size(),
-                        DECODED_CHUNK,
-                        convert)) {
-            return flat.reshape(shape);
+                        shape,
+                        target,
+                        codes.getManager());
+            }
+            try (NDArray flat =
+                    Dequantization.fourBit(
+                            codes,
+                            code,
+                            scales,
+                            config.getBlockSize(),
+                            shape.size(),
+                            DECODED_CHUNK,
+                            target::cast)) {
+                return flat.reshape(shape);
+            }
         } finally {
             if (nestedAbsmax != null) {
                 scales.close();
             }
         }
+    }
+
+    /** The float32 values of an array of any floating type (a narrower one widens exactly). */
+    private static float[] floats(NDArray array) {
+        NDArray wide = Precision.FLOAT32.cast(array);
+        try {
+            return wide.toFloatArray();
+        } finally {
+            if (wide != array) {
+                wide.close();
+            }
+        }
+    }
+
+    /** The precision of an array, float32 for a type that is not floating. */
+    private static Precision precisionOf(NDArray array) {
+        Precision precision = Precision.ofArray(array);
+        return precision == null ? Precision.FLOAT32 : precision;
     }
 
     @Override
@@ -291,7 +327,7 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
         try (NDArray weight =
                         decode(
                                 parameter -> store.getValue(parameter, x.getDevice(), training),
-                                decoded -> Precision.castLike(decoded, x));
+                                precisionOf(x));
                 NDArray transposed = fanInFanOut ? null : weight.swapAxes(0, 1)) {
             y = x.matMul(fanInFanOut ? weight : transposed);
         }

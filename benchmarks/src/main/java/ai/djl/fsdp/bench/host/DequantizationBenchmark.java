@@ -3,6 +3,7 @@ package ai.djl.fsdp.bench.host;
 import ai.djl.fsdp.qlora.QuantizedLinear;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantType;
+import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.nn.Linear;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -21,8 +22,8 @@ import org.openjdk.jmh.annotations.Setup;
  * What a QLoRA unit pays to decode its 4-bit base each time it computes (issue #47): the seven
  * projections of a Llama-3.2-1B-shaped decoder layer (hidden 2048, intermediate 8192, 32 query and
  * 8 key-value heads of 64: 60.8M weights), held as bitsandbytes' packed NF4 codes, plain or with
- * double quantization, decoded to float32 by {@link QuantizedLinear#weight} as its forward and
- * recompute decode them.
+ * double quantization, decoded by {@link QuantizedLinear#weight} as its forward and recompute
+ * decode them, to float32 or to bfloat16 (the compute type of a bf16 run).
  */
 public class DequantizationBenchmark extends HostBenchmark {
 
@@ -33,6 +34,10 @@ public class DequantizationBenchmark extends HostBenchmark {
     /** The scales: {@code plain} float32, or {@code nested} (double quantization). */
     @Param({"plain", "nested"})
     public String scales;
+
+    /** The decoded weight's precision: {@code fp32} or {@code bf16}. */
+    @Param({"fp32", "bf16"})
+    public String compute;
 
     private final List<QuantizedLinear> layers = new ArrayList<>();
     private final List<List<NDArray>> arrays = new ArrayList<>();
@@ -66,7 +71,7 @@ public class DequantizationBenchmark extends HostBenchmark {
             layers.add(layer);
             arrays.add(values);
         }
-        like = manager.zeros(new Shape(1));
+        like = Precision.of(compute).zeros(manager, new Shape(1));
     }
 
     /** Decodes every projection of the unit, one at a time, each freed before the next. */
@@ -75,7 +80,7 @@ public class DequantizationBenchmark extends HostBenchmark {
         for (int i = 0; i < layers.size(); i++) {
             try (NDManager scope = manager.newSubManager()) {
                 arrays.get(i).forEach(array -> array.tempAttach(scope));
-                layers.get(i).weight(new ParameterStore(scope, false), like, false);
+                layers.get(i).weight(new ParameterStore(scope, false), like, false).close();
             }
         }
     }
