@@ -73,7 +73,7 @@ class CommunicationQuantizationTest {
                         .optScope(CommunicationQuantization.Scope.INTER_NODE)
                         .build(),
                 parsed);
-        assertEquals("weights=none,gradients=int4,block=256,scope=inter-node", parsed.toString());
+        assertEquals("weights=none,gradients=int4,block=64,scope=inter-node", parsed.toString());
         assertEquals(parsed, CommunicationQuantization.parse(parsed.toString()));
         assertEquals(Optional.empty(), parsed.gradientQuantizer(), "nothing inside a node");
         assertEquals(QuantizedBits.INT4, parsed.replicaQuantizer().orElseThrow().getBits());
@@ -89,7 +89,7 @@ class CommunicationQuantizationTest {
                 CommunicationQuantization.parse("gradients=int4,error-feedback=on");
         assertTrue(parsed.isErrorFeedback());
         assertTrue(parsed.quantizers().errorFeedback());
-        assertEquals("weights=none,gradients=int4,block=256,error-feedback=on", parsed.toString());
+        assertEquals("weights=none,gradients=int4,block=64,error-feedback=on", parsed.toString());
         assertEquals(parsed, CommunicationQuantization.parse(parsed.toString()));
         assertFalse(CommunicationQuantization.parse("gradients=int4").isErrorFeedback());
         assertMessage("weights=int8,error-feedback=on", "give gradients=int8 or int4");

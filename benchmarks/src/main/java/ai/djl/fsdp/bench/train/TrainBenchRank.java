@@ -162,9 +162,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                                                 + " idle_rss_mb=%.1f init_peak_rss_mb=%.1f"
                                                 + " step_peak_rss_mb=%.1f"
                                                 + " above_idle_over_ideal=%.3f cpu_ms=%.1f"
-                                                + " ops=%d sent_all_gather_mb=%.3f"
-                                                + " sent_reduce_scatter_mb=%.3f"
-                                                + " sent_all_reduce_mb=%.3f sent_other_mb=%.3f",
+                                                + " ops=%d %s",
                                         times.meanMillis(),
                                         times.lastLoss(),
                                         peakRss / 1e6,
@@ -180,10 +178,7 @@ public final class TrainBenchRank implements Callable<Integer> {
                                         (peakRss - idleRss) / (double) ideal,
                                         times.cpuMillis(),
                                         operators,
-                                        sent.allGather() / 1e6,
-                                        sent.reduceScatter() / 1e6,
-                                        sent.allReduce() / 1e6,
-                                        sent.other() / 1e6)));
+                                        sent.format(""))));
             }
         }
         return 0;

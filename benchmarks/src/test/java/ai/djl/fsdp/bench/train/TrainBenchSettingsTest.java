@@ -182,7 +182,7 @@ class TrainBenchSettingsTest {
     void communicationQuantizationIsReadAndRefusedForThePlainTrainer() {
         TrainBenchSettings quantized = small(2, "FULL_SHARD", 0, "weights=int8,gradients=int4");
         quantized.check();
-        assertEquals("weights=int8,gradients=int4,block=256", quantized.quantization().toString());
+        assertEquals("weights=int8,gradients=int4,block=64", quantized.quantization().toString());
         IllegalArgumentException e =
                 assertThrows(
                         IllegalArgumentException.class, small(1, "NONE", 0, "weights=int8")::check);

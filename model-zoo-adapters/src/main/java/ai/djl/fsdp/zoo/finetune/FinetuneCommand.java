@@ -12,6 +12,7 @@ import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
@@ -192,12 +193,13 @@ public final class FinetuneCommand implements Subcommand {
                 Outcome outcome = runListeners.getOutcome();
                 ExactMatch after = exactMatch(recipe, trainer, "after training");
                 long[] peaks = RunReport.peakMemoryPerRank(trainer, recipe.group);
+                SentBytes sent = RunReport.sentPerStep(trainer, recipe.group);
                 if (rankZero && CurvePlot.isAvailable()) {
                     CurvePlot.write(metrics.getRows(), report.plotFile());
                 } else if (rankZero) {
                     note("no java.desktop in this Java runtime: " + CurvePlot.FILE + " not drawn");
                 }
-                String summary = report.summary(outcome, before, after, peaks);
+                String summary = report.summary(outcome, before, after, peaks, sent);
                 save(recipe, trainer, lm, lora, report);
                 print(summary);
             }

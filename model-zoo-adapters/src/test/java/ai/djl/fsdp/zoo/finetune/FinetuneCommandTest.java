@@ -67,7 +67,8 @@ class FinetuneCommandTest {
         assertTrue(losses.get(losses.size() - 1) < losses.get(0) - 0.1, "the loss fell: " + losses);
     }
 
-    private static RankProcesses.Results launch(List<String> args) {
+    /** Runs {@code finetune} with {@code args} on two ranks and checks that both succeeded. */
+    static RankProcesses.Results launch(List<String> args) {
         List<String> command = new ArrayList<>(List.of("finetune"));
         command.addAll(args);
         try (RankProcesses job =

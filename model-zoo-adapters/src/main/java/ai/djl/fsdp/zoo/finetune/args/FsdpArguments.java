@@ -121,7 +121,7 @@ public final class FsdpArguments {
             description =
                     "Send fewer bytes between ranks (ZeRO++'s qwZ and qgZ): none (the default), or"
                             + " comma-separated weights=none|int8, gradients=none|int8|int4,"
-                            + " block=64..2048 (values per scale, default 256) and"
+                            + " block=64..2048 (values per scale, default 64) and"
                             + " scope=all|inter-node (hybrid sharding: only the average between"
                             + " nodes), e.g. weights=int8,gradients=int4.")
     public String communicationQuantization;

@@ -3,6 +3,7 @@ package ai.djl.fsdp.zoo.finetune.report;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.trainer.FsdpTrainer;
+import ai.djl.fsdp.trainer.metrics.SentBytes;
 import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.finetune.output.OutputDirectory;
 import ai.djl.ndarray.NDArray;
@@ -15,6 +16,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -22,11 +24,12 @@ import java.util.stream.Stream;
 
 /**
  * What a run tells the user: the plan at the start, exact-match results, and at the end the summary
- * (final and best eval loss, perplexity, accuracy, tokens per second, peak memory per rank, where
- * the model went) as text and as {@code summary.json}. The run's files ({@code metrics.jsonl},
- * {@code training_curves.png}, {@code summary.json}) are written in a scratch directory and land in
- * the output directory with the model, which replaces it as a whole; the metrics log is written in
- * the output directory as the run goes only where that changes nothing the directory holds yet.
+ * (final and best eval loss, perplexity, accuracy, tokens per second, peak memory per rank, the
+ * bytes the busiest rank sent in the last step by kind of collective, where the model went) as text
+ * and as {@code summary.json}. The run's files ({@code metrics.jsonl}, {@code training_curves.png},
+ * {@code summary.json}) are written in a scratch directory and land in the output directory with
+ * the model, which replaces it as a whole; the metrics log is written in the output directory as
+ * the run goes only where that changes nothing the directory holds yet.
  */
 public final class RunReport implements AutoCloseable {
 
@@ -151,17 +154,47 @@ public final class RunReport implements AutoCloseable {
      * @return the peaks, by rank
      */
     public static long[] peakMemoryPerRank(FsdpTrainer trainer, ProcessGroup group) {
+        long[][] peaks = perRank(trainer, group, PeakMemory.residentBytes());
+        long[] bytes = new long[peaks.length];
+        for (int rank = 0; rank < bytes.length; rank++) {
+            bytes[rank] = peaks[rank][0];
+        }
+        return bytes;
+    }
+
+    /**
+     * Returns the bytes the busiest rank sent in the last optimizer step, by kind: the largest of
+     * each over the ranks, as {@code bench train} reports them (a collective: every rank calls it).
+     *
+     * @param trainer the trainer, whose figures and manager are used
+     * @param group the ranks
+     * @return the bytes by kind
+     */
+    public static SentBytes sentPerStep(FsdpTrainer trainer, ProcessGroup group) {
+        long[][] sent =
+                perRank(trainer, group, trainer.getShardingStats().sentByKindLastStep().toArray());
+        SentBytes most = SentBytes.NONE;
+        for (long[] rank : sent) {
+            most = most.max(SentBytes.of(rank));
+        }
+        return most;
+    }
+
+    /** Every rank's {@code mine}, by rank: a sum of arrays each rank fills its own row of. */
+    private static long[][] perRank(FsdpTrainer trainer, ProcessGroup group, long... mine) {
+        int ranks = group.getSize();
         try (NDManager manager = trainer.getManager().newSubManager()) {
-            float[] mine = new float[group.getSize()];
-            mine[group.getRank()] = PeakMemory.residentBytes() / 1e6f;
-            NDArray all = manager.create(mine);
+            long[] rows = new long[ranks * mine.length];
+            System.arraycopy(mine, 0, rows, group.getRank() * mine.length, mine.length);
+            NDArray all = manager.create(rows);
             group.allReduce(all, ReduceOp.SUM);
-            float[] megabytes = all.toFloatArray();
-            long[] bytes = new long[megabytes.length];
-            for (int rank = 0; rank < bytes.length; rank++) {
-                bytes[rank] = Math.round(megabytes[rank] * 1e6);
+            long[] summed = all.toLongArray();
+            long[][] byRank = new long[ranks][];
+            for (int rank = 0; rank < ranks; rank++) {
+                byRank[rank] =
+                        Arrays.copyOfRange(summed, rank * mine.length, (rank + 1) * mine.length);
             }
-            return bytes;
+            return byRank;
         }
     }
 
@@ -172,10 +205,12 @@ public final class RunReport implements AutoCloseable {
      * @param before the exact match before training, or null
      * @param after the exact match after training, or null
      * @param peaks each rank's peak resident memory in bytes
+     * @param sent the bytes the busiest rank sent in the last step, by kind
      * @return the text
      * @throws IOException if the file cannot be written
      */
-    public String summary(Outcome outcome, ExactMatch before, ExactMatch after, long[] peaks)
+    public String summary(
+            Outcome outcome, ExactMatch before, ExactMatch after, long[] peaks, SentBytes sent)
             throws IOException {
         JsonObject json = new JsonObject();
         json.addProperty("steps", outcome.getSteps());
@@ -195,6 +230,10 @@ public final class RunReport implements AutoCloseable {
             memory.add(peak);
         }
         json.add("peak_rss_bytes_per_rank", memory);
+        long[] bytes = sent.toArray();
+        for (int kind = 0; kind < bytes.length; kind++) {
+            json.addProperty("sent_" + SentBytes.KINDS.get(kind) + "_bytes_per_step", bytes[kind]);
+        }
         json.addProperty("output_dir", outputDir.toAbsolutePath().toString());
         Files.writeString(
                 scratch.resolve(SUMMARY),
@@ -231,6 +270,9 @@ public final class RunReport implements AutoCloseable {
             text.append(
                     String.format(
                             Locale.ROOT, "%n  rank %d peak RSS %.1f MB", rank, peaks[rank] / 1e6));
+        }
+        if (sent.total() > 0) {
+            text.append(String.format("%n  busiest rank, last step: %s", sent.format("_per_step")));
         }
         String files =
                 Files.exists(plotFile())

@@ -185,7 +185,7 @@ public class AccelerateDefaultsTest {
         line.setDefaultValueProvider(new AccelerateDefaults(launched));
         line.parseArgs("--output_dir", "out");
         assertEquals(
-                "weights=int8,gradients=int4,block=256",
+                "weights=int8,gradients=int4,block=64",
                 line.getCommandSpec()
                         .findOption("--fsdp_communication_quantization")
                         .getValue()
