@@ -141,7 +141,9 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
             // A placeholder a checkpoint's values replace as the shards load (uninitialized
             // memory, as Models.forCheckpoint draws) may hold anything: quantize it as zeros.
             NDArray values = weight.getArray();
-            try (NDArray bad = values.isNaN().logicalOr(values.isInfinite())) {
+            try (NDArray nan = values.isNaN();
+                    NDArray infinite = values.isInfinite();
+                    NDArray bad = nan.logicalOr(infinite)) {
                 values.set(new NDIndex("{}", bad), 0f);
             }
         }
