@@ -19,13 +19,13 @@ public final class ParameterArrays {
     private ParameterArrays() {}
 
     /**
-     * Makes {@code parameter} hold {@code array} and closes the array it held before.
+     * Makes {@code parameter} hold {@code array} and closes the array it held before, if any.
      *
-     * @param parameter the parameter
+     * @param parameter the parameter, initialized or not
      * @param array its new array
      */
     public static void replace(Parameter parameter, NDArray array) {
-        NDArray previous = parameter.getArray();
+        NDArray previous = parameter.isInitialized() ? parameter.getArray() : null;
         try {
             ARRAY.set(parameter, array);
         } catch (IllegalAccessException e) {

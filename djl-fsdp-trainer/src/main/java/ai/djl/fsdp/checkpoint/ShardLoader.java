@@ -18,8 +18,8 @@ import java.util.List;
 
 /**
  * Makes a rank's flat parameter shards from the model's state: from the parameters' own arrays
- * (after rank 0's values are broadcast, when asked) or from a {@link ParameterSource}, of which
- * only the shard's elements are read. Frozen shards can be stored in a narrower floating type
+ * (rank 0's, broadcast piece by piece, when asked) or from a {@link ParameterSource}, of which only
+ * the shard's elements are read. Frozen shards can be stored in a narrower floating type
  * (bfloat16): each rank's elements are cast into it piece by piece, so no whole float32 copy of
  * them is ever held.
  */
@@ -28,6 +28,9 @@ public final class ShardLoader {
     /** The most elements read from a source at once: 16 MiB of float32. */
     static final long PIECE = 1L << 22;
 
+    /** A source that holds nothing: every parameter is read from its own array. */
+    private static final ParameterSource OWN_ARRAYS = (manager, parameter, from, to) -> null;
+
     private final int shardCount;
     private final int shardIndex;
     private final NDManager manager;
@@ -35,6 +38,7 @@ public final class ShardLoader {
     private final ParameterSource source;
     private final Precision frozenStorage;
     private final Device storageDevice;
+    private final ParameterSource fresh;
 
     /**
      * Creates a loader that keeps every shard in its parameters' type.
@@ -42,8 +46,8 @@ public final class ShardLoader {
      * @param shardCount how many pieces each buffer is split in (1 for no sharding)
      * @param shardIndex the piece this rank keeps
      * @param manager the manager the flat parameters' own managers are made under
-     * @param syncFrom when not null (and there is no source), rank 0's values are broadcast over
-     *     this group first
+     * @param syncFrom when not null (and there is no source), every rank's shards are rank 0's
+     *     values, broadcast over this group piece by piece
      * @param source when not null, where the values are read from (every rank reads the same
      *     values, so nothing is broadcast)
      */
@@ -53,7 +57,7 @@ public final class ShardLoader {
             NDManager manager,
             ProcessGroup syncFrom,
             ParameterSource source) {
-        this(shardCount, shardIndex, manager, syncFrom, source, null, null);
+        this(shardCount, shardIndex, manager, syncFrom, source, null, null, null);
     }
 
     /**
@@ -62,14 +66,16 @@ public final class ShardLoader {
      * @param shardCount how many pieces each buffer is split in (1 for no sharding)
      * @param shardIndex the piece this rank keeps
      * @param manager the manager the flat parameters' own managers are made under
-     * @param syncFrom when not null (and there is no source), rank 0's values are broadcast over
-     *     this group first
+     * @param syncFrom when not null (and there is no source), every rank's shards are rank 0's
+     *     values, broadcast over this group piece by piece
      * @param source when not null, where the values are read from (every rank reads the same
      *     values, so nothing is broadcast)
      * @param frozenStorage the type frozen floating-point shards are stored in, or null for their
      *     parameters' own type; trainable shards always keep their parameters' type
      * @param storageDevice where the shards are kept (the CPU for offload), or null for the
      *     parameters' device
+     * @param fresh when not null, fresh values held apart from the parameters' arrays ({@link
+     *     PiecewiseDraws}), read (on rank 0, when syncing) where it holds a parameter's values
      */
     public ShardLoader(
             int shardCount,
@@ -78,7 +84,8 @@ public final class ShardLoader {
             ProcessGroup syncFrom,
             ParameterSource source,
             Precision frozenStorage,
-            Device storageDevice) {
+            Device storageDevice,
+            ParameterSource fresh) {
         this.frozenStorage = frozenStorage;
         this.storageDevice = storageDevice;
         this.shardCount = shardCount;
@@ -86,6 +93,17 @@ public final class ShardLoader {
         this.manager = manager;
         this.syncFrom = source == null ? syncFrom : null;
         this.source = source;
+        this.fresh = fresh == null ? OWN_ARRAYS : fresh;
+    }
+
+    /**
+     * Returns whether this rank's shards are another rank's values (rank 0's, broadcast), so that
+     * its parameters need hold no values of their own when they are loaded.
+     *
+     * @return whether the shards are received
+     */
+    public boolean receives() {
+        return syncFrom != null && syncFrom.getRank() != 0;
     }
 
     /**
@@ -122,21 +140,17 @@ public final class ShardLoader {
                         : dataType;
         NDManager scratch = manager.newSubManager(parameters.get(0).getArray().getDevice());
         try {
-            if (syncFrom != null) {
-                // Rank 0's values, one parameter at a time, into the parameters' own arrays.
-                for (Parameter parameter : parameters) {
-                    syncFrom.broadcast(parameter.getArray(), 0);
-                }
-            }
             // Straight into the shard's type, piece by piece: no flat copy of the whole buffer.
             NDArray shard =
-                    readShard(
-                            layout,
-                            parameters,
-                            shardIndex,
-                            storage,
-                            source != null ? source : (m, parameter, from, to) -> null,
-                            scratch);
+                    syncFrom != null
+                            ? receiveShard(layout, parameters, storage, scratch)
+                            : readShard(
+                                    layout,
+                                    parameters,
+                                    shardIndex,
+                                    storage,
+                                    source != null ? source : fresh,
+                                    scratch);
             if (storageDevice != null) {
                 // The shard's owner takes it from the scratch manager.
                 shard = Precision.toDevice(shard, storageDevice, false);
@@ -146,6 +160,50 @@ public final class ShardLoader {
         } finally {
             scratch.close();
         }
+    }
+
+    /**
+     * Builds this rank's shard of rank 0's values: each parameter goes out from rank 0 in pieces of
+     * at most {@link #PIECE} elements, and every rank keeps the part of each piece its shard holds.
+     * Only rank 0's arrays are read, so another rank's may be placeholders that were never drawn
+     * (uninitialized memory, never touched); no rank holds more of a parameter than one piece
+     * beside its shard.
+     */
+    private NDArray receiveShard(
+            FlatLayout layout, List<Parameter> parameters, DataType dataType, NDManager scratch) {
+        boolean sends = syncFrom.getRank() == 0;
+        NDArray built = zeros(scratch, new Shape(layout.getShardNumel()), dataType);
+        for (int i = 0; i < parameters.size(); i++) {
+            Parameter parameter = parameters.get(i);
+            FlatLayout.Overlap overlap = layout.overlap(i, shardIndex);
+            long numel = parameter.getShape().size();
+            for (long from = 0; from < numel; from += PIECE) {
+                long to = Math.min(numel, from + PIECE);
+                try (NDManager pieceScope = scratch.newSubManager()) {
+                    DataType type = parameter.getArray().getDataType();
+                    NDArray piece =
+                            sends
+                                    ? Precision.cast(
+                                                    readPiece(
+                                                            fresh, pieceScope, parameter, from, to),
+                                                    type)
+                                            .duplicate()
+                                    : zeros(pieceScope, new Shape(to - from), type);
+                    syncFrom.broadcast(piece, 0);
+                    long lo = overlap == null ? to : Math.max(from, overlap.from());
+                    long hi = overlap == null ? to : Math.min(to, overlap.to());
+                    if (lo < hi) {
+                        long offset = overlap.shardOffset() + lo - overlap.from();
+                        built.set(
+                                new NDIndex("{}:{}", offset, offset + hi - lo),
+                                Precision.cast(
+                                        piece.get(new NDIndex("{}:{}", lo - from, hi - from)),
+                                        dataType));
+                    }
+                }
+            }
+        }
+        return built;
     }
 
     /**

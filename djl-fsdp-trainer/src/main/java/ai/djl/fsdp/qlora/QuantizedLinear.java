@@ -1,22 +1,29 @@
 package ai.djl.fsdp.qlora;
 
+import ai.djl.Device;
+import ai.djl.fsdp.checkpoint.Placeholder;
 import ai.djl.fsdp.lora.LinearProjection;
 import ai.djl.fsdp.quant.BlockQuantizer;
 import ai.djl.fsdp.quant.DynamicMap;
 import ai.djl.fsdp.quant.NestedScales;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantizedWeight;
+import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.AbstractBlock;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
+import ai.djl.util.Pair;
 import ai.djl.util.PairList;
 import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Function;
@@ -64,7 +71,6 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
     private final Parameter nestedQuantMap;
     private final Parameter nestedOffset;
     private final Parameter bias;
-    private Map<String, NDArray> pending = Map.of();
 
     /**
      * Replaces a projection, initialized or not, keeping its bias. Its float32 weight is quantized
@@ -103,7 +109,9 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
 
     /**
      * Quantizes the float weight (drawn by the projection's initializer where it has no values) and
-     * gives every parameter its array.
+     * gives every parameter its array; where the weight is to be a {@link Placeholder} (another
+     * rank's codes replace this one's as the shards load), gives every parameter a placeholder of
+     * its type and quantizes nothing.
      */
     @Override
     public void initialize(NDManager manager, DataType dataType, Shape... inputShapes) {
@@ -111,9 +119,33 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
             return;
         }
         Parameter weight = original.getParameters().get(WEIGHT);
-        boolean drawn = !weight.isInitialized();
-        if (drawn) {
+        Map<String, NDArray> arrays;
+        if (!weight.isInitialized() && Placeholder.isPlaceholder(weight)) {
+            arrays = placeholders(manager);
+        } else {
+            arrays = arrays(quantize(weight, manager, inputShapes), manager);
+            weight.close();
+        }
+        arrays.forEach((name, array) -> ParameterArrays.replace(parameter(name), array));
+        // The bias, the only parameter left without an array.
+        super.initialize(manager, dataType, inputShapes);
+        if (bias != null) {
+            bias.freeze(true);
+        }
+    }
+
+    /** Quantizes the float weight, drawing it first where it has no values. */
+    private QuantizedWeight quantize(Parameter weight, NDManager manager, Shape[] inputShapes) {
+        if (!weight.isInitialized()) {
             original.initialize(manager, DataType.FLOAT32, inputShapes);
+            // A placeholder a checkpoint's values replace as the shards load (uninitialized
+            // memory, as Models.forCheckpoint draws) may hold anything: quantize it as zeros.
+            NDArray values = weight.getArray();
+            try (NDArray nan = values.isNaN();
+                    NDArray infinite = values.isInfinite();
+                    NDArray bad = nan.logicalOr(infinite)) {
+                values.set(new NDIndex("{}", bad), 0f);
+            }
         }
         NDArray values = weight.getArray();
         if (values.getDataType() != DataType.FLOAT32) {
@@ -121,26 +153,40 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
                     "a projection is quantized from its float32 weight, not "
                             + values.getDataType());
         }
-        float[] floats = values.toFloatArray();
-        if (drawn) {
-            // A placeholder a checkpoint's values replace as the shards load (uninitialized
-            // memory, as Models.forCheckpoint draws) may hold anything: quantize it as zeros.
-            for (int i = 0; i < floats.length; i++) {
-                floats[i] = Float.isFinite(floats[i]) ? floats[i] : 0f;
+        // Read from the tensor's own memory (on the host) a chunk at a time: no float[] of the
+        // whole weight.
+        NDArray host = Precision.toDevice(values, Device.cpu(), false);
+        try {
+            FloatBuffer floats =
+                    TensorMemory.hostBuffer(host, "weight to quantize").asFloatBuffer();
+            return QuantizedWeight.quantize(floats, values.getShape().getShape(), config);
+        } finally {
+            if (host != values) {
+                host.close();
             }
         }
-        QuantizedWeight quantized =
-                QuantizedWeight.quantize(floats, values.getShape().getShape(), config);
-        weight.close();
-        pending = arrays(quantized, manager);
-        try {
-            super.initialize(manager, dataType, inputShapes);
-        } finally {
-            pending = Map.of();
+    }
+
+    /** Returns a placeholder for each parameter but the bias, of the type its values have. */
+    private Map<String, NDArray> placeholders(NDManager manager) {
+        Map<String, NDArray> arrays = new HashMap<>();
+        for (Pair<String, Parameter> pair : getDirectParameters()) {
+            Parameter parameter = pair.getValue();
+            if (parameter != bias) {
+                boolean codes = parameter == packed || parameter == absmax && nestedAbsmax != null;
+                arrays.put(
+                        pair.getKey(),
+                        Placeholder.INSTANCE.initialize(
+                                manager,
+                                parameter.getShape(),
+                                codes ? DataType.UINT8 : DataType.FLOAT32));
+            }
         }
-        if (bias != null) {
-            bias.freeze(true);
-        }
+        return arrays;
+    }
+
+    private Parameter parameter(String name) {
+        return getDirectParameters().get(name);
     }
 
     /**
@@ -345,6 +391,7 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
         return new Shape[] {shape.slice(0, shape.dimension() - 1).add(out)};
     }
 
+    /** A frozen parameter whose array {@link #initialize} gives it (it has no initializer). */
     private Parameter frozen(String name, Shape shape) {
         return addParameter(
                 Parameter.builder()
@@ -352,7 +399,6 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
                         .setType(Parameter.Type.OTHER)
                         .optShape(shape)
                         .optRequiresGrad(false)
-                        .optInitializer((manager, s, type) -> pending.get(name))
                         .build());
     }
 }

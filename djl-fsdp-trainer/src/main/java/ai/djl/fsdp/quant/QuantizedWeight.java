@@ -1,5 +1,6 @@
 package ai.djl.fsdp.quant;
 
+import java.nio.FloatBuffer;
 import java.util.Arrays;
 
 /**
@@ -53,6 +54,9 @@ public final class QuantizedWeight {
         this.nested = nested;
     }
 
+    /** Values read into the heap at a time while a weight is quantized: 16 MB of float32. */
+    static final int CHUNK = 1 << 22;
+
     /**
      * Quantizes a weight's values, flattened in row-major order, as bitsandbytes' {@code
      * quantize_4bit} does.
@@ -65,26 +69,50 @@ public final class QuantizedWeight {
      *     finite
      */
     public static QuantizedWeight quantize(float[] values, long[] shape, QuantConfig config) {
-        if (numel(shape) != values.length) {
+        return quantize(FloatBuffer.wrap(values), shape, config);
+    }
+
+    /**
+     * Quantizes a weight's values, flattened in row-major order, as bitsandbytes' {@code
+     * quantize_4bit} does, reading them a chunk of whole blocks at a time: the values may lie
+     * outside the Java heap (a tensor's own memory), and the heap holds one chunk of them beside
+     * the codes and scales, never the whole weight in float32.
+     *
+     * @param values the values, from the buffer's position to its limit (the position is left
+     *     unchanged)
+     * @param shape the weight's shape
+     * @param config the code, block size and double quantization
+     * @return the quantized weight
+     * @throws IllegalArgumentException if the shape does not hold the values, or a value is not
+     *     finite
+     */
+    public static QuantizedWeight quantize(FloatBuffer values, long[] shape, QuantConfig config) {
+        int count = values.remaining();
+        if (numel(shape) != count) {
             throw new IllegalArgumentException(
-                    "shape "
-                            + Arrays.toString(shape)
-                            + " does not hold "
-                            + values.length
-                            + " values");
+                    "shape " + Arrays.toString(shape) + " does not hold " + count + " values");
         }
-        byte[] packed = new byte[(values.length + 1) / 2];
-        float[] absmax = new float[BlockQuantizer.blocks(values.length, config.getBlockSize())];
-        BlockQuantizer.quantize4(
-                config.getQuantType(),
-                config.getBlockSize(),
-                values,
-                0,
-                values.length,
-                packed,
-                0,
-                absmax,
-                0);
+        int blockSize = config.getBlockSize();
+        byte[] packed = new byte[(count + 1) / 2];
+        float[] absmax = new float[BlockQuantizer.blocks(count, blockSize)];
+        // Whole blocks a chunk (every block size is a power of two at most 4096): each chunk
+        // starts on a block and so on a byte.
+        float[] buffer = new float[Math.min(CHUNK, count)];
+        FloatBuffer reader = values.duplicate();
+        for (int from = 0; from < count; from += CHUNK) {
+            int length = Math.min(CHUNK, count - from);
+            reader.get(buffer, 0, length);
+            BlockQuantizer.quantize4(
+                    config.getQuantType(),
+                    blockSize,
+                    buffer,
+                    0,
+                    length,
+                    packed,
+                    from / 2,
+                    absmax,
+                    from / blockSize);
+        }
         if (config.isNested()) {
             return new QuantizedWeight(shape, config, packed, null, NestedScales.quantize(absmax));
         }

@@ -1,6 +1,8 @@
 package ai.djl.fsdp.trainer;
 
 import ai.djl.Device;
+import ai.djl.fsdp.checkpoint.PiecewiseDraws;
+import ai.djl.fsdp.checkpoint.Placeholder;
 import ai.djl.fsdp.checkpoint.ShardLoader;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ShardingMesh;
@@ -17,10 +19,13 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
+import ai.djl.training.initializer.Initializer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
 /**
@@ -47,7 +52,8 @@ final class ModelSharding {
     private final ShardLoader loader;
     private final Map<Integer, List<FlatParameter>> loaded = new HashMap<>();
 
-    private ModelSharding(Block block, TrainingSetup setup, NDManager manager) {
+    private ModelSharding(
+            Block block, TrainingSetup setup, NDManager manager, PiecewiseDraws fresh) {
         this.block = block;
         this.config = setup.fsdp();
         this.mesh = setup.mesh();
@@ -63,7 +69,8 @@ final class ModelSharding {
                         config.isSyncModuleStates() && world.getSize() > 1 ? world : null,
                         setup.options().getInitialValues(),
                         config.getFrozenStoragePrecision(),
-                        config.isCpuOffload() ? Device.cpu() : null);
+                        config.isCpuOffload() ? Device.cpu() : null,
+                        fresh);
     }
 
     /**
@@ -80,7 +87,7 @@ final class ModelSharding {
         }
         UnitPlan plan = plan(block, setup.fsdp());
         boolean[] recomputed = recomputed(plan, setup.fsdp());
-        ModelSharding sharding = new ModelSharding(block, setup, manager);
+        ModelSharding sharding = new ModelSharding(block, setup, manager, null);
         long peak = UnitInitialization.liveBytes(block);
         return new Sharded(sharding.build(plan, recomputed), peak);
     }
@@ -111,7 +118,41 @@ final class ModelSharding {
         }
         // A recompute policy naming no unit fails before any parameter is initialized or loaded.
         boolean[] recomputed = recomputed(plan, setup.fsdp());
-        ModelSharding sharding = new ModelSharding(block, setup, manager);
+        FsdpConfig config = setup.fsdp();
+        // Large frozen parameters are drawn in pieces kept in their shards' narrower type.
+        Precision storage = config.getFrozenStoragePrecision();
+        try (PiecewiseDraws fresh =
+                storage == Precision.FLOAT32 ? null : new PiecewiseDraws(storage)) {
+            ModelSharding sharding = new ModelSharding(block, setup, manager, fresh);
+            // Rank 0's values replace every other rank's as the shards load: those draw none.
+            boolean receives = sharding.loader.receives();
+            Predicate<Parameter> buffers = config.getBuffers();
+            Function<Parameter, Initializer> initializers =
+                    parameter -> {
+                        if (receives && !buffers.test(parameter)) {
+                            return Placeholder.INSTANCE;
+                        }
+                        return fresh != null && fresh.draws(parameter)
+                                ? fresh.initializer(parameter)
+                                : null;
+                    };
+            return sharding.initialize(
+                    plan, recomputed, parameterManager, dataType, shapes, initializers, fresh);
+        }
+    }
+
+    /**
+     * Initializes the model unit by unit, each unit's shards loaded as soon as it has values, and
+     * shards it.
+     */
+    private Sharded initialize(
+            UnitPlan plan,
+            boolean[] recomputed,
+            NDManager parameterManager,
+            DataType dataType,
+            Shape[] shapes,
+            Function<Parameter, Initializer> initializers,
+            PiecewiseDraws fresh) {
         List<PlannedUnit> units = plan.getUnits();
         try {
             long peak =
@@ -121,11 +162,17 @@ final class ModelSharding {
                             parameterManager,
                             dataType,
                             shapes,
-                            sharding::load);
-            checkSamePlan(plan, plan(block, setup.fsdp()));
-            return new Sharded(sharding.build(plan, recomputed), peak);
+                            initializers,
+                            unit -> {
+                                load(unit);
+                                if (fresh != null) {
+                                    unit.parameters().forEach(fresh::release);
+                                }
+                            });
+            checkSamePlan(plan, plan(block, config));
+            return new Sharded(build(plan, recomputed), peak);
         } catch (RuntimeException e) {
-            sharding.closeLoaded();
+            closeLoaded();
             // The units sharded so far hold empty placeholders: the block is left uninitialized
             // (its parameters hold no arrays) so that it can be initialized again.
             block.getParameters().values().forEach(Parameter::close);

@@ -82,6 +82,11 @@ class OffloadAndInitializationTest {
             assertSameValues(
                     "whole, rank " + rank, reference, results.get(1).get(rank).parameters());
             assertInitPeaks(results.get(0).get(rank), results.get(1).get(rank));
+            // Only rank 0 draws the values it sends; rank 1 draws none of its own.
+            assertEquals(
+                    rank == 0 ? 1L : 0L,
+                    results.get(0).get(rank).figures().get("drewAtStart"),
+                    "rank " + rank + " drew values at the start");
         }
         for (int pair = 1; pair <= 2; pair++) {
             for (int rank = 0; rank < WORLD; rank++) {

@@ -68,7 +68,8 @@ record OffloadRun(
      * @param figures bytes from the units' layouts: root, largest other unit, whole model (all
      *     unpadded), trainable shards of this rank, this rank's largest full buffers gathered at
      *     once in FULL_SHARD with prefetch (root, and two units: the current and the prefetched),
-     *     and the elements read from the source
+     *     the elements read from the source, and whether the start drew random numbers (1, or 0
+     *     where it drew none)
      */
     record Result(
             double[] losses,
@@ -105,8 +106,10 @@ record OffloadRun(
                             group,
                             fsdpConfig(),
                             options.build())) {
+                long drew = 1;
                 if (deferredInit) {
                     trainer.initialize(new Shape(LOCAL_BATCH, SEQUENCE));
+                    drew = drewSinceSeeded(model.getNDManager());
                 }
                 for (int step = 0; step < steps; step++) {
                     losses[step] = trainOn(trainer, step, group.getRank() * LOCAL_BATCH);
@@ -114,8 +117,24 @@ record OffloadRun(
                 memory = trainer.getMemoryStats();
                 figures = figures(trainer);
                 figures.put("elementsRead", elementsRead[0]);
+                figures.put("drewAtStart", drew);
             }
             return new Result(losses, parametersOf(model), memory, figures);
+        }
+    }
+
+    /**
+     * Returns 1 if the engine's generator has drawn since it was seeded with {@link #SEED}, 0 if
+     * not; it is seeded again either way.
+     */
+    private static long drewSinceSeeded(NDManager manager) {
+        try (NDArray now = manager.randomUniform(0f, 1f, new Shape(4))) {
+            Engine.getInstance().setRandomSeed(SEED);
+            try (NDArray first = manager.randomUniform(0f, 1f, new Shape(4))) {
+                long drew = now.contentEquals(first) ? 0 : 1;
+                Engine.getInstance().setRandomSeed(SEED);
+                return drew;
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.internal.runtime;
 
+import ai.djl.fsdp.checkpoint.Placeholder;
 import ai.djl.fsdp.reflect.BlockChildren;
 import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.wrap.UnitPlan.PlannedUnit;
@@ -9,12 +10,16 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
+import ai.djl.training.initializer.Initializer;
 import ai.djl.util.Pair;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * Initializes a model's fresh parameters one FSDP unit at a time, as FSDP2's meta-device
@@ -27,6 +32,11 @@ import java.util.function.Consumer;
  * values are those of initializing the whole model at once, bit for bit. The parameters outside the
  * units (the root's) stay whole until the walk ends, as they stay gathered for every step of
  * training; the largest parameter memory held at once is the root's and one unit's.
+ *
+ * <p>A rank whose values are replaced by another rank's as the shards load (under {@code
+ * sync_module_states}, every rank but 0) draws nothing: the parameters it is told to give {@link
+ * Placeholder placeholders} get memory of their shape but no values, and nothing is computed from
+ * them, so the start's draws (and a 4-bit base's quantization) happen once, on rank 0.
  */
 public final class UnitInitialization {
 
@@ -42,6 +52,9 @@ public final class UnitInitialization {
      * @param manager the manager the parameters are made in
      * @param dataType the parameters' type
      * @param shapes the model's input shapes
+     * @param initializers the initializer a parameter gets instead of its own while the model
+     *     initializes, or null to keep its own: a {@link Placeholder} for one whose values another
+     *     rank sends (its own initializers are restored afterwards)
      * @param keepShard keeps this rank's shard of a unit's parameters (they hold full arrays)
      * @return the largest bytes of full parameter arrays held at once
      */
@@ -51,6 +64,7 @@ public final class UnitInitialization {
             NDManager manager,
             DataType dataType,
             Shape[] shapes,
+            Function<Parameter, Initializer> initializers,
             Consumer<PlannedUnit> keepShard) {
         Set<Integer> done = new HashSet<>();
         long[] peak = {0};
@@ -63,6 +77,15 @@ public final class UnitInitialization {
                     done.add(unit.index());
                 };
         List<BlockChildren> standIns = new ArrayList<>(units.size());
+        Map<Parameter, Initializer> own = new IdentityHashMap<>();
+        for (Pair<String, Parameter> pair : root.getParameters()) {
+            Parameter parameter = pair.getValue();
+            Initializer instead = own.containsKey(parameter) ? null : initializers.apply(parameter);
+            if (instead != null) {
+                own.put(parameter, parameter.getInitializer());
+                parameter.setInitializer(instead);
+            }
+        }
         try {
             for (PlannedUnit unit : units) {
                 Block standIn = new InitializingBlock(unit, onInitialized);
@@ -73,6 +96,7 @@ public final class UnitInitialization {
             for (int i = standIns.size() - 1; i >= 0; i--) {
                 standIns.get(i).restore();
             }
+            own.forEach(Parameter::setInitializer);
         }
         // A parent that initializes a unit's parameters without calling its initialize.
         for (PlannedUnit unit : units) {
