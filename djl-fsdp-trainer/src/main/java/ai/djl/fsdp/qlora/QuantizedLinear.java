@@ -282,9 +282,10 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
      * @return the decoded weight
      */
     public NDArray weight(ParameterStore store, NDArray like, boolean training) {
+        Precision precision = Precision.ofArray(like);
         return decode(
                 parameter -> store.getValue(parameter, like.getDevice(), training),
-                precisionOf(like));
+                precision == null ? Precision.FLOAT32 : precision);
     }
 
     /**
@@ -354,12 +355,6 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
         }
     }
 
-    /** The precision of an array, float32 for a type that is not floating. */
-    private static Precision precisionOf(NDArray array) {
-        Precision precision = Precision.ofArray(array);
-        return precision == null ? Precision.FLOAT32 : precision;
-    }
-
     @Override
     protected NDList forwardInternal(
             ParameterStore store,
@@ -370,10 +365,7 @@ public final class QuantizedLinear extends AbstractBlock implements LinearProjec
         NDArray y;
         // The decoded weight is closed once used: autograd keeps what backward needs of it, and
         // left open it would stay until the unit's arrays are freed, every projection's at once.
-        try (NDArray weight =
-                        decode(
-                                parameter -> store.getValue(parameter, x.getDevice(), training),
-                                precisionOf(x));
+        try (NDArray weight = weight(store, x, training);
                 NDArray transposed = fanInFanOut ? null : weight.swapAxes(0, 1)) {
             y = x.matMul(fanInFanOut ? weight : transposed);
         }
