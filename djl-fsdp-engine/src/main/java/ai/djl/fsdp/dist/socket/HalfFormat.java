@@ -1,8 +1,11 @@
 package ai.djl.fsdp.dist.socket;
 
+import ai.djl.fsdp.tensor.Precision;
+
 /**
  * The 16-bit floating-point formats the socket backend reduces: each converts to {@code float}
- * exactly and back rounding to nearest even, bit for bit as libtorch converts.
+ * exactly and back rounding to nearest even, bit for bit as libtorch converts ({@link
+ * Precision#bits}, the project's one rounding to a narrower type; a NaN becomes a quiet NaN).
  */
 enum HalfFormat {
     /** IEEE 754 binary16: 5 exponent bits, 10 mantissa bits. */
@@ -14,7 +17,7 @@ enum HalfFormat {
 
         @Override
         short fromFloat(float value) {
-            return Float16.fromFloat(value);
+            return (short) Precision.FLOAT16.bits(value);
         }
     },
 
@@ -27,16 +30,7 @@ enum HalfFormat {
 
         @Override
         short fromFloat(float value) {
-            int bits = Float.floatToRawIntBits(value);
-            if ((bits & 0x7FFFFFFF) > 0x7F800000) {
-                // NaN: truncating could clear every payload bit left and make it infinity; keep
-                // it a quiet NaN instead.
-                return (short) ((bits >>> 16) | 0x0040);
-            }
-            // Round the 16 dropped bits to nearest, ties to the even result; a carry into the
-            // exponent is the correct rounding up (to infinity past the largest finite value).
-            int rounded = bits + 0x7FFF + ((bits >>> 16) & 1);
-            return (short) (rounded >>> 16);
+            return (short) Precision.BFLOAT16.bits(value);
         }
     };
 
