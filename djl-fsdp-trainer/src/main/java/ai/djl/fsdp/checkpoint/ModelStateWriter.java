@@ -135,13 +135,18 @@ public final class ModelStateWriter {
     }
 
     /**
-     * Writes {@code value} in its declared type: itself, or (a floating tensor handed in another
-     * floating type) a cast freed once written.
+     * Writes {@code value} in its declared type: itself, its bytes (uint8 bytes of a tensor
+     * declared as another type), or (a floating tensor handed in another floating type) a cast
+     * freed once written.
      */
     private static void write(
             SafetensorsWriter.StreamingFile file, StateTransform.Entry entry, NDArray value)
             throws IOException {
         Dtype type = Dtype.ofArray(value);
+        if (type == Dtype.U8 && entry.dtype() != Dtype.U8) {
+            file.writeBytes(entry.name(), value);
+            return;
+        }
         if (type == entry.dtype()
                 || !StateTransform.isFloat(type)
                 || !StateTransform.isFloat(entry.dtype())) {

@@ -30,7 +30,7 @@ public interface StateTransform {
 
     /**
      * Receives the tensors of one unit. A floating tensor may come in any floating type: it is
-     * stored in its declared type, cast alone as it is written.
+     * stored in its declared type, cast alone as it is written. Any tensor may come as its bytes.
      */
     @FunctionalInterface
     interface Sink {
@@ -40,7 +40,8 @@ public interface StateTransform {
          *
          * @param name a declared name
          * @param value its value, of the declared shape; of the declared type, or of any floating
-         *     type when that is floating
+         *     type when that is floating; or uint8 bytes, as many as the declared tensor holds,
+         *     written as they are (bytes another type labels, such as packed 4-bit codes)
          * @throws IOException if writing fails
          */
         void put(String name, NDArray value) throws IOException;

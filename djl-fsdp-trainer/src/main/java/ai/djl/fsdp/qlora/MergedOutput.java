@@ -4,15 +4,12 @@ import ai.djl.fsdp.checkpoint.StateTransform;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraState;
 import ai.djl.fsdp.safetensors.Dtype;
-import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
-import ai.djl.util.Pair;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -173,50 +170,30 @@ public final class MergedOutput {
      */
     private static StateTransform decodedBase(
             Block root, Map<String, Parameter> named, Set<String> decoded) {
-        Map<Parameter, QuantizedLinear> layerOfCodes = new IdentityHashMap<>();
-        Set<Parameter> dropped = Collections.newSetFromMap(new IdentityHashMap<>());
-        for (Block block : StateDict.modules(root).values()) {
-            if (block instanceof QuantizedLinear layer) {
-                for (Pair<String, Parameter> pair : layer.getDirectParameters()) {
-                    String role = pair.getKey();
-                    if (QuantizedLinear.WEIGHT.equals(role)) {
-                        layerOfCodes.put(pair.getValue(), layer);
-                    } else if (!"bias".equals(role)) {
-                        dropped.add(pair.getValue());
-                    }
-                }
-            }
-        }
+        QuantizedLayers layers = QuantizedLayers.of(root);
         Map<Parameter, String> names = new IdentityHashMap<>();
         List<StateTransform.Entry> entries = new ArrayList<>();
         for (StateTransform.Entry entry : StateTransform.parameters(named).declare()) {
             Parameter parameter = named.get(entry.name());
             names.put(parameter, entry.name());
-            QuantizedLinear layer = layerOfCodes.get(parameter);
-            if (layer != null) {
+            QuantizedLinear layer = layers.layerOf(parameter);
+            if (layer == null) {
+                entries.add(entry);
+            } else if (layers.isCodes(parameter)) {
                 decoded.add(entry.name());
                 entries.add(
                         new StateTransform.Entry(entry.name(), Dtype.F32, layer.getWeightShape()));
-            } else if (!dropped.contains(parameter)) {
-                entries.add(entry);
             }
         }
-        return StateTransform.of(
+        return layers.state(
                 entries,
-                (unit, sink) -> {
-                    Set<Parameter> inUnit = Collections.newSetFromMap(new IdentityHashMap<>());
-                    inUnit.addAll(unit.getParameters());
-                    for (Parameter parameter : unit.getParameters()) {
-                        String name = names.get(parameter);
-                        if (name == null || dropped.contains(parameter)) {
-                            continue;
-                        }
-                        QuantizedLinear layer = layerOfCodes.get(parameter);
-                        if (layer == null) {
-                            sink.put(name, parameter.getArray());
-                            continue;
-                        }
-                        try (NDArray weight = decode(layer, unit.getName(), inUnit)) {
+                names,
+                (name, parameter, sink) -> {
+                    QuantizedLinear layer = layers.layerOf(parameter);
+                    if (layer == null) {
+                        sink.put(name, parameter.getArray());
+                    } else if (layers.isCodes(parameter)) {
+                        try (NDArray weight = decode(layer)) {
                             sink.put(name, weight);
                         }
                     }
@@ -224,20 +201,13 @@ public final class MergedOutput {
     }
 
     /** A layer's weight decoded from its unit's gathered arrays, float32. */
-    private static NDArray decode(QuantizedLinear layer, String unit, Set<Parameter> inUnit) {
+    private static NDArray decode(QuantizedLinear layer) {
         NDArray codes = layer.getParameters().get(QuantizedLinear.WEIGHT).getArray();
         NDManager manager = codes.getManager();
         try (NDManager scope = manager.newSubManager()) {
             NDArray weight =
                     layer.decode(
                             parameter -> {
-                                if (!inUnit.contains(parameter)) {
-                                    throw new IllegalStateException(
-                                            "FSDP unit "
-                                                    + unit
-                                                    + " holds part of a 4-bit weight only; wrap"
-                                                    + " the quantized projection's parent");
-                                }
                                 NDArray value = parameter.getArray();
                                 value.tempAttach(scope);
                                 // Scales carried in a narrower compute type widen exactly.

@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
@@ -290,10 +291,36 @@ public final class SafetensorsWriter {
                                 + " "
                                 + array.getDataType());
             }
+            return writeMemory(name, array);
+        }
+
+        /**
+         * Writes a declared tensor's bytes from an array of bytes, whatever type the tensor was
+         * declared with: bytes that another type labels, such as a 4-bit weight's packed codes
+         * stored as bitsandbytes' storage type.
+         *
+         * @param name the tensor name
+         * @param bytes a uint8 array of exactly the declared tensor's size in bytes
+         * @return this stream
+         * @throws IOException if writing fails
+         */
+        public StreamingFile writeBytes(String name, NDArray bytes) throws IOException {
+            if (tensors.get(name) == null || bytes.getDataType() != DataType.UINT8) {
+                throw new IllegalArgumentException(
+                        "tensor \""
+                                + name
+                                + "\" takes the bytes of a declared tensor as uint8, got "
+                                + bytes.getDataType());
+            }
+            return writeMemory(name, bytes);
+        }
+
+        /** Writes an array's memory, through the host and contiguous, as the tensor's bytes. */
+        private StreamingFile writeMemory(String name, NDArray array) throws IOException {
             if (!Device.Type.CPU.equals(array.getDevice().getDeviceType())) {
                 // One tensor at a time through host memory.
                 try (NDArray host = Precision.toDevice(array, Device.cpu(), true)) {
-                    return write(name, host);
+                    return writeMemory(name, host);
                 }
             }
             if (TensorMemory.isContiguous(array)) {

@@ -263,6 +263,41 @@ class SafetensorsTest {
         }
     }
 
+    @Test
+    void streamingTakesBytesThatAnotherTypeLabels() throws IOException {
+        Path file = dir.resolve("labelled.safetensors");
+        SafetensorsWriter writer =
+                new SafetensorsWriter().declare("halves", Dtype.F16, new Shape(2, 1));
+        try (SafetensorsWriter.StreamingFile out = writer.stream(file)) {
+            IllegalArgumentException floats =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> out.writeBytes("halves", manager.ones(new Shape(4))));
+            assertTrue(floats.getMessage().contains("as uint8"), floats.getMessage());
+            IllegalArgumentException size =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> out.writeBytes("halves", bytes(new byte[3])));
+            assertTrue(size.getMessage().contains("needs 4 bytes, got 3"), size.getMessage());
+        } // closed without a commit: nothing is left behind
+        try (SafetensorsWriter.StreamingFile out = writer.stream(file)) {
+            // float16 1.0 and 2.0, little-endian, as four bytes.
+            out.writeBytes("halves", bytes(new byte[] {0x00, 0x3C, 0x00, 0x40}));
+            out.commit();
+        }
+        try (SafetensorsFile read = SafetensorsFile.open(file)) {
+            NDArray halves = read.read(manager, "halves");
+            assertEquals(DataType.FLOAT16, halves.getDataType());
+            assertEquals(new Shape(2, 1), halves.getShape());
+            assertArrayEquals(
+                    new float[] {1f, 2f}, halves.toType(DataType.FLOAT32, false).toFloatArray());
+        }
+    }
+
+    private NDArray bytes(byte[] values) {
+        return manager.create(ByteBuffer.wrap(values), new Shape(values.length), DataType.UINT8);
+    }
+
     private Path header(String name, String json) throws IOException {
         byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
         ByteBuffer b = ByteBuffer.allocate(8 + bytes.length + 8).order(ByteOrder.LITTLE_ENDIAN);

@@ -11,9 +11,12 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
+import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
+import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.hf.VocabularyResize;
+import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
@@ -24,6 +27,7 @@ import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.ParameterStore;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
+import com.google.gson.JsonObject;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -51,6 +55,29 @@ public final class TestModels {
     public static CausalLM seeded(String name, NDManager manager, int seed) {
         Engine.getEngine("PyTorch").setRandomSeed(seed);
         return Models.create(Models.builtin(name), manager);
+    }
+
+    /**
+     * Writes {@code llama-tiny} over the byte-level tokenizer's vocabulary (its last id the
+     * beginning and end of text), its weights drawn from a seed, as a float checkpoint with that
+     * tokenizer: a model {@code finetune} and {@code generate} run on from a directory.
+     *
+     * @param directory the checkpoint directory to write
+     * @param seed the seed its weights are drawn from
+     * @return the directory
+     * @throws IOException if writing fails
+     */
+    public static Path byteLevelLlama(Path directory, int seed) throws IOException {
+        JsonObject json = Models.builtin("llama-tiny").toJson();
+        json.addProperty("vocab_size", ByteLevelTokenizer.VOCAB_SIZE);
+        json.addProperty("bos_token_id", ByteLevelTokenizer.VOCAB_SIZE - 1);
+        json.addProperty("eos_token_id", ByteLevelTokenizer.VOCAB_SIZE - 1);
+        try (NDManager manager = newManager()) {
+            Engine.getEngine("PyTorch").setRandomSeed(seed);
+            HfCheckpoint.save(Models.create(ModelFamilies.parse(json), manager), directory);
+        }
+        ByteLevelTokenizer.write(directory.resolve(Tokenizers.FILE));
+        return directory;
     }
 
     /** Returns the wrap policy that makes each of the model's decoder layers an FSDP unit. */

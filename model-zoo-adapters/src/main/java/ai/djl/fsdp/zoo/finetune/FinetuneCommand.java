@@ -33,7 +33,6 @@ import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.fsdp.zoo.sharded.SaveFormat;
-import ai.djl.fsdp.zoo.sharded.ShardedSave;
 import ai.djl.fsdp.zoo.sharded.ShardedStart;
 import ai.djl.nn.Parameter;
 import ai.djl.training.listener.TrainingListener;
@@ -61,7 +60,7 @@ import picocli.CommandLine.Spec;
  * {@link QuantizationArguments} and {@link HubCompatibility}; the run is built by {@link
  * FinetuneRecipe} and trained by {@link TrainingLoop}, whose steps the trainer's listeners ({@link
  * FinetuneListeners}, with the user's {@code --listeners}) log, evaluate and checkpoint; {@link
- * RunReport} writes what it produced.
+ * FinetuneOutput} saves the model and {@link RunReport} writes what it produced.
  */
 @Command(
         name = "finetune",
@@ -200,7 +199,16 @@ public final class FinetuneCommand implements Subcommand {
                     note("no java.desktop in this Java runtime: " + CurvePlot.FILE + " not drawn");
                 }
                 String summary = report.summary(outcome, before, after, peaks, sent);
-                save(recipe, trainer, lm, lora, report);
+                new FinetuneOutput(
+                                args,
+                                rankZero,
+                                saveDtype,
+                                maxShardBytes,
+                                quantized == null
+                                        ? null
+                                        : quantized.withComputeType(fsdp.mixedPrecision.param()),
+                                this::print)
+                        .save(recipe, trainer, lm, lora, report);
                 print(summary);
             }
         } // the model was saved one unit at a time: closing gathers nothing
@@ -292,12 +300,6 @@ public final class FinetuneCommand implements Subcommand {
                                             + stored.describe()
                                             + ")")
                             + ": it trains only with --use_peft_lora True");
-        }
-        if (quantized != null && args.saveBaseModel) {
-            throw new IllegalArgumentException(
-                    "--save_base_model with --use_4bit_quantization True: saving the 4-bit base"
-                            + " is not built yet; drop --save_base_model (the adapters name the"
-                            + " float base they were trained on)");
         }
         if (args.saveBaseModel && !args.usePeftLora) {
             throw new IllegalArgumentException(
@@ -429,51 +431,6 @@ public final class FinetuneCommand implements Subcommand {
                                         .toString()
                                 : args.modelNameOrPath)
                 .build();
-    }
-
-    /**
-     * Saves the trained model (LoRA: the adapters, and the merged model in {@code merged/}) one
-     * FSDP unit at a time, so no rank ever holds the whole model, with the run's metrics, curves
-     * and summary. Every rank takes part in the gathers; rank 0 writes, into a staging directory
-     * that replaces the output at the end.
-     */
-    private void save(
-            FinetuneRecipe recipe,
-            FsdpTrainer trainer,
-            PretrainedModel lm,
-            LoraConfig lora,
-            RunReport report)
-            throws IOException {
-        OutputDirectory.Contents contents =
-                directory -> {
-                    Path model = lora == null ? directory : directory.resolve(SaveFormat.MERGED);
-                    if (lora != null) {
-                        ShardedSave.adapters(trainer, lora, directory);
-                    }
-                    ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes)
-                            .ifPresent(line -> print(SaveFormat.MERGED + "/: " + line));
-                    if (args.saveBaseModel) {
-                        ShardedSave.base(
-                                trainer,
-                                lm,
-                                directory.resolve(SaveFormat.BASE),
-                                saveDtype,
-                                maxShardBytes);
-                    }
-                    if (rankZero) {
-                        recipe.writeTokenizer(directory, model);
-                        if (args.saveBaseModel) {
-                            Path base = directory.resolve(SaveFormat.BASE);
-                            recipe.writeTokenizer(base, base);
-                        }
-                        report.copyRunFiles(directory);
-                    }
-                };
-        if (rankZero) {
-            OutputDirectory.check(args.outputDir, args.overwriteOutputDir).replace(contents);
-        } else {
-            contents.writeTo(args.outputDir); // takes part in the gathers; writes nothing
-        }
     }
 
     /** Prints a line about a setting that does not apply, once, on rank 0. */

@@ -161,8 +161,28 @@ public final class ConfigJson {
      */
     public static void write(ModelConfig config, Path directory, String torchDtype)
             throws IOException {
+        write(config, directory, torchDtype, null);
+    }
+
+    /**
+     * Writes a configuration as {@code config.json} with the {@code torch_dtype} its floating
+     * weights are stored in and, for a base saved in 4 bits, the {@code quantization_config} block
+     * it loads with, as transformers' {@code save_pretrained} records them.
+     *
+     * @param config the configuration
+     * @param directory the checkpoint directory
+     * @param torchDtype {@code float32}, {@code bfloat16} or {@code float16}
+     * @param quantization the 4-bit base's settings, or null for a float checkpoint
+     * @throws IOException if writing fails
+     */
+    public static void write(
+            ModelConfig config, Path directory, String torchDtype, QuantizationConfig quantization)
+            throws IOException {
         JsonObject json = config.toJson();
         json.addProperty("torch_dtype", torchDtype);
+        if (quantization != null) {
+            json.add(QuantizationConfig.KEY, quantization.toJson());
+        }
         AtomicFiles.writeString(directory.resolve(FILE), GSON.toJson(json));
     }
 

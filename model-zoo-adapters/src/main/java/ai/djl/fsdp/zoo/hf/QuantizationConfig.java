@@ -3,10 +3,13 @@ package ai.djl.fsdp.zoo.hf;
 import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantType;
+import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.nn.Block;
+import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
+import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
 import java.io.IOException;
@@ -177,6 +180,71 @@ public final class QuantizationConfig {
      */
     public String getStorageType() {
         return storageType;
+    }
+
+    /**
+     * Returns the element type that labels the packed bytes in a checkpoint ({@link
+     * #getStorageType()} as a safetensors type).
+     *
+     * @return U8, I8, F16, BF16 or F32
+     */
+    public Dtype getStorageDtype() {
+        return switch (storageType) {
+            case "int8" -> Dtype.I8;
+            case "float16" -> Dtype.F16;
+            case "bfloat16" -> Dtype.BF16;
+            case "float32" -> Dtype.F32;
+            default -> Dtype.U8;
+        };
+    }
+
+    /**
+     * Returns this configuration with another compute type: the type a run's 4-bit layers did
+     * compute in, for the block saved with its base.
+     *
+     * @param type the compute type
+     * @return the configuration
+     */
+    public QuantizationConfig withComputeType(Precision type) {
+        Builder builder =
+                builder()
+                        .setQuantType(quant.getQuantType())
+                        .optNested(quant.isNested())
+                        .optComputeType(type)
+                        .optStorageType(storageType);
+        if (skipModules != null) {
+            builder.optSkipModules(skipModules);
+        }
+        return builder.build();
+    }
+
+    /**
+     * Returns the block transformers writes to {@code config.json} for this {@code
+     * BitsAndBytesConfig} (the keys {@link #fromJson} reads, and transformers' defaults for the
+     * 8-bit ones), so that a base saved with it loads as it was quantized.
+     *
+     * @return the {@code quantization_config} object
+     */
+    public JsonObject toJson() {
+        JsonObject block = new JsonObject();
+        block.addProperty("quant_method", "bitsandbytes");
+        block.addProperty("load_in_4bit", true);
+        block.addProperty("load_in_8bit", false);
+        block.addProperty("bnb_4bit_quant_type", quant.getQuantType().getName());
+        block.addProperty("bnb_4bit_use_double_quant", quant.isNested());
+        block.addProperty("bnb_4bit_compute_dtype", computeType.name().toLowerCase(Locale.ROOT));
+        block.addProperty("bnb_4bit_quant_storage", storageType);
+        block.addProperty("llm_int8_threshold", 6.0);
+        block.addProperty("llm_int8_has_fp16_weight", false);
+        block.addProperty("llm_int8_enable_fp32_cpu_offload", false);
+        if (skipModules == null) {
+            block.add("llm_int8_skip_modules", JsonNull.INSTANCE);
+        } else {
+            JsonArray modules = new JsonArray();
+            skipModules.forEach(modules::add);
+            block.add("llm_int8_skip_modules", modules);
+        }
+        return block;
     }
 
     /**

@@ -5,11 +5,13 @@ import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraState;
 import ai.djl.fsdp.qlora.MergedOutput;
+import ai.djl.fsdp.qlora.PrequantizedOutput;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
+import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.nn.Block;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -51,13 +53,11 @@ public final class ShardedSave {
      * {@code model.safetensors.index.json} when it is larger. A collective: every rank calls it;
      * rank 0 writes.
      *
-     * @param trainer the trainer of {@code model}
-     * @param model the model, adapted or not
-     * @param directory the directory (created if needed) on rank 0
-     *     <p>A 4-bit base ({@link ai.djl.fsdp.qlora.Qlora}) is decoded, weight by weight, its
-     *     adapters merged into the decoded weights, and stored in {@code floatType} as a plain
-     *     float checkpoint ({@link MergedOutput}); rank 0 gets back a line saying how far it lies
-     *     from the trained model.
+     * <p>A 4-bit base ({@link ai.djl.fsdp.qlora.Qlora}) is decoded, weight by weight, its adapters
+     * merged into the decoded weights, and stored in {@code floatType} as a plain float checkpoint
+     * ({@link MergedOutput}); rank 0 gets back a line saying how far it lies from the trained
+     * model.
+     *
      * @param trainer the trainer of {@code model}
      * @param model the model, adapted or not
      * @param directory the directory (created if needed) on rank 0
@@ -75,22 +75,29 @@ public final class ShardedSave {
             long maxShardBytes)
             throws IOException {
         MergedOutput output = MergedOutput.of(model, floatType);
-        full(trainer, model, output.getState(), directory, floatType, maxShardBytes);
+        full(trainer, model, output.getState(), directory, floatType, maxShardBytes, null);
         return Optional.ofNullable(output.describe());
     }
 
     /**
-     * Saves the base model under a LoRA model trained with FSDP, without its adapters, as a plain
-     * Hugging Face checkpoint directory the adapters can be put on again (for a base that had no
-     * weights before the run, the only copy of what the adapters were trained on), written as
-     * {@link #merged(FsdpTrainer, PretrainedModel, Path, Dtype, long)} writes. A collective: every
-     * rank calls it; rank 0 writes.
+     * Saves the base model under a LoRA model trained with FSDP, without its adapters, as a Hugging
+     * Face checkpoint directory the adapters can be put on again (for a base that had no weights
+     * before the run, the only copy of what the adapters were trained on), written as {@link
+     * #merged(FsdpTrainer, PretrainedModel, Path, Dtype, long)} writes. A base held in 4 bits is
+     * saved pre-quantized, its packed codes and scales as they are ({@link PrequantizedOutput}),
+     * with {@code quantization} as its {@code config.json}'s {@code quantization_config}, the
+     * layout transformers saves a model loaded with {@code load_in_4bit} in and {@link
+     * ai.djl.fsdp.qlora.PrequantizedSource} loads. A collective: every rank calls it; rank 0
+     * writes.
      *
      * @param trainer the trainer of {@code model}
      * @param model the model, adapted or not
      * @param directory the directory (created if needed) on rank 0
-     * @param floatType {@link Dtype#F32}, {@link Dtype#BF16} or {@link Dtype#F16}
+     * @param floatType the floating tensors' type: {@link Dtype#F32}, {@link Dtype#BF16} or {@link
+     *     Dtype#F16}
      * @param maxShardBytes the most tensor bytes one file holds
+     * @param quantization the 4-bit base's settings, its storage type the packed bytes' label; null
+     *     for a float base
      * @throws IOException if writing fails
      */
     public static void base(
@@ -98,15 +105,14 @@ public final class ShardedSave {
             PretrainedModel model,
             Path directory,
             Dtype floatType,
-            long maxShardBytes)
+            long maxShardBytes,
+            QuantizationConfig quantization)
             throws IOException {
-        full(
-                trainer,
-                model,
-                LoraState.base(model).withFloatsAs(floatType),
-                directory,
-                floatType,
-                maxShardBytes);
+        StateTransform state =
+                quantization == null
+                        ? LoraState.base(model).withFloatsAs(floatType)
+                        : PrequantizedOutput.of(model, floatType, quantization.getStorageDtype());
+        full(trainer, model, state, directory, floatType, maxShardBytes, quantization);
     }
 
     private static void full(
@@ -115,7 +121,8 @@ public final class ShardedSave {
             StateTransform state,
             Path directory,
             Dtype floatType,
-            long maxShardBytes)
+            long maxShardBytes,
+            QuantizationConfig quantization)
             throws IOException {
         if (trainer.getModel().getBlock() != model) {
             throw new IllegalArgumentException("the trainer does not train this model");
@@ -125,7 +132,8 @@ public final class ShardedSave {
         }
         trainer.saveFullState(directory, state, maxShardBytes);
         if (trainer.getRank() == 0) {
-            ConfigJson.write(model.getConfig(), directory, SaveFormat.torchName(floatType));
+            ConfigJson.write(
+                    model.getConfig(), directory, SaveFormat.torchName(floatType), quantization);
         }
     }
 

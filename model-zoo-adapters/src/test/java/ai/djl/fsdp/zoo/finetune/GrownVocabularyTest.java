@@ -15,7 +15,7 @@ import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.fsdp.zoo.TestModels;
 import ai.djl.fsdp.zoo.finetune.config.AccelerateDefaultsTest;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
-import ai.djl.fsdp.zoo.generate.GenerateCommand;
+import ai.djl.fsdp.zoo.generate.GenerateRuns;
 import ai.djl.fsdp.zoo.generate.ShardedGenerateMain;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
@@ -27,8 +27,6 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,7 +35,6 @@ import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * The README's recipe command ({@code --chat_template_format chatml --add_special_tokens False ...
@@ -48,6 +45,8 @@ import picocli.CommandLine;
  * generates, in one process and on two ranks.
  */
 class GrownVocabularyTest {
+
+    private static final String PROMPT = "What is 1 + 1?";
 
     private static final String RECIPE =
             "--seed 100 --dataset_name arithmetic-chat --chat_template_format chatml"
@@ -355,11 +354,11 @@ class GrownVocabularyTest {
         String[] onBase = generate(adaptersAlone);
         assertTrue(onBase[1].contains("on their base " + checkpoint), onBase[1]);
         assertEquals(fromMerged[0], onBase[0], "the adapters on the original checkpoint");
-        assertEquals(tokenIds(fromMerged[1]), tokenIds(onBase[1]));
+        assertEquals(GenerateRuns.tokenIds(fromMerged[1]), GenerateRuns.tokenIds(onBase[1]));
         try (RankProcesses job =
                 RankProcesses.builder(ShardedGenerateMain.class)
                         .worldSize(2)
-                        .args(arguments(adaptersAlone))
+                        .args(GenerateRuns.arguments(adaptersAlone, PROMPT, 8))
                         .timeout(Duration.ofMinutes(3))
                         .start()) {
             String sharded = job.await().assertAllSucceeded().rank(0).output();
@@ -367,34 +366,8 @@ class GrownVocabularyTest {
         }
     }
 
-    private static String tokenIds(String notes) {
-        String ids = notes.replaceAll("(?s).*(token ids: \\[[^]]*]).*", "$1");
-        assertTrue(ids.startsWith("token ids: ["), notes);
-        return ids;
-    }
-
     /** Runs {@code generate} greedily in this process; returns its output and its notes. */
     private static String[] generate(Path model) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int exit =
-                new CommandLine(new GenerateCommand())
-                        .setOut(new PrintWriter(out))
-                        .setErr(new PrintWriter(err))
-                        .execute(arguments(model));
-        assertEquals(0, exit, err.toString());
-        return new String[] {out.toString(), err.toString()};
-    }
-
-    private static String[] arguments(Path model) {
-        return new String[] {
-            "--model",
-            model.toString(),
-            "--prompt",
-            "What is 1 + 1?",
-            "--max_new_tokens",
-            "8",
-            "--print_token_ids"
-        };
+        return GenerateRuns.run(model, PROMPT, 8);
     }
 }

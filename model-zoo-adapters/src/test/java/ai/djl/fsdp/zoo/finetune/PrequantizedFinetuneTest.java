@@ -4,19 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.engine.Engine;
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.quant.QuantType;
 import ai.djl.fsdp.zoo.TestModels;
-import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
-import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.lora.PrequantizedCheckpoints;
-import ai.djl.fsdp.zoo.models.ModelFamilies;
-import ai.djl.fsdp.zoo.models.Models;
-import ai.djl.ndarray.NDManager;
-import com.google.gson.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -34,16 +27,7 @@ class PrequantizedFinetuneTest {
 
     @Test
     void trainsAsOnTheFloatCheckpointQuantizedAtLoad(@TempDir Path directory) throws Exception {
-        Path checkpoint = directory.resolve("float");
-        JsonObject json = Models.builtin("llama-tiny").toJson();
-        json.addProperty("vocab_size", 257);
-        json.addProperty("bos_token_id", 256);
-        json.addProperty("eos_token_id", 256);
-        try (NDManager manager = TestModels.newManager()) {
-            Engine.getEngine("PyTorch").setRandomSeed(13);
-            HfCheckpoint.save(Models.create(ModelFamilies.parse(json), manager), checkpoint);
-        }
-        ByteLevelTokenizer.write(checkpoint.resolve(Tokenizers.FILE));
+        Path checkpoint = TestModels.byteLevelLlama(directory.resolve("float"), 13);
         QuantizationConfig nf4 =
                 QuantizationConfig.builder().setQuantType(QuantType.NF4).optNested(true).build();
         Path packed =

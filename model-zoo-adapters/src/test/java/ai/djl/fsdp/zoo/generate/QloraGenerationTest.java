@@ -2,7 +2,6 @@ package ai.djl.fsdp.zoo.generate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.lora.Lora;
@@ -18,24 +17,17 @@ import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.fsdp.zoo.hf.Tokenizers;
 import ai.djl.fsdp.zoo.lora.PrequantizedCheckpoints;
-import ai.djl.fsdp.zoo.models.ModelFamilies;
 import ai.djl.fsdp.zoo.models.Models;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Parameter;
-import com.google.gson.JsonObject;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * {@code generate} on a 4-bit base (a float checkpoint with {@code --use_4bit_quantization True},
@@ -45,7 +37,6 @@ import picocli.CommandLine;
  */
 class QloraGenerationTest {
 
-    private static final Pattern TOKENS = Pattern.compile("token ids: (\\[[^\\]]*\\])");
     private static final QuantizationConfig NF4 =
             QuantizationConfig.builder().setQuantType(QuantType.NF4).optNested(true).build();
     private static final String[] FLAGS = {
@@ -56,16 +47,7 @@ class QloraGenerationTest {
 
     @Test
     void generatesOnA4BitBaseAsOnItsDequantizedWeights() throws Exception {
-        Path floats = dir.resolve("float");
-        JsonObject json = Models.builtin("llama-tiny").toJson();
-        json.addProperty("vocab_size", ByteLevelTokenizer.VOCAB_SIZE);
-        json.addProperty("bos_token_id", ByteLevelTokenizer.VOCAB_SIZE - 1);
-        json.addProperty("eos_token_id", ByteLevelTokenizer.VOCAB_SIZE - 1);
-        try (NDManager manager = TestModels.newManager()) {
-            Engine.getEngine("PyTorch").setRandomSeed(11);
-            HfCheckpoint.save(Models.create(ModelFamilies.parse(json), manager), floats);
-        }
-        ByteLevelTokenizer.write(floats.resolve(Tokenizers.FILE));
+        Path floats = TestModels.byteLevelLlama(dir.resolve("float"), 11);
         Path packed = PrequantizedCheckpoints.write(floats, NF4, dir.resolve("packed"));
         ByteLevelTokenizer.write(packed.resolve(Tokenizers.FILE));
         Path dequantized = dequantized(floats, dir.resolve("dequantized"));
@@ -123,10 +105,9 @@ class QloraGenerationTest {
     }
 
     private static List<Long> tokens(String output) {
-        Matcher matcher = TOKENS.matcher(output);
-        assertTrue(matcher.find(), output);
         List<Long> ids = new ArrayList<>();
-        for (String id : matcher.group(1).replaceAll("[\\[\\] ]", "").split(",")) {
+        String line = GenerateRuns.tokenIds(output);
+        for (String id : line.replaceAll("token ids: |[\\[\\] ]", "").split(",")) {
             ids.add(Long.parseLong(id));
         }
         return ids;
@@ -134,13 +115,7 @@ class QloraGenerationTest {
 
     /** Runs {@code generate} greedily in this process; returns its error stream. */
     private static String generate(Path model, String... flags) {
-        StringWriter err = new StringWriter();
-        CommandLine command =
-                new CommandLine(new GenerateCommand())
-                        .setOut(new PrintWriter(new StringWriter()))
-                        .setErr(new PrintWriter(err));
-        assertEquals(0, command.execute(arguments(model, flags)), err.toString());
-        return err.toString();
+        return GenerateRuns.run(model, "abc", 12, flags)[1];
     }
 
     /** Runs {@code generate} greedily on two ranks; returns what rank 0 printed. */
@@ -148,25 +123,10 @@ class QloraGenerationTest {
         try (RankProcesses job =
                 RankProcesses.builder(ShardedGenerateMain.class)
                         .worldSize(2)
-                        .args(arguments(model, flags))
+                        .args(GenerateRuns.arguments(model, "abc", 12, flags))
                         .timeout(Duration.ofMinutes(3))
                         .start()) {
             return job.await().assertAllSucceeded().rank(0).output();
         }
-    }
-
-    private static String[] arguments(Path model, String... flags) {
-        List<String> args =
-                new ArrayList<>(
-                        List.of(
-                                "--model",
-                                model.toString(),
-                                "--prompt",
-                                "abc",
-                                "--max_new_tokens",
-                                "12",
-                                "--print_token_ids"));
-        args.addAll(List.of(flags));
-        return args.toArray(new String[0]);
     }
 }

@@ -179,7 +179,16 @@ public final class QloraStartChecks {
         }
     }
 
-    private static Map<String, float[]> started(
+    /**
+     * Starts a model sharded from a checkpoint with rank-4 adapters and gathers it back.
+     *
+     * @param group the job's ranks
+     * @param checkpoint a float checkpoint, or a pre-quantized one
+     * @param quantization the 4-bit base to quantize a float checkpoint to, or null
+     * @return the base's parameters, as {@link #base} gives them
+     * @throws IOException if the checkpoint cannot be read
+     */
+    public static Map<String, float[]> started(
             ProcessGroup group, Path checkpoint, QuantizationConfig quantization)
             throws IOException {
         try (Model model = Model.newInstance("qlora", Device.cpu())) {
@@ -201,8 +210,14 @@ public final class QloraStartChecks {
         }
     }
 
-    /** The parameters but the adapters, by their names without LoRA's {@code base_layer.}. */
-    private static Map<String, float[]> base(CausalLM lm) {
+    /**
+     * Returns a model's parameters but the adapters, by their names without LoRA's {@code
+     * base_layer.}, each widened to float32 (a byte's value for codes).
+     *
+     * @param lm the model
+     * @return the values by name
+     */
+    public static Map<String, float[]> base(CausalLM lm) {
         Map<String, float[]> values = new TreeMap<>();
         for (Map.Entry<String, Parameter> entry : StateDict.parameters(lm).entrySet()) {
             if (!entry.getKey().contains("lora_")) {

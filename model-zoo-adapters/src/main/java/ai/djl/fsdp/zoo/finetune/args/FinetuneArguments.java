@@ -361,7 +361,8 @@ public final class FinetuneArguments {
             fallbackValue = "true",
             description =
                     "With LoRA, also save the frozen base model without its adapters in base/ (as"
-                            + " the merged model is saved) and name it as the adapters'"
+                            + " the merged model is saved; a 4-bit base pre-quantized, as"
+                            + " transformers saves one) and name it as the adapters'"
                             + " base_model_name_or_path: for a base from config.json alone (fresh"
                             + " weights) the only copy of what the adapters were trained on.")
     public boolean saveBaseModel;
