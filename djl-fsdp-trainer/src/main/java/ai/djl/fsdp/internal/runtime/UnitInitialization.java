@@ -89,7 +89,7 @@ public final class UnitInitialization {
         try {
             for (PlannedUnit unit : units) {
                 Block standIn = new InitializingBlock(unit, onInitialized);
-                standIns.add(BlockChildren.replace(unit.parent(), unit.block(), standIn));
+                standIns.add(BlockChildren.replace(unit.parents(), unit.block(), standIn));
             }
             root.initialize(manager, dataType, shapes);
         } finally {
