@@ -69,6 +69,30 @@ public final class BlockChildren {
         return new BlockChildren(restores);
     }
 
+    /**
+     * Puts {@code replacement} wherever any of {@code parents} holds {@code child}: for a block the
+     * model shares between parents.
+     *
+     * @param parents the parent blocks
+     * @param child the child they hold
+     * @param replacement what they hold instead from now on
+     * @return the swaps, to undo with {@link #restore()}
+     * @throws IllegalStateException as {@link #replace(Block, Block, Block)}; no parent is left
+     *     changed
+     */
+    public static BlockChildren replace(List<Block> parents, Block child, Block replacement) {
+        List<Runnable> restores = new ArrayList<>();
+        try {
+            for (Block parent : parents) {
+                restores.add(replace(parent, child, replacement)::restore);
+            }
+        } catch (RuntimeException e) {
+            new BlockChildren(restores).restore();
+            throw e;
+        }
+        return new BlockChildren(restores);
+    }
+
     /** Puts the original child back everywhere it was replaced. */
     public void restore() {
         for (int i = restores.size() - 1; i >= 0; i--) {

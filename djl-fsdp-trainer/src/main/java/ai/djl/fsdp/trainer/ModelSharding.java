@@ -231,7 +231,7 @@ final class ModelSharding {
                                 unit.index(),
                                 unit.name(),
                                 unit.block(),
-                                unit.parent(),
+                                unit.parents(),
                                 loaded.get(unit.index()),
                                 unit.buffers(),
                                 unit.index() > 0 && recomputed[unit.index() - 1]));

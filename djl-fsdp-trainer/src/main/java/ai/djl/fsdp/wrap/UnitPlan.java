@@ -65,7 +65,7 @@ public final class UnitPlan {
                             units.size(),
                             target.path(),
                             target.block(),
-                            target.parent(),
+                            target.parents(),
                             without(parameters, buffers),
                             only(parameters, buffers)));
         }
@@ -81,7 +81,7 @@ public final class UnitPlan {
                         0,
                         ROOT,
                         root,
-                        null,
+                        List.of(),
                         without(rootParameters, buffers),
                         only(rootParameters, buffers)));
         return new UnitPlan(units);
@@ -143,7 +143,8 @@ public final class UnitPlan {
      * @param index its position: 0 for the root, then forward order
      * @param name its dotted path, or {@link #ROOT}
      * @param block the block it runs (the model's top block for the root)
-     * @param parent the block holding it as a child; null for the root
+     * @param parents the blocks holding it as a child (several for a block the model shares); none
+     *     for the root
      * @param parameters the parameters it owns and shards, in DJL's order
      * @param buffers the buffers it owns, kept whole on every rank
      */
@@ -151,13 +152,13 @@ public final class UnitPlan {
             int index,
             String name,
             Block block,
-            Block parent,
+            List<Block> parents,
             List<Parameter> parameters,
             List<Parameter> buffers) {
 
         /** Returns whether this is the root unit. */
         public boolean isRoot() {
-            return parent == null;
+            return parents.isEmpty();
         }
 
         /**

@@ -5,7 +5,9 @@ import ai.djl.nn.Block;
 import ai.djl.util.Pair;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Predicate;
@@ -31,7 +33,7 @@ public final class WrapPlanner {
      */
     public static List<WrapTarget> plan(Block root, Predicate<Block> policy) {
         List<WrapTarget> targets = new ArrayList<>();
-        collect(root, "", policy, targets);
+        collect(root, "", policy, new IdentityHashMap<>(), targets);
         if (targets.isEmpty()) {
             throw new IllegalArgumentException(
                     "The wrap policy matches no block of the model, so there would be no FSDP unit."
@@ -43,16 +45,35 @@ public final class WrapPlanner {
         return Collections.unmodifiableList(targets);
     }
 
+    /**
+     * Walks the children of {@code parent}. A unit's block met again under another parent (a block
+     * the model shares, not a copy) stays one unit, with that parent added to the places its
+     * stand-in takes; a shared block that is not a unit is walked once. {@code seen} maps each
+     * block met to its target's index, -1 for a block walked into.
+     */
     private static void collect(
-            Block parent, String prefix, Predicate<Block> policy, List<WrapTarget> targets) {
+            Block parent,
+            String prefix,
+            Predicate<Block> policy,
+            Map<Block, Integer> seen,
+            List<WrapTarget> targets) {
         List<String> names = StateDict.childNames(parent);
         int position = 0;
         for (Pair<String, Block> child : parent.getChildren()) {
             String path = StateDict.join(prefix, names.get(position++));
-            if (policy.test(child.getValue())) {
-                targets.add(new WrapTarget(path, parent, child.getValue()));
-            } else {
-                collect(child.getValue(), path, policy, targets);
+            Block block = child.getValue();
+            Integer earlier = seen.get(block);
+            if (earlier != null && earlier >= 0) {
+                WrapTarget target = targets.get(earlier);
+                List<Block> parents = new ArrayList<>(target.parents());
+                parents.add(parent);
+                targets.set(earlier, new WrapTarget(target.path(), parents, block));
+            } else if (earlier == null && policy.test(block)) {
+                seen.put(block, targets.size());
+                targets.add(new WrapTarget(path, List.of(parent), block));
+            } else if (earlier == null) {
+                seen.put(block, -1);
+                collect(block, path, policy, seen, targets);
             }
         }
     }

@@ -26,9 +26,11 @@ import java.util.List;
 
 /**
  * One rank of {@link ReleaseAfterBackwardTest}: trains a chain of recomputed units, each a frozen
- * weight (as a LoRA base) and a trainable bias, under FULL_SHARD on real ranks, and prints how many
- * recomputes it saw and how many arrays of an earlier recompute were still alive when the next one
- * started, as {@code recomputes=R alive=A}.
+ * weight (as a LoRA base) and a trainable bias, after a frozen unit called twice on the data (as a
+ * token table under LoRA is, once by each of T5's stacks), under FULL_SHARD on real ranks, and
+ * prints how many recomputes it saw, how many arrays of an earlier recompute were still alive when
+ * the next one started, and how often the frozen unit ran in all and in backward, as {@code
+ * recomputes=R alive=A frozenCalls=C frozenRecomputes=F}.
  */
 public final class ReleaseAfterBackwardRankMain {
 
@@ -54,7 +56,7 @@ public final class ReleaseAfterBackwardRankMain {
             FsdpConfig fsdp =
                     FsdpConfig.builder()
                             .optShardingStrategy(ShardingStrategy.FULL_SHARD)
-                            .optWrapPolicy(WrapPolicy.byLayerClass("ProbeUnit"))
+                            .optWrapPolicy(WrapPolicy.byLayerClass("FrozenUnit", "ProbeUnit"))
                             .optActivationCheckpointing(ActivationCheckpointing.everyUnit())
                             .build();
             try (FsdpTrainer trainer =
@@ -73,7 +75,15 @@ public final class ReleaseAfterBackwardRankMain {
                 }
             }
         }
-        System.out.println("recomputes=" + probe.recomputes + " alive=" + probe.alive);
+        System.out.println(
+                "recomputes="
+                        + probe.recomputes
+                        + " alive="
+                        + probe.alive
+                        + " frozenCalls="
+                        + probe.frozenCalls
+                        + " frozenRecomputes="
+                        + probe.frozenRecomputes);
     }
 
     /**
@@ -85,6 +95,8 @@ public final class ReleaseAfterBackwardRankMain {
         private final List<NDArray> earlier = new ArrayList<>();
         private int recomputes;
         private int alive;
+        private int frozenCalls;
+        private int frozenRecomputes;
 
         void recomputed(NDArray... arrays) {
             recomputes++;
@@ -101,12 +113,24 @@ public final class ReleaseAfterBackwardRankMain {
         }
     }
 
-    /** The model: {@link #UNITS} units in a row, nothing else. */
+    /** A frozen {@code [WIDTH, WIDTH]} weight, as a LoRA base's. */
+    private static Parameter frozenWeight() {
+        return Parameter.builder()
+                .setName("weight")
+                .setType(Parameter.Type.WEIGHT)
+                .optShape(new Shape(WIDTH, WIDTH))
+                .optRequiresGrad(false)
+                .build();
+    }
+
+    /** The model: the frozen unit's two calls summed, then {@link #UNITS} units in a row. */
     private static final class Chain extends AbstractBlock {
 
+        private Block frozen; // not final: FSDP puts its stand-in here
         private final List<Block> units = new ArrayList<>();
 
         Chain(Probe probe) {
+            frozen = addChildBlock("frozen", new FrozenUnit(probe));
             for (int i = 0; i < UNITS; i++) {
                 units.add(addChildBlock("unit" + i, new ProbeUnit(probe)));
             }
@@ -115,7 +139,9 @@ public final class ReleaseAfterBackwardRankMain {
         @Override
         protected NDList forwardInternal(
                 ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> p) {
-            NDList x = inputs;
+            NDArray first = frozen.forward(ps, inputs, training).head();
+            NDArray second = frozen.forward(ps, inputs, training).head();
+            NDList x = new NDList(first.add(second));
             for (Block unit : units) {
                 x = unit.forward(ps, x, training);
             }
@@ -125,7 +151,39 @@ public final class ReleaseAfterBackwardRankMain {
         @Override
         protected void initializeChildBlocks(
                 NDManager manager, DataType dataType, Shape... inputShapes) {
+            frozen.initialize(manager, dataType, inputShapes);
             units.forEach(unit -> unit.initialize(manager, dataType, inputShapes));
+        }
+
+        @Override
+        public Shape[] getOutputShapes(Shape[] inputShapes) {
+            return inputShapes;
+        }
+    }
+
+    /**
+     * {@code x W}, {@code W} frozen, on the data: no gradient can reach it, so backward never runs
+     * (or gathers) it again. Reports each call, and each that builds a graph.
+     */
+    private static final class FrozenUnit extends AbstractBlock {
+
+        private final Probe probe;
+        private final Parameter weight;
+
+        FrozenUnit(Probe probe) {
+            this.probe = probe;
+            weight = addParameter(frozenWeight());
+        }
+
+        @Override
+        protected NDList forwardInternal(
+                ParameterStore ps, NDList inputs, boolean training, PairList<String, Object> p) {
+            probe.frozenCalls++;
+            if (Autograd.isGradMode()) {
+                probe.frozenRecomputes++;
+            }
+            NDArray x = inputs.head();
+            return new NDList(x.matMul(ps.getValue(weight, x.getDevice(), training)));
         }
 
         @Override
@@ -143,14 +201,7 @@ public final class ReleaseAfterBackwardRankMain {
 
         ProbeUnit(Probe probe) {
             this.probe = probe;
-            weight =
-                    addParameter(
-                            Parameter.builder()
-                                    .setName("weight")
-                                    .setType(Parameter.Type.WEIGHT)
-                                    .optShape(new Shape(WIDTH, WIDTH))
-                                    .optRequiresGrad(false)
-                                    .build());
+            weight = addParameter(frozenWeight());
             bias =
                     addParameter(
                             Parameter.builder()

@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
  * backward: when the unit before it is recomputed, nothing of its graph is alive, though its
  * gradient reduction may still be in flight. (Kept until that reduction completed, each unit's
  * gathered parameters stayed beside the next two units': on a Flan-T5-large shape, the untied head
- * of 0.13 GB beside the last two decoder blocks.)
+ * of 0.13 GB beside the last two decoder blocks.) A unit no gradient can reach (frozen, on the
+ * data) is not run again in backward at all.
  */
 class ReleaseAfterBackwardTest {
 
@@ -27,8 +28,14 @@ class ReleaseAfterBackwardTest {
             for (RankProcesses.RankResult rank : results.all()) {
                 int recomputes =
                         ReleaseAfterBackwardRankMain.UNITS * ReleaseAfterBackwardRankMain.STEPS;
+                // The frozen unit runs twice a step in forward and never in backward.
+                int frozenCalls = 2 * ReleaseAfterBackwardRankMain.STEPS;
                 assertEquals(
-                        "recomputes=" + recomputes + " alive=0",
+                        "recomputes="
+                                + recomputes
+                                + " alive=0 frozenCalls="
+                                + frozenCalls
+                                + " frozenRecomputes=0",
                         lastLine(rank.output()),
                         "rank " + rank.rank());
             }

@@ -71,7 +71,7 @@ class WrapPlannerTest {
             assertEquals(
                     List.of("1", "2"),
                     targets.stream().map(WrapTarget::path).collect(Collectors.toList()));
-            targets.forEach(t -> assertSame(model, t.parent()));
+            targets.forEach(t -> assertEquals(List.of(model), t.parents()));
         }
     }
 
@@ -144,5 +144,25 @@ class WrapPlannerTest {
         assertSame(replacement, parent.getChildren().get(0).getValue());
         swap.restore();
         assertSame(child, parent.getChildren().get(0).getValue());
+    }
+
+    @Test
+    void aBlockHeldInSeveralPlacesIsOneUnitWithEveryParent() {
+        Block shared = Linear.builder().setUnits(8).build();
+        SequentialBlock first = new SequentialBlock().add(shared).add(new SequentialBlock());
+        SequentialBlock second = new SequentialBlock().add(shared);
+        SequentialBlock model = new SequentialBlock().add(first).add(second);
+        List<WrapTarget> targets = WrapPlanner.plan(model, b -> b == shared);
+        assertEquals(1, targets.size());
+        assertEquals("0.0", targets.get(0).path());
+        assertEquals(List.of(first, second), targets.get(0).parents());
+
+        Block replacement = new SequentialBlock();
+        BlockChildren swap = BlockChildren.replace(targets.get(0).parents(), shared, replacement);
+        assertSame(replacement, first.getChildren().get(0).getValue());
+        assertSame(replacement, second.getChildren().get(0).getValue());
+        swap.restore();
+        assertSame(shared, first.getChildren().get(0).getValue());
+        assertSame(shared, second.getChildren().get(0).getValue());
     }
 }

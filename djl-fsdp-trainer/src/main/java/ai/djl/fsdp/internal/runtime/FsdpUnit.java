@@ -22,7 +22,7 @@ public final class FsdpUnit implements AutoCloseable {
     private final int index;
     private final String name;
     private final Block block;
-    private final Block parent;
+    private final List<Block> parents;
     private final List<FlatParameter> flatParameters;
     private final List<Parameter> buffers;
     private final boolean recomputed;
@@ -38,7 +38,8 @@ public final class FsdpUnit implements AutoCloseable {
      * @param index its position: 0 for the root, then forward order
      * @param name its dotted path in the model, {@code root} for the root
      * @param block the block it runs
-     * @param parent the block that holds it as a child, null for the root
+     * @param parents the blocks that hold it as a child (several for a block the model shares),
+     *     none for the root
      * @param flatParameters its flat parameters
      * @param buffers its buffers, whole on every rank (see {@link ModelBuffers})
      * @param recomputed whether a training forward keeps no graph and backward recomputes the unit
@@ -48,7 +49,7 @@ public final class FsdpUnit implements AutoCloseable {
             int index,
             String name,
             Block block,
-            Block parent,
+            List<Block> parents,
             List<FlatParameter> flatParameters,
             List<Parameter> buffers,
             boolean recomputed) {
@@ -59,7 +60,7 @@ public final class FsdpUnit implements AutoCloseable {
         this.index = index;
         this.name = name;
         this.block = block;
-        this.parent = parent;
+        this.parents = List.copyOf(parents);
         this.flatParameters = List.copyOf(flatParameters);
         this.buffers = List.copyOf(buffers);
         this.recomputed = recomputed;
@@ -93,9 +94,14 @@ public final class FsdpUnit implements AutoCloseable {
         return recomputed;
     }
 
-    /** Returns the block that holds the unit's block as a child, null for the root. */
-    public Block getParent() {
-        return parent;
+    /** Returns the blocks that hold the unit's block as a child, none for the root. */
+    public List<Block> getParents() {
+        return parents;
+    }
+
+    /** Returns whether any of the unit's parameters trains. */
+    public boolean isTrainable() {
+        return flatParameters.stream().anyMatch(FlatParameter::isTrainable);
     }
 
     /** Returns the unit's flat parameters. */
@@ -229,7 +235,7 @@ public final class FsdpUnit implements AutoCloseable {
                 // then each input gradient handed back into its graph). Units do not nest, so the
                 // root is the one whose input gradients are pushed into its graph.
                 flatLeaves =
-                        parent == null
+                        isRoot()
                                 ? GradientLeaves.ofParameters(flat.getLayout(), alias, scope)
                                 : GradientLeaves.ofBuffer(flat.getLayout(), alias, scope);
             }

@@ -59,7 +59,7 @@ public final class ShardedModel implements AutoCloseable {
             for (UnitLifecycle unit : passes.getUnits()) {
                 standIns.add(
                         BlockChildren.replace(
-                                unit.unit().getParent(),
+                                unit.unit().getParents(),
                                 unit.unit().getBlock(),
                                 new UnitBlock(unit, passes)));
             }

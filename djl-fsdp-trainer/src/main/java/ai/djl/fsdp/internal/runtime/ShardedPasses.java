@@ -122,7 +122,7 @@ public final class ShardedPasses {
                         training,
                         params,
                         seeds.of(unit.unit(), callIndex));
-        if (recording) {
+        if (call.needsBackward()) {
             tape.record(call);
         }
         return call.outputLeaves();

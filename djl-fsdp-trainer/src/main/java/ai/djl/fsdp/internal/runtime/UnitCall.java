@@ -16,7 +16,9 @@ import ai.djl.util.PairList;
  * @param params the call's extra parameters
  * @param seed the generator seed the call ran with
  * @param outputLeaves the leaves handed to the parent
- * @param graph the graph kept from forward, or null when it is recomputed in backward
+ * @param graph the graph kept from forward, or null when it is recomputed in backward or has none
+ * @param needsBackward whether a gradient can reach the call: the unit trains or an input is in the
+ *     parent's graph; a call that needs none is not kept for backward
  */
 record UnitCall(
         UnitLifecycle unit,
@@ -24,5 +26,6 @@ record UnitCall(
         PairList<String, Object> params,
         long seed,
         NDList outputLeaves,
-        UnitGraph graph)
+        UnitGraph graph,
+        boolean needsBackward)
         implements TapeEntry {}

@@ -70,11 +70,14 @@ public final class UnitInitialization {
         long[] peak = {0};
         Consumer<PlannedUnit> onInitialized =
                 unit -> {
+                    // A block held in several places is initialized in each: kept once.
+                    if (!done.add(unit.index())) {
+                        return;
+                    }
                     peak[0] = Math.max(peak[0], liveBytes(root));
                     keepShard.accept(unit);
                     // Not the unit's buffers: every rank keeps them whole.
                     unit.parameters().forEach(ParameterArrays::release);
-                    done.add(unit.index());
                 };
         List<BlockChildren> standIns = new ArrayList<>(units.size());
         Map<Parameter, Initializer> own = new IdentityHashMap<>();
@@ -89,7 +92,7 @@ public final class UnitInitialization {
         try {
             for (PlannedUnit unit : units) {
                 Block standIn = new InitializingBlock(unit, onInitialized);
-                standIns.add(BlockChildren.replace(unit.parent(), unit.block(), standIn));
+                standIns.add(BlockChildren.replace(unit.parents(), unit.block(), standIn));
             }
             root.initialize(manager, dataType, shapes);
         } finally {

@@ -83,8 +83,14 @@ final class UnitLifecycle {
 
     /**
      * Runs one call of the unit: waits for its gather, runs its block on detached copies of {@code
-     * inputs} (with a graph when {@code recording} and the unit is not recomputed), hands back
-     * fresh output leaves, and reshards or releases the parameters as the settings say.
+     * inputs} (with a graph when the call needs a backward and the unit is not recomputed), hands
+     * back fresh output leaves, and reshards or releases the parameters as the settings say.
+     *
+     * <p>In a recording pass a call needs a backward when the unit trains or one of its inputs is
+     * in the parent's graph: a call that meets neither (a frozen token table under LoRA, given
+     * token ids) hands back outputs no gradient reaches, is left off the tape, and is resharded at
+     * once, so backward never gathers it again, as FSDP2 gathers a module in backward only when a
+     * gradient reaches its outputs.
      *
      * @param seed the generator seed of the call; applied when {@code recording}
      * @return the call, its graph kept when there is one
@@ -98,10 +104,12 @@ final class UnitLifecycle {
             long seed) {
         unit.awaitGather();
         peak.note();
+        boolean needsBackward =
+                recording && (unit.isTrainable() || inputs.stream().anyMatch(Autograd::isInGraph));
         NDManager callerManager = inputs.head().getManager();
         NDManager scope = callerManager.newSubManager();
         scope.setName("fsdp-unit-" + unit.getName());
-        boolean keepGraph = recording && !unit.isRecomputed();
+        boolean keepGraph = needsBackward && !unit.isRecomputed();
         UnitGraph graph =
                 run(
                         parameterStore,
@@ -115,14 +123,14 @@ final class UnitLifecycle {
         for (NDArray output : graph.outputs()) {
             NDArray leaf = output.stopGradient();
             leaf.attach(callerManager);
-            if (recording && Precision.isFloating(leaf)) {
+            if (needsBackward && Precision.isFloating(leaf)) {
                 leaf.setRequiresGradient(true);
             }
             outputLeaves.add(leaf);
         }
         if (!keepGraph) {
             scope.close();
-            if (!recording || reshardAfterForward) {
+            if (!needsBackward || reshardAfterForward) {
                 unit.reshard();
             }
         } else if (reshardAfterForward) {
@@ -130,7 +138,8 @@ final class UnitLifecycle {
             unit.holdForGraph();
             unit.reshard();
         }
-        return new UnitCall(this, inputs, params, seed, outputLeaves, keepGraph ? graph : null);
+        return new UnitCall(
+                this, inputs, params, seed, outputLeaves, keepGraph ? graph : null, needsBackward);
     }
 
     /**

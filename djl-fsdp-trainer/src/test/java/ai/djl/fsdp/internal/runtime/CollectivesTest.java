@@ -137,7 +137,7 @@ class CollectivesTest {
                 1,
                 "u",
                 null,
-                null,
+                List.of(),
                 List.of(flat(manager, "u.t", true), flat(manager, "u.f", false)),
                 List.of(),
                 true);
@@ -191,7 +191,7 @@ class CollectivesTest {
             group.failAwait = true;
             List<FlatParameter> flats =
                     List.of(flat(manager, "u.t", true), flat(manager, "u.f", false));
-            FsdpUnit unit = new FsdpUnit(1, "u", null, null, flats, List.of(), true);
+            FsdpUnit unit = new FsdpUnit(1, "u", null, List.of(), flats, List.of(), true);
             new Collectives(group).startGather(unit, Precision.FLOAT32);
             IllegalStateException failure = assertThrows(IllegalStateException.class, unit::close);
             assertEquals("gather 0 failed", failure.getMessage());
@@ -206,7 +206,7 @@ class CollectivesTest {
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             RecordingGroup group = new RecordingGroup();
             FlatParameter flat = flat(manager, "u.t", true);
-            FsdpUnit unit = new FsdpUnit(1, "u", null, null, List.of(flat), List.of(), true);
+            FsdpUnit unit = new FsdpUnit(1, "u", null, List.of(), List.of(flat), List.of(), true);
             new Collectives(group).startGather(unit, Precision.FLOAT32);
             unit.awaitGather();
             assertSame(flat.getShard(), group.inputs.get(0));

@@ -29,16 +29,6 @@ public final class Embedding extends HfBlock {
     }
 
     /**
-     * Creates a lookup into an existing {@code [num, dim]} table, shared, not copied (T5's stacks
-     * each look up the model's {@code shared} table as their {@code embed_tokens}).
-     *
-     * @param tiedWeight the shared table
-     */
-    public Embedding(Parameter tiedWeight) {
-        weight = addParameter(tiedWeight);
-    }
-
-    /**
      * Returns the table, for an output head tied to it.
      *
      * @return the weight parameter

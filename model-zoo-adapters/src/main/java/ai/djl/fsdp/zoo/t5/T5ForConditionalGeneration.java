@@ -18,10 +18,10 @@ import java.util.List;
 
 /**
  * T5 with its language-model head, Hugging Face's {@code T5ForConditionalGeneration}: the token
- * table {@code shared}, the {@code encoder} and {@code decoder} stacks (each looking up {@code
- * shared} as its {@code embed_tokens}), and {@code lm_head}, which shares {@code shared.weight}
- * when {@code tie_word_embeddings} is set: the decoder's output is then scaled by {@code
- * d_model^-0.5} before it. Parameter names are Hugging Face's ({@code
+ * table {@code shared}, the {@code encoder} and {@code decoder} stacks (each holding the {@code
+ * shared} block itself as its {@code embed_tokens}), and {@code lm_head}, which shares {@code
+ * shared.weight} when {@code tie_word_embeddings} is set: the decoder's output is then scaled by
+ * {@code d_model^-0.5} before it. Parameter names are Hugging Face's ({@code
  * encoder.block.0.layer.0.SelfAttention.q.weight}, ...), the shared table under {@code
  * shared.weight} with the stacks' {@code embed_tokens.weight} (and a tied {@code lm_head.weight})
  * as its aliases.
@@ -29,8 +29,8 @@ import java.util.List;
  * <p>Block forward contract: {@code NDList(inputIds [B, S] int64 [, attentionMask [B, S]],
  * decoderInputIds [B, T] int64)} to {@code NDList(logits [B, T, vocab])}. The attention mask holds
  * 1 for the encoder's tokens and 0 for its padding; the decoder's inputs are the labels shifted
- * right ({@link EncoderDecoderConfig#shiftRight}). The {@link T5Block}s of both stacks and an
- * untied head are the FSDP units ({@link #defaultWrapPolicy}); the shared table and the final norms
+ * right ({@link EncoderDecoderConfig#shiftRight}). The {@link T5Block}s of both stacks and, untied,
+ * the shared table and the head are the FSDP units ({@link #defaultWrapPolicy}); the final norms
  * stay in the root. With an {@link EncoderDecoderCache} in the call's parameters ({@link
  * EncoderDecoderCache#asParams()}) a call is one generation step: the encoder runs at the first
  * (its output kept in the cache), and {@code decoderInputIds} are the step's new tokens.
@@ -45,8 +45,8 @@ public final class T5ForConditionalGeneration extends PretrainedModel {
         float std = config.initializerFactor();
         Embedding shared =
                 addChild("shared", new Embedding(config.vocabSize(), config.hiddenSize(), std));
-        addChild("encoder", new T5Stack(config, false, shared.getWeight()));
-        addChild("decoder", new T5Stack(config, true, shared.getWeight()));
+        addChild("encoder", new T5Stack(config, false, shared));
+        addChild("decoder", new T5Stack(config, true, shared));
         addChild(
                 "lm_head",
                 config.tieWordEmbeddings()
@@ -143,13 +143,15 @@ public final class T5ForConditionalGeneration extends PretrainedModel {
 
     /**
      * Returns how FSDP cuts T5 into units unless told otherwise: each {@link T5Block} of either
-     * stack a unit and, when {@code lm_head} does not share the table's weight, the head a unit of
-     * its own, gathered only around its call in forward and in backward instead of through the
-     * whole step (at Flan-T5-large's vocabulary of 32,128 and width 1024 it is 0.13 GB in float32,
-     * as much as the table). The shared table and the final norms stay in the root, which gathers
-     * the table once per pass for both stacks (and a tied head): each stack looks it up through an
-     * {@code embed_tokens} block of its own, and a parameter of two units is refused. The head is
-     * looked up when the plan is made, so an adapter put on it before then is wrapped with it.
+     * stack a unit and, when {@code lm_head} does not share the table's weight, the table and the
+     * head each a unit of their own, as the decoder-only families' untied embedding and head are,
+     * gathered only around their calls instead of through the whole step (at Flan-T5-large's
+     * vocabulary of 32,128 and width 1024 each is 0.13 GB in float32). The table is one block that
+     * both stacks hold as their {@code embed_tokens}: one unit, called once by each stack, and
+     * never gathered in backward when it is frozen (its inputs are token ids). A tied table and
+     * head stay in the root, which gathers their one weight once per pass; so do the final norms.
+     * The blocks are looked up when the plan is made, so an adapter put on the head before then is
+     * wrapped with it.
      *
      * @return the wrap policy
      */
@@ -158,7 +160,8 @@ public final class T5ForConditionalGeneration extends PretrainedModel {
         WrapPolicy blocks = WrapPolicy.byLayerClass(T5Block.class.getSimpleName());
         return block ->
                 blocks.shouldWrap(block)
-                        || (block == child("lm_head") && !config.tieWordEmbeddings());
+                        || (!config.tieWordEmbeddings()
+                                && (block == child("shared") || block == child("lm_head")));
     }
 
     /**

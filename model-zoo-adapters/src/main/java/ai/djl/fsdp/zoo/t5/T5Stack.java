@@ -8,19 +8,19 @@ import ai.djl.fsdp.zoo.nn.HfBlock;
 import ai.djl.fsdp.zoo.nn.ModuleList;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
-import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * T5's encoder or decoder ({@code T5Stack}): {@code embed_tokens} (the model's {@code shared}
- * table), the {@code block}s, {@code final_layer_norm}, with dropout after the embedding and after
- * the norm. The stack's first block turns the mask it is given into the position bias the others
- * are given (see {@link T5Block}); the decoder's blocks are also given the encoder's output and its
- * padding bias and, when generating, their self-attention keys and values so far and the encoder's
- * keys and values, computed at the first step.
+ * T5's encoder or decoder ({@code T5Stack}): {@code embed_tokens} (the model's {@code shared} block
+ * itself, as Hugging Face's stacks hold it, not a copy), the {@code block}s, {@code
+ * final_layer_norm}, with dropout after the embedding and after the norm. The stack's first block
+ * turns the mask it is given into the position bias the others are given (see {@link T5Block}); the
+ * decoder's blocks are also given the encoder's output and its padding bias and, when generating,
+ * their self-attention keys and values so far and the encoder's keys and values, computed at the
+ * first step.
  */
 final class T5Stack extends HfBlock {
 
@@ -28,8 +28,8 @@ final class T5Stack extends HfBlock {
     private final long headDim;
     private final float dropout;
 
-    T5Stack(T5Config config, boolean decoder, Parameter shared) {
-        addChild("embed_tokens", new Embedding(shared));
+    T5Stack(T5Config config, boolean decoder, Embedding shared) {
+        addChild("embed_tokens", shared);
         int count = decoder ? config.numDecoderLayers() : config.numLayers();
         List<T5Block> blocks = new ArrayList<>();
         for (int i = 0; i < count; i++) {

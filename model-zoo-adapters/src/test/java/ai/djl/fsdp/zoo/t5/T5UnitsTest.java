@@ -11,8 +11,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * T5's default units ({@link T5ForConditionalGeneration#defaultWrapPolicy}): every {@link T5Block}
- * of both stacks and an untied head, the root keeping the shared table, the two final norms and a
- * tied head's one weight.
+ * of both stacks and, untied, the shared table (one unit in the three places that hold it) and the
+ * head, the root keeping the two final norms; tied, the root keeps the table and the head's one
+ * weight with them.
  */
 class T5UnitsTest {
 
@@ -25,13 +26,21 @@ class T5UnitsTest {
                     "decoder.block.2");
 
     @Test
-    void anUntiedHeadIsAUnitOfItsOwn() {
+    void anUntiedTableAndHeadAreUnitsOfTheirOwn() {
         T5ForConditionalGeneration t5 = T5Config.of(40, 32, 4, 48, 2, 3, "gated-gelu").newModel();
         List<UnitPlan.PlannedUnit> units =
                 UnitPlan.of(t5, t5.defaultWrapPolicy(), UnitPlan::isBuffer).getUnits();
-        assertEquals(names("root", BLOCKS, "lm_head"), names(units));
+        List<String> expected = new ArrayList<>(List.of("root", "shared"));
+        expected.addAll(BLOCKS);
+        expected.add("lm_head");
+        assertEquals(expected, names(units));
+        assertEquals(List.of(new Shape(32), new Shape(32)), shapes(units.get(0)));
+        UnitPlan.PlannedUnit table = units.get(1);
+        assertEquals(List.of(new Shape(40, 32)), shapes(table));
+        // The model and both stacks hold the one block: its stand-in takes all three places.
         assertEquals(
-                List.of(new Shape(40, 32), new Shape(32), new Shape(32)), shapes(units.get(0)));
+                List.of(t5, t5.getChildren().get(1).getValue(), t5.getChildren().get(2).getValue()),
+                table.parents());
         assertEquals(List.of(new Shape(40, 32)), shapes(units.get(units.size() - 1)));
     }
 
