@@ -158,7 +158,7 @@ public final class UnitPlan {
 
         /** Returns whether this is the root unit. */
         public boolean isRoot() {
-            return parents.isEmpty();
+            return index == 0;
         }
 
         /**

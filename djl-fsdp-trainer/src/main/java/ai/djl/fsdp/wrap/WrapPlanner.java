@@ -65,9 +65,11 @@ public final class WrapPlanner {
             Integer earlier = seen.get(block);
             if (earlier != null && earlier >= 0) {
                 WrapTarget target = targets.get(earlier);
-                List<Block> parents = new ArrayList<>(target.parents());
-                parents.add(parent);
-                targets.set(earlier, new WrapTarget(target.path(), parents, block));
+                if (!target.parents().contains(parent)) {
+                    List<Block> parents = new ArrayList<>(target.parents());
+                    parents.add(parent);
+                    targets.set(earlier, new WrapTarget(target.path(), parents, block));
+                }
             } else if (earlier == null && policy.test(block)) {
                 seen.put(block, targets.size());
                 targets.add(new WrapTarget(path, List.of(parent), block));

@@ -29,9 +29,10 @@ import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
 
 /**
- * A block that counts its training forwards in a parameter of its own: named with {@code
- * FsdpConfig.optBuffers}, the count is each batch once, though FULL_SHARD recomputes the unit in
- * backward; left a frozen parameter of the unit, the recompute counts every batch twice.
+ * A block that counts its training forwards in a parameter of its own, in a unit with a trainable
+ * layer (so backward recomputes the unit): named with {@code FsdpConfig.optBuffers}, the count is
+ * each batch once, though FULL_SHARD recomputes the unit in backward; left a frozen parameter of
+ * the unit, the recompute counts every batch twice.
  */
 class BufferRuleTest {
 
@@ -105,7 +106,9 @@ class BufferRuleTest {
             FsdpConfig fsdp =
                     FsdpConfig.builder()
                             .optShardingStrategy(ShardingStrategy.FULL_SHARD)
-                            .optWrapPolicy(WrapPolicy.byLayerClass("CountingBlock"))
+                            // The counter and a trainable layer: a unit alone on the data with
+                            // only frozen parameters would never be recomputed.
+                            .optWrapPolicy(WrapPolicy.byLayerClass("SequentialBlock"))
                             .optBuffers(buffers)
                             .build();
             try (Trainer trainer =

@@ -171,9 +171,12 @@ class MultiRankTrainingTest {
         long acrossPerMicroBatch = 0;
         for (int unit = 0; unit < 4; unit++) {
             long[] sizes = unitSizes(scenario.freeze()).get(unit);
-            // The root is gathered once per micro-batch; a unit resharded after forward twice
-            // (forward and recompute), one kept gathered once.
-            int gathers = unit == 0 || !scenario.strategy().isReshardAfterForward() ? 1 : 2;
+            // The third mixer (unit 3) is called twice a pass: each call is gathered and reduced.
+            int calls = unit == 3 ? 2 : 1;
+            // The root is gathered once per micro-batch; a unit resharded after forward twice a
+            // call (forward and recompute), one kept gathered once (its calls share the gather).
+            int gathers =
+                    unit == 0 ? 1 : scenario.strategy().isReshardAfterForward() ? 2 * calls : 1;
             for (int kind = 0; kind < 2; kind++) {
                 long numel = sizes[kind];
                 if (numel == 0) {
@@ -190,11 +193,11 @@ class MultiRankTrainingTest {
                 if (sharded) {
                     gatheredPerMicroBatch += gathers * (n - 1) * held;
                     if (trainable) {
-                        scatteredPerMicroBatch += (n - 1) * held;
-                        acrossPerMicroBatch += 2 * held * (replicas - 1) / replicas;
+                        scatteredPerMicroBatch += calls * (n - 1) * held;
+                        acrossPerMicroBatch += calls * 2 * held * (replicas - 1) / replicas;
                     }
                 } else if (trainable) {
-                    reducedPerMicroBatch += 2 * held * (n - 1) / n;
+                    reducedPerMicroBatch += calls * 2 * held * (n - 1) / n;
                 }
             }
         }

@@ -17,7 +17,9 @@ import java.util.List;
  * The equivalence tests' model: three {@link MixerBlock} units and computation outside them, an
  * embedding (one-hot times a matrix) into the first unit, whose output feeds the second and the
  * third unit and the sum of all three with the embedding (so its gradient arrives from two later
- * units and from the root's graph), and a head whose weight is the embedding's, plus a bias.
+ * units and from the root's graph), the third unit called a second time on the second's output (a
+ * unit called twice a pass, its gradient the sum of two backward calls), and a head whose weight is
+ * the embedding's, plus a bias.
  */
 final class TinyLm extends AbstractBlock {
 
@@ -70,7 +72,9 @@ final class TinyLm extends AbstractBlock {
         NDList first = layers.get(0).forward(parameterStore, new NDList(embedded), training);
         NDList second = layers.get(1).forward(parameterStore, first, training);
         NDList third = layers.get(2).forward(parameterStore, new NDList(first.head()), training);
-        NDArray hidden = second.head().add(third.head()).add(first.head()).add(embedded);
+        NDList again = layers.get(2).forward(parameterStore, new NDList(second.head()), training);
+        NDArray hidden =
+                second.head().add(third.head()).add(again.head()).add(first.head()).add(embedded);
         NDArray bias = parameterStore.getValue(headBias, tokens.getDevice(), training);
         return new NDList(hidden.matMul(weight.transpose()).add(bias));
     }

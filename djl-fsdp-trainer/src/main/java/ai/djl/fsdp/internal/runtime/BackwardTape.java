@@ -99,10 +99,29 @@ final class BackwardTape {
                 }
             }
         } finally {
-            call.unit().reshard();
+            // Released memory is gathered again into the same addresses; freed buffers are not,
+            // and an earlier call's kept graph reads them.
+            if (call.unit().unit().isHeldByGraph() || !keepsGraph(call.unit())) {
+                call.unit().reshard();
+            }
         }
         completeInFlight();
         inFlight = reduction;
+    }
+
+    /**
+     * Returns whether an earlier call of {@code unit} (a unit called several times a pass) still on
+     * the tape kept its graph from forward, which reads the unit's gathered buffers.
+     */
+    private boolean keepsGraph(UnitLifecycle unit) {
+        for (TapeEntry entry : calls) {
+            if (entry instanceof UnitCall earlier
+                    && earlier.unit() == unit
+                    && earlier.graph() != null) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

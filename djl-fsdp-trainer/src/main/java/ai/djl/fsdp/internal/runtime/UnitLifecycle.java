@@ -90,7 +90,8 @@ final class UnitLifecycle {
      * in the parent's graph: a call that meets neither (a frozen token table under LoRA, given
      * token ids) hands back outputs no gradient reaches, is left off the tape, and is resharded at
      * once, so backward never gathers it again, as FSDP2 gathers a module in backward only when a
-     * gradient reaches its outputs.
+     * gradient reaches its outputs. Gradients reach a unit only through its inputs (arrays in
+     * {@code params} are never made leaves), so the inputs alone are looked at.
      *
      * @param seed the generator seed of the call; applied when {@code recording}
      * @return the call, its graph kept when there is one

@@ -19,17 +19,18 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * T5 under FSDP {@code FULL_SHARD}, each {@link T5Block} a unit: 2 ranks (real processes on
- * loopback), each training on half of every global batch, end where 1 rank training on the whole
- * batches ends: the same step losses (the global token mean) and the same logits after 3 AdamW
- * steps, within 2e-5 relative, for full fine-tuning and LoRA on T5's default targets, with CPU
- * offload off and on (see {@link T5ShardedChecks}). Training must have moved the logits. On both
- * world sizes, besides: one SGD step under FSDP gives the logits of one plain SGD step on the
- * unsharded model (DJL's autograd) within 2e-5, the gradients through the units and the position
- * bias the first block of each stack shares with the later ones included (a step that left the
- * relative bias alone differs by 1.4e-2); in bfloat16 mixed precision the forward stays within 2e-2
- * of float32's and the step within 1e-1; and greedy generation with the model sharded, each rank on
- * its own rows, picks the tokens the whole model picks for them.
+ * T5 under FSDP {@code FULL_SHARD}, with T5's default units (each {@link T5Block}, and the untied
+ * table, called by both stacks, and head): 2 ranks (real processes on loopback), each training on
+ * half of every global batch, end where 1 rank training on the whole batches ends: the same step
+ * losses (the global token mean) and the same logits after 3 AdamW steps, within 2e-5 relative, for
+ * full fine-tuning and LoRA on T5's default targets, with CPU offload off and on (see {@link
+ * T5ShardedChecks}). Training must have moved the logits. On both world sizes, besides: one SGD
+ * step under FSDP gives the logits of one plain SGD step on the unsharded model (DJL's autograd)
+ * within 2e-5, the gradients through the units and the position bias the first block of each stack
+ * shares with the later ones included (a step that left the relative bias alone differs by 1.4e-2);
+ * in bfloat16 mixed precision the forward stays within 2e-2 of float32's and the step within 1e-1;
+ * and greedy generation with the model sharded, each rank on its own rows, picks the tokens the
+ * whole model picks for them.
  */
 class T5ShardedTest {
 
