@@ -62,13 +62,13 @@ final class CascadeSum {
     }
 
     /**
-     * Returns the sums of the rows added since the last call (the first {@code count} values of the
-     * returned array, valid until the next call to {@link #add}) and starts a new sum.
+     * Writes the sums of the rows added since the last call into the start of {@code sums} and
+     * starts a new sum.
      *
      * @param count how many values each row had
-     * @return the sums
+     * @param sums where the sums go
      */
-    float[] finish(int count) {
+    void finish(int count, float[] sums) {
         float[] first = levels[0];
         for (int level = 1; level < LEVELS; level++) {
             float[] upper = levels[level];
@@ -77,9 +77,8 @@ final class CascadeSum {
             }
             Arrays.fill(upper, 0, count, 0f);
         }
-        float[] sums = Arrays.copyOf(first, count);
+        System.arraycopy(first, 0, sums, 0, count);
         Arrays.fill(first, 0, count, 0f);
         added = 0;
-        return sums;
     }
 }

@@ -6,6 +6,7 @@ import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.ndarray.NDArray;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
+import java.util.Arrays;
 
 /**
  * The quantizer's codes made and restored on the host in one pass over the arrays' own memory, a
@@ -30,33 +31,60 @@ final class HostCodec {
     private final int blockSize;
     private final int maxCode;
 
+    /** Each level's value over the block's scale, {@code level / maxCode}, by level + maxCode. */
+    private final float[] fractions;
+
     HostCodec(QuantizedBits bits, int blockSize) {
         this.bits = bits;
         this.blockSize = blockSize;
         this.maxCode = bits.getMaxCode();
+        fractions = new float[2 * maxCode + 1];
+        for (int level = -maxCode; level <= maxCode; level++) {
+            fractions[level + maxCode] = (float) level / maxCode;
+        }
     }
 
     /**
-     * Returns whether every array lies in host memory that one buffer addresses, one element after
-     * another, in float32 or bfloat16 (the types read here; codes and scales are always such).
+     * Returns whether this codec reaches the arrays: codes, scales and values all in host memory
+     * that one buffer addresses, one element after another, the values in float32 or bfloat16 (the
+     * types read and written here).
      *
-     * @param arrays the values read or written, nulls ignored
+     * @param quantized the codes and scales read or written
+     * @param values the values read or written, nulls ignored
      * @return true if this codec applies
      */
-    static boolean applies(NDArray... arrays) {
-        for (NDArray array : arrays) {
+    static boolean applies(QuantizedRows quantized, NDArray... values) {
+        return inHost(quantized.codes(), 1)
+                && inHost(quantized.scales(), Float.BYTES)
+                && applies(values);
+    }
+
+    /**
+     * Returns whether this codec reaches float arrays: in host memory that one buffer addresses,
+     * one element after another, in float32 or bfloat16.
+     *
+     * @param values the values read or written, nulls ignored
+     * @return true if this codec applies to them
+     */
+    static boolean applies(NDArray... values) {
+        for (NDArray array : values) {
             if (array == null) {
                 continue;
             }
             Precision type = Precision.ofArray(array);
-            if (!Device.Type.CPU.equals(array.getDevice().getDeviceType())
-                    || !TensorMemory.isContiguous(array)
-                    || (type != Precision.FLOAT32 && type != Precision.BFLOAT16)
-                    || array.size() * type.getBytes() > Integer.MAX_VALUE) {
+            if ((type != Precision.FLOAT32 && type != Precision.BFLOAT16)
+                    || !inHost(array, type.getBytes())) {
                 return false;
             }
         }
         return true;
+    }
+
+    /** Whether an array of elements of {@code bytes} is contiguous CPU memory one buffer holds. */
+    private static boolean inHost(NDArray array, int bytes) {
+        return Device.Type.CPU.equals(array.getDevice().getDeviceType())
+                && TensorMemory.isContiguous(array)
+                && array.size() * bytes <= Integer.MAX_VALUE;
     }
 
     /**
@@ -97,7 +125,8 @@ final class HostCodec {
                     encode(levels, packed, (int) bits.codeElements(from));
                     if (carried != null) {
                         for (int i = 0; i < length; i++) {
-                            carried[from + i] = block[from + i] - restore(levels[i], scale);
+                            carried[from + i] =
+                                    block[from + i] - fractions[(int) levels[i] + maxCode] * scale;
                         }
                     }
                 }
@@ -153,13 +182,13 @@ final class HostCodec {
                 }
             }
             if (total != null) {
-                float[] result = total.finish(count);
+                total.finish(count, values);
                 if (divisor != 1) {
                     for (int i = 0; i < count; i++) {
-                        result[i] /= divisor;
+                        values[i] /= divisor;
                     }
                 }
-                output.write(start, result, count);
+                output.write(start, values, count);
             }
         }
     }
@@ -174,15 +203,16 @@ final class HostCodec {
         for (int i = 0; i < length; i++) {
             absmax = Math.max(absmax, Math.abs(values[from + i]));
         }
-        java.util.Arrays.fill(levels, length, blockSize, 0f);
+        Arrays.fill(levels, length, blockSize, 0f);
         if (!Float.isFinite(absmax)) {
-            java.util.Arrays.fill(levels, 0, length, 0f);
+            Arrays.fill(levels, 0, length, 0f);
             return Float.NaN;
         }
         float divisor = absmax == 0f ? 1f : absmax;
+        // |x| <= absmax, so the correctly rounded x / absmax and its product with maxCode stay
+        // within [-maxCode, maxCode]: the operators' clip to that range never bites here.
         for (int i = 0; i < length; i++) {
-            float level = (float) Math.rint(values[from + i] / divisor * maxCode);
-            levels[i] = Math.max(-maxCode, Math.min(maxCode, level));
+            levels[i] = (float) Math.rint(values[from + i] / divisor * maxCode);
         }
         return absmax;
     }
@@ -204,20 +234,21 @@ final class HostCodec {
 
     /** Restores {@code count} values from a chunk's codes and its blocks' scales. */
     private void decode(byte[] packed, float[] blockScales, int count, float[] values) {
-        for (int i = 0; i < count; i++) {
-            int code;
+        for (int start = 0, block = 0; start < count; start += blockSize, block++) {
+            float scale = blockScales[block];
+            int end = Math.min(count, start + blockSize);
             if (bits == QuantizedBits.INT8) {
-                code = packed[i];
+                for (int i = start; i < end; i++) {
+                    values[i] = fractions[packed[i] + maxCode] * scale;
+                }
             } else {
-                int pair = packed[i >> 1] & 0xFF;
-                code = ((i & 1) == 0 ? pair >>> 4 : pair & 0xF) - INT4_OFFSET;
+                // Codes offset by 8, so a nibble minus 8 plus maxCode (7) indexes the table.
+                for (int i = start; i < end; i++) {
+                    int pair = packed[i >> 1] & 0xFF;
+                    int nibble = (i & 1) == 0 ? pair >>> 4 : pair & 0xF;
+                    values[i] = fractions[nibble - INT4_OFFSET + maxCode] * scale;
+                }
             }
-            values[i] = restore(code, blockScales[i / blockSize]);
         }
-    }
-
-    /** A level's value: the level over the largest code, times the scale. */
-    private float restore(float level, float scale) {
-        return level / maxCode * scale;
     }
 }

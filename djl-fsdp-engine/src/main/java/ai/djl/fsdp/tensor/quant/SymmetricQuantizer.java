@@ -1,5 +1,6 @@
 package ai.djl.fsdp.tensor.quant;
 
+import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -181,7 +182,8 @@ public final class SymmetricQuantizer {
                     "The residual has " + residual.size() + " values for " + values.size());
         }
         long columns = values.size() / rows;
-        if (!HostCodec.applies(values, residual)) {
+        if (!HostCodec.applies(values, residual)
+                || !Device.Type.CPU.equals(manager.getDevice().getDeviceType())) {
             return operators.quantize(values, rows, padded(columns), residual, manager);
         }
         QuantizedRows quantized = allocate(manager, rows, columns);
@@ -203,7 +205,7 @@ public final class SymmetricQuantizer {
      * @return a 2-D float32 array of the rows
      */
     public NDArray dequantize(QuantizedRows quantized, long columns, NDManager manager) {
-        if (!HostCodec.applies(quantized.codes())) {
+        if (!HostCodec.applies(quantized)) {
             return operators.dequantize(quantized, padded(columns), columns, manager);
         }
         long rows = quantized.scales().size() / blocksPerRow(columns);
@@ -251,7 +253,7 @@ public final class SymmetricQuantizer {
                             + columns
                             + (sum ? " summed" : ""));
         }
-        if (HostCodec.applies(quantized.codes(), target)) {
+        if (HostCodec.applies(quantized, target)) {
             host.restore(quantized, (int) rows, columns, sum, divisor, target);
         } else {
             operators.restore(quantized, padded(columns), columns, sum, divisor, target);

@@ -2,6 +2,7 @@ package ai.djl.fsdp.tensor.quant;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
@@ -16,6 +17,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -126,6 +128,18 @@ class CodecEquivalenceTest {
                 }
             }
         }
+    }
+
+    @ParameterizedTest
+    @EnumSource(QuantizedBits.class)
+    void theHostCodecReachesContiguousCpuArraysOfFloat32AndBfloat16(QuantizedBits bits) {
+        QuantizedRows room = SymmetricQuantizer.of(bits, 64).allocate(manager, 2, 100);
+        NDArray floats = manager.zeros(new Shape(2, 100));
+        assertTrue(HostCodec.applies(room));
+        assertTrue(HostCodec.applies(room, floats, Precision.BFLOAT16.cast(floats)));
+        assertFalse(HostCodec.applies(room, Precision.FLOAT16.cast(floats)));
+        assertFalse(HostCodec.applies(room, floats.transpose()));
+        assertFalse(HostCodec.applies(new QuantizedRows(room.codes(), floats.transpose())));
     }
 
     /** Rows quantized by the operators from values with edge blocks. */
