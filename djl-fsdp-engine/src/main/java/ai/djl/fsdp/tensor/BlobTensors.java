@@ -83,6 +83,29 @@ public final class BlobTensors {
         return new PtNDArray((PtNDManager) manager, tensor.getValue());
     }
 
+    /**
+     * Copies {@code values} into {@code target}'s memory, in the target's type, through a second
+     * tensor over that memory: a graph that saved views of the target reads the new values without
+     * autograd seeing an in-place change, as when a collective writes the target.
+     *
+     * @param values the values, as many as the target holds
+     * @param target a contiguous float array (float32, bfloat16 or float16)
+     * @param scope the manager of the second tensor, on the target's device
+     */
+    public static void writeThrough(NDArray values, NDArray target, NDManager scope) {
+        Precision type = Precision.ofArray(target);
+        NDArray alias =
+                wrap(
+                        TensorMemory.contiguousDataPointer(target, "written array"),
+                        target.size() * type.getBytes(),
+                        target.getDevice(),
+                        scope,
+                        values.getShape(),
+                        type,
+                        0);
+        TensorMemory.copy(values, alias);
+    }
+
     /** Returns the strides, in elements, of a contiguous row-major array of {@code sizes}. */
     public static long[] contiguousStrides(long[] sizes) {
         long[] strides = new long[sizes.length];

@@ -6,7 +6,6 @@ import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.tensor.BlobTensors;
 import ai.djl.fsdp.tensor.Precision;
-import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.fsdp.tensor.quant.QuantizedRows;
 import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
 import ai.djl.ndarray.NDArray;
@@ -21,10 +20,12 @@ import java.util.List;
  * values are restored (and, for the reductions, summed in float32) when the returned {@link Work}
  * is awaited, on the caller's thread and device.
  *
- * <p>The restored values are written into the output through a second tensor over its memory, so a
- * graph that saved views of the output (a unit's parameters, refilled before its backward) reads
- * the new values without autograd seeing an in-place change, as when a collective writes it. Every
- * rank restores every piece, its own included: all ranks compute with the same values.
+ * <p>The restored values are written straight into the output's memory (on the host by the
+ * quantizer's own loop, elsewhere through a second tensor over that memory), so a graph that saved
+ * views of the output (a unit's parameters, refilled before its backward) reads the new values
+ * without autograd seeing an in-place change, as when a collective writes it. A reduction's rows
+ * are summed as they are restored, a chunk at a time, with no float32 copy of them all. Every rank
+ * restores every piece, its own included: all ranks compute with the same values.
  */
 public final class QuantizedCollectives {
 
@@ -65,10 +66,7 @@ public final class QuantizedCollectives {
                 List.of(
                         group.allGatherAsync(own.codes(), all.codes()),
                         group.allGatherAsync(own.scales(), all.scales()));
-        return new RestoringWork(
-                works,
-                scope,
-                () -> write(quantizer.dequantize(all, columns, scope), output, scope));
+        return new RestoringWork(works, scope, () -> quantizer.restore(all, columns, output));
     }
 
     /**
@@ -114,12 +112,7 @@ public final class QuantizedCollectives {
         int size = group.getSize();
         long columns = output.size();
         NDManager scope = output.getManager().newSubManager(output.getDevice());
-        NDArray corrected = withFeedback(input, residual, scope);
-        QuantizedRows mine = quantizer.quantize(corrected, size, scope);
-        if (residual != null) {
-            NDArray sent = quantizer.dequantize(mine, columns, scope).reshape(-1);
-            write(corrected.sub(sent), residual, scope);
-        }
+        QuantizedRows mine = quantizer.quantize(input, size, residual, scope);
         QuantizedRows theirs = quantizer.allocate(scope, size, columns);
         List<Work> works =
                 List.of(
@@ -128,10 +121,7 @@ public final class QuantizedCollectives {
         return new RestoringWork(
                 works,
                 scope,
-                () -> {
-                    NDArray sum = quantizer.dequantize(theirs, columns, scope).sum(new int[] {0});
-                    write(op == ReduceOp.AVG ? sum.div(size) : sum, output, scope);
-                });
+                () -> quantizer.restoreSum(theirs, columns, op == ReduceOp.AVG ? size : 1, output));
     }
 
     /**
@@ -176,33 +166,8 @@ public final class QuantizedCollectives {
             reduceScatterAsync(group, values, reduced, op).await();
             NDArray gathered = scope.zeros(new Shape(piece * size));
             allGatherAsync(group, reduced, gathered).await();
-            write(gathered.get("0:" + count), array, scope);
+            BlobTensors.writeThrough(gathered.get("0:" + count), array, scope);
         }
-    }
-
-    /** Returns {@code input} plus {@code residual} in float32, or {@code input} without one. */
-    private static NDArray withFeedback(NDArray input, NDArray residual, NDManager scope) {
-        if (residual == null) {
-            return input;
-        }
-        NDArray sum = Precision.cast(input, DataType.FLOAT32).reshape(-1).add(residual);
-        sum.attach(scope);
-        return sum;
-    }
-
-    /** Copies {@code values} (float32) into {@code target}'s memory in its type. */
-    private static void write(NDArray values, NDArray target, NDManager scope) {
-        Precision type = Precision.ofArray(target);
-        NDArray alias =
-                BlobTensors.wrap(
-                        TensorMemory.contiguousDataPointer(target, "quantized collective's output"),
-                        target.size() * type.getBytes(),
-                        target.getDevice(),
-                        scope,
-                        values.getShape(),
-                        type,
-                        0);
-        TensorMemory.copy(values, alias);
     }
 
     /** The collectives of codes and scales, then the restoring of the values once awaited. */

@@ -1,8 +1,7 @@
 package ai.djl.fsdp.tensor.quant;
 
-import ai.djl.fsdp.tensor.Precision;
+import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -19,10 +18,13 @@ import ai.djl.ndarray.types.Shape;
  * sent as zero codes under a NaN scale, so every value of it comes back NaN: the collective
  * completes on every rank, and what is not finite reaches them all, as an unquantized collective
  * would carry it, for the trainer's check of the gradient norm to find on every rank alike. Nothing
- * here reads values back to the host, so quantizing never waits for the device.
+ * here reads a device's values back to the host, so quantizing never waits for the device.
  *
- * <p>Only libtorch operators run (DJL's, on the values' device), so the same code quantizes CPU and
- * GPU arrays; intermediate arrays are freed before a call returns.
+ * <p>Two codecs compute the same codes and values, bit for bit: on host memory (contiguous CPU
+ * arrays of float32 or bfloat16, up to 2 GiB) one pass in Java over the arrays' own memory, a chunk
+ * of blocks at a time, writing the codes, the scales and the restored values straight where they
+ * go; elsewhere (a GPU's arrays, float16) libtorch's operators on the values' device, a pass and an
+ * array the input's size each, freed before a call returns.
  */
 public final class SymmetricQuantizer {
 
@@ -32,14 +34,16 @@ public final class SymmetricQuantizer {
     /** The largest block size. */
     public static final int MAX_BLOCK_SIZE = 2048;
 
-    private static final int INT4_OFFSET = 8;
-
     private final QuantizedBits bits;
     private final int blockSize;
+    private final HostCodec host;
+    private final OperatorCodec operators;
 
     private SymmetricQuantizer(QuantizedBits bits, int blockSize) {
         this.bits = bits;
         this.blockSize = blockSize;
+        host = new HostCodec(bits, blockSize);
+        operators = new OperatorCodec(bits, blockSize);
     }
 
     /**
@@ -152,41 +156,43 @@ public final class SymmetricQuantizer {
      *     that is not finite has a NaN scale
      */
     public QuantizedRows quantize(NDArray values, long rows, NDManager manager) {
+        return quantize(values, rows, null, manager);
+    }
+
+    /**
+     * Quantizes {@code values} plus {@code residual} as {@code rows} rows of equal length, and
+     * replaces the residual by what quantizing took off that sum (error feedback: added to the next
+     * values quantized, the rounding does not accumulate over a series of them).
+     *
+     * @param values floats (float32, float16 or bfloat16), contiguous, {@code rows} times a row's
+     *     length in all
+     * @param rows the number of rows
+     * @param residual float32, contiguous, as many values; null to quantize {@code values} alone
+     * @param manager the manager of the result
+     * @return the rows quantized, each padded to a whole number of blocks; a block holding a value
+     *     that is not finite has a NaN scale (and NaN residuals)
+     */
+    public QuantizedRows quantize(NDArray values, long rows, NDArray residual, NDManager manager) {
         if (rows < 1 || values.size() % rows != 0) {
             throw new IllegalArgumentException(
                     values.size() + " values cannot be cut into " + rows + " equal rows");
         }
+        if (residual != null && residual.size() != values.size()) {
+            throw new IllegalArgumentException(
+                    "The residual has " + residual.size() + " values for " + values.size());
+        }
         long columns = values.size() / rows;
-        long padded = blocksPerRow(columns) * blockSize;
-        try (NDManager scope = manager.newSubManager(values.getDevice())) {
-            values.tempAttach(scope);
-            NDArray floats = Precision.cast(values, DataType.FLOAT32).reshape(rows, columns);
-            if (padded != columns) {
-                floats = floats.concat(scope.zeros(new Shape(rows, padded - columns)), 1);
-            }
-            NDArray blocks = floats.reshape(-1, blockSize);
-            NDArray absmax = blocks.abs().max(new int[] {1}, true);
-            // libtorch's max keeps NaN, so a block's absmax is finite only if all of it is; x * 0
-            // is 0 for a finite x and NaN for NaN or an infinity: such a block's scale is NaN.
-            NDArray scales = absmax.add(absmax.mul(0));
-            // A block of zeros keeps scale 0 and is divided by 1, so its codes are zeros.
-            NDArray divisor = absmax.add(absmax.eq(0).toType(DataType.FLOAT32, false));
-            NDArray ratios = blocks.div(divisor);
-            // In a block that is not finite each ratio is 0 (a finite value over an infinity) or
-            // NaN: its codes are zeros, and its NaN scale makes every value of it NaN.
-            ratios = NDArrays.where(ratios.isNaN(), ratios.zerosLike(), ratios);
-            NDArray levels =
-                    ratios.mul(bits.getMaxCode())
-                            .round()
-                            .clip(-bits.getMaxCode(), bits.getMaxCode());
-            NDArray codes = bits == QuantizedBits.INT8 ? levels : packPairs(levels);
-            QuantizedRows quantized =
-                    new QuantizedRows(
-                            codes.reshape(-1).toType(bits.getCodeType(), false),
-                            scales.reshape(-1));
-            quantized.codes().attach(manager);
-            quantized.scales().attach(manager);
+        if (!HostCodec.applies(values, residual)
+                || !Device.Type.CPU.equals(manager.getDevice().getDeviceType())) {
+            return operators.quantize(values, rows, padded(columns), residual, manager);
+        }
+        QuantizedRows quantized = allocate(manager, rows, columns);
+        try {
+            host.quantize(values, rows, columns, residual, quantized);
             return quantized;
+        } catch (RuntimeException e) {
+            quantized.close();
+            throw e;
         }
     }
 
@@ -196,39 +202,66 @@ public final class SymmetricQuantizer {
      * @param quantized the rows' codes and scales
      * @param columns each row's length before padding
      * @param manager the manager of the result
-     * @return a 2-D float32 array of the rows (a view of the padded rows when padded)
+     * @return a 2-D float32 array of the rows
      */
     public NDArray dequantize(QuantizedRows quantized, long columns, NDManager manager) {
-        long padded = blocksPerRow(columns) * blockSize;
-        NDArray codes = quantized.codes();
-        NDArray scales = quantized.scales();
-        try (NDManager scope = manager.newSubManager(codes.getDevice())) {
-            codes.tempAttach(scope);
-            scales.tempAttach(scope);
-            NDArray levels = codes.toType(DataType.FLOAT32, false);
-            if (bits == QuantizedBits.INT4) {
-                levels = unpackPairs(levels);
-            }
-            NDArray values =
-                    levels.reshape(-1, blockSize)
-                            .div(bits.getMaxCode())
-                            .mul(scales.reshape(-1, 1))
-                            .reshape(-1, padded);
-            if (padded != columns) {
-                values = values.get(":, 0:" + columns);
-            }
-            values.attach(manager);
-            return values;
+        if (!HostCodec.applies(quantized)) {
+            return operators.dequantize(quantized, padded(columns), columns, manager);
+        }
+        long rows = quantized.scales().size() / blocksPerRow(columns);
+        NDArray values = manager.create(new Shape(rows, columns), DataType.FLOAT32);
+        host.restore(quantized, (int) rows, columns, false, 1, values);
+        return values;
+    }
+
+    /**
+     * Writes the values of {@code quantized} rows one after another into {@code target}, in its
+     * type: what an all-gather's receivers restore.
+     *
+     * @param quantized the rows' codes and scales
+     * @param columns each row's length before padding
+     * @param target the rows' values, contiguous, in a float type
+     */
+    public void restore(QuantizedRows quantized, long columns, NDArray target) {
+        restore(quantized, columns, false, 1, target);
+    }
+
+    /**
+     * Writes the sum of {@code quantized} rows, divided by {@code divisor}, into {@code target} in
+     * its type: the rows restored and summed in float32 (in the order of libtorch's sum over the
+     * rows), what a reduction's owner of a piece computes from the pieces that arrive.
+     *
+     * @param quantized the rows' codes and scales
+     * @param columns each row's length before padding
+     * @param divisor what the sum is divided by: 1 for the sum, the rows for their mean
+     * @param target the result, contiguous, {@code columns} values in a float type
+     */
+    public void restoreSum(QuantizedRows quantized, long columns, int divisor, NDArray target) {
+        restore(quantized, columns, true, divisor, target);
+    }
+
+    private void restore(
+            QuantizedRows quantized, long columns, boolean sum, int divisor, NDArray target) {
+        long rows = quantized.scales().size() / blocksPerRow(columns);
+        if (target.size() != (sum ? columns : rows * columns)) {
+            throw new IllegalArgumentException(
+                    "A target of "
+                            + target.size()
+                            + " values for "
+                            + rows
+                            + " rows of "
+                            + columns
+                            + (sum ? " summed" : ""));
+        }
+        if (HostCodec.applies(quantized, target)) {
+            host.restore(quantized, (int) rows, columns, sum, divisor, target);
+        } else {
+            operators.restore(quantized, padded(columns), columns, sum, divisor, target);
         }
     }
 
-    /** Two codes a byte: {@code 16 * (even + 8) + (odd + 8)}, exact in float32. */
-    private static NDArray packPairs(NDArray levels) {
-        return Nibbles.pack(levels.add(INT4_OFFSET));
-    }
-
-    /** The inverse of {@link #packPairs}, on the bytes' values as float32. */
-    private static NDArray unpackPairs(NDArray bytes) {
-        return Nibbles.unpack(bytes).sub(INT4_OFFSET);
+    /** A row's length padded to a whole number of blocks. */
+    private long padded(long columns) {
+        return blocksPerRow(columns) * blockSize;
     }
 }
