@@ -113,16 +113,22 @@ public final class ModelStateWriter {
                 open.add(out);
                 namesByFile.get(i).forEach(name -> fileOf.put(name, out));
             }
+            StateTransform.Sink sink =
+                    new StateTransform.Sink() {
+                        @Override
+                        public void put(String name, NDArray value) throws IOException {
+                            write(fileFor(fileOf, name), declared.get(name), value);
+                        }
+
+                        @Override
+                        public void putBytes(String name, NDArray bytes) throws IOException {
+                            fileFor(fileOf, name).writeBytes(name, bytes);
+                        }
+                    };
             units.forEachUnitGathered(
                     unit -> {
                         if (writes) {
-                            transform.transform(
-                                    unit,
-                                    (name, value) ->
-                                            write(
-                                                    fileFor(fileOf, name),
-                                                    declared.get(name),
-                                                    value));
+                            transform.transform(unit, sink);
                         }
                     });
             for (SafetensorsWriter.StreamingFile out : open) {
@@ -135,18 +141,13 @@ public final class ModelStateWriter {
     }
 
     /**
-     * Writes {@code value} in its declared type: itself, its bytes (uint8 bytes of a tensor
-     * declared as another type), or (a floating tensor handed in another floating type) a cast
-     * freed once written.
+     * Writes {@code value} in its declared type: itself, or (a floating tensor handed in another
+     * floating type) a cast freed once written.
      */
     private static void write(
             SafetensorsWriter.StreamingFile file, StateTransform.Entry entry, NDArray value)
             throws IOException {
         Dtype type = Dtype.ofArray(value);
-        if (type == Dtype.U8 && entry.dtype() != Dtype.U8) {
-            file.writeBytes(entry.name(), value);
-            return;
-        }
         if (type == entry.dtype()
                 || !StateTransform.isFloat(type)
                 || !StateTransform.isFloat(entry.dtype())) {

@@ -30,7 +30,8 @@ public interface StateTransform {
 
     /**
      * Receives the tensors of one unit. A floating tensor may come in any floating type: it is
-     * stored in its declared type, cast alone as it is written. Any tensor may come as its bytes.
+     * stored in its declared type, cast alone as it is written. Bytes that another type labels go
+     * through {@link #putBytes}.
      */
     @FunctionalInterface
     interface Sink {
@@ -40,11 +41,28 @@ public interface StateTransform {
          *
          * @param name a declared name
          * @param value its value, of the declared shape; of the declared type, or of any floating
-         *     type when that is floating; or uint8 bytes, as many as the declared tensor holds,
-         *     written as they are (bytes another type labels, such as packed 4-bit codes)
+         *     type when that is floating
          * @throws IOException if writing fails
+         * @throws IllegalArgumentException if the value's type or shape is not the declared one
          */
         void put(String name, NDArray value) throws IOException;
+
+        /**
+         * Writes one tensor's bytes as they are, whatever type it was declared with: bytes that
+         * another type labels, such as packed 4-bit codes stored as bitsandbytes' storage type.
+         * Only the sink that writes the file takes them; one that passes tensors on refuses them.
+         *
+         * @param name a declared name
+         * @param bytes a uint8 array of exactly as many bytes as the declared tensor holds
+         * @throws IOException if writing fails
+         * @throws IllegalArgumentException if {@code bytes} is not uint8 or not the declared size
+         */
+        default void putBytes(String name, NDArray bytes) throws IOException {
+            throw new UnsupportedOperationException(
+                    "this sink passes tensors on and takes no bytes for \""
+                            + name
+                            + "\": hand them to the sink that writes the file");
+        }
     }
 
     /** What each gathered unit contributes to a state: the body of {@link #transform}. */

@@ -105,7 +105,7 @@ public final class PrequantizedOutput {
             Dtype floatType,
             StateTransform.Sink sink)
             throws IOException {
-        sink.put(name, codes);
+        sink.putBytes(name, codes);
         float offset = 0f;
         if (layer.getConfig().isNested()) {
             NDArray held = layer.getParameters().get(QuantizedLinear.NESTED_OFFSET).getArray();

@@ -274,10 +274,7 @@ public final class SafetensorsWriter {
          * @throws IOException if writing fails
          */
         public StreamingFile write(String name, NDArray array) throws IOException {
-            Entry entry = tensors.get(name);
-            if (entry == null) {
-                throw new IllegalArgumentException("tensor \"" + name + "\" was not declared");
-            }
+            Entry entry = declared(name);
             if (Dtype.ofArray(array) != entry.dtype() || !array.getShape().equals(entry.shape())) {
                 throw new IllegalArgumentException(
                         "tensor \""
@@ -305,14 +302,24 @@ public final class SafetensorsWriter {
          * @throws IOException if writing fails
          */
         public StreamingFile writeBytes(String name, NDArray bytes) throws IOException {
-            if (tensors.get(name) == null || bytes.getDataType() != DataType.UINT8) {
+            declared(name);
+            if (bytes.getDataType() != DataType.UINT8) {
                 throw new IllegalArgumentException(
                         "tensor \""
                                 + name
-                                + "\" takes the bytes of a declared tensor as uint8, got "
-                                + bytes.getDataType());
+                                + "\" takes its bytes as uint8, got "
+                                + bytes.getDataType()
+                                + ": hand over the tensor's bytes, or write its values");
             }
             return writeMemory(name, bytes);
+        }
+
+        private Entry declared(String name) {
+            Entry entry = tensors.get(name);
+            if (entry == null) {
+                throw new IllegalArgumentException("tensor \"" + name + "\" was not declared");
+            }
+            return entry;
         }
 
         /** Writes an array's memory, through the host and contiguous, as the tensor's bytes. */

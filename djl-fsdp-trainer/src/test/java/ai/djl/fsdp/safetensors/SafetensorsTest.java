@@ -279,6 +279,11 @@ class SafetensorsTest {
                             IllegalArgumentException.class,
                             () -> out.writeBytes("halves", bytes(new byte[3])));
             assertTrue(size.getMessage().contains("needs 4 bytes, got 3"), size.getMessage());
+            IllegalArgumentException undeclared =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> out.writeBytes("quarters", bytes(new byte[4])));
+            assertEquals("tensor \"quarters\" was not declared", undeclared.getMessage());
         } // closed without a commit: nothing is left behind
         try (SafetensorsWriter.StreamingFile out = writer.stream(file)) {
             // float16 1.0 and 2.0, little-endian, as four bytes.

@@ -6,7 +6,10 @@ import ai.djl.fsdp.lora.LoraConfig;
 import ai.djl.fsdp.lora.LoraState;
 import ai.djl.fsdp.qlora.MergedOutput;
 import ai.djl.fsdp.qlora.PrequantizedOutput;
+import ai.djl.fsdp.qlora.QuantizedLinear;
+import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.safetensors.Dtype;
+import ai.djl.fsdp.statedict.StateDict;
 import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.hf.ConfigJson;
@@ -16,6 +19,7 @@ import ai.djl.nn.Block;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -99,6 +103,9 @@ public final class ShardedSave {
      * @param quantization the 4-bit base's settings, its storage type the packed bytes' label; null
      *     for a float base
      * @throws IOException if writing fails
+     * @throws IllegalArgumentException before anything is written, where {@code quantization} does
+     *     not describe the model's base: null for a base held in 4 bits, given for a float base, or
+     *     a code, block size or nesting other than a 4-bit projection's
      */
     public static void base(
             FsdpTrainer trainer,
@@ -108,11 +115,61 @@ public final class ShardedSave {
             long maxShardBytes,
             QuantizationConfig quantization)
             throws IOException {
+        requireDescribes(quantization, model);
         StateTransform state =
                 quantization == null
                         ? LoraState.base(model).withFloatsAs(floatType)
                         : PrequantizedOutput.of(model, floatType, quantization.getStorageDtype());
         full(trainer, model, state, directory, floatType, maxShardBytes, quantization);
+    }
+
+    /**
+     * Refuses a {@code quantization_config} that does not describe the model's base, which holds
+     * 4-bit weights where it has {@link QuantizedLinear} projections: either would write a
+     * checkpoint its config cannot load.
+     */
+    private static void requireDescribes(QuantizationConfig quantization, PretrainedModel model) {
+        boolean quantized = false;
+        for (Map.Entry<String, Block> entry : StateDict.modules(model).entrySet()) {
+            if (!(entry.getValue() instanceof QuantizedLinear layer)) {
+                continue;
+            }
+            quantized = true;
+            if (quantization == null) {
+                throw new IllegalArgumentException(
+                        "the base is held in 4 bits ("
+                                + entry.getKey()
+                                + " is quantized) but no quantization config was given: pass the"
+                                + " QuantizationConfig it was quantized with, so config.json"
+                                + " describes its packed weights");
+            }
+            String held = describe(layer.getConfig());
+            String given = describe(quantization.getQuant());
+            if (!held.equals(given)) {
+                throw new IllegalArgumentException(
+                        "the quantization config says "
+                                + given
+                                + " but "
+                                + entry.getKey()
+                                + " is held as "
+                                + held
+                                + ": pass the QuantizationConfig the base was quantized with");
+            }
+        }
+        if (quantization != null && !quantized) {
+            throw new IllegalArgumentException(
+                    "a quantization config ("
+                            + quantization.describe()
+                            + ") was given but the base holds no 4-bit weights: pass null to save"
+                            + " a float base");
+        }
+    }
+
+    private static String describe(QuantConfig quant) {
+        return quant.getQuantType().getName()
+                + (quant.isNested() ? " nested" : "")
+                + " in blocks of "
+                + quant.getBlockSize();
     }
 
     private static void full(

@@ -21,6 +21,7 @@ import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonArray;
+import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -74,7 +75,7 @@ public final class PrequantizedCheckpoints {
             writer.write(directory.resolve(SafetensorsCheckpoint.SINGLE_FILE));
         }
         JsonObject json = ConfigJson.readObject(checkpoint);
-        json.add(QuantizationConfig.KEY, config.toJson());
+        json.add(QuantizationConfig.KEY, block(config));
         Files.writeString(
                 directory.resolve(ConfigJson.FILE),
                 new GsonBuilder().serializeNulls().setPrettyPrinting().create().toJson(json));
@@ -110,7 +111,7 @@ public final class PrequantizedCheckpoints {
                 state.addProperty("nested_dtype", "float32");
                 state.addProperty("nested_offset", array.getFloat(0));
             } else if (name.equals(QuantizedLinear.WEIGHT)) {
-                Dtype label = config.getStorageDtype();
+                Dtype label = storage(config.getStorageType());
                 byte[] bytes = array.toByteArray();
                 writer.add(
                         weight,
@@ -134,5 +135,31 @@ public final class PrequantizedCheckpoints {
                 new Shape(json.length),
                 ByteBuffer.wrap(json));
         return parameters;
+    }
+
+    /** The block transformers writes for a {@code BitsAndBytesConfig}. */
+    private static JsonObject block(QuantizationConfig config) {
+        JsonObject block = new JsonObject();
+        block.addProperty("quant_method", "bitsandbytes");
+        block.addProperty("load_in_4bit", true);
+        block.addProperty("load_in_8bit", false);
+        block.addProperty("bnb_4bit_quant_type", config.getQuant().getQuantType().getName());
+        block.addProperty("bnb_4bit_use_double_quant", config.getQuant().isNested());
+        block.addProperty("bnb_4bit_compute_dtype", "float32");
+        block.addProperty("bnb_4bit_quant_storage", config.getStorageType());
+        block.add("llm_int8_skip_modules", JsonNull.INSTANCE);
+        return block;
+    }
+
+    /** The safetensors type that labels packed bytes stored as bitsandbytes' {@code name}. */
+    private static Dtype storage(String name) {
+        return switch (name) {
+            case "uint8" -> Dtype.U8;
+            case "int8" -> Dtype.I8;
+            case "float16" -> Dtype.F16;
+            case "bfloat16" -> Dtype.BF16;
+            case "float32" -> Dtype.F32;
+            default -> throw new IllegalArgumentException("no storage type " + name);
+        };
     }
 }
