@@ -307,6 +307,12 @@ public final class FinetuneCommand implements Subcommand {
                             + " --use_peft_lora True (without adapters the saved model is the"
                             + " whole model)");
         }
+        if (!args.saveMergedModel && !args.usePeftLora) {
+            throw new IllegalArgumentException(
+                    "--save_merged_model False leaves out the merged copy of LoRA adapters: it"
+                            + " needs --use_peft_lora True (without adapters the model itself is"
+                            + " the output)");
+        }
         args.seq2seq.check();
         requirePositive(args.maxSeqLen, "--max_seq_len");
         requirePositive(args.padToMultipleOf, "--pad_to_multiple_of");

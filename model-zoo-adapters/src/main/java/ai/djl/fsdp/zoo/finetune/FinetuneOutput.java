@@ -16,11 +16,11 @@ import java.util.function.Consumer;
 
 /**
  * What {@code finetune} saves once it has trained: the model (with LoRA, the adapters and the
- * merged model in {@code merged/}, and with {@code --save_base_model} the base in {@code base/}:
- * pre-quantized where it was held in 4 bits), the tokenizer and the run's metrics, curves and
- * summary. Each model is saved one FSDP unit at a time, so no rank ever holds the whole model;
- * every rank takes part in the gathers, and rank 0 writes into a staging directory that replaces
- * the output at the end.
+ * merged model in {@code merged/} unless {@code --save_merged_model False}, and with {@code
+ * --save_base_model} the base in {@code base/}: pre-quantized where it was held in 4 bits), the
+ * tokenizer and the run's metrics, curves and summary. Each model is saved one FSDP unit at a time,
+ * so no rank ever holds the whole model; every rank takes part in the gathers, and rank 0 writes
+ * into a staging directory that replaces the output at the end.
  */
 final class FinetuneOutput {
 
@@ -75,18 +75,25 @@ final class FinetuneOutput {
             throws IOException {
         OutputDirectory.Contents contents =
                 directory -> {
-                    Path model = lora == null ? directory : directory.resolve(SaveFormat.MERGED);
+                    Path model =
+                            lora == null
+                                    ? directory
+                                    : args.saveMergedModel
+                                            ? directory.resolve(SaveFormat.MERGED)
+                                            : null;
                     Path base = directory.resolve(SaveFormat.BASE);
                     if (lora != null) {
                         ShardedSave.adapters(trainer, lora, directory);
                     }
-                    ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes)
-                            .ifPresent(line -> print.accept(SaveFormat.MERGED + "/: " + line));
+                    if (model != null) {
+                        ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes)
+                                .ifPresent(line -> print.accept(SaveFormat.MERGED + "/: " + line));
+                    }
                     if (args.saveBaseModel) {
                         ShardedSave.base(trainer, lm, base, saveDtype, maxShardBytes, quantized);
                     }
                     if (rankZero) {
-                        recipe.writeTokenizer(directory, model);
+                        recipe.writeTokenizer(directory, model == null ? directory : model);
                         if (args.saveBaseModel) {
                             recipe.writeTokenizer(base, base);
                         }

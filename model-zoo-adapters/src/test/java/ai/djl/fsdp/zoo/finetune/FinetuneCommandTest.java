@@ -302,6 +302,11 @@ class FinetuneCommandTest {
                                 "--save_base_model",
                                 "True")
                         .contains("\n"));
+        assertFails(
+                "--save_merged_model False leaves out the merged copy of LoRA adapters: it needs"
+                        + " --use_peft_lora True",
+                "--save_merged_model",
+                "False");
         assertFails("--use_8bit_quantization True: 8-bit", "--use_8bit_quantization", "True");
         assertFails(
                 "--bnb_4bit_quant_type int4: use nf4 or fp4",

@@ -368,6 +368,19 @@ public final class FinetuneArguments {
     public boolean saveBaseModel;
 
     @Option(
+            names = "--save_merged_model",
+            arity = "0..1",
+            defaultValue = "true",
+            fallbackValue = "true",
+            description =
+                    "With LoRA, also save the base with the adapters merged in merged/ (default"
+                            + " ${DEFAULT-VALUE}); false saves the adapters alone (with"
+                            + " --save_base_model, the adapters and their base), as PEFT's"
+                            + " save_pretrained does, when a merged copy would not fit the"
+                            + " disk.")
+    public boolean saveMergedModel;
+
+    @Option(
             names = "--save_dtype",
             defaultValue = "auto",
             description =
