@@ -162,7 +162,8 @@ public final class LaunchCommand implements Subcommand {
             paramLabel = "NAME",
             description =
                     "The ranks' memory allocator: glibc, tcmalloc (faster steps, a higher peak),"
-                            + " or the path of an allocator library to preload (default: "
+                            + " jemalloc (a lower peak, slower steps), or the path of an"
+                            + " allocator library to preload (default: "
                             + RankAllocator.VARIABLE
                             + ", else glibc).")
     private String allocator;

@@ -106,6 +106,25 @@ class RankAllocatorTest {
                         IllegalArgumentException.class,
                         () -> choose(Map.of(RankAllocator.VARIABLE, missing.toString())));
         assertTrue(e.getMessage().contains(missing.toString()), e.getMessage());
-        assertTrue(e.getMessage().contains("glibc, tcmalloc or the path"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains("glibc, tcmalloc, jemalloc or the path"), e.getMessage());
+    }
+
+    @Test
+    void jemallocByNameIsPreloadedAndWhereItIsMissingSaysHowToInstallIt() throws IOException {
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> choose(Map.of(RankAllocator.VARIABLE, "jemalloc")));
+        assertTrue(e.getMessage().contains("apt-get install libjemalloc2"), e.getMessage());
+        assertTrue(e.getMessage().contains("--allocator glibc"), e.getMessage());
+
+        Path jemalloc = install("libjemalloc.so.2");
+        RankAllocator chosen = choose(Map.of(RankAllocator.VARIABLE, "JEMalloc"));
+
+        assertEquals(jemalloc, chosen.preload());
+        // Only tcmalloc needs its large-allocation report silenced.
+        assertEquals(Map.of("LD_PRELOAD", jemalloc.toString()), chosen.variables(Map.of()));
+        assertTrue(chosen.note().contains("libjemalloc.so.2"), chosen.note());
     }
 }
