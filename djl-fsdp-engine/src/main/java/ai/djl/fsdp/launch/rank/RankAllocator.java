@@ -20,7 +20,7 @@ import java.util.Map;
  * so glibc, which returns every freed buffer of 4 MiB or more, stays the default. jemalloc goes the
  * other way: glibc's arenas keep the smaller arrays a step frees (activations of 256 KiB to 4 MiB),
  * which jemalloc hands back, so a Flan-T5-large LoRA with offload peaked 0.15-0.2 GB lower per rank
- * with it (1.24x-1.25x of its ideal, not 1.34x-1.36x) at 1.14x the step time (docs/scale.md).
+ * with it (1.25x of its ideal, not about 1.35x) at 1.14x the step time (docs/scale.md).
  *
  * <p>Chosen by {@value #VARIABLE} ({@code bin/fsdp launch --allocator}): {@code glibc} (the
  * default), {@code tcmalloc} or {@code jemalloc} (an error that says how to install it where it is
@@ -48,7 +48,7 @@ public record RankAllocator(Path preload) {
                     + " gperftools-libs";
 
     private static final String JEMALLOC_INSTALL =
-            "Debian and Ubuntu: apt-get install libjemalloc2; RHEL: dnf install jemalloc";
+            "Debian and Ubuntu: apt-get install libjemalloc2; RHEL: dnf install jemalloc (EPEL)";
 
     /**
      * Decides the allocator of the ranks this process starts.

@@ -313,6 +313,25 @@ public final class FinetuneCommand implements Subcommand {
                             + " needs --use_peft_lora True (without adapters the model itself is"
                             + " the output)");
         }
+        if (!args.saveMergedModel
+                && !args.saveBaseModel
+                && !(fromCheckpoint && SafetensorsCheckpoint.existsIn(checkpoint))) {
+            throw new IllegalArgumentException(
+                    "--save_merged_model False saves the adapters alone, but their base "
+                            + args.modelNameOrPath
+                            + " has its weights in no file (a built-in model, or fresh weights"
+                            + " from config.json), so they could never be used: add"
+                            + " --save_base_model True to save the base beside them, or drop"
+                            + " --save_merged_model False");
+        }
+        if (!args.saveMergedModel && !args.saveBaseModel && quantized != null && stored == null) {
+            note(
+                    "the adapters are saved alone and name "
+                            + args.modelNameOrPath
+                            + ", which they were trained on quantized to 4 bits: generate with"
+                            + " the same --use_4bit_quantization flags, or save the 4-bit base"
+                            + " beside them with --save_base_model True");
+        }
         args.seq2seq.check();
         requirePositive(args.maxSeqLen, "--max_seq_len");
         requirePositive(args.padToMultipleOf, "--pad_to_multiple_of");

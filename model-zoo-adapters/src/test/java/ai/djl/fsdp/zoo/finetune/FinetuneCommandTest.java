@@ -307,6 +307,14 @@ class FinetuneCommandTest {
                         + " --use_peft_lora True",
                 "--save_merged_model",
                 "False");
+        // The adapters alone on a base whose weights are in no file could never be used.
+        assertFails(
+                "has its weights in no file (a built-in model, or fresh weights from config.json),"
+                        + " so they could never be used: add --save_base_model True",
+                "--use_peft_lora",
+                "True",
+                "--save_merged_model",
+                "False");
         assertFails("--use_8bit_quantization True: 8-bit", "--use_8bit_quantization", "True");
         assertFails(
                 "--bnb_4bit_quant_type int4: use nf4 or fp4",

@@ -342,7 +342,8 @@ public final class FinetuneArguments {
             required = true,
             description =
                     "Where the model, metrics.jsonl, training_curves.png and summary.json go; with"
-                            + " LoRA the adapters, and the merged model in merged/.")
+                            + " LoRA the adapters, and the merged model in merged/ (unless"
+                            + " --save_merged_model False).")
     public Path outputDir;
 
     @Option(
