@@ -307,31 +307,10 @@ public final class FinetuneCommand implements Subcommand {
                             + " --use_peft_lora True (without adapters the saved model is the"
                             + " whole model)");
         }
-        if (!args.saveMergedModel && !args.usePeftLora) {
-            throw new IllegalArgumentException(
-                    "--save_merged_model False leaves out the merged copy of LoRA adapters: it"
-                            + " needs --use_peft_lora True (without adapters the model itself is"
-                            + " the output)");
+        if (!args.saveMergedModel) {
+            checkAdaptersAlone(checkpoint, fromCheckpoint, stored);
         }
-        if (!args.saveMergedModel
-                && !args.saveBaseModel
-                && !(fromCheckpoint && SafetensorsCheckpoint.existsIn(checkpoint))) {
-            throw new IllegalArgumentException(
-                    "--save_merged_model False saves the adapters alone, but their base "
-                            + args.modelNameOrPath
-                            + " has its weights in no file (a built-in model, or fresh weights"
-                            + " from config.json), so they could never be used: add"
-                            + " --save_base_model True to save the base beside them, or drop"
-                            + " --save_merged_model False");
-        }
-        if (!args.saveMergedModel && !args.saveBaseModel && quantized != null && stored == null) {
-            note(
-                    "the adapters are saved alone and name "
-                            + args.modelNameOrPath
-                            + ", which they were trained on quantized to 4 bits: generate with"
-                            + " the same --use_4bit_quantization flags, or save the 4-bit base"
-                            + " beside them with --save_base_model True");
-        }
+
         args.seq2seq.check();
         requirePositive(args.maxSeqLen, "--max_seq_len");
         requirePositive(args.padToMultipleOf, "--pad_to_multiple_of");
@@ -456,6 +435,40 @@ public final class FinetuneCommand implements Subcommand {
                                         .toString()
                                 : args.modelNameOrPath)
                 .build();
+    }
+
+    /**
+     * Checks {@code --save_merged_model False}: adapters saved alone need a base kept in a file,
+     * and a base quantized as it loaded is named as its float checkpoint.
+     */
+    private void checkAdaptersAlone(
+            Path checkpoint, boolean fromCheckpoint, QuantizationConfig stored) {
+        if (!args.usePeftLora) {
+            throw new IllegalArgumentException(
+                    "--save_merged_model False leaves out the merged copy of LoRA adapters: it"
+                            + " needs --use_peft_lora True (without adapters the model itself is"
+                            + " the output)");
+        }
+        if (args.saveBaseModel) {
+            return;
+        }
+        if (!(fromCheckpoint && SafetensorsCheckpoint.existsIn(checkpoint))) {
+            throw new IllegalArgumentException(
+                    "--save_merged_model False saves the adapters alone, but their base "
+                            + args.modelNameOrPath
+                            + " has its weights in no file (a built-in model, or fresh weights"
+                            + " from config.json), so they could never be used: add"
+                            + " --save_base_model True to save the base beside them, or drop"
+                            + " --save_merged_model False");
+        }
+        if (quantized != null && stored == null) {
+            note(
+                    "the adapters are saved alone and name "
+                            + args.modelNameOrPath
+                            + ", which they were trained on quantized to 4 bits: generate with"
+                            + " the same --use_4bit_quantization flags, or save the 4-bit base"
+                            + " beside them with --save_base_model True");
+        }
     }
 
     /** Prints a line about a setting that does not apply, once, on rank 0. */

@@ -75,17 +75,13 @@ final class FinetuneOutput {
             throws IOException {
         OutputDirectory.Contents contents =
                 directory -> {
-                    Path model =
-                            lora == null
-                                    ? directory
-                                    : args.saveMergedModel
-                                            ? directory.resolve(SaveFormat.MERGED)
-                                            : null;
+                    boolean whole = lora == null || args.saveMergedModel;
+                    Path model = lora == null ? directory : directory.resolve(SaveFormat.MERGED);
                     Path base = directory.resolve(SaveFormat.BASE);
                     if (lora != null) {
                         ShardedSave.adapters(trainer, lora, directory);
                     }
-                    if (model != null) {
+                    if (whole) {
                         ShardedSave.merged(trainer, lm, model, saveDtype, maxShardBytes)
                                 .ifPresent(line -> print.accept(SaveFormat.MERGED + "/: " + line));
                     }
@@ -93,7 +89,7 @@ final class FinetuneOutput {
                         ShardedSave.base(trainer, lm, base, saveDtype, maxShardBytes, quantized);
                     }
                     if (rankZero) {
-                        recipe.writeTokenizer(directory, model == null ? directory : model);
+                        recipe.writeTokenizer(directory, whole ? model : directory);
                         if (args.saveBaseModel) {
                             recipe.writeTokenizer(base, base);
                         }
