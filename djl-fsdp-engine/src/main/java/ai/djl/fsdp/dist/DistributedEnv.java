@@ -52,6 +52,17 @@ public final class DistributedEnv {
      */
     public static final int SLURM_PORT_BASE = 15000;
 
+    /**
+     * Returns the store port of Slurm job {@code jobId} when no {@code MASTER_PORT} is given, so
+     * that two jobs sharing a node differ.
+     *
+     * @param jobId the job's {@code SLURM_JOB_ID}
+     * @return {@value #SLURM_PORT_BASE} plus {@code jobId % 10000}
+     */
+    public static int slurmPort(int jobId) {
+        return SLURM_PORT_BASE + jobId % 10000;
+    }
+
     private static final String LOOPBACK = "127.0.0.1";
 
     private final int rank;

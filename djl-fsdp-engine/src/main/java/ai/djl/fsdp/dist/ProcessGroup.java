@@ -15,9 +15,10 @@ import ai.djl.ndarray.NDArray;
  * all-gather, all-to-all and broadcast). Arrays must be contiguous.
  *
  * <p>The asynchronous forms run in call order on the group's own stream of work and return a {@link
- * Work} to wait on; the synchronous forms wait before returning. An error on any rank (a rank that
- * died, a timeout) fails the pending and all later work; the socket backend's exception names the
- * rank at fault, NCCL's carries NCCL's own error.
+ * Work} to wait on; the synchronous forms wait before returning, in {@link Work#await()}'s sense (a
+ * GPU group orders the caller's stream, not the host). An error on any rank (a rank that died, a
+ * timeout) fails the pending and all later work; the socket backend's exception names the rank at
+ * fault, NCCL's carries NCCL's own error.
  */
 public interface ProcessGroup extends AutoCloseable {
 

@@ -41,7 +41,7 @@ final class SlurmTask {
 
     private static int slurmPort(EnvVariables v) {
         return v.isSet("SLURM_JOB_ID")
-                ? DistributedEnv.SLURM_PORT_BASE + v.intOr("SLURM_JOB_ID", 0) % 10000
+                ? DistributedEnv.slurmPort(v.intOr("SLURM_JOB_ID", 0))
                 : DistributedEnv.DEFAULT_MASTER_PORT;
     }
 

@@ -49,7 +49,7 @@ final class SlurmStep {
         }
         String job = env.get("SLURM_JOB_ID");
         if (job != null && !job.isBlank()) {
-            return DistributedEnv.SLURM_PORT_BASE + number(env, "SLURM_JOB_ID", 0) % 10000;
+            return DistributedEnv.slurmPort(number(env, "SLURM_JOB_ID", 0));
         }
         return null;
     }

@@ -84,6 +84,9 @@ final class StoreConnector {
                     throw (Refused) e;
                 }
                 last = e;
+            } catch (RuntimeException e) {
+                close(socket);
+                throw e;
             }
             try {
                 Thread.sleep(pauseMillis);
@@ -94,6 +97,15 @@ final class StoreConnector {
             pauseMillis = Math.min(pauseMillis * 2, MAX_PAUSE_MILLIS);
         } while (System.nanoTime() < deadline);
         throw giveUp.apply(last);
+    }
+
+    /**
+     * Returns {@code wait} as a socket read timeout: at least 1 ms (0 would wait forever), at most
+     * {@code Integer.MAX_VALUE} ms (24.8 days; a longer timeout waits that long).
+     */
+    static int readTimeoutMillis(Duration wait) {
+        long millis = wait.toMillis();
+        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, millis));
     }
 
     private static void close(Socket socket) {

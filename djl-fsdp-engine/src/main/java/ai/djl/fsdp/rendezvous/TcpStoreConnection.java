@@ -28,6 +28,9 @@ final class TcpStoreConnection {
     private final Duration timeout;
     private final String endpoint;
 
+    /** The failure that left a request unanswered: its late reply would answer the next one. */
+    private StoreException broken;
+
     private TcpStoreConnection(Socket socket, Duration timeout, String endpoint)
             throws IOException {
         this.socket = socket;
@@ -91,32 +94,51 @@ final class TcpStoreConnection {
      * that by the timeout means the store's host has stopped.
      */
     synchronized DataInputStream call(String what, Duration wait, StoreProtocol.FrameBody request) {
+        if (broken != null) {
+            throw new StoreException(
+                    "The connection to the store at "
+                            + endpoint
+                            + " was given up after an earlier call failed; "
+                            + what
+                            + " cannot be sent: "
+                            + broken.getMessage(),
+                    broken);
+        }
         try {
-            socket.setSoTimeout(Math.toIntExact(wait.plus(timeout).toMillis()));
+            socket.setSoTimeout(StoreConnector.readTimeoutMillis(wait.plus(timeout)));
             StoreProtocol.writeFrame(out, request);
             return StoreProtocol.readFrame(in);
         } catch (SocketTimeoutException e) {
-            throw new StoreException(
-                    "The store at "
-                            + endpoint
-                            + " did not answer a call ("
-                            + what
-                            + ") for "
-                            + timeout
-                            + ": rank 0, which hosts it, is stopped (SIGSTOP, a debugger) or its"
-                            + " host is unreachable",
-                    e);
+            throw giveUp(
+                    new StoreException(
+                            "The store at "
+                                    + endpoint
+                                    + " did not answer a call ("
+                                    + what
+                                    + ") for "
+                                    + timeout
+                                    + ": rank 0, which hosts it, is stopped (SIGSTOP, a debugger)"
+                                    + " or its host is unreachable",
+                            e));
         } catch (IOException e) {
-            throw new StoreException(
-                    "The store at "
-                            + endpoint
-                            + " failed during "
-                            + what
-                            + ": "
-                            + e
-                            + " (rank 0 hosts it: it exited or was killed)",
-                    e);
+            throw giveUp(
+                    new StoreException(
+                            "The store at "
+                                    + endpoint
+                                    + " failed during "
+                                    + what
+                                    + ": "
+                                    + e
+                                    + " (rank 0 hosts it: it exited or was killed)",
+                            e));
         }
+    }
+
+    /** Closes the connection after {@code failure}, which later calls repeat, and returns it. */
+    private StoreException giveUp(StoreException failure) {
+        broken = failure;
+        close();
+        return failure;
     }
 
     /** The error for a reply that could not be read. */

@@ -132,9 +132,9 @@ final class TcpStoreServer implements AutoCloseable {
                 }
                 return;
             }
-            if (connections.size() >= MAX_CONNECTIONS
-                    || pendingHandshakes.incrementAndGet() > MAX_PENDING_HANDSHAKES) {
-                if (connections.size() < MAX_CONNECTIONS) {
+            boolean full = connections.size() >= MAX_CONNECTIONS;
+            if (full || pendingHandshakes.incrementAndGet() > MAX_PENDING_HANDSHAKES) {
+                if (!full) {
                     pendingHandshakes.decrementAndGet();
                 }
                 logger.warn(

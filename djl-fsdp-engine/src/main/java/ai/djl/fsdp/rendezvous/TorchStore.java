@@ -148,7 +148,7 @@ public final class TorchStore implements Store {
         Request request = new Request(dialect, TorchStoreWire.WAIT).int64(prefixedKeys.size());
         prefixedKeys.forEach(request::string);
         try {
-            socket.setSoTimeout(Math.toIntExact(Math.max(1, wait.toMillis())));
+            socket.setSoTimeout(StoreConnector.readTimeoutMillis(wait));
             request.send(out);
             if (TorchStoreWire.readByte(in) != TorchStoreWire.STOP_WAITING) {
                 throw new StoreException("The store at " + where() + " sent a malformed reply");
@@ -198,7 +198,7 @@ public final class TorchStore implements Store {
      */
     private synchronized <T> T call(String what, Duration wait, Request request, Reply<T> reply) {
         try {
-            socket.setSoTimeout(Math.toIntExact(wait.plus(settings.timeout).toMillis()));
+            socket.setSoTimeout(StoreConnector.readTimeoutMillis(wait.plus(settings.timeout)));
             request.send(out);
             return reply.read(in);
         } catch (SocketTimeoutException e) {
@@ -251,13 +251,18 @@ public final class TorchStore implements Store {
             closeSocket();
             throw failed("the handshake", e);
         }
-        call(
-                "the first query, in the "
-                        + dialect
-                        + " dialect (the server speaks another one if this fails)",
-                Duration.ZERO,
-                new Request(dialect, TorchStoreWire.GETNUMKEYS),
-                TorchStoreWire::readInt64);
+        try {
+            call(
+                    "the first query, in the "
+                            + dialect
+                            + " dialect (the server speaks another one if this fails)",
+                    Duration.ZERO,
+                    new Request(dialect, TorchStoreWire.GETNUMKEYS),
+                    TorchStoreWire::readInt64);
+        } catch (RuntimeException e) {
+            closeSocket();
+            throw e;
+        }
     }
 
     private void closeSocket() {

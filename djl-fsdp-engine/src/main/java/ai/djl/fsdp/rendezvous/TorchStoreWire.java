@@ -80,7 +80,7 @@ final class TorchStoreWire {
      * @param window how long to wait for an older server's answer
      */
     static Dialect probe(Socket socket, Duration window) throws IOException {
-        socket.setSoTimeout(Math.toIntExact(Math.max(1, window.toMillis())));
+        socket.setSoTimeout(StoreConnector.readTimeoutMillis(window));
         OutputStream out = socket.getOutputStream();
         out.write(GETNUMKEYS);
         out.flush();

@@ -369,8 +369,9 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
      * it, is not thrown again), and closes the streams, the arrays and the store (rank 0 once the
      * other ranks have left it).
      *
-     * @throws CollectiveException if a queued collective or the communicator failed while closing;
-     *     everything is closed all the same
+     * @throws CollectiveException if a queued collective or the communicator failed while closing,
+     *     here or in a subgroup (the first failure, later ones suppressed); everything is closed
+     *     all the same
      */
     @Override
     public synchronized void close() {
@@ -378,17 +379,21 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
             return;
         }
         closed = true;
-        for (NcclProcessGroup child : subgroups) {
-            child.close();
-        }
         CollectiveException failure = null;
+        for (NcclProcessGroup child : subgroups) {
+            try {
+                child.close();
+            } catch (CollectiveException e) {
+                failure = first(failure, e);
+            }
+        }
         try {
             comm.bindThread();
             if (!watchdog.aborted()) {
                 watchdog.awaitPending();
             }
         } catch (CollectiveException e) {
-            failure = e;
+            failure = first(failure, e);
         }
         if (heartbeats != null) {
             sayLeaving(storeLost());
@@ -442,6 +447,15 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
         }
         int destroyed = comm.destroy();
         return destroyed == nccl.ncclSuccess ? null : failed("ncclCommDestroy", destroyed);
+    }
+
+    /** Keeps the first failure to report, the later one suppressed under it. */
+    private static CollectiveException first(CollectiveException kept, CollectiveException later) {
+        if (kept == null) {
+            return later;
+        }
+        kept.addSuppressed(later);
+        return kept;
     }
 
     private CollectiveException failed(String call, int result) {

@@ -77,6 +77,11 @@ final class Ring implements AutoCloseable {
         return links.prev();
     }
 
+    /** Returns the job rank at ring position {@code position}, which messages name. */
+    int jobRank(int position) {
+        return links.jobRank(position);
+    }
+
     /** Returns how the two links move data, for logs. */
     String describeLinks() {
         return "from rank "

@@ -182,11 +182,11 @@ final class RingCollectives {
                     "ranks disagree on collective #"
                             + sequence
                             + ": rank "
-                            + ring.prev()
+                            + ring.jobRank(ring.prev())
                             + " called "
                             + describe(peerSequence, peerKind, peerBytes)
                             + " but rank "
-                            + rank
+                            + ring.jobRank(rank)
                             + " called "
                             + describe(sequence, kind.ordinal(), bytes)
                             + difference

@@ -93,11 +93,8 @@ final class RingConnector {
             tcp.bind(new InetSocketAddress(localAddress, 0));
             String address = localAddress.getHostAddress() + ' ' + tcp.socket().getLocalPort();
             socketFolder = unixSocketFolder();
-            if (socketFolder != null) {
-                Path path = socketFolder.resolve("ring.sock");
-                ServerSocketChannel unix = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-                listeners.add(unix);
-                unix.bind(UnixDomainSocketAddress.of(path));
+            Path path = listenUnix(socketFolder, listeners);
+            if (path != null) {
                 address += ' ' + path.toString();
             }
             store.set(keyPrefix + addressKey(rank), address.getBytes(StandardCharsets.UTF_8));
@@ -217,6 +214,34 @@ final class RingConnector {
                     "djl-fsdp-" + UUID.randomUUID().toString().substring(0, 8));
         } catch (IOException | UnsupportedOperationException e) {
             logger.debug("No Unix domain socket for the ring; TCP only", e);
+            return null;
+        }
+    }
+
+    /**
+     * Listens on {@code folder}'s Unix domain socket and returns its path, or returns null (TCP
+     * only) where there is no folder, its path holds a space (the published address is
+     * space-separated) or the socket cannot be bound (a temporary folder's path past the system's
+     * limit of about 107 bytes).
+     */
+    private static Path listenUnix(Path folder, List<ServerSocketChannel> listeners) {
+        if (folder == null) {
+            return null;
+        }
+        Path path = folder.resolve("ring.sock");
+        if (path.toString().indexOf(' ') >= 0) {
+            logger.debug("No Unix domain socket for the ring at {} (a space); TCP only", path);
+            return null;
+        }
+        ServerSocketChannel unix = null;
+        try {
+            unix = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+            unix.bind(UnixDomainSocketAddress.of(path));
+            listeners.add(unix);
+            return path;
+        } catch (IOException | UnsupportedOperationException e) {
+            Ring.closeQuietly(unix);
+            logger.debug("No Unix domain socket for the ring at {}; TCP only", path, e);
             return null;
         }
     }

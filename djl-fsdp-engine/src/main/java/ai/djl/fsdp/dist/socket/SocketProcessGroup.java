@@ -133,17 +133,23 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
         Ring ring =
                 connectRing(
                         store, "", env.getRank(), jobRanks, token, localAddress, options, () -> "");
-        return new SocketProcessGroup(
-                null,
-                null,
-                env.getRank(),
-                jobRanks,
-                env.getLocalRank(),
-                store,
-                ring,
-                options,
-                token,
-                localAddress);
+        try {
+            return new SocketProcessGroup(
+                    null,
+                    null,
+                    env.getRank(),
+                    jobRanks,
+                    env.getLocalRank(),
+                    store,
+                    ring,
+                    options,
+                    token,
+                    localAddress);
+        } catch (RuntimeException e) {
+            // The watchdog's store client could not be opened: the ring is nobody's to close.
+            Ring.closeQuietly(ring);
+            throw e;
+        }
     }
 
     /** Forms a ring of {@code jobRanks.length} ranks, or returns null for a group of one. */
