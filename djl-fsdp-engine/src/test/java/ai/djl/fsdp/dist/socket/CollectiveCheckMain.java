@@ -22,8 +22,8 @@ import java.util.List;
  * make them), SUM and AVG, and element counts that are zero, one, uneven and large, and checks each
  * result against the value every rank contributes, which each rank computes for itself. Exits 0
  * when all match; otherwise prints the mismatches and exits 1. With the argument {@code stream},
- * every link streams through its socket; otherwise ranks pull from each other's memory where the
- * system allows.
+ * every link streams through its socket; with {@code small-chunks}, it streams 1 KiB chunks through
+ * 64 KiB socket buffers; otherwise ranks pull from each other's memory where the system allows.
  */
 public final class CollectiveCheckMain {
 
@@ -51,12 +51,16 @@ public final class CollectiveCheckMain {
     }
 
     public static void main(String[] args) {
-        boolean streamOnly = args.length > 0 && "stream".equals(args[0]);
-        ProcessGroupOptions options =
+        String links = args.length > 0 ? args[0] : "pulled";
+        ProcessGroupOptions.Builder builder =
                 ProcessGroupOptions.builder()
                         .optTimeout(Duration.ofSeconds(60))
-                        .optPeerMemoryCopy(!streamOnly)
-                        .build();
+                        .optPeerMemoryCopy("pulled".equals(links));
+        if ("small-chunks".equals(links)) {
+            // Many chunks per piece, and fixed socket buffers instead of the system's tuning.
+            builder.optSocketChunkBytes(1024).optSocketBufferBytes(64 * 1024);
+        }
+        ProcessGroupOptions options = builder.build();
         CollectiveCheckMain check;
         try (ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment(), options);
                 NDManager manager = NDManager.newBaseManager(group.getDevice())) {

@@ -33,12 +33,30 @@ import org.junit.jupiter.params.provider.CsvSource;
 class SocketProcessGroupTest {
 
     @ParameterizedTest(name = "world size {0}, {1} links")
-    @CsvSource({"2, pulled", "3, pulled", "2, stream", "3, stream"})
+    @CsvSource({"2, pulled", "3, pulled", "2, stream", "3, stream", "3, small-chunks"})
     void everyCollectiveMatchesItsExpectation(int worldSize, String links) {
         try (RankProcesses job =
                 RankProcesses.builder(CollectiveCheckMain.class)
                         .worldSize(worldSize)
                         .args(links)
+                        .start()) {
+            RankProcesses.Results results = job.await().assertAllSucceeded();
+            for (RankProcesses.RankResult rank : results.all()) {
+                assertTrue(rank.output().contains("OK "), results.describe());
+            }
+        }
+    }
+
+    @Test
+    void aTemporaryFolderPastTheSocketPathLimitFormsTheRingOverTcp(@TempDir Path dir)
+            throws Exception {
+        // A Unix socket's path holds at most about 107 bytes; this folder alone is longer.
+        Path longFolder = Files.createDirectories(dir.resolve("t".repeat(120)));
+        try (RankProcesses job =
+                RankProcesses.builder(CollectiveCheckMain.class)
+                        .worldSize(2)
+                        .jvmOptions("-Djava.io.tmpdir=" + longFolder)
+                        .args("stream")
                         .start()) {
             RankProcesses.Results results = job.await().assertAllSucceeded();
             for (RankProcesses.RankResult rank : results.all()) {
