@@ -3,7 +3,9 @@ package ai.djl.fsdp.zoo.finetune.data;
 import ai.djl.fsdp.zoo.chat.ChatFormat;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
 import ai.djl.fsdp.zoo.sharded.CausalLmLoss;
+import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.huggingface.tokenizers.jni.CharSpan;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -86,10 +88,10 @@ public final class Sequences {
             TokenStream tokens = packing != Packing.NONE ? stream : new TokenStream();
             tokens.documents++;
             if (document.isChat()) {
-                for (ChatTemplate.Span span :
-                        format.render(document.messages(), document.tools(), completionOnly)) {
-                    tokens.add(tokenizer, span.text(), !completionOnly || span.assistant());
-                }
+                tokens.addChat(
+                        tokenizer,
+                        format.render(document.messages(), document.tools(), completionOnly),
+                        completionOnly);
             } else {
                 tokens.add(tokenizer, document.text(), true);
                 if (concatToken >= 0) {
@@ -243,6 +245,12 @@ public final class Sequences {
         };
     }
 
+    /** Whether a token whose characters are {@code [start, end)} is trained on. */
+    @FunctionalInterface
+    private interface TokenLabels {
+        boolean trained(int start, int end);
+    }
+
     /** Token ids with, for each, whether it is trained on as a label and its document. */
     private static final class TokenStream {
         private long[] ids = new long[256];
@@ -252,17 +260,83 @@ public final class Sequences {
         private int documents;
 
         void add(HuggingFaceTokenizer tokenizer, String text, boolean train) {
+            add(tokenizer, text, (start, end) -> train);
+        }
+
+        /**
+         * Adds a rendered conversation encoded as one text, as {@code generate} encodes a prompt
+         * (spans encoded apart would differ where a tokenizer prepends a word marker to each text,
+         * as Llama 2's and Mistral's do); with {@code completionOnly}, a token is trained when one
+         * of its characters is an assistant's, as transformers' assistant mask marks it.
+         */
+        void addChat(
+                HuggingFaceTokenizer tokenizer,
+                List<ChatTemplate.Span> spans,
+                boolean completionOnly) {
+            StringBuilder text = new StringBuilder();
+            int[] spanEnds = new int[spans.size()];
+            int codePoints = 0;
+            for (int i = 0; i < spans.size(); i++) {
+                String spanText = spans.get(i).text();
+                text.append(spanText);
+                codePoints += spanText.codePointCount(0, spanText.length());
+                spanEnds[i] = codePoints;
+            }
+            // assistantBefore[c]: how many of the first c characters are an assistant's.
+            int[] assistantBefore = new int[codePoints + 1];
+            int at = 0;
+            for (int i = 0; i < spans.size(); i++) {
+                int step = spans.get(i).assistant() ? 1 : 0;
+                for (; at < spanEnds[i]; at++) {
+                    assistantBefore[at + 1] = assistantBefore[at] + step;
+                }
+            }
+            int last = codePoints;
+            add(
+                    tokenizer,
+                    text.toString(),
+                    (start, end) ->
+                            !completionOnly
+                                    || assistantBefore[Math.min(last, Math.max(end, start + 1))]
+                                            > assistantBefore[Math.min(last, start)]);
+        }
+
+        /**
+         * Encodes {@code text} in pieces cut at line ends; {@code labels} says from each token's
+         * characters (Unicode code points of {@code text}, as the tokenizer counts them) whether it
+         * is trained on.
+         */
+        private void add(HuggingFaceTokenizer tokenizer, String text, TokenLabels labels) {
             int start = 0;
+            int startCodePoint = 0;
             while (start < text.length()) {
                 int end = Math.min(text.length(), start + PIECE_CHARS);
                 int lineEnd = text.indexOf('\n', end);
                 end = end == text.length() || lineEnd < 0 ? text.length() : lineEnd + 1;
-                add(tokenizer.encode(text.substring(start, end)).getIds(), train);
+                String piece = text.substring(start, end);
+                Encoding encoding = tokenizer.encode(piece);
+                CharSpan[] characters = encoding.getCharTokenSpans();
+                boolean[] train = new boolean[characters.length];
+                int past = 0;
+                for (int i = 0; i < train.length; i++) {
+                    // A token of no characters (one the tokenizer adds) takes its place's label.
+                    int first = characters[i] == null ? past : characters[i].getStart();
+                    past = characters[i] == null ? past : characters[i].getEnd();
+                    train[i] = labels.trained(startCodePoint + first, startCodePoint + past);
+                }
+                add(encoding.getIds(), train);
+                startCodePoint += piece.codePointCount(0, piece.length());
                 start = end;
             }
         }
 
         void add(long[] encoded, boolean train) {
+            boolean[] trains = new boolean[encoded.length];
+            Arrays.fill(trains, train);
+            add(encoded, trains);
+        }
+
+        private void add(long[] encoded, boolean[] train) {
             if (count + encoded.length > ids.length) {
                 int size = Math.max(ids.length * 2, count + encoded.length);
                 ids = Arrays.copyOf(ids, size);
@@ -270,7 +344,7 @@ public final class Sequences {
                 document = Arrays.copyOf(document, size);
             }
             System.arraycopy(encoded, 0, ids, count, encoded.length);
-            Arrays.fill(trained, count, count + encoded.length, train);
+            System.arraycopy(train, 0, trained, count, encoded.length);
             Arrays.fill(document, count, count + encoded.length, documents);
             count += encoded.length;
         }
