@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs the GPU kit into one folder that, with the repository's own files, stays under the GPU
-# machine's 64 MiB carry limit: a trimmed Java runtime (jlink), the project's jars without
+# machine's 64 MiB copy limit: a trimmed Java runtime (jlink), the project's jars without
 # libtorch's natives (the GPU machine brings its own libtorch and NCCL in its Python environment)
 # and without DJL's prebuilt JNI (the kit builds one there), Bytedeco's CUDA 13 glue cut down to
 # the CUDA runtime and NCCL, the engine's test jar (the NCCL checks), DJL's JNI sources
@@ -59,7 +59,7 @@ fi
 
 # Every module the project's own classes use must be in the runtime (bench train's CPU time needs
 # jdk.management), but java.desktop: finetune's plots, which no kit step draws, and too large for
-# the carry limit.
+# the copy limit.
 needed="$(jdeps --multi-release 17 --ignore-missing-deps --print-module-deps \
     "$root/benchmarks/target/benchmarks.jar" "$lib"/djl-fsdp-*.jar "$lib"/model-zoo-adapters-*.jar "$tests_jar")"
 for module in ${needed//,/ }; do
@@ -138,7 +138,7 @@ echo "kit $(mib "$size") + repository files $(mib "$tree") = $(mib "$total") of 
      "(runtime $(mib "$(du -sb "$staging/runtime" | cut -f1)"), jars $(mib "$(du -sb "$staging/lib" | cut -f1)")," \
      "test jars $(mib "$(du -sb "$staging/test-lib" | cut -f1)"))"
 if (( total > limit )); then
-    fail "the kit and the repository's files are $total bytes together, over the $limit-byte carry limit"
+    fail "the kit and the repository's files are $total bytes together, over the $limit-byte limit of what is copied to a GPU machine"
 fi
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"

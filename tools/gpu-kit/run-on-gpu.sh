@@ -26,7 +26,7 @@
 #  ops-124m-bf16  the operators the host calls into libtorch in one step, ours (bench train
 #                --op-profile, sdpa attention) and FSDP2's (fsdp2_bench.py --op-profile), side by
 #                side (bin/fsdp bench ops): the 124M shape in bfloat16; ops-bf16 the default shape
-#  one: a single call for a 15-minute device budget: correctness across ranks first, on one GPU
+#  one: every step in one run of about 15 minutes: correctness across ranks first, on one GPU
 #   shared by several ranks (DJL_FSDP_RANKS_PER_GPU, real NCCL between them), then throughput,
 #   each of ours beside its FSDP2 twin:
 #   layout       launch --ranks-per-gpu --dry-run: the NCCL found, each rank's GPU and variables
@@ -61,7 +61,7 @@
 # start: a running step is stopped there (exit 124; killed 10 s later if it ignores that) and the
 # steps after it are skipped, said so and counted.
 # Usage: [KIT_CALL=first|second|all|one] run-on-gpu.sh [RESULTS_DIR]   (default all; RESULTS_DIR:
-# $OUT, else ./gpu-kit-results). PYTHON (default python3): the Python with torch. NPROC (default:
+# $OUT where the machine sets it for files to bring back, else ./gpu-kit-results). PYTHON (default python3): the Python with torch. NPROC (default:
 # the GPUs, at most 2). ENGINE_CACHE_DIR (default the kit's build/engine-cache): where DJL finds
 # the JNI built here.
 # KIT_CLASSPATH replaces the kit's class path (lib/*): another build's jars first, for an A/B run.
@@ -359,7 +359,7 @@ case "$call" in
     first) steps="$first_steps" ;;
     second) steps="$second_steps" ;;
     all) steps="$first_steps $second_steps" ;;
-    # One call of a 15-minute device budget: what proves most first, each side-by-side pair together.
+    # One run of about 15 minutes: what proves most first, each side-by-side pair together.
     one) steps="probe-djl probe layout nccl-check nccl-ranks equiv mem-1 mem-2 hybrid checkpoint qcomm-2 qlora t5-lora train-llama1b fsdp2-llama1b train-124m-bf16 fsdp2-124m-bfloat16 ops-124m-bf16 train-bf16 fsdp2-bfloat16 fit-gpu bench-coll stop-socket" ;;
 esac
 for name in ${KIT_STEPS:-$steps}; do
