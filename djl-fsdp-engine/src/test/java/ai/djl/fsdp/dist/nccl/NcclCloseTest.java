@@ -57,6 +57,22 @@ class NcclCloseTest {
     }
 
     @Test
+    void aSubgroupThatFailsToCloseStillLetsTheGroupEndAndIsReported() {
+        RecordingCommunicator comm = new RecordingCommunicator();
+        NcclProcessGroup group = group(comm);
+        group.split("replicate", 0);
+        RecordingCommunicator child = comm.children.get(0);
+        child.finalizeResult = nccl.ncclSystemError;
+        CollectiveException error = assertThrows(CollectiveException.class, group::close);
+        assertTrue(error.getMessage().contains("ncclCommFinalize failed"), error.getMessage());
+        assertEquals(List.of("finalize", "abort"), child.ends());
+        // The group's own communicator is ended all the same: aborted after the failure.
+        assertEquals(List.of("abort"), comm.ends());
+        assertEquals(List.of(), comm.pollsAfterEnd);
+        group.close();
+    }
+
+    @Test
     void aCommunicatorTheWatchdogAbortedIsNotEndedAgain() {
         RecordingCommunicator comm = new RecordingCommunicator();
         comm.asyncError = nccl.ncclRemoteError;
