@@ -34,6 +34,15 @@ import java.io.IOException;
  */
 public final class FsdpFitExample {
 
+    /** The seed of the training points. */
+    static final int TRAIN_SEED = 1;
+
+    /** The seed of the validation points: other points than the training ones, held out. */
+    static final int VALIDATE_SEED = 2;
+
+    /** The seed of the 10 class directions, the same for every split: one task. */
+    private static final int TASK_SEED = 7;
+
     private FsdpFitExample() {}
 
     /**
@@ -52,8 +61,8 @@ public final class FsdpFitExample {
                 // FSDP line 1: join the job the launcher started.
                 ProcessGroup group = ProcessGroups.init(DistributedEnv.fromEnvironment())) {
             model.setBlock(net);
-            ArrayDataset train = dataset(manager, 4096);
-            ArrayDataset validate = dataset(manager, 512);
+            ArrayDataset train = dataset(manager, 4096, TRAIN_SEED);
+            ArrayDataset validate = dataset(manager, 512, VALIDATE_SEED);
             // FSDP line 2: what to shard, and how.
             FsdpConfig fsdp =
                     FsdpConfig.builder()
@@ -98,11 +107,17 @@ public final class FsdpFitExample {
 
     /**
      * Points in 32 dimensions labelled by which of 10 fixed directions they lie closest to, in
-     * global batches of 64 (each rank trains on its share of every batch).
+     * global batches of 64 (each rank trains on its share of every batch). The directions are the
+     * same for every split; the points are drawn from the split's own seed, so that the validation
+     * points are not training points.
+     *
+     * @param manager the manager of the arrays
+     * @param size the number of points
+     * @param seed the seed of the points: {@link #TRAIN_SEED} or {@link #VALIDATE_SEED}
      */
-    static ArrayDataset dataset(NDManager manager, int size) {
-        manager.getEngine().setRandomSeed(7);
-        NDArray directions = manager.randomNormal(new Shape(32, 10));
+    static ArrayDataset dataset(NDManager manager, int size, int seed) {
+        NDArray directions = directions(manager);
+        manager.getEngine().setRandomSeed(seed);
         NDArray points = manager.randomNormal(new Shape(size, 32));
         NDArray labels = points.matMul(directions).argMax(1);
         return new ArrayDataset.Builder()
@@ -110,5 +125,11 @@ public final class FsdpFitExample {
                 .optLabels(labels)
                 .setSampling(64, false)
                 .build();
+    }
+
+    /** Returns the 10 class directions, {@code [32, 10]}: the task every split is labelled by. */
+    static NDArray directions(NDManager manager) {
+        manager.getEngine().setRandomSeed(TASK_SEED);
+        return manager.randomNormal(new Shape(32, 10));
     }
 }

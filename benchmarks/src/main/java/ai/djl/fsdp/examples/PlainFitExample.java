@@ -18,7 +18,7 @@ public final class PlainFitExample {
     private PlainFitExample() {}
 
     /**
-     * Trains the classifier on DJL's default device and prints its validation accuracy.
+     * Trains the classifier on DJL's default device and prints its accuracy on held-out points.
      *
      * @param args unused
      * @throws IOException if the dataset cannot be read
@@ -33,8 +33,8 @@ public final class PlainFitExample {
                 EasyTrain.fit(
                         trainer,
                         3,
-                        FsdpFitExample.dataset(manager, 4096),
-                        FsdpFitExample.dataset(manager, 512));
+                        FsdpFitExample.dataset(manager, 4096, FsdpFitExample.TRAIN_SEED),
+                        FsdpFitExample.dataset(manager, 512, FsdpFitExample.VALIDATE_SEED));
                 System.out.println(
                         "validation accuracy "
                                 + trainer.getTrainingResult().getValidateEvaluation("Accuracy")

@@ -91,6 +91,8 @@ public final class FsdpDistributor {
      * @throws IllegalArgumentException at once, before the stage, if the configuration would put
      *     several ranks in one executor (a {@code local} master, or executors with the cores for
      *     several tasks) or the cluster cannot run every rank at once
+     * @throws IllegalStateException if interrupted while it waits for executors (see {@link
+     *     Builder#optSlotWait}): the thread stays interrupted
      */
     public <T> List<T> run(RankFunction<T> function) {
         OwnExecutors.requireOnDriver(spark.getConf(), ranks);
@@ -219,6 +221,8 @@ public final class FsdpDistributor {
     /**
      * Fails unless the cluster can run every rank at once, waiting a while for executors that are
      * still registering.
+     *
+     * @throws IllegalStateException if interrupted while it waits (the thread stays interrupted)
      */
     private void requireSlots() {
         SparkContext context = spark.sc();
@@ -229,7 +233,15 @@ public final class FsdpDistributor {
                 Thread.sleep(500);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                break;
+                IllegalStateException interrupted =
+                        new IllegalStateException(
+                                "interrupted while waiting for the cluster to run "
+                                        + ranks
+                                        + " tasks at once (it could run "
+                                        + slots
+                                        + " so far): no stage was started");
+                interrupted.addSuppressed(e);
+                throw interrupted;
             }
         }
         if (slots < ranks) {

@@ -8,8 +8,11 @@ import java.util.concurrent.Callable;
 import org.apache.spark.sql.SparkSession;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 /**
  * The {@code spark-submit} entry: runs a {@code bin/fsdp} command (such as {@code finetune}) or a
@@ -21,7 +24,7 @@ import picocli.CommandLine.Parameters;
  * </pre>
  *
  * <p>Exit codes: 0 success, 1 the job failed (one line on stderr naming the rank), 2 a command line
- * that does not parse.
+ * that does not parse or gives a value out of range (a message naming the flag, then the usage).
  */
 @Command(
         name = "djl-fsdp-spark",
@@ -33,11 +36,8 @@ public final class FsdpSparkSubmit implements Callable<Integer> {
 
     private final SparkSession session;
 
-    @Option(
-            names = "--ranks",
-            required = true,
-            description =
-                    "The number of ranks, one barrier task each (spark.task.cpus cores each).")
+    @Spec private CommandSpec spec;
+
     private int ranks;
 
     @Option(
@@ -45,11 +45,7 @@ public final class FsdpSparkSubmit implements Callable<Integer> {
             description = "A JVM option for every rank, such as -Xmx8g (repeatable).")
     private List<String> javaOptions = new ArrayList<>();
 
-    @Option(
-            names = "--timeout",
-            description =
-                    "Seconds a rank may show no sign of life before every rank fails (default 60).")
-    private Double timeoutSeconds;
+    private Duration timeout;
 
     @Parameters(
             paramLabel = "COMMAND",
@@ -59,6 +55,37 @@ public final class FsdpSparkSubmit implements Callable<Integer> {
 
     private FsdpSparkSubmit(SparkSession session) {
         this.session = session;
+    }
+
+    @Option(
+            names = "--ranks",
+            required = true,
+            description =
+                    "The number of ranks, one barrier task each (spark.task.cpus cores each).")
+    private void setRanks(int ranks) {
+        if (ranks < 1) {
+            throw new ParameterException(
+                    spec.commandLine(), "--ranks " + ranks + ": give at least 1 rank");
+        }
+        this.ranks = ranks;
+    }
+
+    @Option(
+            names = "--timeout",
+            paramLabel = "SECONDS",
+            description =
+                    "Seconds a rank may show no sign of life before every rank fails (default 60).")
+    private void setTimeout(double seconds) {
+        long millis = Math.round(seconds * 1000);
+        if (!Double.isFinite(seconds) || millis < 1) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--timeout "
+                            + seconds
+                            + ": give the seconds a rank may show no sign of life, at least"
+                            + " 0.001");
+        }
+        timeout = Duration.ofMillis(millis);
     }
 
     /**
@@ -85,6 +112,11 @@ public final class FsdpSparkSubmit implements Callable<Integer> {
      * @return the exit code
      */
     public static int run(SparkSession session, String... args) {
+        return commandLine(session).execute(args);
+    }
+
+    /** The command line on {@code session}: a failed job exits 1, a bad command line 2. */
+    static CommandLine commandLine(SparkSession session) {
         CommandLine commandLine = new CommandLine(new FsdpSparkSubmit(session));
         commandLine.setExecutionExceptionHandler(
                 (failure, line, parseResult) -> {
@@ -93,7 +125,7 @@ public final class FsdpSparkSubmit implements Callable<Integer> {
                     err.flush();
                     return 1;
                 });
-        return commandLine.execute(args);
+        return commandLine;
     }
 
     /**
@@ -117,8 +149,8 @@ public final class FsdpSparkSubmit implements Callable<Integer> {
     public Integer call() {
         FsdpDistributor.Builder builder =
                 FsdpDistributor.builder(session).setRanks(ranks).optJavaOptions(javaOptions);
-        if (timeoutSeconds != null) {
-            builder.optTimeout(Duration.ofMillis(Math.round(timeoutSeconds * 1000)));
+        if (timeout != null) {
+            builder.optTimeout(timeout);
         }
         builder.build().runMain(command);
         return 0;

@@ -6,12 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.fsdp.cli.Fsdp;
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 /** What the ranks of {@link FsdpDistributor#runMain} run; none of it needs a cluster. */
 class CommandLineTest {
@@ -59,6 +63,28 @@ class CommandLineTest {
                     + " ai.djl.fsdp.spark.RankTaskFailedException: djl-fsdp rank 1 of 2 failed"
                     + " (stage attempt 1): the data ran out",
                 FsdpSparkSubmit.summary(new IllegalStateException(reason)));
+    }
+
+    @Test
+    void aValueOutOfRangeExitsWithTheUsageCodeNamingItsFlag() {
+        for (String[] bad :
+                List.of(
+                        new String[] {"--timeout", "0", "--ranks", "2"},
+                        new String[] {"--timeout", "-5", "--ranks", "2"},
+                        new String[] {"--timeout=0.0001", "--ranks", "2"},
+                        new String[] {"--timeout", "NaN", "--ranks", "2"},
+                        new String[] {"--ranks", "0"})) {
+            StringWriter err = new StringWriter();
+            // No session: the command line is refused before anything runs on a cluster.
+            CommandLine commandLine = FsdpSparkSubmit.commandLine(null);
+            commandLine.setErr(new PrintWriter(err, true));
+            List<String> args = new ArrayList<>(List.of(bad));
+            args.addAll(List.of("--", "finetune"));
+            String line = String.join(" ", args);
+            assertEquals(2, commandLine.execute(args.toArray(String[]::new)), line + ": " + err);
+            String flag = bad[0].startsWith("--timeout") ? "--timeout " : "--ranks ";
+            assertTrue(err.toString().startsWith(flag), line + ": " + err);
+        }
     }
 
     /** The command a rank runs when rank 0 chose as it chooses now. */

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench.attention;
 
+import ai.djl.fsdp.bench.attention.AttentionBenchRank.Measurement;
 import ai.djl.fsdp.launch.Launcher;
 import ai.djl.fsdp.zoo.nn.AttentionKernel;
 import java.io.IOException;
@@ -21,7 +22,8 @@ import picocli.CommandLine.Spec;
  * [B, H, T, D]} queries, keys and values that require gradients) with each attention kernel at each
  * sequence length, each configuration in a fresh process of its own so that its peak resident
  * memory is its own, and prints one line per sequence length: the kernels' median step times and
- * the peak memory the step added, and the fused kernel's ratios to the explicit one.
+ * the peak memory the step added, and the fused kernel's ratios to the explicit one ({@code
+ * peak_reset=0} at its end where the peak could not be reset before the steps).
  */
 @Command(
         name = "attention",
@@ -75,27 +77,36 @@ public final class AttentionBenchCommand implements Callable<Integer> {
             if (sequence < 1) {
                 throw new IllegalArgumentException("--seq lengths must be positive: " + sequence);
             }
-            double[] explicit = measure(AttentionKernel.EXPLICIT, sequence);
-            double[] fused = measure(AttentionKernel.SDPA, sequence);
-            out.println(
-                    String.format(
-                            Locale.ROOT,
-                            "seq=%d explicit_ms=%.2f sdpa_ms=%.2f time_ratio=%.2f"
-                                    + " explicit_peak_mb=%.1f sdpa_peak_mb=%.1f memory_ratio=%.2f",
-                            sequence,
-                            explicit[0],
-                            fused[0],
-                            fused[0] / explicit[0],
-                            explicit[1],
-                            fused[1],
-                            fused[1] / explicit[1]));
+            Measurement explicit = measure(AttentionKernel.EXPLICIT, sequence);
+            Measurement fused = measure(AttentionKernel.SDPA, sequence);
+            out.println(line(sequence, explicit, fused));
             out.flush();
         }
         return 0;
     }
 
-    /** Runs one configuration in its own process; returns its median ms and added peak MB. */
-    private double[] measure(AttentionKernel kernel, int sequence)
+    /**
+     * Returns the line of one sequence length, ending in {@code peak_reset=0} where a process could
+     * not reset its peak resident set ({@code /proc/self/clear_refs}): its peak then counts from
+     * the process's own earlier peak.
+     */
+    static String line(int sequence, Measurement explicit, Measurement fused) {
+        return String.format(
+                        Locale.ROOT,
+                        "seq=%d explicit_ms=%.2f sdpa_ms=%.2f time_ratio=%.2f"
+                                + " explicit_peak_mb=%.1f sdpa_peak_mb=%.1f memory_ratio=%.2f",
+                        sequence,
+                        explicit.millis(),
+                        fused.millis(),
+                        fused.millis() / explicit.millis(),
+                        explicit.peakMb(),
+                        fused.peakMb(),
+                        fused.peakMb() / explicit.peakMb())
+                + (explicit.peakReset() && fused.peakReset() ? "" : " peak_reset=0");
+    }
+
+    /** Runs one configuration in its own process; returns what it measured. */
+    private Measurement measure(AttentionKernel kernel, int sequence)
             throws IOException, InterruptedException {
         Path report = Files.createTempFile("fsdp-bench-attention", "");
         try {
@@ -112,8 +123,7 @@ public final class AttentionBenchCommand implements Callable<Integer> {
                     .optJavaOptions(List.of("-Xmx256m"))
                     .build()
                     .run();
-            String[] fields = Files.readString(report, StandardCharsets.UTF_8).trim().split(" ");
-            return new double[] {Double.parseDouble(fields[0]), Double.parseDouble(fields[1])};
+            return Measurement.parse(Files.readString(report, StandardCharsets.UTF_8));
         } finally {
             Files.deleteIfExists(report);
         }

@@ -16,13 +16,39 @@ import java.util.Arrays;
 
 /**
  * One configuration of {@link AttentionBenchCommand}, in a process of its own: {@code KERNEL B H T
- * D ITERS REPORT}. Writes {@code <median ms> <peak MB added>} to {@code REPORT}: the median of the
- * timed forward+backward steps (after one untimed), and the peak resident set ({@code VmHWM}) less
- * the resident set once the inputs existed, in 10^6 bytes.
+ * D ITERS REPORT}. Writes a {@link Measurement} to {@code REPORT}: the median of the timed
+ * forward+backward steps (after one untimed), and the peak resident set ({@code VmHWM}, reset to
+ * the resident set once the inputs existed) less that resident set, in 10^6 bytes.
  */
 public final class AttentionBenchRank {
 
     private AttentionBenchRank() {}
+
+    /**
+     * What one configuration measured.
+     *
+     * @param millis the median step, in milliseconds
+     * @param peakMb the peak resident set the steps added, in 10^6 bytes
+     * @param peakReset whether the peak was reset before the steps; if not, {@code peakMb} counts
+     *     from the process's earlier peak, not the steps'
+     */
+    record Measurement(double millis, double peakMb, boolean peakReset) {
+
+        /** Reads the line {@link #toString} wrote. */
+        static Measurement parse(String line) {
+            String[] fields = line.trim().split(" ");
+            return new Measurement(
+                    Double.parseDouble(fields[0]),
+                    Double.parseDouble(fields[1]),
+                    fields[2].equals("1"));
+        }
+
+        /** Returns {@code <millis> <peak MB> <1 if the peak was reset, else 0>}. */
+        @Override
+        public String toString() {
+            return millis + " " + peakMb + " " + (peakReset ? 1 : 0);
+        }
+    }
 
     /**
      * Runs the configuration.
@@ -32,22 +58,40 @@ public final class AttentionBenchRank {
      */
     public static void main(String[] args) throws IOException {
         AttentionKernel kernel = AttentionKernel.of(args[0]);
-        long batch = Long.parseLong(args[1]);
-        long heads = Long.parseLong(args[2]);
-        long sequence = Long.parseLong(args[3]);
-        long headDim = Long.parseLong(args[4]);
-        int iterations = Integer.parseInt(args[5]);
+        Shape shape =
+                new Shape(
+                        Long.parseLong(args[1]),
+                        Long.parseLong(args[2]),
+                        Long.parseLong(args[3]),
+                        Long.parseLong(args[4]));
+        Measurement measurement = measure(kernel, shape, Integer.parseInt(args[5]));
+        Files.writeString(
+                Path.of(args[6]), measurement + System.lineSeparator(), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Times {@code iterations} forward and backward steps of {@code kernel} (after one untimed) and
+     * measures the peak resident set they add, in this process.
+     *
+     * @param kernel the attention kernel
+     * @param shape the queries', keys' and values' shape, {@code [B, H, T, D]}
+     * @param iterations the timed steps, at least 1
+     * @return the median step and the peak the steps added
+     */
+    static Measurement measure(AttentionKernel kernel, Shape shape, int iterations) {
         Engine engine = Engine.getEngine("PyTorch");
         engine.setRandomSeed(1);
         try (NDManager manager = engine.newBaseManager()) {
-            Shape shape = new Shape(batch, heads, sequence, headDim);
             NDArray[] qkv = new NDArray[3];
             for (int i = 0; i < 3; i++) {
                 qkv[i] = manager.randomNormal(shape);
             }
-            NDArray bias = Attention.causalBias(manager, null, batch, 0, sequence);
+            NDArray bias = Attention.causalBias(manager, null, shape.get(0), 0, shape.get(2));
             NDArray gradient = manager.randomNormal(shape);
+            // The peak from here on: not one the process reached before (a larger earlier step, the
+            // engine's start).
             long before = PeakMemory.bytes("VmRSS");
+            boolean reset = PeakMemory.resetPeak();
             double[] millis = new double[iterations];
             for (int step = -1; step < iterations; step++) {
                 long start = System.nanoTime();
@@ -71,8 +115,7 @@ public final class AttentionBenchRank {
             }
             Arrays.sort(millis);
             double peak = (PeakMemory.bytes("VmHWM") - before) / 1e6;
-            String line = millis[iterations / 2] + " " + peak + System.lineSeparator();
-            Files.writeString(Path.of(args[6]), line, StandardCharsets.UTF_8);
+            return new Measurement(millis[iterations / 2], peak, reset);
         }
     }
 }

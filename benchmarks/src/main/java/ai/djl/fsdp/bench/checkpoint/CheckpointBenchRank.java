@@ -88,19 +88,17 @@ public final class CheckpointBenchRank implements Callable<Integer> {
                 if (group.getRank() == 0) {
                     Files.createDirectories(directory);
                 }
-                try {
-                    for (int r = 0; r < checkpoint.repeats(); r++) {
-                        repetition(trainer, lm, group, r);
-                    }
-                } finally {
-                    group.barrier();
-                    if (group.getRank() == 0) {
-                        CheckpointDirectory.deleteTree(directory);
-                    }
-                }
+                repeatThenDelete(
+                        group,
+                        directory,
+                        () -> {
+                            for (int r = 0; r < checkpoint.repeats(); r++) {
+                                repetition(trainer, lm, group, r);
+                            }
+                        });
             }
         }
-        record("peak_rss_reset", peakResets ? 1 : 0);
+        record(CheckpointBenchReport.PEAK_RESET, peakResets ? 1 : 0);
         List<String> lines = new ArrayList<>();
         samples.forEach((name, values) -> lines.add(name + " " + median(values)));
         rank.write(lines);
@@ -156,6 +154,50 @@ public final class CheckpointBenchRank implements Callable<Integer> {
             for (Path written : List.of(sync, async, full)) {
                 CheckpointDirectory.deleteTree(written);
             }
+        }
+    }
+
+    /** The benchmark's repetitions, which write under the checkpoint directory. */
+    @FunctionalInterface
+    interface Repetitions {
+
+        /**
+         * Runs them.
+         *
+         * @throws IOException if a checkpoint cannot be written or read
+         */
+        void run() throws IOException;
+    }
+
+    /**
+     * Runs {@code repetitions}, then rank 0 deletes {@code directory} once every rank is done with
+     * it (a barrier). When they fail on this rank, it waits for no other: the others may be in a
+     * collective this rank will never join, so a barrier would wait out the timeout and its error
+     * replace the real one. Rank 0 then deletes what it can at once; a failure to delete is added
+     * to the error as suppressed.
+     *
+     * @param group the ranks
+     * @param directory the checkpoint directory the repetitions write in
+     * @param repetitions what this rank runs
+     * @throws IOException if the repetitions or the deletion fail
+     */
+    static void repeatThenDelete(ProcessGroup group, Path directory, Repetitions repetitions)
+            throws IOException {
+        try {
+            repetitions.run();
+        } catch (IOException | RuntimeException | Error e) {
+            if (group.getRank() == 0) {
+                try {
+                    CheckpointDirectory.deleteTree(directory);
+                } catch (IOException | RuntimeException deleting) {
+                    e.addSuppressed(deleting);
+                }
+            }
+            throw e;
+        }
+        group.barrier();
+        if (group.getRank() == 0) {
+            CheckpointDirectory.deleteTree(directory);
         }
     }
 

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.bench.train;
 
+import ai.djl.fsdp.launch.rank.RankThreads;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.trainer.MixedPrecision;
 import java.io.IOException;
@@ -45,13 +46,12 @@ final class TrainBenchReport {
                 (double) settings.nproc() * settings.shape().batch() * settings.shape().sequence();
         double tokensPerSecond = tokens / (stepMillis / 1000);
         double modelGflops = tokensPerSecond * settings.modelFlopsPerToken() / 1e9;
-        // Every rank runs on a GPU of its own, or on cores / ranks intra-op threads (at least
-        // one), as the launcher sets.
-        int cores = Runtime.getRuntime().availableProcessors();
         int units =
-                peak.device().isGpu()
-                        ? settings.nproc()
-                        : settings.nproc() * Math.max(1, cores / settings.nproc());
+                units(
+                        peak.device().isGpu(),
+                        settings.nproc(),
+                        Runtime.getRuntime().availableProcessors(),
+                        System.getenv());
         // The matrix products run in the parameters' compute type.
         Precision compute = MixedPrecision.of(settings.precision()).param();
         double peakGflops = peak.perUnit(compute) * units;
@@ -110,5 +110,20 @@ final class TrainBenchReport {
                 worst.get("ops") >= 0
                         ? String.format(Locale.ROOT, " ops_per_step=%.0f", worst.get("ops"))
                         : "");
+    }
+
+    /**
+     * Returns what the peak rate is multiplied by: on GPUs the ranks (a GPU each), on the CPU the
+     * intra-op threads of all ranks, each rank's as the launcher gives it ({@link RankThreads}:
+     * {@code OMP_NUM_THREADS} when set, else the cores divided among the ranks).
+     *
+     * @param gpu whether the ranks run on GPUs
+     * @param nproc the ranks
+     * @param cores the cores of this machine
+     * @param environment the environment the launcher starts the ranks from
+     * @return the ranks, or the threads of all ranks
+     */
+    static int units(boolean gpu, int nproc, int cores, Map<String, String> environment) {
+        return gpu ? nproc : nproc * RankThreads.forNode(null, nproc, cores, environment).perRank();
     }
 }
