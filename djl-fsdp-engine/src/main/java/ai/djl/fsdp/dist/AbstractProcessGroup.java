@@ -4,6 +4,7 @@ import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.StoreException;
 import ai.djl.fsdp.rendezvous.StoreTimeoutException;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -170,5 +171,32 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         } finally {
             store.close();
         }
+    }
+
+    /**
+     * Closes every group of {@code groups} (a group's splits), each whatever the others threw.
+     *
+     * @return the first failure, later ones suppressed under it; null if none failed
+     */
+    protected static CollectiveException closeEach(List<? extends ProcessGroup> groups) {
+        CollectiveException failure = null;
+        for (ProcessGroup group : groups) {
+            try {
+                group.close();
+            } catch (CollectiveException e) {
+                failure = firstOf(failure, e);
+            }
+        }
+        return failure;
+    }
+
+    /** Returns {@code kept} with {@code later} suppressed under it, or {@code later} if none. */
+    protected static CollectiveException firstOf(
+            CollectiveException kept, CollectiveException later) {
+        if (kept == null) {
+            return later;
+        }
+        kept.addSuppressed(later);
+        return kept;
     }
 }

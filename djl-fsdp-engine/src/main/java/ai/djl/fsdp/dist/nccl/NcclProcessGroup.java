@@ -379,21 +379,14 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
             return;
         }
         closed = true;
-        CollectiveException failure = null;
-        for (NcclProcessGroup child : subgroups) {
-            try {
-                child.close();
-            } catch (CollectiveException e) {
-                failure = first(failure, e);
-            }
-        }
+        CollectiveException failure = closeEach(subgroups);
         try {
             comm.bindThread();
             if (!watchdog.aborted()) {
                 watchdog.awaitPending();
             }
         } catch (CollectiveException e) {
-            failure = first(failure, e);
+            failure = firstOf(failure, e);
         }
         if (heartbeats != null) {
             sayLeaving(storeLost());
@@ -447,15 +440,6 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
         }
         int destroyed = comm.destroy();
         return destroyed == nccl.ncclSuccess ? null : failed("ncclCommDestroy", destroyed);
-    }
-
-    /** Keeps the first failure to report, the later one suppressed under it. */
-    private static CollectiveException first(CollectiveException kept, CollectiveException later) {
-        if (kept == null) {
-            return later;
-        }
-        kept.addSuppressed(later);
-        return kept;
     }
 
     private CollectiveException failed(String call, int result) {

@@ -411,8 +411,12 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
     }
 
     /**
-     * Fails outstanding work, closes the ring, and leaves the store; rank 0, which hosts it, keeps
-     * it up until the other ranks have left (a short while when the job already failed).
+     * Closes the group's splits, fails outstanding work, closes the ring, and leaves the store;
+     * rank 0, which hosts it, keeps it up until the other ranks have left (a short while when the
+     * job already failed).
+     *
+     * @throws CollectiveException if a split failed to close (the first failure); everything is
+     *     closed all the same
      */
     @Override
     public void close() {
@@ -420,9 +424,7 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
             return;
         }
         closed = true;
-        for (SocketProcessGroup child : subgroups) {
-            child.close();
-        }
+        CollectiveException splitFailure = closeEach(subgroups);
         if (watchdog != null) {
             sayLeaving(failure.isStoreLost());
             watchdog.close();
@@ -442,8 +444,11 @@ public final class SocketProcessGroup extends AbstractProcessGroup {
         if (subgroup != null) {
             // The store is the job's group's.
             root.subgroups.remove(this);
-            return;
+        } else {
+            leaveStore(failure.isFailed(), failure.isStoreLost(), timeout);
         }
-        leaveStore(failure.isFailed(), failure.isStoreLost(), timeout);
+        if (splitFailure != null) {
+            throw splitFailure;
+        }
     }
 }
