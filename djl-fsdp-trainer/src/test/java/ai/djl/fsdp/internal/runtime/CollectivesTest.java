@@ -8,9 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
-import ai.djl.fsdp.dist.ProcessGroup;
-import ai.djl.fsdp.dist.ReduceOp;
-import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
@@ -19,107 +16,14 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.initializer.Initializer;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** Starting and completing a unit's gather over a recording two-rank group (this rank is 0). */
 class CollectivesTest {
 
-    /** Rank 0 of two: records each gather's send buffer and whether it was awaited. */
-    private static final class RecordingGroup implements ProcessGroup {
-        final List<NDArray> inputs = new ArrayList<>();
-        final List<Boolean> awaited = new ArrayList<>();
-        int failAtGather = -1;
-        boolean failAwait;
-
-        @Override
-        public ProcessGroup split(String name, int color) {
-            throw new UnsupportedOperationException("not used by these tests");
-        }
-
-        @Override
-        public Work allGatherAsync(NDArray input, NDArray output) {
-            int index = inputs.size();
-            if (index == failAtGather) {
-                throw new IllegalStateException("gather " + index + " could not be queued");
-            }
-            inputs.add(input);
-            awaited.add(false);
-            return new Work() {
-                @Override
-                public void await() {
-                    awaited.set(index, true);
-                    if (failAwait) {
-                        throw new IllegalStateException("gather " + index + " failed");
-                    }
-                }
-
-                @Override
-                public boolean isDone() {
-                    return awaited.get(index);
-                }
-            };
-        }
-
-        @Override
-        public int getRank() {
-            return 0;
-        }
-
-        @Override
-        public int getSize() {
-            return 2;
-        }
-
-        @Override
-        public int getLocalRank() {
-            return 0;
-        }
-
-        @Override
-        public String getBackend() {
-            return "recording";
-        }
-
-        @Override
-        public Device getDevice() {
-            return Device.cpu();
-        }
-
-        @Override
-        public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Work allReduceAsync(NDArray array, ReduceOp op) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Work allToAllAsync(NDArray input, NDArray output) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public long allToAllSentBytes(long bytes) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Work broadcastAsync(NDArray array, int root) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public void barrier() {}
-
-        @Override
-        public void close() {}
-    }
-
-    private static FlatParameter flat(NDManager manager, String name, boolean trainable) {
+    /** A flat parameter of one 4x4 parameter of ones, rank 0's shard of two. */
+    static FlatParameter flat(NDManager manager, String name, boolean trainable) {
         Parameter parameter =
                 Parameter.builder()
                         .setName(name)
