@@ -54,6 +54,9 @@ public final class ShardedPasses {
     /** Whether this pass has called the units in {@link #learnedOrder} so far. */
     private boolean onLearnedOrder;
 
+    /** Whether the last training forward's backward has run. */
+    private boolean backwardRan;
+
     private NDManager rootScope;
     private List<GradientLeaves> rootLeaves = List.of();
 
@@ -102,6 +105,7 @@ public final class ShardedPasses {
             discardPass();
         }
         phase = training ? Phase.RECORDING : Phase.INFERENCE;
+        backwardRan = false;
         root.startGather();
         onLearnedOrder = !learnedOrder.isEmpty();
         List<UnitLifecycle> order = onLearnedOrder ? learnedOrder : units;
@@ -196,6 +200,12 @@ public final class ShardedPasses {
      * @param scale the factor for this micro-batch's gradients (1 / accumulation steps)
      */
     public void backward(NDArray loss, ParameterStore parameterStore, float scale) {
+        if (phase != Phase.RECORDING && backwardRan) {
+            throw new IllegalStateException(
+                    "backward already ran for this forward: FSDP runs one backward per forward"
+                            + " (its graphs and gathered parameters are freed by then). Sum the"
+                            + " losses first and call backward once on the sum.");
+        }
         if (phase != Phase.RECORDING) {
             throw new IllegalStateException(
                     "backward needs a training forward first: call trainer.forward inside the"
@@ -217,6 +227,7 @@ public final class ShardedPasses {
         rootReduction.complete();
         learnedOrder = List.copyOf(calls);
         discardPass();
+        backwardRan = true;
         seeds.endMicroBatch();
     }
 
