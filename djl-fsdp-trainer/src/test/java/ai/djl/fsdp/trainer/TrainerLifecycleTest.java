@@ -1,6 +1,7 @@
 package ai.djl.fsdp.trainer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import ai.djl.Device;
@@ -15,7 +16,10 @@ import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
+import ai.djl.training.Trainer;
 import ai.djl.training.loss.Loss;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -48,7 +52,75 @@ class TrainerLifecycleTest {
         }
     }
 
+    @Test
+    void aFailingFinalSaveStillClosesEverythingAndEndsTheOtherListeners() {
+        List<String> ended = new ArrayList<>();
+        DefaultTrainingConfig config =
+                new DefaultTrainingConfig(LOSS)
+                        .addTrainingListeners(
+                                new EndListener("first", ended, true),
+                                new EndListener("second", ended, false));
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""));
+                Model model = twoLinears()) {
+            FsdpTrainer trainer = newTrainer(model, group, config);
+            trainer.initialize(INPUT);
+            IllegalStateException error = assertThrows(IllegalStateException.class, trainer::close);
+
+            assertEquals("first's save failed", error.getMessage());
+            assertEquals(List.of("first", "second"), ended);
+            assertFalse(trainer.isSharded(), "the shards are closed");
+            assertFalse(trainer.getManager().isOpen(), "DJL's trainer is closed");
+            // The model is gathered back, its block tree restored.
+            SequentialBlock block = (SequentialBlock) model.getBlock();
+            assertEquals(
+                    new Shape(4, 3),
+                    block.getChildren()
+                            .get(0)
+                            .getValue()
+                            .getParameters()
+                            .get("weight")
+                            .getArray()
+                            .getShape());
+        }
+    }
+
     private static final Loss LOSS = Loss.l2Loss();
+
+    /** Ends training by noting its name, and fails if asked (as a final save that fails). */
+    private static final class EndListener implements ShardedModelListener {
+        private final String name;
+        private final List<String> ended;
+        private final boolean fails;
+
+        EndListener(String name, List<String> ended, boolean fails) {
+            this.name = name;
+            this.ended = ended;
+            this.fails = fails;
+        }
+
+        @Override
+        public void endTraining(FsdpTrainer trainer) {
+            ended.add(name);
+            if (fails) {
+                throw new IllegalStateException(name + "'s save failed");
+            }
+        }
+
+        @Override
+        public void onEpoch(Trainer trainer) {}
+
+        @Override
+        public void onTrainingBatch(Trainer trainer, BatchData batchData) {}
+
+        @Override
+        public void onValidationBatch(Trainer trainer, BatchData batchData) {}
+
+        @Override
+        public void onTrainingBegin(Trainer trainer) {}
+
+        @Override
+        public void onTrainingEnd(Trainer trainer) {}
+    }
 
     private static Model twoLinears() {
         Model model = Model.newInstance("two-linears", Device.cpu());
