@@ -19,7 +19,10 @@ import ai.djl.training.initializer.Initializer;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** Starting and completing a unit's gather over a recording two-rank group (this rank is 0). */
+/**
+ * Starting and completing a unit's gather and gradient reduction over a recording two-rank group
+ * (this rank is 0), failures included.
+ */
 class CollectivesTest {
 
     /** A flat parameter of one 4x4 parameter of ones, rank 0's shard of two. */
@@ -117,5 +120,80 @@ class CollectivesTest {
             assertFalse(flat.getShard().isReleased(), "the shard itself is never freed");
             unit.close();
         }
+    }
+
+    @Test
+    void aReductionThatFailsToStartWaitsForTheReductionsAlreadyQueued() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            RecordingGroup group = new RecordingGroup();
+            group.failAtReduction = 1;
+            FsdpUnit unit = unitOfTrainables(manager);
+            NDManager scope = manager.newSubManager();
+            IllegalStateException failure =
+                    assertThrows(
+                            IllegalStateException.class,
+                            () ->
+                                    new Collectives(group)
+                                            .startReduction(
+                                                    unit,
+                                                    leavesOf(unit, scope),
+                                                    Precision.FLOAT32,
+                                                    1f,
+                                                    scope));
+            assertEquals("reduction 1 could not be queued", failure.getMessage());
+            assertEquals(List.of(true), group.reductionsAwaited, "the queued one is complete");
+            scope.close();
+            unit.close();
+        }
+    }
+
+    @Test
+    void aReductionThatFailsWaitsForTheLaterOnesBeforeFreeingWhatTheyRead() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            RecordingGroup group = new RecordingGroup();
+            group.failAwait = true;
+            FsdpUnit unit = unitOfTrainables(manager);
+            NDManager scope = manager.newSubManager();
+            PendingReduction reduction =
+                    new Collectives(group)
+                            .startReduction(
+                                    unit, leavesOf(unit, scope), Precision.FLOAT32, 1f, scope);
+            reduction.releaseWhenDone(scope);
+            assertEquals(List.of(false, false), group.reductionsAwaited);
+
+            IllegalStateException failure =
+                    assertThrows(IllegalStateException.class, reduction::complete);
+
+            assertEquals("reduction 0 failed", failure.getMessage());
+            assertEquals(1, failure.getSuppressed().length);
+            assertEquals("reduction 1 failed", failure.getSuppressed()[0].getMessage());
+            assertEquals(List.of(true, true), group.reductionsAwaited, "both are complete");
+            assertFalse(scope.isOpen(), "what they read is freed afterwards");
+            unit.close();
+        }
+    }
+
+    /** A unit of two trainable flat parameters: two reductions a backward. */
+    private static FsdpUnit unitOfTrainables(NDManager manager) {
+        return new FsdpUnit(
+                1,
+                "u",
+                null,
+                List.of(),
+                List.of(flat(manager, "u.a", true), flat(manager, "u.b", true)),
+                List.of(),
+                true);
+    }
+
+    /** Gradient leaves over zeros for each of {@code unit}'s flat parameters (no gradient yet). */
+    private static List<GradientLeaves> leavesOf(FsdpUnit unit, NDManager scope) {
+        return unit.getFlatParameters().stream()
+                .map(
+                        flat ->
+                                GradientLeaves.ofBuffer(
+                                        flat.getLayout(),
+                                        scope.zeros(new Shape(flat.getLayout().getPaddedNumel())),
+                                        scope))
+                .toList();
     }
 }
