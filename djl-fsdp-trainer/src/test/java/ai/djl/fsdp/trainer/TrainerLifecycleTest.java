@@ -131,8 +131,8 @@ class TrainerLifecycleTest {
         return model;
     }
 
-    private static FsdpTrainer newTrainer(
-            Model model, ProcessGroup group, DefaultTrainingConfig config) {
+    /** Returns a trainer of {@code model} on the CPU, its {@code Linear}s the units. */
+    static FsdpTrainer newTrainer(Model model, ProcessGroup group, DefaultTrainingConfig config) {
         return FullyShardedDataParallel.newTrainer(
                 model,
                 config.optDevices(new Device[] {Device.cpu()}),
