@@ -75,6 +75,27 @@ public final class Failures {
     }
 
     /**
+     * Runs {@code action} on every item, in order, after {@code failure} stopped the caller (to
+     * wait for work still in flight before its buffers are freed, say), adding what each throws to
+     * {@code failure} as suppressed; throws nothing itself.
+     *
+     * @param failure the failure the caller throws next
+     * @param items the items, such as collectives in flight
+     * @param action what to do with each, such as waiting for it
+     * @param <T> the items' type
+     */
+    public static <T> void forEachAfter(
+            Throwable failure, Iterable<? extends T> items, Action<? super T, ?> action) {
+        for (T item : items) {
+            try {
+                action.accept(item);
+            } catch (Exception | Error e) {
+                failure.addSuppressed(e);
+            }
+        }
+    }
+
+    /**
      * Runs every step, in order, even after some fail; then throws the first failure, with the
      * later ones suppressed onto it.
      *

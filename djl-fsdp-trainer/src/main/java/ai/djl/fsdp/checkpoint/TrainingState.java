@@ -81,7 +81,10 @@ public final class TrainingState {
         this.step = step;
     }
 
-    /** Returns the epoch training is in (counted by the caller or a checkpoint listener). */
+    /**
+     * Returns the epochs ended: an FSDP trainer counts each {@code onEpoch} event once (as {@code
+     * EasyTrain.fit} raises one per epoch); a caller may set it instead.
+     */
     public long getEpoch() {
         return epoch;
     }

@@ -62,11 +62,6 @@ public final class Adam extends ElementwiseOptimizer {
         return new Builder(false);
     }
 
-    /** Returns whether the weight decay is decoupled (AdamW) rather than added to the gradient. */
-    public boolean isDecoupled() {
-        return decoupled;
-    }
-
     @Override
     protected void apply(String parameterId, NDArray weight, NDArray grad, Step step) {
         Device device = weight.getDevice();

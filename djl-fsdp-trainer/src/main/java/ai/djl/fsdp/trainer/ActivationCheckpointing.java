@@ -1,5 +1,6 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.wrap.LayerClasses;
 import ai.djl.nn.Block;
 import java.util.Arrays;
 import java.util.List;
@@ -29,12 +30,12 @@ public final class ActivationCheckpointing {
 
     private final String description;
     private final int every;
-    private final Set<String> classNames;
+    private final LayerClasses classes;
 
     private ActivationCheckpointing(String description, int every, Set<String> classNames) {
         this.description = description;
         this.every = every;
-        this.classNames = classNames;
+        this.classes = LayerClasses.of(classNames);
     }
 
     /** Returns the policy that recomputes no unit: every unit keeps its graph from forward. */
@@ -153,22 +154,12 @@ public final class ActivationCheckpointing {
      */
     public boolean[] select(List<Block> unitBlocks) {
         boolean[] recomputed = new boolean[unitBlocks.size()];
-        Set<String> matched = new TreeSet<>();
         for (int i = 0; i < recomputed.length; i++) {
-            if (every > 0) {
-                recomputed[i] = (i + 1) % every == 0;
-                continue;
-            }
-            for (String name : classNames) {
-                // A class matches as the wrap policy matches it: its simple or qualified name.
-                if (WrapPolicy.byLayerClass(name).shouldWrap(unitBlocks.get(i))) {
-                    recomputed[i] = true;
-                    matched.add(name);
-                }
-            }
+            // A class matches as the wrap policy matches it: its simple or qualified name.
+            recomputed[i] = every > 0 ? (i + 1) % every == 0 : classes.matches(unitBlocks.get(i));
         }
-        Set<String> unmatched = new TreeSet<>(classNames);
-        unmatched.removeAll(matched);
+        // Not the planner's check: a class recomputed must be a unit's, not only the model's.
+        List<String> unmatched = classes.unmatched(unitBlocks);
         if (!unmatched.isEmpty()) {
             Set<String> unitClasses = new TreeSet<>();
             unitBlocks.forEach(block -> unitClasses.add(block.getClass().getSimpleName()));
@@ -185,7 +176,7 @@ public final class ActivationCheckpointing {
 
     /** Returns whether this policy recomputes no unit at all. */
     public boolean isNone() {
-        return every == 0 && classNames.isEmpty();
+        return every == 0 && classes.names().isEmpty();
     }
 
     @Override

@@ -62,6 +62,16 @@ public final class CheckpointListener extends TrainingListenerAdapter
         return new Builder();
     }
 
+    /**
+     * Starts a training with nothing saved yet and its end not reached: a listener can serve one
+     * trainer after another.
+     */
+    @Override
+    public void onTrainingBegin(Trainer trainer) {
+        ended = false;
+        lastSavedStep = -1;
+    }
+
     @Override
     public void onTrainingBatch(Trainer trainer, BatchData batchData) {
         FsdpTrainer fsdp = (FsdpTrainer) trainer;
@@ -74,11 +84,11 @@ public final class CheckpointListener extends TrainingListenerAdapter
         }
     }
 
+    /** Saves every {@code saveEpochs} epochs, as the trainer counted them (once per epoch). */
     @Override
     public void onEpoch(Trainer trainer) {
         FsdpTrainer fsdp = (FsdpTrainer) trainer;
-        long epoch = fsdp.getTrainingState().getEpoch() + 1;
-        fsdp.getTrainingState().setEpoch(epoch);
+        long epoch = fsdp.getTrainingState().getEpoch();
         if (saveEpochs > 0 && epoch % saveEpochs == 0) {
             save(fsdp, async);
         }

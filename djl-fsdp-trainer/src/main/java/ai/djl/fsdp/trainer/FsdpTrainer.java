@@ -8,6 +8,7 @@ import ai.djl.fsdp.checkpoint.UnitVisitor;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ReduceOp;
 import ai.djl.fsdp.internal.runtime.ShardedModel;
+import ai.djl.fsdp.util.Failures;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
@@ -350,22 +351,32 @@ public class FsdpTrainer extends RankTrainer {
      * must close its trainer), restores the model's block tree, then closes as DJL's trainer does.
      * Listeners that read the whole model (DJL's {@code SaveModelTrainingListener}) end first, with
      * the full parameters gathered, whether or not the model is gathered for good: with {@link
-     * TrainerOptions.Builder#optGatherOnClose} off, the parameters are left empty.
+     * TrainerOptions.Builder#optGatherOnClose} off, the parameters are left empty. Every step runs
+     * even when one fails (a final save, say): the first failure is thrown at the end, the later
+     * ones suppressed onto it.
      */
     @Override
     public void close() {
+        Failures.runAll(
+                () -> {
+                    if (sharded != null) {
+                        Failures.forEach(
+                                rankConfig.getShardedModelListeners(),
+                                listener -> listener.endTraining(this));
+                    }
+                },
+                this::closeSharded,
+                setup.mesh()::close,
+                super::close);
+    }
+
+    private void closeSharded() {
         if (sharded != null) {
-            rankConfig.getShardedModelListeners().forEach(listener -> listener.endTraining(this));
             try {
                 sharded.close(); // a checkpoint still being written completes first
             } finally {
                 sharded = null;
             }
-        }
-        try {
-            setup.mesh().close();
-        } finally {
-            super.close();
         }
     }
 }

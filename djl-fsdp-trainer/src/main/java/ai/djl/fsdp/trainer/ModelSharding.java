@@ -12,8 +12,10 @@ import ai.djl.fsdp.internal.runtime.FsdpUnit;
 import ai.djl.fsdp.internal.runtime.ShardedModel;
 import ai.djl.fsdp.internal.runtime.UnitInitialization;
 import ai.djl.fsdp.tensor.Precision;
+import ai.djl.fsdp.wrap.LayerClasses;
 import ai.djl.fsdp.wrap.UnitPlan;
 import ai.djl.fsdp.wrap.UnitPlan.PlannedUnit;
+import ai.djl.fsdp.wrap.WrapPlanner;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -93,9 +95,10 @@ final class ModelSharding {
     }
 
     /**
-     * Initializes a fresh model unit by unit and shards it. A wrap policy that chooses no unit
-     * before the parameters have shapes (such as {@code byMinParameters}) gets the whole model
-     * initialized first.
+     * Initializes a fresh model unit by unit and shards it. A wrap policy that may read the
+     * parameters' shapes (any but {@code byLayerClass}, such as {@code byMinParameters}) and
+     * chooses no unit before they have them gets the whole model initialized first; any other
+     * planning error is thrown before a parameter is initialized.
      *
      * @param parameterManager the manager the parameters are made in
      * @param dataType the parameters' type
@@ -109,13 +112,12 @@ final class ModelSharding {
             Shape[] shapes,
             TrainingSetup setup,
             NDManager manager) {
-        UnitPlan plan;
-        try {
-            plan = plan(block, setup.fsdp());
-        } catch (IllegalArgumentException e) {
+        WrapPolicy policy = setup.fsdp().getWrapPolicy();
+        if (!(policy instanceof LayerClasses.Policy) && !WrapPlanner.choosesAny(block, policy)) {
             block.initialize(parameterManager, dataType, shapes);
             return shard(block, setup, manager);
         }
+        UnitPlan plan = plan(block, setup.fsdp());
         // A recompute policy naming no unit fails before any parameter is initialized or loaded.
         boolean[] recomputed = recomputed(plan, setup.fsdp());
         FsdpConfig config = setup.fsdp();

@@ -1,12 +1,12 @@
 package ai.djl.fsdp.trainer;
 
+import ai.djl.fsdp.wrap.LayerClasses;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.util.Pair;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
@@ -46,7 +46,9 @@ public interface WrapPolicy extends Predicate<Block> {
     }
 
     /**
-     * Wraps blocks whose class has one of the given simple or fully qualified names.
+     * Wraps blocks whose class has one of the given simple or fully qualified names. Each name must
+     * match a block of the model: the trainer refuses one that matches none (a misspelling), naming
+     * it and the model's block classes, before any parameter is initialized.
      *
      * @param classNames the block class names
      * @return the policy
@@ -55,10 +57,14 @@ public interface WrapPolicy extends Predicate<Block> {
         if (classNames.isEmpty()) {
             throw new IllegalArgumentException("byLayerClass needs at least one class name");
         }
-        Set<String> names = Set.copyOf(classNames);
-        return block ->
-                names.contains(block.getClass().getSimpleName())
-                        || names.contains(block.getClass().getName());
+        /** The policy, with its classes for the planner to check against the model. */
+        record ByLayerClass(LayerClasses layerClasses) implements WrapPolicy, LayerClasses.Policy {
+            @Override
+            public boolean shouldWrap(Block block) {
+                return layerClasses.matches(block);
+            }
+        }
+        return new ByLayerClass(LayerClasses.of(classNames));
     }
 
     /**

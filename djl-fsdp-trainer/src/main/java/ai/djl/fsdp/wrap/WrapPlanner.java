@@ -28,12 +28,27 @@ public final class WrapPlanner {
      * @param policy whether a block becomes a unit; asked for blocks below {@code root} that are
      *     not inside a unit already
      * @return the units' blocks, never empty
-     * @throws IllegalArgumentException if the policy accepts no block; the message lists the block
-     *     classes the model contains
+     * @throws IllegalArgumentException if the policy accepts no block, or names a layer class (see
+     *     {@link LayerClasses.Policy}) that matches no block; the message lists the block classes
+     *     the model contains
      */
     public static List<WrapTarget> plan(Block root, Predicate<Block> policy) {
-        List<WrapTarget> targets = new ArrayList<>();
-        collect(root, "", policy, new IdentityHashMap<>(), targets);
+        if (policy instanceof LayerClasses.Policy named) {
+            List<String> unmatched = unmatchedClasses(root, named.layerClasses());
+            if (!unmatched.isEmpty()) {
+                throw new IllegalArgumentException(
+                        "The wrap policy's layer "
+                                + (unmatched.size() == 1 ? "class " : "classes ")
+                                + String.join(", ", unmatched)
+                                + (unmatched.size() == 1 ? " matches" : " match")
+                                + " no block of the model (misspelled?). The model contains these"
+                                + " block classes: "
+                                + String.join(", ", blockClasses(root))
+                                + ". Name only classes among them (simple or fully qualified"
+                                + " names).");
+            }
+        }
+        List<WrapTarget> targets = targets(root, policy);
         if (targets.isEmpty()) {
             throw new IllegalArgumentException(
                     "The wrap policy matches no block of the model, so there would be no FSDP unit."
@@ -43,6 +58,35 @@ public final class WrapPlanner {
                             + " WrapPolicy.byLayerClass(\"GPT2Block\").");
         }
         return Collections.unmodifiableList(targets);
+    }
+
+    /**
+     * Returns whether {@code policy} accepts any block below {@code root} as {@link #plan} asks it:
+     * whether the model has units under it as it is now.
+     *
+     * @param root the model's top block
+     * @param policy whether a block becomes a unit
+     * @return whether it chooses a unit
+     */
+    public static boolean choosesAny(Block root, Predicate<Block> policy) {
+        return !targets(root, policy).isEmpty();
+    }
+
+    /**
+     * Returns the names of {@code classes} that match no block below {@code root}, in their order.
+     *
+     * @param root the model's top block
+     * @param classes the layer classes
+     * @return the names that match no block
+     */
+    public static List<String> unmatchedClasses(Block root, LayerClasses classes) {
+        return classes.unmatched(blocksBelow(root));
+    }
+
+    private static List<WrapTarget> targets(Block root, Predicate<Block> policy) {
+        List<WrapTarget> targets = new ArrayList<>();
+        collect(root, "", policy, new IdentityHashMap<>(), targets);
+        return targets;
     }
 
     /**
@@ -89,14 +133,24 @@ public final class WrapPlanner {
      */
     public static Set<String> blockClasses(Block root) {
         Set<String> names = new TreeSet<>();
-        List<Block> pending = new ArrayList<>(root.getChildren().values());
-        while (!pending.isEmpty()) {
-            Block block = pending.remove(pending.size() - 1);
+        for (Block block : blocksBelow(root)) {
             if (!block.getParameters().isEmpty()) {
                 names.add(block.getClass().getSimpleName());
             }
-            pending.addAll(block.getChildren().values());
         }
         return names;
+    }
+
+    /** Returns every block below {@code root}, a block held in several places once. */
+    private static Set<Block> blocksBelow(Block root) {
+        Set<Block> blocks = Collections.newSetFromMap(new IdentityHashMap<>());
+        List<Block> pending = new ArrayList<>(root.getChildren().values());
+        while (!pending.isEmpty()) {
+            Block block = pending.remove(pending.size() - 1);
+            if (blocks.add(block)) {
+                pending.addAll(block.getChildren().values());
+            }
+        }
+        return blocks;
     }
 }

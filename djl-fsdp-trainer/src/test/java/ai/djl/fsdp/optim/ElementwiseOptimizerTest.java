@@ -110,16 +110,49 @@ class ElementwiseOptimizerTest {
                 new AdamReference(false, 0.1, groups));
     }
 
-    @Test
-    void sgdIsPyTorchsSgdWithMomentum() {
+    /** SGD's momentum variants as PyTorch takes them: momentum, dampening, Nesterov. */
+    enum Momentum {
+        /** No momentum: the gradient itself. */
+        NONE(0f, 0f, false),
+        /** Heavy-ball momentum, the buffer as the step. */
+        PLAIN(0.9f, 0f, false),
+        /** Momentum whose buffer takes only half of each later gradient. */
+        DAMPENED(0.9f, 0.5f, false),
+        /** Nesterov's: the gradient plus momentum times the buffer as the step. */
+        NESTEROV(0.9f, 0f, true);
+
+        final float momentum;
+        final float dampening;
+        final boolean nesterov;
+
+        Momentum(float momentum, float dampening, boolean nesterov) {
+            this.momentum = momentum;
+            this.dampening = dampening;
+            this.nesterov = nesterov;
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Momentum.class)
+    void sgdIsPyTorchsSgd(Momentum variant) {
         check(
                 Sgd.builder()
                         .optLearningRateTracker((id, t) -> rate(t))
-                        .optMomentum(0.9f)
+                        .optMomentum(variant.momentum)
+                        .optDampening(variant.dampening)
+                        .optNesterov(variant.nesterov)
                         .optWeightDecays(0.1f)
                         .build(),
                 Groups.DECAY_AND_RATE,
-                new SgdReference(0.9, 0.1, Groups.DECAY_AND_RATE));
+                new SgdReference(variant, 0.1, Groups.DECAY_AND_RATE));
+    }
+
+    @Test
+    void sgdRefusesNesterovWithoutMomentumOrWithDampening() {
+        assertThrows(IllegalArgumentException.class, () -> Sgd.builder().optNesterov(true).build());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Sgd.builder().optMomentum(0.9f).optDampening(0.1f).optNesterov(true).build());
     }
 
     @Test
@@ -266,14 +299,19 @@ class ElementwiseOptimizerTest {
         }
     }
 
+    /** {@code torch.optim.SGD}'s step: weight decay, then momentum, dampening and Nesterov. */
     private static final class SgdReference implements Reference {
         private final double momentum;
+        private final double dampening;
+        private final boolean nesterov;
         private final double weightDecay;
         private final Groups groups;
         private final double[] buffer = new double[SIZE];
 
-        SgdReference(double momentum, double weightDecay, Groups groups) {
-            this.momentum = momentum;
+        SgdReference(Momentum variant, double weightDecay, Groups groups) {
+            this.momentum = Double.parseDouble(Float.toString(variant.momentum));
+            this.dampening = Double.parseDouble(Float.toString(variant.dampening));
+            this.nesterov = variant.nesterov;
             this.weightDecay = weightDecay;
             this.groups = groups;
         }
@@ -283,8 +321,11 @@ class ElementwiseOptimizerTest {
             for (int i = 0; i < SIZE; i++) {
                 double lr = Double.parseDouble(Float.toString(rate(t))) * groups.scale(i);
                 double g = grad[i] + weightDecay * groups.decay(i) * p[i];
-                buffer[i] = t == 1 ? g : momentum * buffer[i] + g;
-                p[i] -= lr * buffer[i];
+                if (momentum != 0) {
+                    buffer[i] = t == 1 ? g : momentum * buffer[i] + (1 - dampening) * g;
+                    g = nesterov ? g + momentum * buffer[i] : buffer[i];
+                }
+                p[i] -= lr * g;
             }
         }
     }

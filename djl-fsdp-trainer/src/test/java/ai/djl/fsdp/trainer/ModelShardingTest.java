@@ -10,12 +10,15 @@ import ai.djl.fsdp.dist.DistributedEnv;
 import ai.djl.fsdp.dist.ProcessGroup;
 import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.dist.ShardingMesh;
+import ai.djl.fsdp.internal.runtime.FsdpUnit;
+import ai.djl.fsdp.internal.runtime.ShardedModel;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -78,6 +81,45 @@ class ModelShardingTest {
         }
     }
 
+    @Test
+    void aMisspelledLayerClassFailsBeforeAnyParameterIsInitialized() {
+        for (WrapPolicy policy :
+                List.of(
+                        WrapPolicy.byLayerClass("Linaer"),
+                        WrapPolicy.byLayerClass("Linear", "Linaer"))) {
+            Block block = twoLinears();
+            FsdpConfig config = FsdpConfig.builder().optWrapPolicy(policy).build();
+            try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+                IllegalArgumentException error =
+                        assertThrows(
+                                IllegalArgumentException.class,
+                                () -> initialize(block, config, manager));
+                assertFalse(block.isInitialized(), "nothing was initialized");
+                assertTrue(
+                        error.getMessage()
+                                .startsWith(
+                                        "The wrap policy's layer class Linaer matches no block of"
+                                                + " the model"),
+                        error.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void aPolicyOnParameterCountsGetsTheModelInitializedWholeFirst() {
+        Block block = twoLinears();
+        // 24 elements in the first layer, 15 in the second: none before initialization.
+        FsdpConfig config =
+                FsdpConfig.builder().optWrapPolicy(WrapPolicy.byMinParameters(20)).build();
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch");
+                ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""));
+                ShardedModel model = shard(block, config, manager, group)) {
+            assertEquals(
+                    List.of("root", "0"),
+                    model.getUnits().stream().map(FsdpUnit::getName).toList());
+        }
+    }
+
     private static Block twoLinears() {
         return new SequentialBlock()
                 .add(Linear.builder().setUnits(4).build())
@@ -86,14 +128,23 @@ class ModelShardingTest {
 
     /** Initializes and shards {@code block} on one rank for an input of {@link #INPUT}. */
     private static void initialize(Block block, FsdpConfig config, NDManager manager) {
-        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""))) {
-            ModelSharding.initialize(
-                    block,
-                    manager,
-                    DataType.FLOAT32,
-                    new Shape[] {INPUT},
-                    new TrainingSetup(config, TrainerOptions.defaults(), ShardingMesh.flat(group)),
-                    manager);
+        try (ProcessGroup group = ProcessGroups.init(DistributedEnv.single(""));
+                ShardedModel model = shard(block, config, manager, group)) {
+            throw new AssertionError("sharded " + model.getUnits().size() + " units");
         }
+    }
+
+    /** Initializes and shards {@code block} over {@code group} for an input of {@link #INPUT}. */
+    private static ShardedModel shard(
+            Block block, FsdpConfig config, NDManager manager, ProcessGroup group) {
+        return ModelSharding.initialize(
+                        block,
+                        manager,
+                        DataType.FLOAT32,
+                        new Shape[] {INPUT},
+                        new TrainingSetup(
+                                config, TrainerOptions.defaults(), ShardingMesh.flat(group)),
+                        manager)
+                .model();
     }
 }

@@ -63,6 +63,35 @@ class WrapPlannerTest {
     }
 
     @Test
+    void aLayerClassThatMatchesNothingIsRefusedBesideOneThatMatches() {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            SequentialBlock model = model(manager);
+            IllegalArgumentException e =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () ->
+                                    WrapPlanner.plan(
+                                            model,
+                                            WrapPolicy.byLayerClass(
+                                                    "SequentialBlock", "LayerNormm", "Linear")));
+            assertEquals(
+                    "The wrap policy's layer class LayerNormm matches no block of the model"
+                            + " (misspelled?). The model contains these block classes: LayerNorm,"
+                            + " Linear, SequentialBlock. Name only classes among them (simple or"
+                            + " fully qualified names).",
+                    e.getMessage());
+            // A fully qualified name matches as the simple one does.
+            assertEquals(
+                    2,
+                    WrapPlanner.plan(
+                                    model,
+                                    WrapPolicy.byLayerClass(
+                                            "SequentialBlock", LayerNorm.class.getName()))
+                            .size());
+        }
+    }
+
+    @Test
     void unitsDoNotNestAndKeepForwardOrder() {
         try (NDManager manager = NDManager.newBaseManager()) {
             SequentialBlock model = model(manager);

@@ -1,6 +1,7 @@
 package ai.djl.fsdp.zoo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import ai.djl.fsdp.lora.Lora;
 import ai.djl.fsdp.lora.LoraConfig;
@@ -128,5 +129,27 @@ class DefaultWrapPolicyTest {
                 unitNames(lm, flags.wrapPolicy(lm, 0)));
         flags.layerClassesToWrap = null;
         assertEquals(unitNames(lm, lm.defaultWrapPolicy()), unitNames(lm, flags.wrapPolicy(lm, 0)));
+    }
+
+    /**
+     * A class the model lacks is refused naming the flag; a qualified name is matched as the policy
+     * matches it, whole, so another package's class of the same simple name is refused too.
+     */
+    @Test
+    void aClassTheModelLacksNamesTheFlagAndTheDecoderLayer() {
+        CausalLM lm = llama(false);
+        FsdpArguments flags = new FsdpArguments();
+        flags.layerClassesToWrap =
+                List.of("LlamaDecoderLayer", "a.b.LlamaDecoderLayer", "LlamaMLPx");
+        IllegalArgumentException error =
+                assertThrows(IllegalArgumentException.class, () -> flags.wrapPolicy(lm, 0));
+        assertEquals(
+                "--fsdp_transformer_layer_cls_to_wrap a.b.LlamaDecoderLayer,LlamaMLPx: the model"
+                        + " has no layer of that class. Its layer classes: Embedding, Linear,"
+                        + " LlamaAttention, LlamaDecoderLayer, LlamaMLP, LlamaModel, LlamaRMSNorm,"
+                        + " ModuleList. Name the repeated decoder layer, LlamaDecoderLayer, or"
+                        + " leave the flag (fsdp_transformer_layer_cls_to_wrap in --config_file)"
+                        + " out to get it",
+                error.getMessage());
     }
 }

@@ -46,16 +46,26 @@ final class FullBuffer implements AutoCloseable {
     }
 
     /**
-     * Copies a whole (unsplit) staged shard to the compute device, bfloat16 included.
+     * Allocates an ordinary buffer of a DJL type for a gather to fill, contents undefined: a packed
+     * buffer's (a 4-bit base's codes), gathered as stored and never cast or released.
      *
      * @param scope the buffer's own manager, on the compute device
-     * @param shard the shard
+     * @param numel the elements
+     * @param type the element type, the shard's
      * @return the buffer
      */
     static FullBuffer allocate(NDManager scope, long numel, DataType type) {
         return new FullBuffer(scope, scope.create(new Shape(numel), type), null);
     }
 
+    /**
+     * Copies a whole (unsplit) staged shard to the compute device, bfloat16 included: the copy is
+     * its gather.
+     *
+     * @param scope the buffer's own manager, on the compute device
+     * @param shard the shard
+     * @return the buffer
+     */
     static FullBuffer copyOf(NDManager scope, StagedShard shard) {
         return new FullBuffer(scope, shard.copyTo(scope), null);
     }

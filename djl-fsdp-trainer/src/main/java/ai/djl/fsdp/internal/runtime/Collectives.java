@@ -13,6 +13,7 @@ import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.reflect.ParameterArrays;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.tensor.quant.SymmetricQuantizer;
+import ai.djl.fsdp.util.Failures;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -123,7 +124,7 @@ public final class Collectives {
             }
         } catch (RuntimeException | Error e) {
             // The gathers queued already write buffers a later free would unmap.
-            new PendingGather(works).awaitAfter(e);
+            Failures.forEachAfter(e, works, Work::await);
             throw e;
         }
         unit.gatherStarted(new PendingGather(works));
@@ -140,6 +141,7 @@ public final class Collectives {
      * @param scale the factor for this micro-batch's gradients
      * @param scope the manager of the flat gradients and the reductions' outputs
      * @return the reduction in flight; {@code scope} must stay open until it completes
+     * @throws RuntimeException if a reduction fails to start, once those started have completed
      */
     PendingReduction startReduction(
             FsdpUnit unit,
@@ -148,7 +150,23 @@ public final class Collectives {
             float scale,
             NDManager scope) {
         List<PendingReduction.Part> parts = new ArrayList<>();
-        List<FlatParameter> flats = unit.getFlatParameters();
+        try {
+            startReductions(unit.getFlatParameters(), leaves, type, scope, parts);
+        } catch (RuntimeException | Error e) {
+            // The reductions queued already read gradients the caller frees next.
+            PendingReduction.awaitAfter(e, parts);
+            throw e;
+        }
+        return new PendingReduction(parts, scale);
+    }
+
+    /** Starts the reduction of each flat parameter with leaves, adding each to {@code parts}. */
+    private void startReductions(
+            List<FlatParameter> flats,
+            List<GradientLeaves> leaves,
+            Precision type,
+            NDManager scope,
+            List<PendingReduction.Part> parts) {
         for (int i = 0; i < flats.size(); i++) {
             GradientLeaves flatLeaves = leaves.get(i);
             if (flatLeaves == null) {
@@ -180,7 +198,6 @@ public final class Collectives {
                         new PendingReduction.Part(flat, acrossReplicas(gradient, work), gradient));
             }
         }
-        return new PendingReduction(parts, scale);
     }
 
     /**

@@ -14,20 +14,4 @@ record PendingGather(List<Work> works) {
     void await() {
         works.forEach(Work::await);
     }
-
-    /**
-     * Waits for every gather after {@code failure} stopped the unit's gather from being started,
-     * adding their own errors to it as suppressed: their buffers may be freed afterwards.
-     *
-     * @param failure the error that stopped the start
-     */
-    void awaitAfter(Throwable failure) {
-        for (Work work : works) {
-            try {
-                work.await();
-            } catch (RuntimeException | Error e) {
-                failure.addSuppressed(e);
-            }
-        }
-    }
 }

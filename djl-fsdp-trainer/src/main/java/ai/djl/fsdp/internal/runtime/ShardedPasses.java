@@ -18,6 +18,15 @@ import java.util.List;
  * prefetching the next unit's gather, the tape that backward walks, the generator seeds, and the
  * end of a step.
  *
+ * <p>Forward prefetch follows the order the last completed pass (training or inference) called the
+ * units in, call by call, as FSDP1 follows the execution order it records, while the pass keeps to
+ * it. Until a pass has completed, and in a pass that leaves that order (a generation step that
+ * calls only the decoder), the unit after the current one in model order is prefetched, on the
+ * current unit's first call of the pass only: a unit called again (T5's token table, shared by the
+ * encoder and the decoder) prefetches nothing, so no more than the computing and the next unit are
+ * gathered. Where a pass leaves the order, the unit the order gathered ahead for that call, if the
+ * pass has not called it, is resharded at once.
+ *
  * <p>DJL exposes no autograd hooks, so a unit's call in a training forward runs on detached copies
  * of its inputs and hands its parent fresh leaves as outputs; the tape records each call. Backward
  * first runs from the loss through the root's graph, which leaves gradients on the output leaves
@@ -35,8 +44,19 @@ public final class ShardedPasses {
     private final GatheredPeak peak;
 
     private Phase phase = Phase.IDLE;
-    private List<UnitLifecycle> forwardOrder;
-    private List<UnitLifecycle> observedOrder = new ArrayList<>();
+
+    /** The units in the order the last completed pass called them, a unit once per call. */
+    private List<UnitLifecycle> learnedOrder = List.of();
+
+    /** The units this pass has called so far, in call order. */
+    private List<UnitLifecycle> calls = new ArrayList<>();
+
+    /** Whether this pass has called the units in {@link #learnedOrder} so far. */
+    private boolean onLearnedOrder;
+
+    /** Whether the last training forward's backward has run. */
+    private boolean backwardRan;
+
     private NDManager rootScope;
     private List<GradientLeaves> rootLeaves = List.of();
 
@@ -63,7 +83,6 @@ public final class ShardedPasses {
         }
         root = lifecycles.get(0);
         this.units = List.copyOf(lifecycles.subList(1, lifecycles.size()));
-        forwardOrder = this.units;
         seeds = new RecomputeSeeds(collectives.getGroup().getRank());
         tape = new BackwardTape(collectives, options.prefetch());
     }
@@ -86,9 +105,12 @@ public final class ShardedPasses {
             discardPass();
         }
         phase = training ? Phase.RECORDING : Phase.INFERENCE;
+        backwardRan = false;
         root.startGather();
-        if (options.prefetch() && !forwardOrder.isEmpty()) {
-            forwardOrder.get(0).startGather();
+        onLearnedOrder = !learnedOrder.isEmpty();
+        List<UnitLifecycle> order = onLearnedOrder ? learnedOrder : units;
+        if (options.prefetch() && !order.isEmpty()) {
+            order.get(0).startGather();
         }
         if (training) {
             // The root's randomness (embedding dropout) is a function of the step too, so a
@@ -109,10 +131,11 @@ public final class ShardedPasses {
             PairList<String, Object> params) {
         boolean recording = phase == Phase.RECORDING;
         unit.startGather();
-        int callIndex = observedOrder.size();
-        observedOrder.add(unit);
-        if (options.prefetch() && callIndex + 1 < forwardOrder.size()) {
-            forwardOrder.get(callIndex + 1).startGather();
+        int callIndex = calls.size();
+        UnitLifecycle next = nextCallAfter(unit, callIndex);
+        calls.add(unit);
+        if (options.prefetch() && next != null) {
+            next.startGather();
         }
         UnitCall call =
                 unit.forward(
@@ -128,13 +151,43 @@ public final class ShardedPasses {
         return call.outputLeaves();
     }
 
+    /**
+     * Returns the unit whose gather to start during call {@code callIndex} of the pass, a call of
+     * {@code unit}, or null: the next call of the learned order while the pass keeps to it, else
+     * the unit after {@code unit} in model order if this is its first call of the pass. Where the
+     * pass leaves the learned order, the unit it gathered ahead for this call is resharded unless
+     * the pass has called it (its graph may read it).
+     */
+    private UnitLifecycle nextCallAfter(UnitLifecycle unit, int callIndex) {
+        if (onLearnedOrder) {
+            UnitLifecycle expected =
+                    callIndex < learnedOrder.size() ? learnedOrder.get(callIndex) : null;
+            if (expected == unit) {
+                return callIndex + 1 < learnedOrder.size() ? learnedOrder.get(callIndex + 1) : null;
+            }
+            onLearnedOrder = false;
+            if (expected != null && options.prefetch() && !calls.contains(expected)) {
+                expected.reshard();
+            }
+        }
+        if (calls.contains(unit)) {
+            return null;
+        }
+        int position = units.indexOf(unit);
+        return position + 1 < units.size() ? units.get(position + 1) : null;
+    }
+
     /** Ends a forward pass: buffers updated in a narrower type take the updates. */
     public void endForward() {
         buffers.endForward();
     }
 
-    /** Ends a forward pass that has no backward: frees the root's and the units' gathers. */
+    /**
+     * Ends a forward pass that has no backward: the order of its calls is the one the next pass
+     * prefetches in, and the root's and the units' gathers are freed.
+     */
     public void endInference() {
+        learnedOrder = List.copyOf(calls);
         discardPass();
     }
 
@@ -147,6 +200,12 @@ public final class ShardedPasses {
      * @param scale the factor for this micro-batch's gradients (1 / accumulation steps)
      */
     public void backward(NDArray loss, ParameterStore parameterStore, float scale) {
+        if (phase != Phase.RECORDING && backwardRan) {
+            throw new IllegalStateException(
+                    "backward already ran for this forward: FSDP runs one backward per forward"
+                            + " (its graphs and gathered parameters are freed by then). Sum the"
+                            + " losses first and call backward once on the sum.");
+        }
         if (phase != Phase.RECORDING) {
             throw new IllegalStateException(
                     "backward needs a training forward first: call trainer.forward inside the"
@@ -166,8 +225,9 @@ public final class ShardedPasses {
         PendingReduction rootReduction = root.startReduction(rootLeaves, scale, rootScope);
         tape.completeInFlight();
         rootReduction.complete();
-        forwardOrder = List.copyOf(observedOrder);
+        learnedOrder = List.copyOf(calls);
         discardPass();
+        backwardRan = true;
         seeds.endMicroBatch();
     }
 
@@ -222,7 +282,8 @@ public final class ShardedPasses {
     /** Drops a pass's state: recorded calls, views and gathers; every unit is resharded. */
     void discardPass() {
         tape.clear();
-        observedOrder = new ArrayList<>();
+        calls = new ArrayList<>();
+        onLearnedOrder = false;
         phase = Phase.IDLE;
         if (rootScope != null) {
             rootScope.close();

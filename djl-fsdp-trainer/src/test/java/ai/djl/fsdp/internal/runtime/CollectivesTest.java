@@ -8,9 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.fsdp.checkpoint.ShardLoader;
-import ai.djl.fsdp.dist.ProcessGroup;
-import ai.djl.fsdp.dist.ReduceOp;
-import ai.djl.fsdp.dist.Work;
 import ai.djl.fsdp.internal.param.FlatParameter;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.ndarray.NDArray;
@@ -19,107 +16,17 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.initializer.Initializer;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** Starting and completing a unit's gather over a recording two-rank group (this rank is 0). */
+/**
+ * Starting and completing a unit's gather and gradient reduction over a recording two-rank group
+ * (this rank is 0), failures included.
+ */
 class CollectivesTest {
 
-    /** Rank 0 of two: records each gather's send buffer and whether it was awaited. */
-    private static final class RecordingGroup implements ProcessGroup {
-        final List<NDArray> inputs = new ArrayList<>();
-        final List<Boolean> awaited = new ArrayList<>();
-        int failAtGather = -1;
-        boolean failAwait;
-
-        @Override
-        public ProcessGroup split(String name, int color) {
-            throw new UnsupportedOperationException("not used by these tests");
-        }
-
-        @Override
-        public Work allGatherAsync(NDArray input, NDArray output) {
-            int index = inputs.size();
-            if (index == failAtGather) {
-                throw new IllegalStateException("gather " + index + " could not be queued");
-            }
-            inputs.add(input);
-            awaited.add(false);
-            return new Work() {
-                @Override
-                public void await() {
-                    awaited.set(index, true);
-                    if (failAwait) {
-                        throw new IllegalStateException("gather " + index + " failed");
-                    }
-                }
-
-                @Override
-                public boolean isDone() {
-                    return awaited.get(index);
-                }
-            };
-        }
-
-        @Override
-        public int getRank() {
-            return 0;
-        }
-
-        @Override
-        public int getSize() {
-            return 2;
-        }
-
-        @Override
-        public int getLocalRank() {
-            return 0;
-        }
-
-        @Override
-        public String getBackend() {
-            return "recording";
-        }
-
-        @Override
-        public Device getDevice() {
-            return Device.cpu();
-        }
-
-        @Override
-        public Work reduceScatterAsync(NDArray input, NDArray output, ReduceOp op) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Work allReduceAsync(NDArray array, ReduceOp op) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Work allToAllAsync(NDArray input, NDArray output) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public long allToAllSentBytes(long bytes) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Work broadcastAsync(NDArray array, int root) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public void barrier() {}
-
-        @Override
-        public void close() {}
-    }
-
-    private static FlatParameter flat(NDManager manager, String name, boolean trainable) {
+    /** A flat parameter of one 4x4 parameter of ones, rank 0's shard of two. */
+    static FlatParameter flat(NDManager manager, String name, boolean trainable) {
         Parameter parameter =
                 Parameter.builder()
                         .setName(name)
@@ -213,5 +120,80 @@ class CollectivesTest {
             assertFalse(flat.getShard().isReleased(), "the shard itself is never freed");
             unit.close();
         }
+    }
+
+    @Test
+    void aReductionThatFailsToStartWaitsForTheReductionsAlreadyQueued() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            RecordingGroup group = new RecordingGroup();
+            group.failAtReduction = 1;
+            FsdpUnit unit = unitOfTrainables(manager);
+            NDManager scope = manager.newSubManager();
+            IllegalStateException failure =
+                    assertThrows(
+                            IllegalStateException.class,
+                            () ->
+                                    new Collectives(group)
+                                            .startReduction(
+                                                    unit,
+                                                    leavesOf(unit, scope),
+                                                    Precision.FLOAT32,
+                                                    1f,
+                                                    scope));
+            assertEquals("reduction 1 could not be queued", failure.getMessage());
+            assertEquals(List.of(true), group.reductionsAwaited, "the queued one is complete");
+            scope.close();
+            unit.close();
+        }
+    }
+
+    @Test
+    void aReductionThatFailsWaitsForTheLaterOnesBeforeFreeingWhatTheyRead() {
+        try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
+            RecordingGroup group = new RecordingGroup();
+            group.failAwait = true;
+            FsdpUnit unit = unitOfTrainables(manager);
+            NDManager scope = manager.newSubManager();
+            PendingReduction reduction =
+                    new Collectives(group)
+                            .startReduction(
+                                    unit, leavesOf(unit, scope), Precision.FLOAT32, 1f, scope);
+            reduction.releaseWhenDone(scope);
+            assertEquals(List.of(false, false), group.reductionsAwaited);
+
+            IllegalStateException failure =
+                    assertThrows(IllegalStateException.class, reduction::complete);
+
+            assertEquals("reduction 0 failed", failure.getMessage());
+            assertEquals(1, failure.getSuppressed().length);
+            assertEquals("reduction 1 failed", failure.getSuppressed()[0].getMessage());
+            assertEquals(List.of(true, true), group.reductionsAwaited, "both are complete");
+            assertFalse(scope.isOpen(), "what they read is freed afterwards");
+            unit.close();
+        }
+    }
+
+    /** A unit of two trainable flat parameters: two reductions a backward. */
+    private static FsdpUnit unitOfTrainables(NDManager manager) {
+        return new FsdpUnit(
+                1,
+                "u",
+                null,
+                List.of(),
+                List.of(flat(manager, "u.a", true), flat(manager, "u.b", true)),
+                List.of(),
+                true);
+    }
+
+    /** Gradient leaves over zeros for each of {@code unit}'s flat parameters (no gradient yet). */
+    private static List<GradientLeaves> leavesOf(FsdpUnit unit, NDManager scope) {
+        return unit.getFlatParameters().stream()
+                .map(
+                        flat ->
+                                GradientLeaves.ofBuffer(
+                                        flat.getLayout(),
+                                        scope.zeros(new Shape(flat.getLayout().getPaddedNumel())),
+                                        scope))
+                .toList();
     }
 }

@@ -5,13 +5,13 @@ import ai.djl.fsdp.trainer.CommunicationQuantization;
 import ai.djl.fsdp.trainer.MixedPrecision;
 import ai.djl.fsdp.trainer.ShardingStrategy;
 import ai.djl.fsdp.trainer.WrapPolicy;
+import ai.djl.fsdp.wrap.LayerClasses;
 import ai.djl.fsdp.wrap.WrapPlanner;
 import ai.djl.fsdp.zoo.PretrainedModel;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.Set;
 import java.util.function.Consumer;
 import picocli.CommandLine.Option;
 
@@ -204,22 +204,16 @@ public final class FsdpArguments {
         if (layerClassesToWrap == null) {
             return lm.defaultWrapPolicy(tokens);
         }
-        String decoder = lm.decoderLayerClass().getSimpleName();
-        Set<String> present = WrapPlanner.blockClasses(lm);
+        // The planner refuses such a class too; this says which flag and which class to name.
         List<String> missing =
-                layerClassesToWrap.stream()
-                        .filter(
-                                name ->
-                                        !present.contains(name)
-                                                && !present.contains(
-                                                        name.substring(name.lastIndexOf('.') + 1)))
-                        .toList();
+                WrapPlanner.unmatchedClasses(lm, LayerClasses.of(layerClassesToWrap));
         if (!missing.isEmpty()) {
+            String decoder = lm.decoderLayerClass().getSimpleName();
             throw new IllegalArgumentException(
                     "--fsdp_transformer_layer_cls_to_wrap "
                             + String.join(",", missing)
                             + ": the model has no layer of that class. Its layer classes: "
-                            + String.join(", ", present)
+                            + String.join(", ", WrapPlanner.blockClasses(lm))
                             + ". Name the repeated decoder layer, "
                             + decoder
                             + ", or leave the flag (fsdp_transformer_layer_cls_to_wrap in"
