@@ -180,7 +180,23 @@ public class FsdpTrainer extends RankTrainer {
      * @throws IllegalStateException if micro-batches of the step were already trained
      */
     public long countStepItems(long localItems) {
-        return sharded().countStepItems(localItems);
+        return countStepItems(localItems, getTrainerOptions().getGradientAccumulationSteps());
+    }
+
+    /**
+     * As {@link #countStepItems(long)}, for a step of {@code microBatches} micro-batches: fewer
+     * than the gradient accumulation steps for an epoch's last, which Hugging Face's Trainer takes
+     * over the batches left; the step is taken at its last micro-batch's {@link #step()}.
+     *
+     * @param localItems the items of this rank's micro-batches of the step
+     * @param microBatches the step's micro-batches, from 1 to the gradient accumulation steps; the
+     *     same on every rank
+     * @return the items of the step over all ranks
+     * @throws IllegalArgumentException if {@code microBatches} is out of that range
+     * @throws IllegalStateException if micro-batches of the step were already trained
+     */
+    public long countStepItems(long localItems, int microBatches) {
+        return sharded().countStepItems(localItems, microBatches);
     }
 
     /**

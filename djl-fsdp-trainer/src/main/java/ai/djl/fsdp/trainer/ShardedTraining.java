@@ -53,6 +53,11 @@ final class ShardedTraining implements AutoCloseable {
     private int nonFiniteSteps;
     private boolean summedStep;
 
+    /**
+     * The micro-batches of the current step: the accumulation steps, or fewer (an epoch's last).
+     */
+    private int stepMicroBatches;
+
     ShardedTraining(
             Block block,
             ModelSharding.Sharded sharding,
@@ -66,6 +71,7 @@ final class ShardedTraining implements AutoCloseable {
         // The mesh was split from the metered group: its subgroups are metered too.
         across = (MeteredProcessGroup) mesh.getReplicateGroup().orElse(null);
         this.options = setup.options();
+        this.stepMicroBatches = options.getGradientAccumulationSteps();
         this.optimizer = optimizer;
         scaler =
                 config.getMixedPrecision().needsLossScaling()
@@ -108,8 +114,17 @@ final class ShardedTraining implements AutoCloseable {
         return parameterStore;
     }
 
-    /** See {@link FsdpTrainer#countStepItems}. */
-    long countStepItems(long localItems) {
+    /** See {@link FsdpTrainer#countStepItems(long, int)}. */
+    long countStepItems(long localItems, int stepMicroBatches) {
+        int most = options.getGradientAccumulationSteps();
+        if (stepMicroBatches < 1 || stepMicroBatches > most) {
+            throw new IllegalArgumentException(
+                    "a step of "
+                            + stepMicroBatches
+                            + " micro-batches: a step takes 1 to the gradient accumulation steps ("
+                            + most
+                            + ")");
+        }
         if (microBatches != 0) {
             throw new IllegalStateException(
                     "countStepItems starts an optimizer step, but "
@@ -126,6 +141,7 @@ final class ShardedTraining implements AutoCloseable {
             }
         }
         summedStep = true;
+        this.stepMicroBatches = stepMicroBatches;
         return items;
     }
 
@@ -148,13 +164,14 @@ final class ShardedTraining implements AutoCloseable {
 
     /** Counts a micro-batch; returns true when it completed an optimizer step, now taken. */
     boolean step() {
-        if (++microBatches < options.getGradientAccumulationSteps()) {
+        if (++microBatches < stepMicroBatches) {
             return false;
         }
         boolean overflow = scaler != null && scaler.unscale(shardedOptimizer.getGradients());
         lastGradNorm = shardedOptimizer.step(!overflow);
         microBatches = 0; // only after a step that completed: a failed one is no step boundary
         summedStep = false;
+        stepMicroBatches = options.getGradientAccumulationSteps();
         model.getPasses().endStep();
         state.setStep(state.getStep() + 1);
         sentLastStep = group.takeSentBytes();
@@ -246,6 +263,7 @@ final class ShardedTraining implements AutoCloseable {
             scaler.restore(loaded.getLossScale(), loaded.getLossScaleGoodSteps());
         }
         microBatches = 0;
+        stepMicroBatches = options.getGradientAccumulationSteps();
         model.getPasses().setStep(loaded.getStep());
     }
 

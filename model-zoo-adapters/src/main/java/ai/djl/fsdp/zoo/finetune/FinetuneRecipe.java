@@ -202,15 +202,8 @@ final class FinetuneRecipe implements AutoCloseable {
                             + " smaller batches");
         }
         DistributedSampler sampler = trainSampler();
-        if (sampler.getBatchesPerEpoch() < perStep) {
-            throw new IllegalArgumentException(
-                    "the train split makes "
-                            + sampler.getBatchesPerEpoch()
-                            + " batches per rank, fewer than --gradient_accumulation_steps "
-                            + perStep
-                            + ": use more data or smaller batches");
-        }
-        stepsPerEpoch = sampler.getBatchesPerEpoch() / perStep;
+        // As Hugging Face's Trainer: an epoch's last step takes the batches left, fewer if so.
+        stepsPerEpoch = (sampler.getBatchesPerEpoch() + perStep - 1) / perStep;
         totalSteps =
                 args.maxSteps > 0
                         ? args.maxSteps

@@ -67,7 +67,7 @@ final class TrainingLoop {
     void run() {
         int perStep = recipe.args.gradientAccumulationSteps;
         for (int step = resumedSteps + 1; step <= recipe.totalSteps; step++) {
-            if (sampler.getBatchesPerEpoch() - sampler.getBatchesRead() < perStep) {
+            if (!sampler.hasNext()) {
                 sampler.nextEpoch();
             }
             try (NDManager stepManager = trainer.getManager().newSubManager()) {
@@ -86,7 +86,7 @@ final class TrainingLoop {
                                 perStep * recipe.args.perDeviceTrainBatchSize,
                                 null,
                                 null,
-                                sampler.getBatchesRead() / perStep,
+                                (sampler.getBatchesRead() + perStep - 1) / perStep,
                                 recipe.stepsPerEpoch);
                 BatchData event = new BatchData(batch, Map.of(), Map.of());
                 trainer.notifyListeners(listener -> listener.onTrainingBatch(trainer, event));
@@ -127,14 +127,19 @@ final class TrainingLoop {
             // all ranks (Hugging Face's global token mean).
             List<LabeledBatch> batches = new ArrayList<>();
             long targets = 0;
-            for (int micro = 0; micro < recipe.args.gradientAccumulationSteps; micro++) {
+            // An epoch's last step may take fewer: the batches it has left.
+            int micros =
+                    Math.min(
+                            recipe.args.gradientAccumulationSteps,
+                            sampler.getBatchesPerEpoch() - sampler.getBatchesRead());
+            for (int micro = 0; micro < micros; micro++) {
                 NDManager manager = trainer.getManager().newSubManager();
                 managers.add(manager);
                 int[] indices = sampler.next();
                 batches.add(recipe.train.batch(manager, indices));
                 targets += recipe.train.countLabels(indices);
             }
-            recipe.loss.setStepTokens(trainer.countStepItems(targets));
+            recipe.loss.setStepTokens(trainer.countStepItems(targets, batches.size()));
             for (int micro = 0; micro < batches.size(); micro++) {
                 LabeledBatch batch = batches.get(micro);
                 try (NDManager manager = managers.get(micro);

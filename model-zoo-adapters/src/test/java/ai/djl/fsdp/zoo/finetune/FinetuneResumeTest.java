@@ -60,6 +60,41 @@ class FinetuneResumeTest {
         assertTrue(Files.exists(directory.resolve("second").resolve("model.safetensors")));
     }
 
+    /**
+     * As Hugging Face's Trainer, an epoch's last optimizer step takes the micro-batches left when
+     * they are fewer than {@code --gradient_accumulation_steps}: no batch is dropped, the plan
+     * counts that step, and a job resumed after it continues exactly.
+     */
+    @Test
+    void anEpochsLastStepTakesTheBatchesLeft(@TempDir Path directory) throws Exception {
+        // 40 sequences of 16 tokens: 20 a rank, 5 batches of 4, so 3 steps an epoch.
+        Path data = TestModels.smallText(directory, 20);
+        List<String> both =
+                List.of(
+                        "--dataset_name",
+                        data.toString(),
+                        "--max_seq_len",
+                        "16",
+                        "--gradient_accumulation_steps",
+                        "2");
+        Path first = directory.resolve("first");
+        List<String> firstJob = new ArrayList<>(both);
+        firstJob.addAll(List.of("--save_steps", "4"));
+        String full = finetune(first, firstJob.toArray(String[]::new));
+        Matcher plan =
+                Pattern.compile("(\\d+) train sequences.* \\((\\d+) per epoch\\)").matcher(full);
+        assertTrue(plan.find(), full);
+        // Two ranks, 4 sequences a batch (finetune's --per_device_train_batch_size here).
+        int batches = ((Integer.parseInt(plan.group(1)) + 1) / 2 + 3) / 4;
+        assertEquals(1, batches % 2, "the test needs an odd number of batches per epoch: " + full);
+        assertEquals((batches + 1) / 2, Integer.parseInt(plan.group(2)), full);
+        List<String> resumedJob = new ArrayList<>(both);
+        resumedJob.addAll(
+                List.of("--resume_from_checkpoint", CheckpointDirectory.of(first, 4).toString()));
+        String resumed = finetune(directory.resolve("second"), resumedJob.toArray(String[]::new));
+        assertEquals(losses(full).subList(4, 8), losses(resumed), resumed);
+    }
+
     @Test
     void aResumedLoraJobContinuesExactly(@TempDir Path directory) {
         assertResumesExactly(directory, List.of("--use_peft_lora", "True"), List.of());
