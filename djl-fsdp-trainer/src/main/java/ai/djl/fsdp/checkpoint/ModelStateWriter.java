@@ -58,8 +58,10 @@ public final class ModelStateWriter {
     /**
      * Writes the state as a Hugging Face checkpoint directory: one {@code model.safetensors} if it
      * fits in {@code maxShardBytes}, else numbered {@code model-0000N-of-0000M.safetensors} shards
-     * (a tensor never split) and {@code model.safetensors.index.json}, written last. A collective:
-     * every rank calls it; only the writing rank writes.
+     * (a tensor never split) and {@code model.safetensors.index.json}, written last; then the files
+     * of the other layout an earlier save left in the directory are removed ({@link
+     * CheckpointShards#removeStale}). A collective: every rank calls it; only the writing rank
+     * writes.
      *
      * @param units the sharded model's units
      * @param writes whether this rank writes (rank 0)
@@ -88,6 +90,9 @@ public final class ModelStateWriter {
         if (writes && shards.size() > 1) {
             long total = sizes.values().stream().mapToLong(Long::longValue).sum();
             CheckpointShards.writeIndex(directory, shards, total);
+        }
+        if (writes) {
+            CheckpointShards.removeStale(directory, shards.size());
         }
     }
 

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
 import ai.djl.fsdp.safetensors.Dtype;
+import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -18,8 +19,10 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -80,6 +83,59 @@ class ModelStateWriterTest {
                         UnsupportedOperationException.class,
                         () -> passing.putBytes("halves", floatBytes()));
         assertTrue(e.getMessage().contains("\"halves\""), e.getMessage());
+    }
+
+    @Test
+    void resavingInTheOtherLayoutRemovesTheOldOne() throws IOException {
+        Files.writeString(dir.resolve("notes.txt"), "mine");
+        List<String> sharded =
+                List.of(
+                        "model-00001-of-00002.safetensors",
+                        "model-00002-of-00002.safetensors",
+                        SafetensorsCheckpoint.INDEX_FILE,
+                        "notes.txt");
+        writeCheckpoint(1f, 16); // two tensors a file: two shards and an index
+        assertEquals(sharded, listing());
+        writeCheckpoint(2f, Long.MAX_VALUE);
+        assertEquals(List.of(SafetensorsCheckpoint.SINGLE_FILE, "notes.txt"), listing());
+        assertEquals(2f, readThird(), "the new weights, not the old shards'");
+        writeCheckpoint(3f, 16);
+        assertEquals(sharded, listing());
+        assertEquals(3f, readThird());
+    }
+
+    /**
+     * Writes three two-element float tensors, each filled with {@code value}, into {@link #dir}.
+     */
+    private void writeCheckpoint(float value, long maxShardBytes) throws IOException {
+        List<StateTransform.Entry> entries = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            entries.add(new StateTransform.Entry("t" + i, Dtype.F32, new Shape(2)));
+        }
+        ModelStateWriter.writeCheckpoint(
+                visitor -> visitor.visit(new GatheredUnit("root", List.of())),
+                true,
+                dir,
+                StateTransform.of(
+                        entries,
+                        (unit, sink) -> {
+                            for (StateTransform.Entry entry : entries) {
+                                sink.put(entry.name(), manager.full(new Shape(2), value));
+                            }
+                        }),
+                maxShardBytes);
+    }
+
+    private float readThird() throws IOException {
+        try (SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint.open(dir)) {
+            return checkpoint.read(manager, "t2").getFloat(1);
+        }
+    }
+
+    private List<String> listing() throws IOException {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.map(file -> file.getFileName().toString()).sorted().toList();
+        }
     }
 
     /** Returns the message a refused write gives; no file is left behind. */
