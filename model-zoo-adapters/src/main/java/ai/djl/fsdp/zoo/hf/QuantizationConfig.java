@@ -432,7 +432,9 @@ public final class QuantizationConfig {
         /**
          * Sets the modules left unquantized (default: the output head).
          *
-         * @param skipModules module names, matched as LoRA's targets are
+         * @param skipModules module names, matched as transformers matches {@code
+         *     llm_int8_skip_modules}: a module's own name, its dotted path, or an ancestor's (see
+         *     {@link Qlora#quantize})
          * @return this builder
          */
         public Builder optSkipModules(List<String> skipModules) {
