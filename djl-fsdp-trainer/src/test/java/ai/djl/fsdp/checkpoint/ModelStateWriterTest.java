@@ -7,9 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
+import ai.djl.fsdp.dist.DistributedEnv;
+import ai.djl.fsdp.dist.ProcessGroup;
+import ai.djl.fsdp.dist.ProcessGroups;
 import ai.djl.fsdp.safetensors.Dtype;
 import ai.djl.fsdp.safetensors.SafetensorsCheckpoint;
 import ai.djl.fsdp.safetensors.SafetensorsFile;
+import ai.djl.fsdp.testing.RankProcesses;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -19,6 +23,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -41,14 +46,17 @@ class ModelStateWriterTest {
 
     @TempDir Path dir;
     private NDManager manager;
+    private ProcessGroup group;
 
     @BeforeEach
     void open() {
         manager = Engine.getEngine("PyTorch").newBaseManager();
+        group = ProcessGroups.init(DistributedEnv.single(""));
     }
 
     @AfterEach
     void close() {
+        group.close();
         manager.close();
     }
 
@@ -114,7 +122,7 @@ class ModelStateWriterTest {
         }
         ModelStateWriter.writeCheckpoint(
                 visitor -> visitor.visit(new GatheredUnit("root", List.of())),
-                true,
+                group,
                 dir,
                 StateTransform.of(
                         entries,
@@ -138,6 +146,57 @@ class ModelStateWriterTest {
         }
     }
 
+    @Test
+    void everyRankFailsWithTheWritersMessage() throws IOException {
+        Path saved = Files.createDirectories(dir.resolve("saved"));
+        List<String> messages = saveOnTwoRanks(saved, "transform");
+        assertEquals("failed: " + ModelStateWriterRankMain.TRANSFORM_FAILURE, messages.get(0));
+        assertEquals(
+                "failed: Cannot write "
+                        + saved
+                        + ": rank 0, which writes it, failed: "
+                        + ModelStateWriterRankMain.TRANSFORM_FAILURE,
+                messages.get(1));
+        try (Stream<Path> left = Files.list(saved)) {
+            assertEquals(List.of(), left.toList(), "the file not committed is deleted");
+        }
+
+        Path occupied = Files.writeString(dir.resolve("occupied"), "a file, not a directory");
+        messages = saveOnTwoRanks(occupied, "open");
+        assertTrue(messages.get(0).startsWith("failed: "), messages.get(0));
+        String own = messages.get(0).substring("failed: ".length());
+        assertTrue(own.contains(occupied.toString()), own);
+        assertTrue(
+                messages.get(1).endsWith(": rank 0, which writes it, failed: " + own),
+                messages.get(1));
+    }
+
+    /**
+     * Runs {@link ModelStateWriterRankMain} on two ranks; returns each rank's outcome, once each
+     * has visited every unit.
+     */
+    private static List<String> saveOnTwoRanks(Path target, String failing) {
+        List<String> outcomes = new ArrayList<>();
+        try (RankProcesses job =
+                RankProcesses.builder(ModelStateWriterRankMain.class)
+                        .worldSize(2)
+                        .args(target.toString(), failing)
+                        .timeout(Duration.ofMinutes(2))
+                        .start()) {
+            RankProcesses.Results results = job.await().assertAllSucceeded();
+            for (int rank = 0; rank < 2; rank++) {
+                String output = results.rank(rank).output();
+                String visited = "rank " + rank + " visited 3 units; ";
+                int at = output.indexOf(visited);
+                assertTrue(at >= 0, output);
+                int end = output.indexOf('\n', at);
+                outcomes.add(
+                        output.substring(at + visited.length(), end < 0 ? output.length() : end));
+            }
+        }
+        return outcomes;
+    }
+
     /** Returns the message a refused write gives; no file is left behind. */
     private String refusal(StateTransform.UnitTensors tensors) {
         Path file = dir.resolve("refused.safetensors");
@@ -148,10 +207,10 @@ class ModelStateWriterTest {
     }
 
     /** Writes the one-tensor state {@link #HALVES} from a unit with no parameters. */
-    private static void write(Path file, StateTransform.UnitTensors tensors) throws IOException {
+    private void write(Path file, StateTransform.UnitTensors tensors) throws IOException {
         ModelStateWriter.write(
                 visitor -> visitor.visit(new GatheredUnit("root", List.of())),
-                true,
+                group,
                 file,
                 StateTransform.of(List.of(HALVES), tensors));
     }
