@@ -4,6 +4,7 @@ import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantType;
 import ai.djl.fsdp.safetensors.Dtype;
+import ai.djl.fsdp.safetensors.JsonText;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.nn.Block;
@@ -14,7 +15,6 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -136,15 +136,8 @@ public final class QuantizationConfig {
                         .optNested(flag(block, "bnb_4bit_use_double_quant"));
         JsonElement skip = block.get("llm_int8_skip_modules");
         if (skip != null && !skip.isJsonNull()) {
-            List<String> modules = new ArrayList<>();
-            if (skip.isJsonArray()) {
-                for (JsonElement name : skip.getAsJsonArray()) {
-                    if (name instanceof JsonPrimitive p && p.isString()) {
-                        modules.add(name.getAsString());
-                    }
-                }
-            }
-            if (!skip.isJsonArray() || modules.size() != skip.getAsJsonArray().size()) {
+            List<String> modules = JsonText.strings(skip);
+            if (modules == null) {
                 throw refused(
                         "llm_int8_skip_modules", skip.toString(), "give a list of module names");
             }
