@@ -93,16 +93,26 @@ final class StagedCheckpoint {
         }
     }
 
-    /** Writes one rank's part, the file {@code file}, and marks it done, or marks it failed. */
+    /**
+     * Writes one rank's part, the file {@code file}, and marks it done; if that fails, marks it
+     * failed so rank 0 stops waiting, and throws the failure (a marker that cannot be written
+     * suppressed onto it).
+     */
     void writePart(String file, Part part) throws IOException {
         try {
             part.writeTo(staging);
             Files.createFile(staging.resolve(file + DONE_SUFFIX));
         } catch (IOException | RuntimeException e) {
-            Files.deleteIfExists(staging.resolve(file + FAILED_SUFFIX));
-            Files.createFile(staging.resolve(file + FAILED_SUFFIX));
-            throw new IOException(
-                    "Cannot save the checkpoint " + target + ": " + e.getMessage(), e);
+            IOException failure =
+                    new IOException(
+                            "Cannot save the checkpoint " + target + ": " + e.getMessage(), e);
+            try {
+                Files.deleteIfExists(staging.resolve(file + FAILED_SUFFIX));
+                Files.createFile(staging.resolve(file + FAILED_SUFFIX));
+            } catch (IOException | RuntimeException marker) {
+                failure.addSuppressed(marker);
+            }
+            throw failure;
         }
     }
 

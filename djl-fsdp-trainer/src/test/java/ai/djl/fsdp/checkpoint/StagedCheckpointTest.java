@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -15,7 +16,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What a save finds left by one cut short: a {@code .<name>.previous} beside a complete checkpoint
- * goes, one that is the only copy is moved back, anything else is named and left alone.
+ * goes, one that is the only copy is moved back, anything else is named and left alone; and a rank
+ * whose failure marker cannot be written still reports its own failure.
  */
 class StagedCheckpointTest {
 
@@ -68,6 +70,24 @@ class StagedCheckpointTest {
         assertTrue(e.getMessage().contains(target + " does not exist"), e.getMessage());
         assertEquals("mine", Files.readString(kept));
         assertFalse(Files.exists(target));
+    }
+
+    @Test
+    void aFailureMarkerThatCannotBeWrittenIsSuppressedOntoTheFailure() {
+        // Not prepared: the staging directory does not exist, so no marker can be written there.
+        StagedCheckpoint staged = new StagedCheckpoint(CheckpointDirectory.of(dir, 5));
+        IOException e =
+                assertThrows(
+                        IOException.class,
+                        () ->
+                                staged.writePart(
+                                        SHARD,
+                                        staging -> {
+                                            throw new IOException("No space left on device");
+                                        }));
+        assertTrue(e.getMessage().endsWith(": No space left on device"), e.getMessage());
+        assertEquals(1, e.getSuppressed().length);
+        assertTrue(e.getSuppressed()[0] instanceof NoSuchFileException, e.toString());
     }
 
     /** Saves a one-rank checkpoint whose trainer state is {@code state}. */
