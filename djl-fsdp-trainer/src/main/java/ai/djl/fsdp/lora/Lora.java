@@ -257,7 +257,8 @@ public final class Lora {
 
     /**
      * Writes the adapter configuration file of a PEFT adapter directory (the weights are written by
-     * {@link #save(Block, LoraConfig, Path)}, or unit by unit with {@link #adapterState}).
+     * {@link #save(Block, LoraConfig, Path)}, or unit by unit under FSDP with {@link
+     * LoraState#adapters}).
      *
      * @param root the adapted model
      * @param config the configuration the adapters were made with

@@ -214,7 +214,9 @@ public final class QuantizationConfig {
     /**
      * Returns the block transformers writes to {@code config.json} for this {@code
      * BitsAndBytesConfig} (the keys {@link #fromJson} reads, and transformers' defaults for the
-     * 8-bit ones), so that a base saved with it loads as it was quantized.
+     * 8-bit ones), so that a base saved with it loads as it was quantized; but for the private
+     * {@code _load_in_4bit} and {@code _load_in_8bit}, the copies of {@code load_in_4bit} and
+     * {@code load_in_8bit} that transformers' {@code to_dict} also writes, which are left out.
      *
      * @return the {@code quantization_config} object
      */
