@@ -24,11 +24,19 @@ final class StagedCheckpoint {
 
     private final Path target;
     private final Path staging;
+    private final Path previous;
+
+    /** Writes one rank's part into the staging directory. */
+    @FunctionalInterface
+    interface Part {
+        void writeTo(Path staging) throws IOException;
+    }
 
     /** The staging of a save into {@code directory}. */
     StagedCheckpoint(Path directory) {
         target = directory.toAbsolutePath().normalize();
         staging = target.resolveSibling("." + target.getFileName() + ".incomplete");
+        previous = target.resolveSibling("." + target.getFileName() + ".previous");
     }
 
     /** The checkpoint directory this save completes into. */
@@ -36,9 +44,13 @@ final class StagedCheckpoint {
         return target;
     }
 
-    /** Rank 0: creates an empty staging directory, deleting one a cut-short save left behind. */
+    /**
+     * Rank 0: creates an empty staging directory, deleting one a cut-short save left behind, and
+     * settles a {@code .<name>.previous} one left (see {@link #settlePrevious()}).
+     */
     void prepare() throws IOException {
         Files.createDirectories(target.getParent());
+        settlePrevious();
         if (Files.exists(staging)) {
             // A save of this same directory that was cut short; every rank is past it.
             CheckpointDirectory.deleteTree(staging);
@@ -46,19 +58,61 @@ final class StagedCheckpoint {
         Files.createDirectories(staging);
     }
 
-    /** Writes this rank's file and marks it done, or marks it failed so rank 0 stops waiting. */
-    void writeShard(ShardSnapshot snapshot) throws IOException {
-        if (snapshot == null) {
+    /**
+     * Settles the {@code .<name>.previous} a replacing save cut short left, which would stop this
+     * save's own replacement: with the target complete it is an old copy whose deletion was cut
+     * short, and goes; with the target missing it was cut short between its two renames and is the
+     * only copy, so it is moved back. Anything else is left alone, an error naming it.
+     */
+    private void settlePrevious() throws IOException {
+        if (!Files.exists(previous)) {
             return;
         }
-        try {
-            snapshot.write(staging);
-            Files.createFile(staging.resolve(snapshot.getFile() + DONE_SUFFIX));
-        } catch (IOException | RuntimeException e) {
-            Files.deleteIfExists(staging.resolve(snapshot.getFile() + FAILED_SUFFIX));
-            Files.createFile(staging.resolve(snapshot.getFile() + FAILED_SUFFIX));
+        if (CheckpointDirectory.isComplete(target)) {
+            CheckpointDirectory.deleteTree(previous);
+        } else if (!Files.exists(target) && CheckpointDirectory.isComplete(previous)) {
+            move(previous, target);
+        } else {
             throw new IOException(
-                    "Cannot save the checkpoint " + target + ": " + e.getMessage(), e);
+                    previous
+                            + " is left from a save that was cut short, and "
+                            + target
+                            + (Files.exists(target)
+                                    ? " is not a complete checkpoint"
+                                    : " does not exist")
+                            + ": neither is touched. Move "
+                            + previous
+                            + " away (or delete it if it is not needed), then save again");
+        }
+    }
+
+    /** Writes this rank's file and marks it done, or marks it failed so rank 0 stops waiting. */
+    void writeShard(ShardSnapshot snapshot) throws IOException {
+        if (snapshot != null) {
+            writePart(snapshot.getFile(), snapshot::write);
+        }
+    }
+
+    /**
+     * Writes one rank's part, the file {@code file}, and marks it done; if that fails, marks it
+     * failed so rank 0 stops waiting, and throws the failure (a marker that cannot be written
+     * suppressed onto it).
+     */
+    void writePart(String file, Part part) throws IOException {
+        try {
+            part.writeTo(staging);
+            Files.createFile(staging.resolve(file + DONE_SUFFIX));
+        } catch (IOException | RuntimeException e) {
+            IOException failure =
+                    new IOException(
+                            "Cannot save the checkpoint " + target + ": " + e.getMessage(), e);
+            try {
+                Files.deleteIfExists(staging.resolve(file + FAILED_SUFFIX));
+                Files.createFile(staging.resolve(file + FAILED_SUFFIX));
+            } catch (IOException | RuntimeException marker) {
+                failure.addSuppressed(marker);
+            }
+            throw failure;
         }
     }
 
@@ -112,7 +166,6 @@ final class StagedCheckpoint {
                 throw new IOException(
                         target + " exists and is not a checkpoint of this tool: not replaced");
             }
-            Path previous = target.resolveSibling("." + target.getFileName() + ".previous");
             move(target, previous);
             move(staging, target);
             CheckpointDirectory.deleteTree(previous);

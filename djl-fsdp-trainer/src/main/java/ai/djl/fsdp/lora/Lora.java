@@ -11,10 +11,7 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import com.google.gson.GsonBuilder;
-import com.google.gson.JsonParseException;
-import com.google.gson.JsonParser;
 import java.io.IOException;
-import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -260,7 +257,8 @@ public final class Lora {
 
     /**
      * Writes the adapter configuration file of a PEFT adapter directory (the weights are written by
-     * {@link #save(Block, LoraConfig, Path)}, or unit by unit with {@link #adapterState}).
+     * {@link #save(Block, LoraConfig, Path)}, or unit by unit under FSDP with {@link
+     * LoraState#adapters}).
      *
      * @param root the adapted model
      * @param config the configuration the adapters were made with
@@ -279,7 +277,8 @@ public final class Lora {
                         .setPrettyPrinting()
                         .create()
                         .toJson(
-                                config.toPeftJson(
+                                AdapterConfigJson.write(
+                                        config,
                                         adapters.keySet(),
                                         fanInFanOut,
                                         ModulesToSave.wrappable(root, config))));
@@ -294,20 +293,23 @@ public final class Lora {
     }
 
     /**
-     * Reads the adapters' configuration, PEFT's {@code adapter_config.json} in {@code directory}.
+     * Reads the adapters' configuration, PEFT's {@code adapter_config.json} in {@code directory},
+     * with PEFT's defaults for what it leaves out ({@code r} 8, {@code lora_alpha} 8, {@code
+     * lora_dropout} 0). What PEFT would adapt, scale or compute otherwise than this build is
+     * refused: {@code rank_pattern}, {@code alpha_pattern}, {@code layers_to_transform}, {@code
+     * layers_pattern}, {@code exclude_modules} (and PEFT's other per-layer or per-token settings)
+     * when set, {@code use_rslora}, {@code use_dora} or {@code lora_bias} true, a {@code bias}
+     * other than {@code none}, and a {@code target_modules} string other than {@code all-linear}
+     * (PEFT matches it as a regular expression).
      *
      * @param directory the adapter directory
      * @return the configuration
      * @throws IOException if reading fails
-     * @throws IllegalArgumentException if the file is not valid JSON
+     * @throws IllegalArgumentException naming the file and the key, if the file is not JSON, a key
+     *     holds a value of the wrong type, or the configuration is refused
      */
     public static LoraConfig readConfig(Path directory) throws IOException {
-        try (Reader reader = Files.newBufferedReader(directory.resolve(CONFIG_FILE))) {
-            return LoraConfig.fromPeftJson(JsonParser.parseReader(reader).getAsJsonObject());
-        } catch (JsonParseException | IllegalStateException e) {
-            throw new IllegalArgumentException(
-                    directory.resolve(CONFIG_FILE) + " is not valid JSON: " + e.getMessage(), e);
-        }
+        return AdapterConfigJson.read(directory.resolve(CONFIG_FILE));
     }
 
     /**

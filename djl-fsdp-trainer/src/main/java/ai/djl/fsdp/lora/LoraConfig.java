@@ -1,13 +1,6 @@
 package ai.djl.fsdp.lora;
 
-import com.google.gson.JsonArray;
-import com.google.gson.JsonElement;
-import com.google.gson.JsonObject;
-import java.util.Collection;
 import java.util.List;
-import java.util.Locale;
-import java.util.TreeSet;
-import java.util.stream.Collectors;
 
 /**
  * The settings of a LoRA adaptation, with PEFT's meaning and defaults: rank {@code r}, scaling
@@ -164,101 +157,6 @@ public final class LoraConfig {
             }
         }
         return false;
-    }
-
-    /**
-     * Returns the configuration as PEFT's {@code adapter_config.json} object. As PEFT does, {@code
-     * target_modules} lists the names the targets resolved to (the last component of each adapted
-     * module's path, so {@code all-linear} becomes the model's projection names), sorted.
-     *
-     * <p>{@code modules_to_save} lists {@code savedModules}: the saved modules PEFT can wrap (those
-     * that share no parameter with another module, whose copy PEFT's wrapper would untie).
-     *
-     * @param adaptedModules the dotted paths of the adapted modules
-     * @param fanInFanOut whether the adapted weights are stored {@code [in, out]}
-     * @param savedModules the names to write as {@code modules_to_save}, empty for none
-     * @return the JSON object
-     */
-    public JsonObject toPeftJson(
-            Collection<String> adaptedModules,
-            boolean fanInFanOut,
-            Collection<String> savedModules) {
-        JsonObject json = new JsonObject();
-        json.addProperty("peft_type", "LORA");
-        json.addProperty("task_type", taskType);
-        json.addProperty("base_model_name_or_path", baseModelNameOrPath);
-        json.addProperty("r", rank);
-        json.addProperty("lora_alpha", alpha);
-        json.addProperty("lora_dropout", dropout);
-        JsonArray targets = new JsonArray();
-        adaptedModules.stream()
-                .map(path -> path.substring(path.lastIndexOf('.') + 1))
-                .collect(Collectors.toCollection(TreeSet::new))
-                .forEach(targets::add);
-        json.add("target_modules", targets);
-        if (!savedModules.isEmpty()) {
-            JsonArray saved = new JsonArray();
-            savedModules.forEach(saved::add);
-            json.add("modules_to_save", saved);
-        }
-        json.addProperty("fan_in_fan_out", fanInFanOut);
-        json.addProperty("bias", "none");
-        json.addProperty("use_rslora", false);
-        json.addProperty("inference_mode", true);
-        return json;
-    }
-
-    /**
-     * Reads PEFT's {@code adapter_config.json} object.
-     *
-     * @param json the object
-     * @return the configuration
-     * @throws IllegalArgumentException if it is not a plain LoRA configuration this class supports
-     */
-    public static LoraConfig fromPeftJson(JsonObject json) {
-        String type = json.has("peft_type") ? json.get("peft_type").getAsString() : "LORA";
-        if (!"LORA".equals(type.toUpperCase(Locale.ROOT))) {
-            throw new IllegalArgumentException("adapter is " + type + ", not LORA");
-        }
-        for (String unsupported : new String[] {"use_rslora", "use_dora"}) {
-            if (json.has(unsupported) && json.get(unsupported).getAsBoolean()) {
-                throw new IllegalArgumentException(unsupported + " adapters are not supported");
-            }
-        }
-        if (json.has("bias") && !"none".equals(json.get("bias").getAsString())) {
-            throw new IllegalArgumentException("only bias \"none\" adapters are supported");
-        }
-        JsonElement targets = json.get("target_modules");
-        if (targets == null || targets.isJsonNull()) {
-            throw new IllegalArgumentException("adapter_config.json lacks target_modules");
-        }
-        Builder builder = builder();
-        if (targets.isJsonArray()) {
-            builder.setTargetModules(
-                    targets.getAsJsonArray().asList().stream()
-                            .map(JsonElement::getAsString)
-                            .toList());
-        } else {
-            builder.setTargetModules(List.of(targets.getAsString()));
-        }
-        builder.optRank(json.get("r").getAsInt()).optAlpha(json.get("lora_alpha").getAsFloat());
-        if (json.has("lora_dropout")) {
-            builder.optDropout(json.get("lora_dropout").getAsFloat());
-        }
-        JsonElement saved = json.get("modules_to_save");
-        if (saved != null && saved.isJsonArray()) {
-            builder.optModulesToSave(
-                    saved.getAsJsonArray().asList().stream()
-                            .map(JsonElement::getAsString)
-                            .toList());
-        }
-        JsonElement task = json.get("task_type");
-        builder.optTaskType(task == null || task.isJsonNull() ? CAUSAL_LM : task.getAsString());
-        JsonElement base = json.get("base_model_name_or_path");
-        if (base != null && !base.isJsonNull()) {
-            builder.optBaseModelNameOrPath(base.getAsString());
-        }
-        return builder.build();
     }
 
     /** {@inheritDoc} */

@@ -86,25 +86,6 @@ public final class MergedOutput {
     }
 
     /**
-     * Returns how many 4-bit weights the output decodes.
-     *
-     * @return the count, 0 for a float base
-     */
-    public int getQuantizedWeights() {
-        return weights;
-    }
-
-    /**
-     * Returns the largest absolute difference between a stored weight and the trained one (the
-     * decoded 4-bit weight plus the adapter's update, float32), over the weights written so far.
-     *
-     * @return the difference
-     */
-    public double getMaxDifference() {
-        return maxDifference;
-    }
-
-    /**
      * Returns the L2 norm of the stored weights less the trained ones over the trained ones' norm,
      * over the weights written so far.
      *

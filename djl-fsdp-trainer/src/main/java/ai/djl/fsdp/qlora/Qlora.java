@@ -39,9 +39,11 @@ public final class Qlora {
      * @param root the model, initialized (each projection is quantized now) or not (each is
      *     quantized as the model initializes it, one unit at a time under FSDP), without adapters
      * @param config the code, block size and double quantization
-     * @param skip module names left in float (matched as LoRA's targets: a dotted path equal to a
-     *     name or ending with {@code .} and the name), such as {@link #DEFAULT_SKIP}; a projection
-     *     whose weight is tied to another module's is left in float too
+     * @param skip module names left in float, such as {@link #DEFAULT_SKIP}: transformers' {@code
+     *     modules_to_not_convert}, matched as transformers matches them (a projection is skipped
+     *     where an entry is its own name, its dotted path, or a part of its path followed by a dot,
+     *     such as an ancestor's path); a projection whose weight is tied to another module's is
+     *     left in float too
      * @return the dotted paths of the quantized projections
      * @throws IllegalStateException if the model already has adapters
      * @throws IllegalArgumentException if an initialized projection's weight is not float32
@@ -59,8 +61,7 @@ public final class Qlora {
             }
             if (!(block instanceof LinearProjection projection)
                     || block instanceof QuantizedLinear
-                    || skip.stream()
-                            .anyMatch(name -> path.equals(name) || path.endsWith("." + name))) {
+                    || skips(path, skip)) {
                 continue;
             }
             Parameter weight = projection.getParameters().get(QuantizedLinear.WEIGHT);
@@ -81,6 +82,29 @@ public final class Qlora {
             quantized.add(path);
         }
         return quantized;
+    }
+
+    /**
+     * Returns whether a module stays in float, by transformers' rule for bitsandbytes ({@code
+     * _replace_with_bnb_linear}): an entry of the skip list is the module's own name (the last
+     * component of its path), its whole dotted path, or a part of its path followed by a dot, as an
+     * ancestor's path or name is ({@code model.layers.1.mlp} or {@code mlp} skip {@code
+     * model.layers.1.mlp.down_proj}). An entry of several components that ends with the module's
+     * name ({@code mlp.down_proj}) skips nothing, as in transformers.
+     *
+     * @param path the module's dotted path
+     * @param skip the skip list
+     * @return true if the module is left in float
+     */
+    static boolean skips(String path, List<String> skip) {
+        String name = path.substring(path.lastIndexOf('.') + 1);
+        for (String key : skip) {
+            // Python's `key + "." in path`: a plain substring, as transformers tests it.
+            if (key.equals(name) || key.equals(path) || path.contains(key + ".")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The parameters more than one module holds as its own. */

@@ -5,15 +5,24 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Writes files so that readers see either the old file or the complete new one, never a partial
  * write: the content goes to a temporary sibling, is flushed to disk, and is renamed over the
  * target in one step. A crash mid-save leaves the previous checkpoint intact.
+ *
+ * <p>A committed file has the permissions a plain write would leave: a new file those of any new
+ * file ({@code 0666} less the umask, or what the directory's default ACL gives), a replaced one the
+ * permissions it had (on a POSIX file system), never a temporary file's {@code 0600}.
  */
 public final class AtomicFiles {
 
@@ -58,13 +67,19 @@ public final class AtomicFiles {
     public static Pending open(Path target) throws IOException {
         Path absolute = target.toAbsolutePath();
         Files.createDirectories(absolute.getParent());
-        Path temp =
-                Files.createTempFile(absolute.getParent(), "." + absolute.getFileName(), ".tmp");
-        try {
-            return new Pending(absolute, temp, FileChannel.open(temp, StandardOpenOption.WRITE));
-        } catch (IOException | RuntimeException e) {
-            Files.deleteIfExists(temp);
-            throw e;
+        while (true) {
+            String unique = Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36);
+            Path temp = absolute.resolveSibling("." + absolute.getFileName() + unique + ".tmp");
+            try {
+                // Created as any new file is (no attributes): Files.createTempFile's 0600 would
+                // stay with the file through the rename and lock other users out of it.
+                FileChannel channel =
+                        FileChannel.open(
+                                temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+                return new Pending(absolute, temp, channel);
+            } catch (FileAlreadyExistsException e) {
+                // another writer's temporary name: draw again
+            }
         }
     }
 
@@ -98,6 +113,7 @@ public final class AtomicFiles {
         public void commit() throws IOException {
             channel.force(true);
             channel.close();
+            keepPermissions(target, temp);
             try {
                 Files.move(
                         temp,
@@ -118,6 +134,17 @@ public final class AtomicFiles {
                 Files.deleteIfExists(temp);
             }
         }
+    }
+
+    /** Gives {@code temp} the POSIX permissions of {@code target}, if it exists and has them. */
+    private static void keepPermissions(Path target, Path temp) throws IOException {
+        Set<PosixFilePermission> permissions;
+        try {
+            permissions = Files.getPosixFilePermissions(target);
+        } catch (NoSuchFileException | UnsupportedOperationException e) {
+            return; // a new file, or a file system without POSIX permissions
+        }
+        Files.setPosixFilePermissions(temp, permissions);
     }
 
     /**

@@ -3,11 +3,17 @@ package ai.djl.fsdp.safetensors;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonObject;
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * Hugging Face's layout of a checkpoint too large for one file: numbered {@code
@@ -15,6 +21,10 @@ import java.util.Map;
  * to its shard.
  */
 public final class CheckpointShards {
+
+    /** The name of a numbered shard, as {@link #fileName} gives it for more than one. */
+    private static final Pattern SHARD_FILE =
+            Pattern.compile("model-\\d{5}-of-\\d{5}\\.safetensors");
 
     private CheckpointShards() {}
 
@@ -101,6 +111,42 @@ public final class CheckpointShards {
         }
         if (shards.size() > 1) {
             writeIndex(directory, shards, sizes.values().stream().mapToLong(Long::longValue).sum());
+        }
+        removeStale(directory, shards.size());
+    }
+
+    /**
+     * Removes what an earlier save left in {@code directory} that the save of {@code count} files
+     * just committed did not write: after a single {@code model.safetensors}, the index and every
+     * numbered shard; after numbered shards, {@code model.safetensors} and the shards of another
+     * count. Left there, a reader would take the old weights (this project's reader looks for the
+     * index first, transformers for {@code model.safetensors}). Only the names this layout uses are
+     * touched; every other file stays.
+     *
+     * @param directory the checkpoint directory
+     * @param count the number of files the save wrote
+     * @throws IOException if a file cannot be deleted
+     */
+    public static void removeStale(Path directory, int count) throws IOException {
+        if (count == 1) {
+            // The index first: without it, a reader no longer looks for the shards.
+            Files.deleteIfExists(directory.resolve(SafetensorsCheckpoint.INDEX_FILE));
+        } else {
+            Files.deleteIfExists(directory.resolve(SafetensorsCheckpoint.SINGLE_FILE));
+        }
+        Set<String> written = new HashSet<>();
+        for (int i = 0; i < count; i++) {
+            written.add(fileName(i, count));
+        }
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(directory)) {
+            for (Path file : files) {
+                String name = file.getFileName().toString();
+                if (SHARD_FILE.matcher(name).matches()
+                        && !written.contains(name)
+                        && !Files.isDirectory(file, LinkOption.NOFOLLOW_LINKS)) {
+                    Files.delete(file);
+                }
+            }
         }
     }
 }

@@ -3,11 +3,14 @@ package ai.djl.fsdp.safetensors;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
+import com.google.gson.JsonPrimitive;
 import com.google.gson.Strictness;
 import com.google.gson.stream.JsonReader;
 import com.google.gson.stream.JsonToken;
 import java.io.IOException;
 import java.io.StringReader;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -47,6 +50,26 @@ public final class JsonText {
             throw new JsonParseException(e);
         }
         return value;
+    }
+
+    /**
+     * Returns the strings of a JSON array that holds only strings, such as a list of module names.
+     *
+     * @param value the value, or null
+     * @return the strings in order, or null if {@code value} is not such an array
+     */
+    public static List<String> strings(JsonElement value) {
+        if (value == null || !value.isJsonArray()) {
+            return null;
+        }
+        List<String> strings = new ArrayList<>();
+        for (JsonElement element : value.getAsJsonArray()) {
+            if (!(element instanceof JsonPrimitive p && p.isString())) {
+                return null;
+            }
+            strings.add(p.getAsString());
+        }
+        return strings;
     }
 
     /**

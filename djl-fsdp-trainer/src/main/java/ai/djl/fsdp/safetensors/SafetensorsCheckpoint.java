@@ -20,8 +20,9 @@ import java.util.Set;
 
 /**
  * The tensors of a Hugging Face checkpoint, looked up by name across its safetensors files: a
- * single {@code model.safetensors}, or the shards listed by {@code model.safetensors.index.json}.
- * Reads are memory-mapped and can cover a range of elements (see {@link SafetensorsFile}).
+ * single {@code model.safetensors}, or the shards listed by {@code model.safetensors.index.json}. A
+ * read can cover a range of elements and is a positioned read of only those bytes, straight into
+ * the tensor's memory; {@link #map} memory-maps a range instead (see {@link SafetensorsFile}).
  */
 public final class SafetensorsCheckpoint implements AutoCloseable {
 

@@ -100,15 +100,6 @@ public final class SafetensorsFile implements AutoCloseable {
     }
 
     /**
-     * Returns the file this reads.
-     *
-     * @return the path
-     */
-    public Path getPath() {
-        return path;
-    }
-
-    /**
      * Returns the names of the tensors, in header order.
      *
      * @return the tensor names

@@ -138,7 +138,9 @@ public final class SafetensorsWriter {
     /**
      * Writes the tensors as a checkpoint in a directory: one {@code model.safetensors} if they fit
      * in {@code maxShardBytes}, otherwise numbered shards (a tensor is never split) and a {@code
-     * model.safetensors.index.json} mapping each tensor to its shard.
+     * model.safetensors.index.json} mapping each tensor to its shard. Once they are in place, the
+     * files of the other layout an earlier save left there are removed ({@link
+     * CheckpointShards#removeStale}).
      *
      * @param directory the checkpoint directory
      * @param maxShardBytes the most tensor bytes one shard holds (a larger single tensor gets a

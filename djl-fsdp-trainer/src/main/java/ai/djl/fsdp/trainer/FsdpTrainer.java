@@ -329,10 +329,10 @@ public class FsdpTrainer extends RankTrainer {
      * @param file the safetensors file to create or replace (on rank 0)
      * @param transform what the state holds: {@link StateTransform#parameters(ai.djl.nn.Block)} for
      *     the model as it is, or a LoRA transform
-     * @throws IOException if writing fails
+     * @throws IOException if writing fails on rank 0: on every rank, rank 0's message carried
      */
     public void saveFullState(Path file, StateTransform transform) throws IOException {
-        ModelStateWriter.write(this::forEachUnitGathered, getRank() == 0, file, transform);
+        ModelStateWriter.write(this::forEachUnitGathered, group(), file, transform);
     }
 
     /**
@@ -344,12 +344,12 @@ public class FsdpTrainer extends RankTrainer {
      * @param directory the existing directory on rank 0
      * @param transform what the state holds
      * @param maxShardBytes the most tensor bytes one file holds
-     * @throws IOException if writing fails
+     * @throws IOException if writing fails on rank 0: on every rank, rank 0's message carried
      */
     public void saveFullState(Path directory, StateTransform transform, long maxShardBytes)
             throws IOException {
         ModelStateWriter.writeCheckpoint(
-                this::forEachUnitGathered, getRank() == 0, directory, transform, maxShardBytes);
+                this::forEachUnitGathered, group(), directory, transform, maxShardBytes);
     }
 
     /** Returns how the model is sharded. */

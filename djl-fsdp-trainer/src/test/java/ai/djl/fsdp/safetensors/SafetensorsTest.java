@@ -144,6 +144,64 @@ class SafetensorsTest {
     }
 
     @Test
+    void resavingInTheOtherLayoutRemovesTheOldOne() throws IOException {
+        Path checkpoint = dir.resolve("resaved");
+        Files.createDirectories(checkpoint);
+        Path notes = Files.writeString(checkpoint.resolve("notes.txt"), "mine");
+        Path lookalike = Files.writeString(checkpoint.resolve("model-1-of-2.safetensors"), "mine");
+        SafetensorsWriter old = new SafetensorsWriter();
+        SafetensorsWriter resaved = new SafetensorsWriter();
+        for (int i = 0; i < 5; i++) {
+            old.add("t" + i, manager.full(new Shape(10), (float) i));
+            resaved.add("t" + i, manager.full(new Shape(10), (float) i + 10));
+        }
+        old.writeCheckpoint(checkpoint, 100); // three shards and an index
+        resaved.writeCheckpoint(checkpoint, Long.MAX_VALUE);
+        assertEquals(
+                List.of("model-1-of-2.safetensors", SafetensorsCheckpoint.SINGLE_FILE, "notes.txt"),
+                listing(checkpoint));
+        assertEquals(14f, readFirst(checkpoint, "t4"), "the new weights, not the old shards'");
+
+        old.writeCheckpoint(checkpoint, 100);
+        assertEquals(
+                List.of(
+                        "model-00001-of-00003.safetensors",
+                        "model-00002-of-00003.safetensors",
+                        "model-00003-of-00003.safetensors",
+                        "model-1-of-2.safetensors",
+                        SafetensorsCheckpoint.INDEX_FILE,
+                        "notes.txt"),
+                listing(checkpoint));
+        assertEquals(4f, readFirst(checkpoint, "t4"));
+
+        resaved.writeCheckpoint(checkpoint, 120); // two shards: the three of the last save go
+        assertEquals(
+                List.of(
+                        "model-00001-of-00002.safetensors",
+                        "model-00002-of-00002.safetensors",
+                        "model-1-of-2.safetensors",
+                        SafetensorsCheckpoint.INDEX_FILE,
+                        "notes.txt"),
+                listing(checkpoint));
+        assertEquals(14f, readFirst(checkpoint, "t4"));
+        assertEquals("mine", Files.readString(notes));
+        assertEquals("mine", Files.readString(lookalike));
+    }
+
+    /** The names in a directory, sorted. */
+    static List<String> listing(Path directory) throws IOException {
+        try (java.util.stream.Stream<Path> files = Files.list(directory)) {
+            return files.map(file -> file.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    private float readFirst(Path checkpoint, String name) throws IOException {
+        try (SafetensorsCheckpoint read = SafetensorsCheckpoint.open(checkpoint)) {
+            return read.read(manager, name).getFloat(0);
+        }
+    }
+
+    @Test
     void corruptFilesAreErrorsNamingTheProblem() throws IOException {
         Path file = dir.resolve("ok.safetensors");
         new SafetensorsWriter().add("x", manager.ones(new Shape(4))).write(file);

@@ -4,6 +4,7 @@ import ai.djl.fsdp.qlora.Qlora;
 import ai.djl.fsdp.quant.QuantConfig;
 import ai.djl.fsdp.quant.QuantType;
 import ai.djl.fsdp.safetensors.Dtype;
+import ai.djl.fsdp.safetensors.JsonText;
 import ai.djl.fsdp.tensor.Precision;
 import ai.djl.fsdp.zoo.CausalLM;
 import ai.djl.nn.Block;
@@ -14,7 +15,6 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -136,15 +136,8 @@ public final class QuantizationConfig {
                         .optNested(flag(block, "bnb_4bit_use_double_quant"));
         JsonElement skip = block.get("llm_int8_skip_modules");
         if (skip != null && !skip.isJsonNull()) {
-            List<String> modules = new ArrayList<>();
-            if (skip.isJsonArray()) {
-                for (JsonElement name : skip.getAsJsonArray()) {
-                    if (name instanceof JsonPrimitive p && p.isString()) {
-                        modules.add(name.getAsString());
-                    }
-                }
-            }
-            if (!skip.isJsonArray() || modules.size() != skip.getAsJsonArray().size()) {
+            List<String> modules = JsonText.strings(skip);
+            if (modules == null) {
                 throw refused(
                         "llm_int8_skip_modules", skip.toString(), "give a list of module names");
             }
@@ -221,7 +214,9 @@ public final class QuantizationConfig {
     /**
      * Returns the block transformers writes to {@code config.json} for this {@code
      * BitsAndBytesConfig} (the keys {@link #fromJson} reads, and transformers' defaults for the
-     * 8-bit ones), so that a base saved with it loads as it was quantized.
+     * 8-bit ones), so that a base saved with it loads as it was quantized; but for the private
+     * {@code _load_in_4bit} and {@code _load_in_8bit}, the copies of {@code load_in_4bit} and
+     * {@code load_in_8bit} that transformers' {@code to_dict} also writes, which are left out.
      *
      * @return the {@code quantization_config} object
      */
@@ -432,7 +427,9 @@ public final class QuantizationConfig {
         /**
          * Sets the modules left unquantized (default: the output head).
          *
-         * @param skipModules module names, matched as LoRA's targets are
+         * @param skipModules module names, matched as transformers matches {@code
+         *     llm_int8_skip_modules}: a module's own name, its dotted path, or an ancestor's (see
+         *     {@link Qlora#quantize})
          * @return this builder
          */
         public Builder optSkipModules(List<String> skipModules) {

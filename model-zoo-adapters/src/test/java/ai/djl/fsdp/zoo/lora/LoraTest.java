@@ -129,14 +129,7 @@ class LoraTest {
                 assertEquals(2 * 4 * 2, file.getNames().size(), "2 layers, 4 projections, A and B");
             }
 
-            CausalLM reloaded = TestModels.seeded("gpt2-tiny", manager, 8);
-            assertEquals(GPT2_LORA.toString(), Lora.load(reloaded, dir).toString());
-            NDArray ids = TestModels.tokens(manager, 1, 5, 3);
-            assertEquals(
-                    0f,
-                    TestModels.maxDiff(
-                            TestModels.logits(model, ids, null),
-                            TestModels.logits(reloaded, ids, null)));
+            reload(model, GPT2_LORA, 8, manager);
 
             CausalLM llama = TestModels.seeded("llama-tiny", manager, 8);
             IllegalArgumentException e =
@@ -148,6 +141,61 @@ class LoraTest {
                     e.getMessage());
             assertTrue(e.getMessage().contains("q_proj"), e.getMessage());
         }
+    }
+
+    @Test
+    void aDottedTargetIsSavedAsGivenAndReloadsOntoTheSameModules() throws IOException {
+        LoraConfig attentionOnly =
+                LoraConfig.builder()
+                        .setTargetModules(List.of("attn.c_proj"))
+                        .optRank(2)
+                        .optAlpha(4)
+                        .build();
+        try (NDManager manager = TestModels.newManager()) {
+            CausalLM model = TestModels.seeded("gpt2-tiny", manager, 9);
+            List<String> adapted = Lora.apply(model, attentionOnly);
+            assertEquals(
+                    List.of("transformer.h.0.attn.c_proj", "transformer.h.1.attn.c_proj"),
+                    adapted,
+                    "the MLP's c_proj is not adapted");
+            train(model, manager, 2);
+            Lora.save(model, attentionOnly, dir);
+            assertEquals("[\"attn.c_proj\"]", savedTargets(dir));
+
+            CausalLM reloaded = reload(model, attentionOnly, 9, manager);
+            assertEquals(adapted, List.copyOf(Lora.adapters(reloaded).keySet()));
+
+            // all-linear is saved as the names it resolved to, as PEFT expands it.
+            CausalLM allLinear = TestModels.seeded("gpt2-tiny", manager, 9);
+            Lora.apply(allLinear, ALL_LINEAR);
+            Path expanded = dir.resolve("all-linear");
+            Lora.save(allLinear, ALL_LINEAR, expanded);
+            assertEquals("[\"c_attn\",\"c_fc\",\"c_proj\"]", savedTargets(expanded));
+        }
+    }
+
+    /**
+     * Loads the adapters saved in {@link #dir} onto a fresh {@code gpt2-tiny} of {@code seed}: the
+     * configuration read back is {@code config}, and the logits are {@code model}'s exactly.
+     */
+    private CausalLM reload(CausalLM model, LoraConfig config, int seed, NDManager manager)
+            throws IOException {
+        CausalLM reloaded = TestModels.seeded("gpt2-tiny", manager, seed);
+        assertEquals(config.toString(), Lora.load(reloaded, dir).toString());
+        NDArray ids = TestModels.tokens(manager, 1, 5, 3);
+        assertEquals(
+                0f,
+                TestModels.maxDiff(
+                        TestModels.logits(model, ids, null),
+                        TestModels.logits(reloaded, ids, null)));
+        return reloaded;
+    }
+
+    private static String savedTargets(Path adapters) throws IOException {
+        return JsonParser.parseString(Files.readString(adapters.resolve(Lora.CONFIG_FILE)))
+                .getAsJsonObject()
+                .get("target_modules")
+                .toString();
     }
 
     @Test
