@@ -239,13 +239,38 @@ class Seq2SeqFinetuneTest {
         assertFalse(Files.exists(output), "nothing is written");
     }
 
+    /** T5's and Flan-T5's tokenizer.json is Unigram: its vocabulary a list of [piece, score]. */
+    @Test
+    void aT5WithAUnigramTokenizerTrains(@TempDir Path directory) throws Exception {
+        Path model = tinyT5(directory);
+        TestModels.unigramTokenizer(model.resolve("tokenizer.json"));
+        Path output = directory.resolve("unigram");
+        String out =
+                finetuneHere(
+                        "--model_name_or_path",
+                        model.toString(),
+                        "--dataset_name",
+                        splits(directory).toString(),
+                        "--max_steps",
+                        "1",
+                        "--eval_strategy",
+                        "no",
+                        "--exact_match_samples",
+                        "0",
+                        "--output_dir",
+                        output.toString());
+        assertTrue(out.contains("step=1 "), out);
+        JsonObject saved =
+                JsonParser.parseString(Files.readString(output.resolve("tokenizer.json")))
+                        .getAsJsonObject();
+        assertEquals("Unigram", saved.getAsJsonObject("model").get("type").getAsString());
+        assertEquals(48, saved.getAsJsonObject("model").getAsJsonArray("vocab").size());
+    }
+
     @Test
     void theBuiltInDemoRunsAndCutTargetsAreCountedOnce(@TempDir Path directory) {
-        StringWriter out = new StringWriter();
-        CommandLine line = new CommandLine(new FinetuneCommand());
-        line.setOut(new PrintWriter(out));
-        int code =
-                line.execute(
+        String out =
+                finetuneHere(
                         "--model_name_or_path", "t5-tiny",
                         "--dataset_name", "sentiment-labels",
                         "--max_target_length", "4",
@@ -253,10 +278,18 @@ class Seq2SeqFinetuneTest {
                         "--logging_steps", "1",
                         "--exact_match_samples", "0",
                         "--output_dir", directory.resolve("demo").toString());
-        assertEquals(0, code, out.toString());
         String cut = "note: 2730 train targets are longer than --max_target_length 4 tokens";
-        assertEquals(1, out.toString().split(cut, -1).length - 1, out.toString());
-        assertTrue(out.toString().contains("step=2 "), out.toString());
+        assertEquals(1, out.split(cut, -1).length - 1, out);
+        assertTrue(out.contains("step=2 "), out);
+    }
+
+    /** Runs finetune in this process, on one rank; returns its output once it succeeded. */
+    private static String finetuneHere(String... args) {
+        StringWriter out = new StringWriter();
+        CommandLine line = new CommandLine(new FinetuneCommand());
+        line.setOut(new PrintWriter(out));
+        assertEquals(0, line.execute(args), out.toString());
+        return out.toString();
     }
 
     private static void assertRefused(String expected, List<String> args) {
