@@ -148,8 +148,8 @@ public final class JinjaChatTemplate implements ChatFormat {
         }
         return new JinjaChatTemplate(
                 template.getAsString(),
-                token(root.get("bos_token")),
-                token(root.get("eos_token")),
+                TokenizerJson.specialToken(root.get("bos_token")),
+                TokenizerJson.specialToken(root.get("eos_token")),
                 config);
     }
 
@@ -315,16 +315,5 @@ public final class JinjaChatTemplate implements ChatFormat {
                         + "; fix the template (Jinja's own filters, functions and tags,"
                         + " raise_exception, strftime_now, tojson, items and Python's string"
                         + " methods are defined), or train with --chat_template_format chatml");
-    }
-
-    /** A special token as tokenizer_config.json writes it: text or an AddedToken object. */
-    private static String token(JsonElement element) {
-        if (element == null || element.isJsonNull()) {
-            return null;
-        }
-        if (element.isJsonObject()) {
-            return element.getAsJsonObject().get("content").getAsString();
-        }
-        return element.getAsString();
     }
 }

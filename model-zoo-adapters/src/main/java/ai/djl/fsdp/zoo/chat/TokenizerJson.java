@@ -4,6 +4,7 @@ import com.google.gson.GsonBuilder;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -79,6 +80,39 @@ public final class TokenizerJson {
             }
         }
         return size;
+    }
+
+    /**
+     * Returns a special token as {@code tokenizer_config.json} writes it: its text, or an
+     * AddedToken object whose {@code content} is the text.
+     *
+     * @param element the value of a key such as {@code eos_token}, or null
+     * @return the token's text, or null if there is none
+     */
+    public static String specialToken(JsonElement element) {
+        if (element == null || element.isJsonNull()) {
+            return null;
+        }
+        if (element.isJsonObject()) {
+            return element.getAsJsonObject().get("content").getAsString();
+        }
+        return element.getAsString();
+    }
+
+    /**
+     * Reads the {@code eos_token} of a {@code tokenizer_config.json}: the token that ends a
+     * sequence, whose id is Hugging Face's {@code tokenizer.eos_token_id}.
+     *
+     * @param config the file
+     * @return the token's text, or null if the file is absent or has no {@code eos_token}
+     * @throws IOException if the file cannot be read
+     */
+    public static String eosToken(Path config) throws IOException {
+        if (config == null || !Files.isRegularFile(config)) {
+            return null;
+        }
+        JsonElement root = JsonParser.parseString(Files.readString(config, StandardCharsets.UTF_8));
+        return root.isJsonObject() ? specialToken(root.getAsJsonObject().get("eos_token")) : null;
     }
 
     /**

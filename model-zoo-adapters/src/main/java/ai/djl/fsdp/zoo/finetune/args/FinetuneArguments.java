@@ -141,7 +141,10 @@ public final class FinetuneArguments {
             names = "--append_concat_token",
             arity = "0..1",
             fallbackValue = "true",
-            description = "Append the end-of-text token to each text example (default false).")
+            description =
+                    "Append the end-of-sequence token to each text example: the tokenizer's"
+                            + " eos_token (tokenizer_config.json), else config.json's"
+                            + " eos_token_id (default false).")
     public boolean appendConcatToken;
 
     @Option(
