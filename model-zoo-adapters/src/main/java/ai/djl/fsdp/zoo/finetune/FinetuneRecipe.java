@@ -124,11 +124,6 @@ final class FinetuneRecipe implements AutoCloseable {
         if (chat && args.chatTemplateFormat == null && chatFormat != ChatTemplate.CHATML) {
             note.accept("conversations are rendered with the tokenizer's own chat_template");
         }
-        if (args.addSpecialTokens) {
-            note.accept(
-                    "--add_special_tokens True: examples are tokenized as written; the chat"
-                            + " template's own tokens mark the turns");
-        }
         workDirectory = Files.createTempDirectory("finetune-tokenizer");
         tokenizerFile = workDirectory.resolve(Tokenizers.FILE);
         int vocab = prepareTokenizer(source.tokenizer(), tokenizerFile);
