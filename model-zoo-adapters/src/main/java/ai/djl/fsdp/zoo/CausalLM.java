@@ -142,15 +142,6 @@ public abstract class CausalLM extends PretrainedModel {
     }
 
     /**
-     * Returns whether training passes hand the loss the hidden states and the head's weight.
-     *
-     * @return true if the head's product is left to the loss in training
-     */
-    public boolean isFusedLossHead() {
-        return fusedLossHead;
-    }
-
-    /**
      * Runs the model on new tokens, optionally continuing from and extending a key-value cache.
      *
      * @param ps the parameter store

@@ -77,8 +77,10 @@ public interface ModelConfig {
     }
 
     /**
-     * Checks that the family is a decoder-only language model, what the commands that run only
-     * {@link CausalLM}s ({@code generate}, {@code bench}) take.
+     * Checks that the family is a decoder-only language model, what the code that takes only {@link
+     * CausalLM}s needs: {@link #newCausalLM} ({@code Models.create}, {@code bench train}) and
+     * {@code Models.forCheckpoint} ({@code bench}'s load measurement). {@code generate} and {@code
+     * finetune} take encoder-decoder models too and do not call it.
      *
      * @throws IllegalArgumentException naming the family when it is an encoder-decoder one
      */

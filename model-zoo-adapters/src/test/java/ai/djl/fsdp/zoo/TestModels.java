@@ -11,6 +11,7 @@ import ai.djl.fsdp.trainer.FullyShardedDataParallel;
 import ai.djl.fsdp.trainer.TrainerOptions;
 import ai.djl.fsdp.trainer.WrapPolicy;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
+import ai.djl.fsdp.zoo.chat.TokenizerJson;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
 import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
@@ -27,6 +28,8 @@ import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.ParameterStore;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 import java.io.IOException;
 import java.io.InputStream;
@@ -160,6 +163,53 @@ public final class TestModels {
                 .abs()
                 .max()
                 .getFloat();
+    }
+
+    /** The pieces of {@link #unigramTokenizer} after its three specials: T5's layout. */
+    public static final String UNIGRAM_PIECES = " abcdefghijklmnopqrstuvwxyz0123456789.,?!+=";
+
+    /**
+     * Writes a small Unigram {@code tokenizer.json} as T5's and Flan-T5's are shaped: {@code
+     * model.vocab} a list of {@code [piece, score]} pairs, {@code <pad>} 0, {@code </s>} 1 and
+     * {@code <unk>} 2 also added tokens, then one piece per character of {@link #UNIGRAM_PIECES}
+     * and the pieces {@code "the"} and {@code " was"}; 48 ids in all.
+     *
+     * @param file the file to write
+     * @return the file
+     * @throws IOException if writing fails
+     */
+    public static Path unigramTokenizer(Path file) throws IOException {
+        JsonArray vocab = new JsonArray();
+        JsonArray added = new JsonArray();
+        List<String> specials = List.of("<pad>", "</s>", "<unk>");
+        for (int id = 0; id < specials.size(); id++) {
+            vocab.add(piece(specials.get(id), 0));
+            added.add(TokenizerJson.addedToken(id, specials.get(id)));
+        }
+        for (char c : UNIGRAM_PIECES.toCharArray()) {
+            vocab.add(piece(String.valueOf(c), -5));
+        }
+        vocab.add(piece("the", -2));
+        vocab.add(piece(" was", -2));
+        JsonObject model = new JsonObject();
+        model.addProperty("type", "Unigram");
+        model.addProperty("unk_id", 2);
+        model.add("vocab", vocab);
+        JsonObject root = new JsonObject();
+        root.addProperty("version", "1.0");
+        root.add("truncation", JsonNull.INSTANCE);
+        root.add("padding", JsonNull.INSTANCE);
+        root.add("added_tokens", added);
+        root.add("model", model);
+        Files.writeString(file, root.toString());
+        return file;
+    }
+
+    private static JsonArray piece(String text, double score) {
+        JsonArray pair = new JsonArray();
+        pair.add(text);
+        pair.add(score);
+        return pair;
     }
 
     /**

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.chat;
 
+import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
@@ -132,17 +133,13 @@ public final class ChatTemplate {
         JsonObject root =
                 JsonParser.parseString(Files.readString(source, StandardCharsets.UTF_8))
                         .getAsJsonObject();
-        JsonObject vocab = root.getAsJsonObject("model").getAsJsonObject("vocab");
-        int size = 0;
-        List<String> present = new ArrayList<>();
-        for (Map.Entry<String, JsonElement> entry : vocab.entrySet()) {
-            size = Math.max(size, entry.getValue().getAsInt() + 1);
-            present.add(entry.getKey());
+        int size = TokenizerJson.size(root, source);
+        List<String> present = new ArrayList<>(TokenizerJson.vocabulary(root, source).values());
+        if (!root.has("added_tokens")) {
+            root.add("added_tokens", new JsonArray());
         }
         for (JsonElement token : root.getAsJsonArray("added_tokens")) {
-            JsonObject added = token.getAsJsonObject();
-            size = Math.max(size, added.get("id").getAsInt() + 1);
-            present.add(added.get("content").getAsString());
+            present.add(token.getAsJsonObject().get("content").getAsString());
         }
         for (String marker : List.of(START, END)) {
             if (addMarkers && !present.contains(marker)) {

@@ -13,6 +13,7 @@ import java.nio.file.StandardCopyOption;
 import java.time.Clock;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -26,12 +27,24 @@ import java.util.Set;
  */
 public final class JinjaChatTemplate implements ChatFormat {
 
+    /** The name of the template a conversation without tools takes, in a list of named ones. */
+    private static final String DEFAULT = "default";
+
+    /** The name of the template a conversation with tools takes, in a list of named ones. */
+    private static final String TOOL_USE = "tool_use";
+
     /** The variables the renderer binds itself. */
     private static final Set<String> RESERVED =
             Set.of("messages", "tools", "add_generation_prompt", "bos_token", "eos_token");
 
+    /** The template of conversations without tools ({@code default}), or null if none. */
     private final String template;
+
+    /** The template of conversations with tools ({@code tool_use}), or null if none. */
+    private final String toolTemplate;
+
     private final String prepared;
+    private final String toolPrepared;
     private final String bosToken;
     private final String eosToken;
     private final Path source;
@@ -40,26 +53,42 @@ public final class JinjaChatTemplate implements ChatFormat {
 
     private JinjaChatTemplate(
             String template,
+            String toolTemplate,
             String bosToken,
             String eosToken,
             Path source,
             Map<String, Object> variables,
             Clock clock) {
         this.template = template;
+        this.toolTemplate = toolTemplate;
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.source = source;
         this.variables = Collections.unmodifiableMap(new HashMap<>(variables));
         this.clock = clock;
+        this.prepared = prepare(template);
+        this.toolPrepared = prepare(toolTemplate);
+    }
+
+    private JinjaChatTemplate(
+            String template, String toolTemplate, String bosToken, String eosToken, Path source) {
+        this(
+                template,
+                toolTemplate,
+                bosToken,
+                eosToken,
+                source,
+                Map.of(),
+                Clock.systemDefaultZone());
+    }
+
+    /** Prepares a template for Jinjava, or returns null for none. */
+    private String prepare(String text) {
         try {
-            this.prepared = HuggingFaceJinja.prepare(template);
+            return text == null ? null : HuggingFaceJinja.prepare(text);
         } catch (IllegalArgumentException e) {
             throw invalid(e.getMessage());
         }
-    }
-
-    private JinjaChatTemplate(String template, String bosToken, String eosToken, Path source) {
-        this(template, bosToken, eosToken, source, Map.of(), Clock.systemDefaultZone());
     }
 
     /**
@@ -71,7 +100,7 @@ public final class JinjaChatTemplate implements ChatFormat {
      * @return the template
      */
     public static JinjaChatTemplate of(String template, String bosToken, String eosToken) {
-        return new JinjaChatTemplate(template, bosToken, eosToken, null);
+        return new JinjaChatTemplate(template, null, bosToken, eosToken, null);
     }
 
     /**
@@ -95,7 +124,8 @@ public final class JinjaChatTemplate implements ChatFormat {
         }
         Map<String, Object> merged = new HashMap<>(this.variables);
         merged.putAll(variables);
-        return new JinjaChatTemplate(template, bosToken, eosToken, source, merged, clock);
+        return new JinjaChatTemplate(
+                template, toolTemplate, bosToken, eosToken, source, merged, clock);
     }
 
     /**
@@ -106,7 +136,8 @@ public final class JinjaChatTemplate implements ChatFormat {
      * @return the template with the clock
      */
     public JinjaChatTemplate withClock(Clock clock) {
-        return new JinjaChatTemplate(template, bosToken, eosToken, source, variables, clock);
+        return new JinjaChatTemplate(
+                template, toolTemplate, bosToken, eosToken, source, variables, clock);
     }
 
     /**
@@ -119,11 +150,16 @@ public final class JinjaChatTemplate implements ChatFormat {
     }
 
     /**
-     * Reads the template of a {@code tokenizer_config.json}.
+     * Reads the template of a {@code tokenizer_config.json}: one template, or a list of named ones
+     * ({@code {"name": ..., "template": ...}}) of which, as Hugging Face's {@code
+     * apply_chat_template} chooses, a conversation with tools takes {@code tool_use} (if there is
+     * one) and any other {@code default}.
      *
      * @param config the file
      * @return the template, or null if the file is absent or has no {@code chat_template}
      * @throws IOException if the file cannot be read
+     * @throws IllegalArgumentException naming the file if a named template lacks its name or text,
+     *     or none is named {@code default} or {@code tool_use}
      */
     public static JinjaChatTemplate read(Path config) throws IOException {
         if (config == null || !Files.isRegularFile(config)) {
@@ -133,24 +169,47 @@ public final class JinjaChatTemplate implements ChatFormat {
                 JsonParser.parseString(Files.readString(config, StandardCharsets.UTF_8))
                         .getAsJsonObject();
         JsonElement template = root.get("chat_template");
+        Map<String, String> named = new LinkedHashMap<>();
         if (template != null && template.isJsonArray()) {
-            JsonElement chosen = null; // named templates: the default one
-            for (JsonElement named : template.getAsJsonArray()) {
-                JsonObject entry = named.getAsJsonObject();
-                if (chosen == null || "default".equals(entry.get("name").getAsString())) {
-                    chosen = entry.get("template");
-                }
+            for (JsonElement entry : template.getAsJsonArray()) {
+                named.put(text(entry, "name", config), text(entry, "template", config));
             }
-            template = chosen;
-        }
-        if (template == null || !template.isJsonPrimitive()) {
+            if (!named.containsKey(DEFAULT) && !named.containsKey(TOOL_USE)) {
+                throw new IllegalArgumentException(
+                        config
+                                + ": chat_template names the templates "
+                                + named.keySet()
+                                + ", none of them \"default\" (or \"tool_use\" for"
+                                + " conversations with tools), so none would be chosen: name the"
+                                + " one to train with \"default\"");
+            }
+        } else if (template != null && template.isJsonPrimitive()) {
+            named.put(DEFAULT, template.getAsString());
+        } else {
             return null;
         }
         return new JinjaChatTemplate(
-                template.getAsString(),
-                token(root.get("bos_token")),
-                token(root.get("eos_token")),
+                named.get(DEFAULT),
+                named.get(TOOL_USE),
+                TokenizerJson.specialToken(root.get("bos_token")),
+                TokenizerJson.specialToken(root.get("eos_token")),
                 config);
+    }
+
+    /** Returns a string field of a named template, or fails naming the file and the field. */
+    private static String text(JsonElement entry, String field, Path config) {
+        JsonElement value = entry.isJsonObject() ? entry.getAsJsonObject().get(field) : null;
+        if (value == null || !value.isJsonPrimitive()) {
+            throw new IllegalArgumentException(
+                    config
+                            + ": each entry of a chat_template list is {\"name\": ...,"
+                            + " \"template\": ...}, but "
+                            + entry
+                            + " has no \""
+                            + field
+                            + "\" string: give it one");
+        }
+        return value.getAsString();
     }
 
     /**
@@ -213,7 +272,7 @@ public final class JinjaChatTemplate implements ChatFormat {
         bindings.put("add_generation_prompt", addGenerationPrompt);
         bindings.put("bos_token", bosToken == null ? "" : bosToken);
         bindings.put("eos_token", eosToken == null ? "" : eosToken);
-        RenderResult result = HuggingFaceJinja.render(prepared, bindings, clock);
+        RenderResult result = HuggingFaceJinja.render(chosen(tools), bindings, clock);
         for (TemplateError error : result.getErrors()) {
             for (Throwable cause = error.getException(); cause != null; cause = cause.getCause()) {
                 if (cause instanceof TemplateFailure failure) {
@@ -300,6 +359,25 @@ public final class JinjaChatTemplate implements ChatFormat {
         TokenizerJson.write(config, target);
     }
 
+    /**
+     * Returns the prepared template a conversation takes, as Hugging Face's {@code
+     * get_chat_template} chooses among named ones: with tools {@code tool_use} if there is one,
+     * else {@code default}.
+     */
+    private String chosen(List<? extends Map<String, ?>> tools) {
+        if (tools != null && toolPrepared != null) {
+            return toolPrepared;
+        }
+        if (prepared == null) {
+            throw new IllegalArgumentException(
+                    named()
+                            + " has a \"tool_use\" template but no \"default\" one, which a"
+                            + " conversation without tools takes: add a template named"
+                            + " \"default\" to chat_template");
+        }
+        return prepared;
+    }
+
     /** Names the template in an error: the tokenizer's, and the file it was read from. */
     private String named() {
         return "the tokenizer's chat template" + (source == null ? "" : " (" + source + ")");
@@ -315,16 +393,5 @@ public final class JinjaChatTemplate implements ChatFormat {
                         + "; fix the template (Jinja's own filters, functions and tags,"
                         + " raise_exception, strftime_now, tojson, items and Python's string"
                         + " methods are defined), or train with --chat_template_format chatml");
-    }
-
-    /** A special token as tokenizer_config.json writes it: text or an AddedToken object. */
-    private static String token(JsonElement element) {
-        if (element == null || element.isJsonNull()) {
-            return null;
-        }
-        if (element.isJsonObject()) {
-            return element.getAsJsonObject().get("content").getAsString();
-        }
-        return element.getAsString();
     }
 }

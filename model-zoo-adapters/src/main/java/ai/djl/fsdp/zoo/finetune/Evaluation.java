@@ -23,6 +23,7 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.training.dataset.Batch;
 import ai.djl.training.listener.TrainingListener.BatchData;
 import java.util.ArrayList;
@@ -48,7 +49,9 @@ final class Evaluation {
     }
 
     /**
-     * Returns the eval split's mean loss per label (all ranks' batches together).
+     * Returns the eval split's mean loss per label (all ranks' batches together), each example
+     * counted once: the sampler's padding, which evens out the ranks' batches, is run but left out
+     * of the sums and of the listeners' batches.
      *
      * @param eval the eval examples
      * @param batchSize examples per rank and batch
@@ -63,19 +66,29 @@ final class Evaluation {
         double count = 0;
         while (sampler.hasNext()) {
             int[] indices = sampler.next();
+            int counted = indices.length - sampler.getPadding();
             try (NDManager manager = trainer.getManager().newSubManager()) {
                 LabeledBatch batch = eval.batch(manager, indices);
                 NDList logits = trainer.evaluate(batch.modelInputs());
-                long labels = eval.countLabels(indices);
-                sum += loss.evaluate(new NDList(batch.labels()), logits).getFloat() * labels;
-                count += labels;
+                if (counted == 0) {
+                    continue; // padding alone: run for the other ranks' gathers, not counted
+                }
+                NDArray labels = batch.labels();
+                if (counted < indices.length) {
+                    labels = labels.duplicate();
+                    labels.set(new NDIndex(counted + ":"), CausalLmLoss.IGNORE);
+                }
+                long tokens = eval.countLabels(Arrays.copyOf(indices, counted));
+                sum += loss.evaluate(new NDList(labels), logits).getFloat() * tokens;
+                count += tokens;
+                String rows = ":" + counted;
                 BatchData event =
                         new BatchData(
                                 new Batch(
                                         manager,
-                                        new NDList(batch.modelInputs().get(0)),
-                                        new NDList(batch.labels()),
-                                        indices.length,
+                                        new NDList(batch.modelInputs().get(0).get(rows)),
+                                        new NDList(batch.labels().get(rows)),
+                                        counted,
                                         null,
                                         null,
                                         sampler.getBatchesRead(),

@@ -88,7 +88,7 @@ final class ExampleTokenizer {
                         packing,
                         recipe.chatFormat,
                         recipe.chat && recipe.args.completionOnlyLoss,
-                        recipe.args.appendConcatToken ? recipe.padId : -1,
+                        recipe.concatToken,
                         recipe.architecture.vocabSize());
         if (sequences.getTruncated() > 0) {
             note.accept(

@@ -15,6 +15,7 @@ import ai.djl.fsdp.trainer.FsdpTrainer;
 import ai.djl.fsdp.trainer.metrics.SentBytes;
 import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.PretrainedModel;
+import ai.djl.fsdp.zoo.finetune.args.ArgumentChecks;
 import ai.djl.fsdp.zoo.finetune.args.CheckpointArguments;
 import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
@@ -93,7 +94,7 @@ public final class FinetuneCommand implements Subcommand {
         if (fsdp.configFile != null) {
             return withConfigFile(env.getWorldSize());
         }
-        RunReport.quietStartup(args.logLevel);
+        RunReport.setLogLevel(args.logLevel);
         Path checkpoint = Path.of(args.modelNameOrPath);
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
         validate(checkpoint, fromCheckpoint);
@@ -311,50 +312,7 @@ public final class FinetuneCommand implements Subcommand {
             checkAdaptersAlone(checkpoint, fromCheckpoint, stored);
         }
 
-        args.seq2seq.check();
-        requirePositive(args.maxSeqLen, "--max_seq_len");
-        requirePositive(args.padToMultipleOf, "--pad_to_multiple_of");
-        requirePositive(args.perDeviceTrainBatchSize, "--per_device_train_batch_size");
-        requirePositive(args.perDeviceEvalBatchSize, "--per_device_eval_batch_size");
-        if (args.exactMatchBatchSize != null) {
-            requirePositive(args.exactMatchBatchSize, "--exact_match_batch_size");
-        }
-        requirePositive(args.gradientAccumulationSteps, "--gradient_accumulation_steps");
-        requirePositive(args.maxNonFiniteSteps, "--max_non_finite_steps");
-        if (args.maxSteps <= 0 && !(args.numTrainEpochs > 0)) {
-            throw new IllegalArgumentException(
-                    "give --max_steps or a positive --num_train_epochs, got "
-                            + args.numTrainEpochs);
-        }
-        if (!(args.learningRate > 0)) {
-            throw new IllegalArgumentException(
-                    "--learning_rate must be positive, got " + args.learningRate);
-        }
-        if (args.maxGradNorm < 0) {
-            throw new IllegalArgumentException(
-                    "--max_grad_norm must be positive, or 0 for no clipping; got "
-                            + args.maxGradNorm);
-        }
-        if (args.warmupRatio < 0 || args.warmupRatio >= 1 || args.warmupSteps < 0) {
-            throw new IllegalArgumentException(
-                    "--warmup_ratio must be in [0, 1) and --warmup_steps >= 0");
-        }
-        if (!List.of("no", "steps", "epoch").contains(args.evalStrategy)
-                || ("steps".equals(args.evalStrategy) && args.evalSteps <= 0)) {
-            throw new IllegalArgumentException(
-                    "--eval_strategy "
-                            + args.evalStrategy
-                            + ": give no, epoch, or steps with a positive --eval_steps");
-        }
-        if (!(args.validationSplitPercentage > 0 && args.validationSplitPercentage < 100)) {
-            throw new IllegalArgumentException("--validation_split_percentage must be in (0, 100)");
-        }
-    }
-
-    private static void requirePositive(int value, String flag) {
-        if (value <= 0) {
-            throw new IllegalArgumentException(flag + " must be positive, got " + value);
-        }
+        ArgumentChecks.check(args);
     }
 
     private FinetuneRecipe.ModelSource modelSource(Path checkpoint, boolean fromCheckpoint) {

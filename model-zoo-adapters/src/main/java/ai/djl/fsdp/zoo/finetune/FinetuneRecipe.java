@@ -15,6 +15,7 @@ import ai.djl.fsdp.zoo.ModelConfig;
 import ai.djl.fsdp.zoo.PretrainedModel;
 import ai.djl.fsdp.zoo.chat.ChatFormat;
 import ai.djl.fsdp.zoo.chat.ChatTemplate;
+import ai.djl.fsdp.zoo.chat.TokenizerJson;
 import ai.djl.fsdp.zoo.finetune.args.FinetuneArguments;
 import ai.djl.fsdp.zoo.finetune.args.FsdpArguments;
 import ai.djl.fsdp.zoo.finetune.data.ByteLevelTokenizer;
@@ -73,6 +74,10 @@ final class FinetuneRecipe implements AutoCloseable {
     final TrainingData eval;
     final List<Document> evalDocuments;
     final long padId;
+
+    /** The token {@code --append_concat_token} appends to each text example, or -1 for none. */
+    final long concatToken;
+
     final long endOfTurn;
     final int stepsPerEpoch;
     final int totalSteps;
@@ -119,11 +124,6 @@ final class FinetuneRecipe implements AutoCloseable {
         if (chat && args.chatTemplateFormat == null && chatFormat != ChatTemplate.CHATML) {
             note.accept("conversations are rendered with the tokenizer's own chat_template");
         }
-        if (args.addSpecialTokens) {
-            note.accept(
-                    "--add_special_tokens True: examples are tokenized as written; the chat"
-                            + " template's own tokens mark the turns");
-        }
         workDirectory = Files.createTempDirectory("finetune-tokenizer");
         tokenizerFile = workDirectory.resolve(Tokenizers.FILE);
         int vocab = prepareTokenizer(source.tokenizer(), tokenizerFile);
@@ -132,6 +132,7 @@ final class FinetuneRecipe implements AutoCloseable {
         padId = Math.max(0, endOfText);
         endOfTurn = chat ? singleToken(chatFormat.endOfTurn()) : endOfText;
         ModelConfig stored = source.architecture(vocab, endOfText);
+        concatToken = args.appendConcatToken ? endOfSequence(source.tokenizer(), stored) : -1;
         // As the recipe's script does: resize_token_embeddings(len(tokenizer), multiple).
         int rows =
                 vocab > stored.vocabSize()
@@ -384,6 +385,36 @@ final class FinetuneRecipe implements AutoCloseable {
             Tokenizers.checkAddedTokens(source, "--tokenizer_name");
         }
         return ChatTemplate.writeTokenizer(original, target, chat && chatFormat.addsMarkers());
+    }
+
+    /**
+     * Returns the token {@code --append_concat_token} appends, TRL's {@code
+     * tokenizer.eos_token_id}: the {@code eos_token} of the {@code tokenizer_config.json} beside
+     * the tokenizer, else the model's first {@code eos_token_id} (the byte-level tokenizer's and
+     * GPT-2's {@code <|endoftext|>}).
+     */
+    private long endOfSequence(Path tokenizerSource, ModelConfig stored) throws IOException {
+        Path config = tokenizerSource == null ? null : ChatFormats.config(tokenizerSource);
+        String eos = TokenizerJson.eosToken(config);
+        long id = eos == null ? -1 : singleToken(eos);
+        if (eos != null && id < 0) {
+            throw new IllegalArgumentException(
+                    "--append_concat_token appends the eos_token of "
+                            + config
+                            + ", but \""
+                            + eos
+                            + "\" is not one token of the tokenizer: fix eos_token there, or"
+                            + " leave out --append_concat_token");
+        }
+        if (eos == null && stored.eosTokenIds().isEmpty()) {
+            throw new IllegalArgumentException(
+                    "--append_concat_token appends the end-of-sequence token, but the tokenizer"
+                            + " has no eos_token ("
+                            + (config == null ? "no tokenizer_config.json" : config)
+                            + ") and the model's config.json no eos_token_id: add one of them, or"
+                            + " leave out --append_concat_token");
+        }
+        return eos != null ? id : stored.eosTokenIds().get(0);
     }
 
     /** Returns the id of a token the tokenizer has as one token, or -1. */

@@ -133,6 +133,10 @@ public final class GenerateCommand implements Subcommand {
         if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
             System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "error");
         }
+        if (maxNewTokens < 0) {
+            throw new IllegalArgumentException(
+                    "--max_new_tokens " + maxNewTokens + " must be 0 or more");
+        }
         boolean checkpoint = Files.isDirectory(Path.of(model));
         if (!checkpoint && tokenizer == null) {
             throw new IllegalArgumentException(
@@ -153,13 +157,14 @@ public final class GenerateCommand implements Subcommand {
         }
         ModelConfig family =
                 checkpoint ? ModelFamilies.read(location.checkpoint()) : Models.builtin(model);
-        if (family.isEncoderDecoder() && temperature != 0) {
+        String sampling = family.isEncoderDecoder() ? samplingFlag() : null;
+        if (sampling != null) {
             throw new IllegalArgumentException(
-                    "--temperature "
-                            + temperature
+                    sampling
                             + ": an encoder-decoder model (model_type "
                             + family.modelType()
-                            + ") generates greedily; leave --temperature at 0");
+                            + ") generates greedily; leave --temperature at 0 and --top_k,"
+                            + " --top_p and --seed out");
         }
         DistributedEnv env = DistributedEnv.fromEnvironment();
         if (env.getWorldSize() > 1) {
@@ -211,6 +216,24 @@ public final class GenerateCommand implements Subcommand {
                     true);
         }
         return 0;
+    }
+
+    /**
+     * Returns the first sampling flag given, as the user wrote it: a temperature, top-k or top-p
+     * that samples, or a seed at all; null if none.
+     */
+    private String samplingFlag() {
+        if (temperature != 0) {
+            return "--temperature " + temperature;
+        }
+        if (topK != 0) {
+            return "--top_k " + topK;
+        }
+        if (topP != 1) {
+            return "--top_p " + topP;
+        }
+        boolean seeded = spec.commandLine().getParseResult().hasMatchedOption("--seed");
+        return seeded ? "--seed " + seed : null;
     }
 
     /**

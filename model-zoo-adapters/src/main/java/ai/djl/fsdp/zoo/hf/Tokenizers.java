@@ -1,7 +1,7 @@
 package ai.djl.fsdp.zoo.hf;
 
+import ai.djl.fsdp.zoo.chat.TokenizerJson;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
-import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
@@ -75,30 +75,12 @@ public final class Tokenizers {
         JsonObject root =
                 JsonParser.parseString(Files.readString(file, StandardCharsets.UTF_8))
                         .getAsJsonObject();
-        Map<Integer, String> textById = new HashMap<>();
-        JsonElement vocab =
-                root.has("model") && root.get("model").isJsonObject()
-                        ? root.getAsJsonObject("model").get("vocab")
-                        : null;
-        if (vocab != null && vocab.isJsonObject()) {
-            vocab.getAsJsonObject()
-                    .entrySet()
-                    .forEach(entry -> textById.put(entry.getValue().getAsInt(), entry.getKey()));
-        } else if (vocab != null && vocab.isJsonArray()) {
-            // Unigram: [piece, score] pairs, the id the position.
-            JsonArray pieces = vocab.getAsJsonArray();
-            for (int id = 0; id < pieces.size(); id++) {
-                textById.put(id, pieces.get(id).getAsJsonArray().get(0).getAsString());
-            }
-        }
+        Map<Integer, String> textById = new HashMap<>(TokenizerJson.vocabulary(root, file));
         JsonElement added = root.get("added_tokens");
         if (added == null || !added.isJsonArray()) {
             return;
         }
-        int free = textById.keySet().stream().mapToInt(Integer::intValue).max().orElse(-1) + 1;
-        for (JsonElement element : added.getAsJsonArray()) {
-            free = Math.max(free, element.getAsJsonObject().get("id").getAsInt() + 1);
-        }
+        int free = TokenizerJson.size(root, file);
         for (JsonElement element : added.getAsJsonArray()) {
             JsonObject token = element.getAsJsonObject();
             int id = token.get("id").getAsInt();

@@ -36,7 +36,7 @@ public class LlamaConfig extends PretrainedConfig {
     private Integer numKeyValueHeads;
     private Integer headDim;
     private String hiddenAct = "silu";
-    private int maxPositionEmbeddings = 2048;
+    private int maxPositionEmbeddings;
     private float rmsNormEps = 1e-6f;
     private double ropeTheta = 10000;
     private JsonElement ropeScaling;
@@ -44,9 +44,21 @@ public class LlamaConfig extends PretrainedConfig {
     private boolean mlpBias;
     private transient RopeScaling rope;
 
-    /** Creates a configuration for the binder to fill. */
+    /** Creates a configuration for the binder to fill, 2048 positions by default as Llama's. */
     protected LlamaConfig() {
+        this(2048);
+    }
+
+    /**
+     * Creates a configuration for the binder to fill, with a family's default of {@code
+     * max_position_embeddings} (Hugging Face's: Llama 2048, Mistral 131072, Qwen2 and Qwen3 32768),
+     * which a file without the key gets.
+     *
+     * @param maxPositionEmbeddings the family's default {@code max_position_embeddings}
+     */
+    protected LlamaConfig(int maxPositionEmbeddings) {
         super(false);
+        this.maxPositionEmbeddings = maxPositionEmbeddings;
     }
 
     /**

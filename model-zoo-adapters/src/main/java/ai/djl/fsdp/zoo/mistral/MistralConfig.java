@@ -8,7 +8,8 @@ import com.google.gson.JsonObject;
 /**
  * Hugging Face's {@code MistralConfig}: Llama's keys and {@code sliding_window}, the number of
  * positions each query attends to (itself included). As in Hugging Face, a file without the key
- * gets 4096 (Mistral 7B v0.1's), and {@code null} means no window (v0.2 and later).
+ * gets 4096 (Mistral 7B v0.1's), and {@code null} means no window (v0.2 and later); one without
+ * {@code max_position_embeddings} gets 4096 x 32 = 131072.
  */
 public final class MistralConfig extends LlamaConfig {
 
@@ -25,7 +26,10 @@ public final class MistralConfig extends LlamaConfig {
 
     private Integer slidingWindow = 4096;
 
-    private MistralConfig() {}
+    /** Creates a configuration for the binder to fill: 131072 (4096 x 32) positions by default. */
+    private MistralConfig() {
+        super(4096 * 32);
+    }
 
     /**
      * Reads a Mistral configuration.

@@ -28,8 +28,10 @@ public class Qwen2Config extends LlamaConfig {
     private Integer slidingWindow;
     private Integer maxWindowLayers;
 
-    /** Creates a configuration for the binder to fill. */
-    protected Qwen2Config() {}
+    /** Creates a configuration for the binder to fill: 32768 positions by default, as HF's. */
+    protected Qwen2Config() {
+        super(32768);
+    }
 
     /**
      * Reads a Qwen2 configuration.

@@ -27,6 +27,7 @@ public final class Qwen3Config extends Qwen2Config {
     /** Hugging Face's default {@code head_dim} of Qwen3. */
     private static final int HEAD_DIM = 128;
 
+    /** Creates a configuration for the binder to fill: Qwen2's 32768 positions by default. */
     private Qwen3Config() {}
 
     /**

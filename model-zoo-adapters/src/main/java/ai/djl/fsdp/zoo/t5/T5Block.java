@@ -91,13 +91,4 @@ public final class T5Block extends HfBlock {
         result.addAll(out);
         return result;
     }
-
-    /**
-     * Returns whether this block holds its stack's relative position bias and returns it.
-     *
-     * @return true for the first block of a stack
-     */
-    public boolean isFirst() {
-        return first;
-    }
 }

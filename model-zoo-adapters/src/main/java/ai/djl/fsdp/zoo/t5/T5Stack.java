@@ -45,15 +45,6 @@ final class T5Stack extends HfBlock {
     }
 
     /**
-     * Returns the number of blocks.
-     *
-     * @return the blocks
-     */
-    int size() {
-        return ((ModuleList) child("block")).size();
-    }
-
-    /**
      * Runs the stack.
      *
      * @param ps the parameter store

@@ -189,4 +189,71 @@ class JinjaChatTemplateTest {
         Files.writeString(config, "{\"eos_token\": \"</s>\"}");
         assertEquals(null, JinjaChatTemplate.read(config), "no chat_template: none");
     }
+
+    /**
+     * A list of named templates: as transformers' get_chat_template chooses, a conversation with
+     * tools takes "tool_use" and any other "default"; a list that breaks that is named.
+     */
+    @Test
+    void namedTemplatesAreChosenAsTransformersChooses(@TempDir Path directory) throws Exception {
+        Path config = directory.resolve(ChatTemplate.CONFIG_FILE);
+        List<Map<String, String>> tools = List.of(Map.of("name", "add"));
+        String both =
+                "{\"name\": \"default\", \"template\": \"D{{ messages | length }}\"},"
+                        + " {\"name\": \"tool_use\", \"template\": \"T{{ tools | length }}\"}";
+        Files.writeString(config, "{\"chat_template\": [" + both + "]}");
+        JinjaChatTemplate template = JinjaChatTemplate.read(config);
+        assertEquals("D4", template.apply(CHAT, false));
+        assertEquals("T1", template.apply(CHAT, tools, false));
+        assertEquals("T1", template.withVariables(Map.of("x", 1)).apply(CHAT, tools, false));
+
+        Files.writeString(
+                config, "{\"chat_template\": [{\"name\": \"default\", \"template\": \"D\"}]}");
+        assertEquals("D", JinjaChatTemplate.read(config).apply(CHAT, tools, false));
+
+        Files.writeString(
+                config, "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"T\"}]}");
+        JinjaChatTemplate toolUse = JinjaChatTemplate.read(config);
+        assertEquals("T", toolUse.apply(CHAT, tools, false));
+        IllegalArgumentException noDefault =
+                assertThrows(IllegalArgumentException.class, () -> toolUse.apply(CHAT, false));
+        assertEquals(
+                "the tokenizer's chat template ("
+                        + config
+                        + ") has a \"tool_use\" template but no \"default\" one, which a"
+                        + " conversation without tools takes: add a template named \"default\""
+                        + " to chat_template",
+                noDefault.getMessage());
+
+        for (String[] bad :
+                new String[][] {
+                    {"{\"name\": \"default\"}", "template"},
+                    {"{\"template\": \"D\"}", "name"},
+                    {"\"D\"", "name"}
+                }) {
+            Files.writeString(config, "{\"chat_template\": [" + bad[0] + "]}");
+            IllegalArgumentException e =
+                    assertThrows(
+                            IllegalArgumentException.class, () -> JinjaChatTemplate.read(config));
+            assertEquals(
+                    config
+                            + ": each entry of a chat_template list is {\"name\": ...,"
+                            + " \"template\": ...}, but "
+                            + bad[0].replace(" ", "")
+                            + " has no \""
+                            + bad[1]
+                            + "\" string: give it one",
+                    e.getMessage());
+        }
+        Files.writeString(
+                config, "{\"chat_template\": [{\"name\": \"rag\", \"template\": \"R\"}]}");
+        IllegalArgumentException unnamed =
+                assertThrows(IllegalArgumentException.class, () -> JinjaChatTemplate.read(config));
+        assertEquals(
+                config
+                        + ": chat_template names the templates [rag], none of them \"default\" (or"
+                        + " \"tool_use\" for conversations with tools), so none would be chosen:"
+                        + " name the one to train with \"default\"",
+                unnamed.getMessage());
+    }
 }

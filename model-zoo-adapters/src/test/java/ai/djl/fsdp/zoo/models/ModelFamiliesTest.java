@@ -169,6 +169,32 @@ class ModelFamiliesTest {
         assertEquals(128, ((LlamaConfig) ModelFamilies.parse(noHeadDim)).headDim());
     }
 
+    /**
+     * A config.json without max_position_embeddings gets its family's default, as transformers'
+     * configuration classes give it: Llama 2048, Mistral 4096 x 32, Qwen2 and Qwen3 32768.
+     */
+    @Test
+    void eachFamilyDefaultsMaxPositionEmbeddingsAsHuggingFace() {
+        String[][] families = {
+            {LLAMA_3_2_1B, "2048"},
+            {MISTRAL_7B_V01, "131072"},
+            {QWEN2_5_0_5B, "32768"},
+            {QWEN3_0_6B, "32768"}
+        };
+        for (String[] family : families) {
+            JsonObject config = json(family[0]);
+            config.remove("max_position_embeddings");
+            ModelConfig parsed = ModelFamilies.parse(config);
+            assertEquals(Integer.parseInt(family[1]), parsed.maxPositions(), parsed.modelType());
+            assertEquals(
+                    parsed.maxPositions(),
+                    ModelFamilies.parse(parsed.toJson()).maxPositions(),
+                    "written and read back");
+            config.addProperty("max_position_embeddings", 512);
+            assertEquals(512, ModelFamilies.parse(config).maxPositions(), "the file's own wins");
+        }
+    }
+
     @Test
     void unsupportedFeaturesAreRefusedNamingTheFix() {
         JsonObject yarn = json(LLAMA_3_1_8B);

@@ -39,11 +39,12 @@ import picocli.CommandLine;
 /**
  * {@code finetune} on a tiny T5 checkpoint (written here, byte-level tokenizer) with LoRA on its
  * default targets: 2 ranks (real processes) end where 1 rank ends, the step losses and eval losses
- * within 2e-5 relative (the global token mean over the target tokens); the adapters are saved in
- * PEFT's format as {@code SEQ_2_SEQ_LM} on T5's {@code q} and {@code v}, and put back on the base
- * they give the merged model's logits; exact match on the generated labels, before and after
- * training, counts as many correct on 2 ranks (3 sources: one rank generates an uncounted extra
- * batch) as on 1. Bad input: a dataset without the target field, and a task that does not fit.
+ * within 2e-5 relative (the global token mean over the target tokens; the 5 eval pairs, which 2
+ * ranks read as 3 each, counted once each); the adapters are saved in PEFT's format as {@code
+ * SEQ_2_SEQ_LM} on T5's {@code q} and {@code v}, and put back on the base they give the merged
+ * model's logits; exact match on the generated labels, before and after training, counts as many
+ * correct on 2 ranks (3 sources: one rank generates an uncounted extra batch) as on 1. Bad input: a
+ * dataset without the target field, and a task that does not fit.
  */
 class Seq2SeqFinetuneTest {
 
@@ -72,8 +73,18 @@ class Seq2SeqFinetuneTest {
         return model;
     }
 
-    /** Writes sentences labelled by their adjective's sentiment, as train and test splits. */
+    /**
+     * Writes sentences labelled by their adjective's sentiment, as train and test splits: 30, 6.
+     */
     static Path splits(Path directory) throws Exception {
+        return splits(directory, 6);
+    }
+
+    /**
+     * Writes the 36 sentences as train and test splits, every {@code every}th one held out: 7 gives
+     * 31 and 5, an odd eval split that 2 ranks read with one example repeated as padding.
+     */
+    static Path splits(Path directory, int every) throws Exception {
         Path data = Files.createDirectories(directory.resolve("data"));
         List<String> train = new ArrayList<>();
         List<String> test = new ArrayList<>();
@@ -88,7 +99,7 @@ class Seq2SeqFinetuneTest {
                                     subject,
                                     label[word],
                                     label[0]);
-                    (n++ % 6 == 5 ? test : train).add(line);
+                    (n++ % every == every - 1 ? test : train).add(line);
                 }
             }
         }
@@ -165,7 +176,7 @@ class Seq2SeqFinetuneTest {
     @Test
     void twoRanksEqualOneAndTheAdaptersLoadBack(@TempDir Path directory) throws Exception {
         Path model = tinyT5(directory);
-        Path data = splits(directory);
+        Path data = splits(directory, 7);
         Path one = directory.resolve("one");
         Path two = directory.resolve("two");
         String single = run(1, arguments(model, data, one, 4));
@@ -239,13 +250,38 @@ class Seq2SeqFinetuneTest {
         assertFalse(Files.exists(output), "nothing is written");
     }
 
+    /** T5's and Flan-T5's tokenizer.json is Unigram: its vocabulary a list of [piece, score]. */
+    @Test
+    void aT5WithAUnigramTokenizerTrains(@TempDir Path directory) throws Exception {
+        Path model = tinyT5(directory);
+        TestModels.unigramTokenizer(model.resolve("tokenizer.json"));
+        Path output = directory.resolve("unigram");
+        String out =
+                finetuneHere(
+                        "--model_name_or_path",
+                        model.toString(),
+                        "--dataset_name",
+                        splits(directory).toString(),
+                        "--max_steps",
+                        "1",
+                        "--eval_strategy",
+                        "no",
+                        "--exact_match_samples",
+                        "0",
+                        "--output_dir",
+                        output.toString());
+        assertTrue(out.contains("step=1 "), out);
+        JsonObject saved =
+                JsonParser.parseString(Files.readString(output.resolve("tokenizer.json")))
+                        .getAsJsonObject();
+        assertEquals("Unigram", saved.getAsJsonObject("model").get("type").getAsString());
+        assertEquals(48, saved.getAsJsonObject("model").getAsJsonArray("vocab").size());
+    }
+
     @Test
     void theBuiltInDemoRunsAndCutTargetsAreCountedOnce(@TempDir Path directory) {
-        StringWriter out = new StringWriter();
-        CommandLine line = new CommandLine(new FinetuneCommand());
-        line.setOut(new PrintWriter(out));
-        int code =
-                line.execute(
+        String out =
+                finetuneHere(
                         "--model_name_or_path", "t5-tiny",
                         "--dataset_name", "sentiment-labels",
                         "--max_target_length", "4",
@@ -253,10 +289,18 @@ class Seq2SeqFinetuneTest {
                         "--logging_steps", "1",
                         "--exact_match_samples", "0",
                         "--output_dir", directory.resolve("demo").toString());
-        assertEquals(0, code, out.toString());
         String cut = "note: 2730 train targets are longer than --max_target_length 4 tokens";
-        assertEquals(1, out.toString().split(cut, -1).length - 1, out.toString());
-        assertTrue(out.toString().contains("step=2 "), out.toString());
+        assertEquals(1, out.split(cut, -1).length - 1, out);
+        assertTrue(out.contains("step=2 "), out);
+    }
+
+    /** Runs finetune in this process, on one rank; returns its output once it succeeded. */
+    private static String finetuneHere(String... args) {
+        StringWriter out = new StringWriter();
+        CommandLine line = new CommandLine(new FinetuneCommand());
+        line.setOut(new PrintWriter(out));
+        assertEquals(0, line.execute(args), out.toString());
+        return out.toString();
     }
 
     private static void assertRefused(String expected, List<String> args) {

@@ -168,14 +168,41 @@ class T5CommandsTest {
                 model.resolve("config.json"),
                 T5Config.of(257, 32, 4, 48, 1, 1, "relu").toJson().toString());
         ByteLevelTokenizer.write(model.resolve("tokenizer.json"));
+        String greedy =
+                ": an encoder-decoder model (model_type t5) generates greedily; leave --temperature"
+                        + " at 0 and --top_k, --top_p and --seed out";
+        String[][] sampling = {
+            {"--temperature", "0.7", "--temperature 0.7"},
+            {"--top_k", "5", "--top_k 5"},
+            {"--top_p", "0.9", "--top_p 0.9"},
+            {"--seed", "42", "--seed 42"}
+        };
+        for (String[] flag : sampling) {
+            assertEquals(
+                    flag[2] + greedy,
+                    refusal("--model", model.toString(), "--prompt", "hi", flag[0], flag[1]));
+        }
+        // A negative budget, on the encoder-decoder path and on the decoder-only one.
+        Path tokenizer = model.resolve("tokenizer.json");
+        for (String target : new String[] {model.toString(), "gpt2-tiny"}) {
+            assertEquals(
+                    "--max_new_tokens -1 must be 0 or more",
+                    refusal(
+                            "--model",
+                            target,
+                            "--tokenizer",
+                            tokenizer.toString(),
+                            "--prompt",
+                            "hi",
+                            "--max_new_tokens",
+                            "-1"));
+        }
+    }
+
+    /** Runs generate with the arguments and returns the message it stops with. */
+    private static String refusal(String... args) {
         GenerateCommand command = new GenerateCommand();
-        new CommandLine(command)
-                .parseArgs("--model", model.toString(), "--prompt", "hi", "--temperature", "0.7");
-        IllegalArgumentException error =
-                assertThrows(IllegalArgumentException.class, command::call);
-        assertEquals(
-                "--temperature 0.7: an encoder-decoder model (model_type t5) generates greedily;"
-                        + " leave --temperature at 0",
-                error.getMessage());
+        new CommandLine(command).parseArgs(args);
+        return assertThrows(IllegalArgumentException.class, command::call).getMessage();
     }
 }

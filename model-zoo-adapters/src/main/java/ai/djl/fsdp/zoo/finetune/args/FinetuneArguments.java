@@ -141,7 +141,10 @@ public final class FinetuneArguments {
             names = "--append_concat_token",
             arity = "0..1",
             fallbackValue = "true",
-            description = "Append the end-of-text token to each text example (default false).")
+            description =
+                    "Append the end-of-sequence token to each text example: the tokenizer's"
+                            + " eos_token (tokenizer_config.json), else config.json's"
+                            + " eos_token_id (default false).")
     public boolean appendConcatToken;
 
     @Option(
@@ -149,8 +152,9 @@ public final class FinetuneArguments {
             arity = "0..1",
             fallbackValue = "true",
             description =
-                    "Let the tokenizer add its special tokens to each example (default false;"
-                            + " only false is supported: examples are tokenized as written).")
+                    "Let the tokenizer add its special tokens to each example: only false (the"
+                            + " default) is supported, examples are tokenized as written; True"
+                            + " is refused.")
     public boolean addSpecialTokens;
 
     @Option(
@@ -295,7 +299,9 @@ public final class FinetuneArguments {
     @Option(
             names = "--logging_steps",
             defaultValue = "10",
-            description = "Steps between log lines and metrics.jsonl rows (default 10).")
+            description =
+                    "Steps between log lines and metrics.jsonl rows with --logging_strategy"
+                            + " steps, positive (default 10).")
     public int loggingSteps;
 
     @Option(
@@ -306,8 +312,11 @@ public final class FinetuneArguments {
 
     @Option(
             names = "--log_level",
-            defaultValue = "info",
-            description = "info or debug (debug shows DJL's start-up logging).")
+            defaultValue = "passive",
+            description =
+                    "The libraries' logging (DJL's): debug, info (DJL's start-up logging),"
+                            + " warning, error, critical or passive (default ${DEFAULT-VALUE}:"
+                            + " errors only). The run's own lines print at every level.")
     public String logLevel;
 
     @Option(

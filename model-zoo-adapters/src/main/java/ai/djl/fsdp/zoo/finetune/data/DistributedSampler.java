@@ -8,8 +8,10 @@ import java.util.Random;
  * permutation of the dataset drawn from {@code seed + epoch} (the same on every rank), padded by
  * wrapping around to a multiple of the world size, and rank {@code r} reads positions {@code r, r +
  * world, ...}. So the ranks' parts are disjoint within the dataset's size, together complete, and
- * equally long: every rank makes the same number of batches. The position (epoch, batches read) is
- * exposed so a checkpoint can save it and a resumed run {@link #seek} to it.
+ * equally long: every rank makes the same number of batches. The wrapped-around positions are
+ * padding, at the end of a rank's last batch ({@link #getPadding}): an evaluation leaves them out
+ * of its figures so each example counts once. The position (epoch, batches read) is exposed so a
+ * checkpoint can save it and a resumed run {@link #seek} to it.
  */
 public final class DistributedSampler {
 
@@ -21,6 +23,7 @@ public final class DistributedSampler {
     private final int batchSize;
     private int epoch;
     private int batchesRead;
+    private int padding;
     private int[] order;
 
     /**
@@ -102,11 +105,27 @@ public final class DistributedSampler {
         int first = batchesRead * batchSize;
         int count = Math.min(batchSize, getSamplesPerRank() - first);
         int[] indices = new int[count];
+        padding = 0;
         for (int i = 0; i < count; i++) {
-            indices[i] = order[((first + i) * worldSize + rank) % size];
+            int position = (first + i) * worldSize + rank;
+            indices[i] = order[position % size];
+            padding += position >= size ? 1 : 0;
         }
         batchesRead++;
         return indices;
+    }
+
+    /**
+     * Returns how many of the indices the last {@link #next} returned are padding: positions past
+     * the dataset, wrapped around to its start so that every rank reads as many. They are the last
+     * ones of the batch, and they repeat examples another rank reads; an evaluation runs them
+     * (every rank makes the same passes) but leaves them out of its figures, as Hugging Face's
+     * {@code gather_for_metrics} drops them, so that each example counts once.
+     *
+     * @return the number of padding indices at the end of the last batch, 0 before any
+     */
+    public int getPadding() {
+        return padding;
     }
 
     /** Moves to the start of the next epoch. */

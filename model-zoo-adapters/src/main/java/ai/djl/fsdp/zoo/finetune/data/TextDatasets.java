@@ -256,8 +256,8 @@ public final class TextDatasets {
         }
         if (json.has("messages")) {
             List<Map<String, Object>> messages = new ArrayList<>();
-            for (JsonElement element : json.getAsJsonArray("messages")) {
-                JsonObject message = element.getAsJsonObject();
+            for (JsonObject message :
+                    objects(json, "messages", "a list of messages, each an object", where)) {
                 boolean calls =
                         message.has("tool_calls") && !message.get("tool_calls").isJsonNull();
                 if (!message.has("role") || !message.has("content") && !calls) {
@@ -273,12 +273,8 @@ public final class TextDatasets {
             if (tools == null || tools.isJsonNull()) {
                 return Document.ofMessages(messages);
             }
-            if (!tools.isJsonArray()) {
-                throw new IllegalArgumentException(
-                        where + ": 'tools' is a list of JSON schemas, got " + tools);
-            }
             List<Map<String, Object>> schemas = new ArrayList<>();
-            for (JsonElement tool : tools.getAsJsonArray()) {
+            for (JsonObject tool : objects(json, "tools", "a list of JSON schemas", where)) {
                 schemas.add(JSON.fromJson(tool, MAP));
             }
             return Document.ofMessages(messages, schemas);
@@ -293,6 +289,27 @@ public final class TextDatasets {
                             + json.keySet());
         }
         return Document.ofText(text.getAsString());
+    }
+
+    /**
+     * Returns the objects of a list-valued key of a JSON line, or fails naming the file and line,
+     * the key and the shape expected.
+     */
+    private static List<JsonObject> objects(
+            JsonObject json, String key, String shape, String where) {
+        JsonElement list = json.get(key);
+        List<JsonObject> objects = new ArrayList<>();
+        if (list.isJsonArray()) {
+            for (JsonElement element : list.getAsJsonArray()) {
+                if (!element.isJsonObject()) {
+                    throw new IllegalArgumentException(
+                            where + ": '" + key + "' is " + shape + ", but it holds " + element);
+                }
+                objects.add(element.getAsJsonObject());
+            }
+            return objects;
+        }
+        throw new IllegalArgumentException(where + ": '" + key + "' is " + shape + ", got " + list);
     }
 
     /** Returns a pair's text field, or fails naming it and its flag. */

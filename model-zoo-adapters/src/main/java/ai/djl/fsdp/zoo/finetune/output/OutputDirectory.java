@@ -232,9 +232,9 @@ public final class OutputDirectory {
                                 + reason(cause)
                                 + ". Fix that or pass another "
                                 + FLAG
-                                + "; nothing at "
-                                + target
-                                + " was changed");
+                                + (cause instanceof OutputMoves.NotUndone
+                                        ? ""
+                                        : "; nothing at " + target + " was changed"));
         failure.addSuppressed(cause); // kept for --stacktrace, not repeated in the message
         return failure;
     }

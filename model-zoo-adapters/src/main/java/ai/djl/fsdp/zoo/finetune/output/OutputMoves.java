@@ -6,12 +6,14 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
  * How a complete staging directory lands at the {@code --output_dir} ({@link OutputDirectory}):
  * swapped in whole for a previous output, or merged entry by entry into a directory of the user's;
- * either way what it replaces is kept aside until the move is done, and put back if it fails.
+ * either way what it replaces is kept aside until the move is done, and put back if it fails (a
+ * merge also removes the entries it had moved in).
  */
 final class OutputMoves {
 
@@ -54,21 +56,27 @@ final class OutputMoves {
     }
 
     /**
-     * Moves each new entry into the existing target, replacing only entries of the same name; if a
-     * move fails, the replaced entries are put back.
+     * Moves each new entry into the existing target, replacing only entries of the same name, the
+     * replaced ones kept aside in a sibling until the move is done; if it fails part way, it is
+     * undone ({@link #undo}).
+     *
+     * @throws NotUndone if the move failed and could not be undone in full
      */
     static void mergeInto(Path staging, Path target) throws IOException {
         Path replaced =
                 StaleOutputs.newSibling(
                         target.getParent(), target.getFileName().toString(), StaleOutputs.PREVIOUS);
-        List<String> entries = OutputMarker.entriesOf(staging);
+        List<String> movedIn = new ArrayList<>();
+        List<String> movedAside = new ArrayList<>();
         try {
-            for (String entry : entries) {
+            for (String entry : OutputMarker.entriesOf(staging)) {
                 Path into = target.resolve(entry);
                 if (Files.exists(into, LinkOption.NOFOLLOW_LINKS)) {
                     Files.move(into, replaced.resolve(entry), StandardCopyOption.ATOMIC_MOVE);
+                    movedAside.add(entry);
                 }
                 Files.move(staging.resolve(entry), into, StandardCopyOption.ATOMIC_MOVE);
+                movedIn.add(entry);
             }
             Files.move(
                     staging.resolve(OutputMarker.FILE),
@@ -76,13 +84,73 @@ final class OutputMoves {
                     StandardCopyOption.REPLACE_EXISTING,
                     StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {
-            for (String entry : OutputMarker.entriesOf(replaced)) {
-                OutputDirectory.deleteTree(
-                        target.resolve(entry)); // ours, moved in before the failure
-                Files.move(replaced.resolve(entry), target.resolve(entry));
-            }
+            undo(target, replaced, movedIn, movedAside, e);
             throw e;
         }
         OutputDirectory.deleteTree(replaced); // what --overwrite_output_dir allowed to replace
+    }
+
+    /**
+     * Undoes a merge that failed part way: removes the entries it moved in (all the tool's own),
+     * moves the ones they replaced back, and deletes the then empty sibling. Nothing that was in
+     * the target before is deleted: an entry that cannot go back stays in the sibling.
+     *
+     * @throws NotUndone naming the failure and where the replaced entries are, if a step failed
+     */
+    private static void undo(
+            Path target,
+            Path replaced,
+            List<String> movedIn,
+            List<String> movedAside,
+            IOException failure)
+            throws NotUndone {
+        List<IOException> problems = new ArrayList<>();
+        for (String entry : movedIn) {
+            try {
+                OutputDirectory.deleteTree(target.resolve(entry));
+            } catch (IOException e) {
+                problems.add(e);
+            }
+        }
+        for (String entry : movedAside) {
+            try {
+                Files.move(
+                        replaced.resolve(entry),
+                        target.resolve(entry),
+                        StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException e) {
+                problems.add(e);
+            }
+        }
+        try {
+            Files.delete(replaced);
+        } catch (IOException e) {
+            problems.add(e);
+        }
+        if (!problems.isEmpty()) {
+            NotUndone notUndone =
+                    new NotUndone(
+                            OutputDirectory.reason(failure)
+                                    + "; undoing the move failed too ("
+                                    + OutputDirectory.reason(problems.get(0))
+                                    + "): "
+                                    + target
+                                    + " may hold some of the new files, and what they replaced"
+                                    + " is kept in "
+                                    + replaced);
+            notUndone.addSuppressed(failure);
+            problems.forEach(notUndone::addSuppressed);
+            throw notUndone;
+        }
+    }
+
+    /** A failed merge that could not be undone in full; the message says what is left where. */
+    static final class NotUndone extends IOException {
+
+        private static final long serialVersionUID = 1L;
+
+        NotUndone(String message) {
+            super(message);
+        }
     }
 }

@@ -69,15 +69,24 @@ public final class RunReport implements AutoCloseable {
     }
 
     /**
-     * Keeps DJL's start-up logging (engine and CUDA detection, on every rank) out of the way unless
-     * {@code --log_level debug}.
+     * Sets the level of the libraries' logging (DJL's and this project's, through slf4j-simple, on
+     * every rank) from {@code --log_level}, in Hugging Face's words: {@code debug}, {@code info}
+     * (DJL's start-up logging: engine, CUDA detection), {@code warning}, {@code error}, {@code
+     * critical} (nothing: neither logs at that level) and {@code passive}, the default, which shows
+     * only errors; an unknown value, refused by the flags' checks, does as {@code passive}. The
+     * run's own lines (steps, notes, the summary) are printed at every level.
      *
      * @param logLevel the flag's value
      */
-    public static void quietStartup(String logLevel) {
-        if (!"debug".equalsIgnoreCase(logLevel)) {
-            System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "error");
-        }
+    public static void setLogLevel(String logLevel) {
+        String level =
+                switch (logLevel) {
+                    case "debug", "info" -> logLevel;
+                    case "warning" -> "warn";
+                    case "critical" -> "off";
+                    default -> "error";
+                };
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", level);
     }
 
     /**

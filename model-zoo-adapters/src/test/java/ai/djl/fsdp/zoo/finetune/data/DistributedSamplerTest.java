@@ -47,6 +47,36 @@ class DistributedSamplerTest {
         }
     }
 
+    /** 5 examples on 2 ranks: rank 1's last index wraps to example 0, and is marked padding. */
+    @Test
+    void paddingIsMarkedSoEachExampleCountsOnce() {
+        List<Integer> counted = new ArrayList<>();
+        List<Integer> padding = new ArrayList<>();
+        for (int rank = 0; rank < 2; rank++) {
+            DistributedSampler sampler = new DistributedSampler(5, rank, 2, 2, false, 0);
+            assertEquals(0, sampler.getPadding(), "nothing read yet");
+            while (sampler.hasNext()) {
+                int[] batch = sampler.next();
+                int real = batch.length - sampler.getPadding();
+                for (int i = 0; i < batch.length; i++) {
+                    (i < real ? counted : padding).add(batch[i]);
+                }
+            }
+        }
+        assertEquals(List.of(0, 2, 4, 1, 3), counted, "each example once");
+        assertEquals(List.of(0), padding, "rank 1's third position wraps to the first example");
+        for (int size : new int[] {12, 13, 101}) {
+            int total = 0;
+            for (int rank = 0; rank < 3; rank++) {
+                DistributedSampler sampler = new DistributedSampler(size, rank, 3, 4, true, 7);
+                while (sampler.hasNext()) {
+                    total += sampler.next().length - sampler.getPadding();
+                }
+            }
+            assertEquals(size, total, "without padding the ranks read each of " + size + " once");
+        }
+    }
+
     @Test
     void epochsAreReshuffledFromTheSeedAlike() {
         DistributedSampler a = new DistributedSampler(50, 1, 2, 5, true, 3);

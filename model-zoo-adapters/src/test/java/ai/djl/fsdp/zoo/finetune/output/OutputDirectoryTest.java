@@ -139,6 +139,32 @@ class OutputDirectoryTest {
         assertEquals(List.of("mine"), names(dir));
     }
 
+    /**
+     * A merge into a user's directory that fails part way (here its last move: the marker's name is
+     * the user's directory, which a rename cannot replace, whoever runs it) is undone: the new
+     * entries go, the replaced one comes back, no sibling is left, and the error says so.
+     */
+    @Test
+    void aMergeThatFailsPartWayLeavesTheDirectoryAsItWas() throws IOException {
+        Path target = dir.resolve("mine");
+        Files.createDirectories(target.resolve(OutputMarker.FILE));
+        Files.writeString(target.resolve(OutputMarker.FILE).resolve("notes"), "the user's");
+        Files.writeString(target.resolve("config.json"), "the user's config");
+        Files.writeString(target.resolve("thesis.tex"), "years of work");
+        IOException e = assertThrows(IOException.class, () -> save(target, true, "v1"));
+        assertTrue(
+                e.getMessage().startsWith("--output_dir " + target + ": the model was not saved"),
+                e.getMessage());
+        assertTrue(
+                e.getMessage().endsWith("nothing at " + target + " was changed"), e.getMessage());
+        assertEquals(List.of(OutputMarker.FILE, "config.json", "thesis.tex"), names(target));
+        assertEquals("the user's config", Files.readString(target.resolve("config.json")));
+        assertEquals("years of work", Files.readString(target.resolve("thesis.tex")));
+        assertEquals(
+                "the user's", Files.readString(target.resolve(OutputMarker.FILE).resolve("notes")));
+        assertEquals(List.of("mine"), names(dir), "no staging or replaced sibling is left");
+    }
+
     @Test
     void aFileAddedToAnOutputIsTheUsers() throws IOException {
         Path target = dir.resolve("out");
