@@ -155,8 +155,18 @@ public final class AtomicFiles {
      * @throws IOException if writing fails
      */
     public static void writeString(Path target, String text) throws IOException {
-        ByteBuffer bytes = ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8));
-        write(target, channel -> writeFully(channel, bytes));
+        writeBytes(target, text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Writes a file of {@code bytes} atomically.
+     *
+     * @param target the file to create or replace
+     * @param bytes the content
+     * @throws IOException if writing fails
+     */
+    public static void writeBytes(Path target, byte[] bytes) throws IOException {
+        write(target, channel -> writeFully(channel, ByteBuffer.wrap(bytes)));
     }
 
     /**

@@ -1,5 +1,6 @@
 package ai.djl.fsdp.zoo.chat;
 
+import ai.djl.fsdp.safetensors.AtomicFiles;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
@@ -9,7 +10,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -142,11 +142,6 @@ public final class TokenizerJson {
      * @throws IOException if writing fails
      */
     public static void write(JsonObject json, Path file) throws IOException {
-        Path temporary = Files.createTempFile(file.toAbsolutePath().getParent(), ".tok", ".json");
-        Files.writeString(
-                temporary,
-                new GsonBuilder().setPrettyPrinting().create().toJson(json),
-                StandardCharsets.UTF_8);
-        Files.move(temporary, file, StandardCopyOption.REPLACE_EXISTING);
+        AtomicFiles.writeString(file, new GsonBuilder().setPrettyPrinting().create().toJson(json));
     }
 }

@@ -17,7 +17,6 @@ import ai.djl.fsdp.zoo.hf.HfCheckpoint;
 import ai.djl.fsdp.zoo.hf.QuantizationConfig;
 import ai.djl.nn.Block;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
@@ -184,9 +183,8 @@ public final class ShardedSave {
         if (trainer.getModel().getBlock() != model) {
             throw new IllegalArgumentException("the trainer does not train this model");
         }
-        if (trainer.getRank() == 0) {
-            Files.createDirectories(directory);
-        }
+        // The writer makes the directory: a failure there is rank 0's inside the collective save,
+        // which every rank then reports, not one the other ranks would wait on.
         trainer.saveFullState(directory, state, maxShardBytes);
         if (trainer.getRank() == 0) {
             ConfigJson.write(
@@ -207,10 +205,11 @@ public final class ShardedSave {
     public static void adapters(FsdpTrainer trainer, LoraConfig config, Path directory)
             throws IOException {
         Block root = trainer.getModel().getBlock();
+        trainer.saveFullState(
+                directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root, config));
+        // After the collective save: a failure here is rank 0's alone, and no rank waits on it.
         if (trainer.getRank() == 0) {
             Lora.saveConfig(root, config, directory);
         }
-        trainer.saveFullState(
-                directory.resolve(Lora.WEIGHTS_FILE), LoraState.adapters(root, config));
     }
 }

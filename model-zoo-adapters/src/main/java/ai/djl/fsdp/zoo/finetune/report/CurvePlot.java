@@ -1,10 +1,9 @@
 package ai.djl.fsdp.zoo.finetune.report;
 
+import ai.djl.fsdp.safetensors.AtomicFiles;
 import com.google.gson.JsonObject;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import org.knowm.xchart.BitmapEncoder;
@@ -60,10 +59,8 @@ public final class CurvePlot {
         if (rate != null) {
             rate.setLineStyle(org.knowm.xchart.style.lines.SeriesLines.DASH_DASH);
         }
-        Path temporary = Files.createTempFile(file.toAbsolutePath().getParent(), ".curves", "");
-        BitmapEncoder.saveBitmap(chart, temporary.toString(), BitmapEncoder.BitmapFormat.PNG);
-        Files.move(Path.of(temporary + ".png"), file, StandardCopyOption.REPLACE_EXISTING);
-        Files.deleteIfExists(temporary);
+        AtomicFiles.writeBytes(
+                file, BitmapEncoder.getBitmapBytes(chart, BitmapEncoder.BitmapFormat.PNG));
     }
 
     private static XYSeries addSeries(
