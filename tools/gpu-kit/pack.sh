@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Packs the GPU kit into one folder that, with the repository's own files, stays under the GPU
-# machine's 64 MiB copy limit: a trimmed Java runtime (jlink), the project's jars without
+# Packs the GPU kit into one folder that, with the repository's own files, stays under
+# KIT_LIMIT_MIB (64 MiB): a trimmed Java runtime (jlink), the project's jars without
 # libtorch's natives (the GPU machine brings its own libtorch and NCCL in its Python environment)
 # and without DJL's prebuilt JNI (the kit builds one there), Bytedeco's CUDA 13 glue cut down to
 # the CUDA runtime and NCCL, the engine's test jar (the NCCL checks), DJL's JNI sources
 # (third_party/djl-pytorch-native) with the JNI headers and build-jni.sh, and the scripts.
 #   mvn -B -DskipTests -Pcuda13 clean package && tools/gpu-kit/pack.sh [OUTPUT_DIR]
 # (default OUTPUT_DIR: tools/gpu-kit/build/kit). M2_REPO: the Maven repository (default ~/.m2/repository).
+# KIT_LIMIT_MIB: the most the kit and the repository's files may take together (default 64, what
+# the GPU machines the kit was made for accept beside a checkout).
 set -euo pipefail
 
 here="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 out="${1:-$here/build/kit}"
-limit=$((64 * 1024 * 1024))
+limit=$((${KIT_LIMIT_MIB:-64} * 1024 * 1024))
 lib="$root/benchmarks/target/lib"
 glue_version=13.1-9.19-1.5.13
 tests_jar="$(ls "$root"/djl-fsdp-engine/target/djl-fsdp-engine-*-tests.jar 2>/dev/null | head -n 1)"

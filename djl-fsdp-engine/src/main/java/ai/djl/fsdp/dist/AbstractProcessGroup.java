@@ -185,6 +185,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
                 group.close();
             } catch (CollectiveException e) {
                 failure = firstOf(failure, e);
+            } catch (RuntimeException e) {
+                failure = firstOf(failure, new CollectiveException("closing a split failed", e));
             }
         }
         return failure;

@@ -202,6 +202,8 @@ public final class TorchStore implements Store {
             request.send(out);
             return reply.read(in);
         } catch (SocketTimeoutException e) {
+            // Its late reply would answer the next call: the connection is given up.
+            closeSocket();
             throw new StoreException(
                     "The "
                             + where()
@@ -212,6 +214,7 @@ public final class TorchStore implements Store {
                             + ": the launcher is stopped or its host is unreachable",
                     e);
         } catch (IOException e) {
+            closeSocket();
             throw failed(what, e);
         }
     }

@@ -217,7 +217,10 @@ public final class ModelStateWriter {
     private static void agree(ProcessGroup group, Exception failure, Path target)
             throws IOException {
         String own = failure == null ? "" : failure.getMessage();
-        byte[] message = (own == null ? failure.toString() : own).getBytes(StandardCharsets.UTF_8);
+        if (failure != null && (own == null || own.isEmpty())) {
+            own = failure.toString();
+        }
+        byte[] message = own.getBytes(StandardCharsets.UTF_8);
         String received;
         try (NDManager scratch = NDManager.newBaseManager(group.getDevice())) {
             NDArray outcome = scratch.create(new int[] {failure == null ? 0 : 1, message.length});

@@ -85,12 +85,13 @@ public final class Qlora {
     }
 
     /**
-     * Returns whether a module stays in float, by transformers' rule for bitsandbytes ({@code
-     * _replace_with_bnb_linear}): an entry of the skip list is the module's own name (the last
-     * component of its path), its whole dotted path, or a part of its path followed by a dot, as an
-     * ancestor's path or name is ({@code model.layers.1.mlp} or {@code mlp} skip {@code
-     * model.layers.1.mlp.down_proj}). An entry of several components that ends with the module's
-     * name ({@code mlp.down_proj}) skips nothing, as in transformers.
+     * Returns whether a module stays in float, where either of transformers' rules for bitsandbytes
+     * keeps it: 4.x's {@code _replace_with_bnb_linear} (an entry of the skip list is the module's
+     * own name, the last component of its path, its whole dotted path, or a part of its path
+     * followed by a dot, as an ancestor's path or name is: {@code model.layers.1.mlp} or {@code
+     * mlp} skip {@code model.layers.1.mlp.down_proj}) or the later {@code should_convert_module}
+     * (the path ends with the entry: {@code mlp.down_proj} skips every layer's, here at a component
+     * boundary). Keeping in float what one of them keeps is the safer error.
      *
      * @param path the module's dotted path
      * @param skip the skip list
@@ -100,7 +101,10 @@ public final class Qlora {
         String name = path.substring(path.lastIndexOf('.') + 1);
         for (String key : skip) {
             // Python's `key + "." in path`: a plain substring, as transformers tests it.
-            if (key.equals(name) || key.equals(path) || path.contains(key + ".")) {
+            if (key.equals(name)
+                    || key.equals(path)
+                    || path.contains(key + ".")
+                    || path.endsWith("." + key)) {
                 return true;
             }
         }

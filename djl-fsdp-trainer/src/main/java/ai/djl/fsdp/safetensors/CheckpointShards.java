@@ -116,6 +116,19 @@ public final class CheckpointShards {
     }
 
     /**
+     * Returns whether a file of this name holds a model's weights in Hugging Face's layout: {@code
+     * model.safetensors}, {@code model.safetensors.index.json} or a numbered shard.
+     *
+     * @param name the file's name
+     * @return true for a name of the weights' layout
+     */
+    public static boolean isWeightsFile(String name) {
+        return name.equals(SafetensorsCheckpoint.SINGLE_FILE)
+                || name.equals(SafetensorsCheckpoint.INDEX_FILE)
+                || SHARD_FILE.matcher(name).matches();
+    }
+
+    /**
      * Removes what an earlier save left in {@code directory} that the save of {@code count} files
      * just committed did not write: after a single {@code model.safetensors}, the index and every
      * numbered shard; after numbered shards, {@code model.safetensors} and the shards of another

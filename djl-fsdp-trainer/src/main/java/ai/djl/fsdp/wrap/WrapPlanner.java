@@ -73,14 +73,22 @@ public final class WrapPlanner {
     }
 
     /**
-     * Returns the names of {@code classes} that match no block below {@code root}, in their order.
+     * Returns the names of {@code classes} that match no block below {@code root} holding
+     * parameters (a unit of none would shard nothing), in their order: the blocks {@link
+     * #blockClasses} names.
      *
      * @param root the model's top block
      * @param classes the layer classes
-     * @return the names that match no block
+     * @return the names that match no such block
      */
     public static List<String> unmatchedClasses(Block root, LayerClasses classes) {
-        return classes.unmatched(blocksBelow(root));
+        List<Block> holding = new ArrayList<>();
+        for (Block block : blocksBelow(root)) {
+            if (!block.getParameters().isEmpty()) {
+                holding.add(block);
+            }
+        }
+        return classes.unmatched(holding);
     }
 
     private static List<WrapTarget> targets(Block root, Predicate<Block> policy) {

@@ -47,12 +47,16 @@ class QloraSkipTest {
     }
 
     @Test
-    void aDottedTailOfThePathSkipsNothingAsInTransformers() {
-        // Neither the module's name, nor its path, nor followed by a dot inside the path.
+    void aDottedTailOfThePathSkipsAsLaterTransformersDoes() {
+        // Where the path ends with it, at a component boundary (should_convert_module's endswith).
         assertSkips(
-                List.of("mlp.down_proj", "0.mlp.down_proj"),
-                List.of(),
-                List.of("model.layers.0.mlp.down_proj"));
+                List.of("0.mlp.down_proj"),
+                List.of("model.layers.0.mlp.down_proj"),
+                List.of("model.layers.10.mlp.down_proj", "model.layers.0.mlp.up_proj"));
+        assertSkips(
+                List.of("mlp.down_proj"),
+                List.of("model.layers.0.mlp.down_proj", "model.layers.7.mlp.down_proj"),
+                List.of("model.layers.0.mlp.up_proj"));
     }
 
     private static void assertSkips(List<String> skip, List<String> skipped, List<String> kept) {

@@ -31,7 +31,9 @@ class AttentionBenchRankTest {
         Measurement tiny =
                 AttentionBenchRank.measure(AttentionKernel.EXPLICIT, new Shape(1, 1, 8, 4), 1);
         assertTrue(tiny.peakReset());
-        assertTrue(tiny.peakMb() < 100, "the freed 256 MB counted: " + tiny);
+        // Against the freed peak itself: a tiny step's own rise (first calls, heap growth) is far
+        // below it on any machine, the freed 256 MB would reach it.
+        assertTrue(tiny.peakMb() * 1e6 < transientPeak / 2.0, "the freed 256 MB counted: " + tiny);
         assertTrue(tiny.millis() > 0, tiny.toString());
     }
 

@@ -94,7 +94,8 @@ public final class FinetuneCommand implements Subcommand {
         if (fsdp.configFile != null) {
             return withConfigFile(env.getWorldSize());
         }
-        RunReport.setLogLevel(args.logLevel);
+        // As Hugging Face's log_level, the main process's: the other ranks stay quiet.
+        RunReport.setLogLevel(env.getRank() == 0 ? args.logLevel : "passive");
         Path checkpoint = Path.of(args.modelNameOrPath);
         boolean fromCheckpoint = Files.isDirectory(checkpoint);
         validate(checkpoint, fromCheckpoint);

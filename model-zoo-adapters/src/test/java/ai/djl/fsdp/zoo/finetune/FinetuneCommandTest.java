@@ -337,7 +337,14 @@ class FinetuneCommandTest {
                 "--model_name_or_path",
                 directory.resolve("nope").toString());
         assertFails("--max_seq_len 1024", "--max_seq_len", "1024");
-        assertFails("--eval_steps", "--eval_strategy", "steps");
+        assertFails(
+                "--eval_steps",
+                "--eval_strategy",
+                "steps",
+                "--eval_steps",
+                "0",
+                "--logging_steps",
+                "0");
         assertFails("--exact_match_batch_size must be positive", "--exact_match_batch_size", "0");
         for (String multiple : new String[] {"0", "-8"}) {
             assertFails(

@@ -43,10 +43,12 @@ class FlagValuesTest {
                 "--logging_steps",
                 "-3");
         assertRefused(
-                "--eval_strategy steps with --eval_steps 0: give no, epoch, or steps with a"
+                "--eval_strategy steps with --eval_steps -1: give no, epoch, or steps with a"
                         + " positive --eval_steps",
                 "--eval_strategy",
-                "steps");
+                "steps",
+                "--eval_steps",
+                "-1");
         assertRefused(
                 "--log_level verbose is not a level: give debug, info, warning, error, critical,"
                         + " passive (Hugging Face's; passive, the default, shows only errors)",
@@ -66,6 +68,10 @@ class FlagValuesTest {
             ArgumentChecks.check(arguments("--logging_strategy", strategy));
         }
         ArgumentChecks.check(arguments("--logging_strategy", "epoch", "--logging_steps", "0"));
+        // As Hugging Face: --eval_steps left at 0 takes --logging_steps.
+        FinetuneArguments everyLog = arguments("--eval_strategy", "steps", "--logging_steps", "7");
+        ArgumentChecks.check(everyLog);
+        assertEquals(7, everyLog.evalSteps);
         for (String level : ArgumentChecks.LOG_LEVELS) {
             ArgumentChecks.check(arguments("--log_level", level));
         }

@@ -59,6 +59,10 @@ public final class ArgumentChecks {
         if (!(args.validationSplitPercentage > 0 && args.validationSplitPercentage < 100)) {
             throw new IllegalArgumentException("--validation_split_percentage must be in (0, 100)");
         }
+        if ("steps".equals(args.evalStrategy) && args.evalSteps == 0) {
+            // As Hugging Face's TrainingArguments: evaluations every --logging_steps.
+            args.evalSteps = args.loggingSteps;
+        }
         checkStrategy("--eval_strategy", args.evalStrategy, "--eval_steps", args.evalSteps);
         checkStrategy(
                 "--logging_strategy", args.loggingStrategy, "--logging_steps", args.loggingSteps);

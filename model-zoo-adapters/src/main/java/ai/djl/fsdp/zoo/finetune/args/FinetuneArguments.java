@@ -276,7 +276,8 @@ public final class FinetuneArguments {
     @Option(
             names = "--eval_steps",
             defaultValue = "0",
-            description = "Steps between evaluations with --eval_strategy steps.")
+            description =
+                    "Steps between evaluations with --eval_strategy steps; 0: --logging_steps.")
     public int evalSteps;
 
     @Option(

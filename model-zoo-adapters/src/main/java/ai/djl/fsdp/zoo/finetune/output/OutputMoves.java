@@ -1,7 +1,9 @@
 package ai.djl.fsdp.zoo.finetune.output;
 
 import ai.djl.fsdp.checkpoint.CheckpointDirectory;
+import ai.djl.fsdp.safetensors.CheckpointShards;
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -56,9 +58,10 @@ final class OutputMoves {
     }
 
     /**
-     * Moves each new entry into the existing target, replacing only entries of the same name, the
-     * replaced ones kept aside in a sibling until the move is done; if it fails part way, it is
-     * undone ({@link #undo}).
+     * Moves each new entry into the existing target, replacing only entries of the same name and,
+     * when new weights come, the weights files of the other layout ({@link
+     * CheckpointShards#isWeightsFile}), the replaced ones kept aside in a sibling until the move is
+     * done; if it fails part way, it is undone ({@link #undo}).
      *
      * @throws NotUndone if the move failed and could not be undone in full
      */
@@ -66,10 +69,21 @@ final class OutputMoves {
         Path replaced =
                 StaleOutputs.newSibling(
                         target.getParent(), target.getFileName().toString(), StaleOutputs.PREVIOUS);
+        List<String> entries = OutputMarker.entriesOf(staging);
         List<String> movedIn = new ArrayList<>();
         List<String> movedAside = new ArrayList<>();
         try {
-            for (String entry : OutputMarker.entriesOf(staging)) {
+            // New weights replace the old ones whole: a file of the other layout (an index and
+            // its shards for one model.safetensors, or the reverse) left beside them would be read
+            // in their place.
+            for (String entry : staleWeights(target, entries)) {
+                Files.move(
+                        target.resolve(entry),
+                        replaced.resolve(entry),
+                        StandardCopyOption.ATOMIC_MOVE);
+                movedAside.add(entry);
+            }
+            for (String entry : entries) {
                 Path into = target.resolve(entry);
                 if (Files.exists(into, LinkOption.NOFOLLOW_LINKS)) {
                     Files.move(into, replaced.resolve(entry), StandardCopyOption.ATOMIC_MOVE);
@@ -88,6 +102,23 @@ final class OutputMoves {
             throw e;
         }
         OutputDirectory.deleteTree(replaced); // what --overwrite_output_dir allowed to replace
+    }
+
+    /** The weights files in {@code target} of a layout the new {@code entries} do not write. */
+    private static List<String> staleWeights(Path target, List<String> entries) throws IOException {
+        List<String> stale = new ArrayList<>();
+        if (entries.stream().noneMatch(CheckpointShards::isWeightsFile)) {
+            return stale;
+        }
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(target)) {
+            for (Path file : files) {
+                String name = file.getFileName().toString();
+                if (CheckpointShards.isWeightsFile(name) && !entries.contains(name)) {
+                    stale.add(name);
+                }
+            }
+        }
+        return stale;
     }
 
     /**

@@ -69,12 +69,13 @@ public final class RunReport implements AutoCloseable {
     }
 
     /**
-     * Sets the level of the libraries' logging (DJL's and this project's, through slf4j-simple, on
-     * every rank) from {@code --log_level}, in Hugging Face's words: {@code debug}, {@code info}
-     * (DJL's start-up logging: engine, CUDA detection), {@code warning}, {@code error}, {@code
-     * critical} (nothing: neither logs at that level) and {@code passive}, the default, which shows
-     * only errors; an unknown value, refused by the flags' checks, does as {@code passive}. The
-     * run's own lines (steps, notes, the summary) are printed at every level.
+     * Sets the level of the libraries' logging (DJL's and this project's, through slf4j-simple) in
+     * this process from {@code --log_level} (rank 0's; the other ranks pass {@code passive}), in
+     * Hugging Face's words: {@code debug}, {@code info} (DJL's start-up logging: engine, CUDA
+     * detection), {@code warning}, {@code error}, {@code critical} (nothing: neither logs at that
+     * level) and {@code passive}, the default, which shows only errors (Hugging Face's leaves its
+     * library at warnings); an unknown value, refused by the flags' checks, does as {@code
+     * passive}. The run's own lines (steps, notes, the summary) are printed at every level.
      *
      * @param logLevel the flag's value
      */

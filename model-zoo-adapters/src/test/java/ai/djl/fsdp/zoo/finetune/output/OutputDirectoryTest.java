@@ -140,6 +140,26 @@ class OutputDirectoryTest {
     }
 
     /**
+     * Weights merged into a directory that holds the other layout (an index and its shards) replace
+     * them whole: a reader would otherwise take the old index's shards. The user's files stay.
+     */
+    @Test
+    void mergedWeightsReplaceTheOtherLayoutWhole() throws IOException {
+        Path target = dir.resolve("mine");
+        Files.createDirectories(target);
+        Files.writeString(target.resolve("thesis.tex"), "years of work");
+        Files.writeString(target.resolve("model.safetensors.index.json"), "old index");
+        Files.writeString(target.resolve("model-00001-of-00002.safetensors"), "old shard");
+        Files.writeString(target.resolve("model-00002-of-00002.safetensors"), "old shard");
+        save(target, true, "v1");
+        assertEquals(
+                List.of(OutputMarker.FILE, "config.json", "model.safetensors", "thesis.tex"),
+                names(target));
+        assertEquals("v1", Files.readString(target.resolve("model.safetensors")));
+        assertEquals(List.of("mine"), names(dir), "no replaced sibling is left");
+    }
+
+    /**
      * A merge into a user's directory that fails part way (here its last move: the marker's name is
      * the user's directory, which a rename cannot replace, whoever runs it) is undone: the new
      * entries go, the replaced one comes back, no sibling is left, and the error says so.
