@@ -3,6 +3,7 @@ package ai.djl.fsdp.dist;
 import ai.djl.fsdp.rendezvous.Store;
 import ai.djl.fsdp.rendezvous.StoreException;
 import ai.djl.fsdp.rendezvous.StoreTimeoutException;
+import ai.djl.fsdp.util.Failures;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -184,21 +185,13 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
             try {
                 group.close();
             } catch (CollectiveException e) {
-                failure = firstOf(failure, e);
+                failure = Failures.suppress(failure, e);
             } catch (RuntimeException e) {
-                failure = firstOf(failure, new CollectiveException("closing a split failed", e));
+                failure =
+                        Failures.suppress(
+                                failure, new CollectiveException("closing a split failed", e));
             }
         }
         return failure;
-    }
-
-    /** Returns {@code kept} with {@code later} suppressed under it, or {@code later} if none. */
-    protected static CollectiveException firstOf(
-            CollectiveException kept, CollectiveException later) {
-        if (kept == null) {
-            return later;
-        }
-        kept.addSuppressed(later);
-        return kept;
     }
 }

@@ -17,6 +17,7 @@ import ai.djl.fsdp.tensor.TensorMemory;
 import ai.djl.fsdp.tensor.memory.CudaLibraries;
 import ai.djl.fsdp.tensor.memory.CudaRuntime;
 import ai.djl.fsdp.tensor.memory.DevicePointer;
+import ai.djl.fsdp.util.Failures;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -386,7 +387,7 @@ public final class NcclProcessGroup extends AbstractProcessGroup {
                 watchdog.awaitPending();
             }
         } catch (CollectiveException e) {
-            failure = firstOf(failure, e);
+            failure = Failures.suppress(failure, e);
         }
         if (heartbeats != null) {
             sayLeaving(storeLost());
